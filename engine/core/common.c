@@ -1,0 +1,49 @@
+#include "sb_common.h"
+
+#include <stdio.h>
+#include <time.h>
+
+const char *sb_status_str(sb_status st)
+{
+	switch (st) {
+	case SB_OK: return "ok";
+	case SB_ERR_INVALID: return "invalid argument";
+	case SB_ERR_IO: return "input/output error";
+	case SB_ERR_NOSPACE: return "no space left (disk full or file size limit)";
+	case SB_ERR_FORMAT: return "bad or unsupported data";
+	case SB_ERR_EMPTY: return "no audio (zero length)";
+	case SB_ERR_EXISTS: return "file exists";
+	case SB_ERR_NOMEM: return "out of memory";
+	case SB_ERR_DEVICE: return "device unavailable";
+	case SB_ERR_DEVICE_OOM: return "device out of memory";
+	case SB_ERR_DEVICE_LOST: return "device lost";
+	case SB_ERR_CANCELLED: return "cancelled";
+	case SB_ERR_MODEL: return "model error";
+	case SB_ERR_UNSUPPORTED: return "unsupported";
+	}
+	return "unknown status";
+}
+
+void sb_logv(const sb_logger *log, sb_log_level level, const char *fmt, va_list ap)
+{
+	if (!log || !log->fn)
+		return;
+	char buf[2048];
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	log->fn(log->user, level, buf);
+}
+
+void sb_log(const sb_logger *log, sb_log_level level, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	sb_logv(log, level, fmt, ap);
+	va_end(ap);
+}
+
+double sb_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}

@@ -1,0 +1,97 @@
+/* The engine: one or more worker threads, a queue of jobs (one per track or file), and the
+ * devices they run on. Plain C, opaque types; every call is safe from any non-real-time thread.
+ * The plugin's run() never calls into this header: it hands work over through its own
+ * lock-free queue to a thread that does.
+ *
+ * Scheduling: in SB_MODE_PARALLEL each device of the chosen set has its own worker and jobs go
+ * round robin over the set; in SB_MODE_SEQUENTIAL one device runs jobs one at a time in
+ * submission order. A job that names its own device gets it in either mode.
+ */
+#ifndef SB_ENGINE_H
+#define SB_ENGINE_H
+
+#include "sb_common.h"
+
+typedef struct sb_engine sb_engine;
+typedef uint64_t sb_job_id;
+
+typedef enum { SB_MODE_PARALLEL = 0, SB_MODE_SEQUENTIAL } sb_mode;
+typedef enum { SB_FORMAT_WAV16 = 0, SB_FORMAT_WAV24, SB_FORMAT_WAVF32, SB_FORMAT_FLAC } sb_format;
+
+typedef struct {
+	sb_mode mode;
+	/* The device set jobs without a device of their own use: NULL/0 = {"auto"} in sequential
+	 * mode and every GPU (or else "auto") in parallel mode. Strings as sb_devices_resolve(). */
+	const char *const *devices;
+	size_t n_devices;
+	int cpu_threads;                 /* native path threads per job, 0 = all cores */
+	const char *const *model_path;   /* NULL-terminated extra model folders, may be NULL */
+	sb_logger log;
+} sb_engine_opts;
+
+typedef struct {
+	/* Input: a file path, or memory (interleaved float). With memory, the engine calls
+	 * input_free(input_user, samples) once it no longer needs them (may be NULL). */
+	const char *input_path;
+	const float *samples;
+	int64_t frames;
+	int channels;
+	double rate;
+	void (*input_free)(void *input_user, const float *samples);
+	void *input_user;
+
+	const char *track;               /* {track} in the template; default: input's base name */
+	const char *take;                /* {take}; default "1" */
+	const char *device;              /* NULL: the engine's set; else as sb_devices_resolve() */
+	const char *model;               /* NULL: "builtin" */
+	unsigned stems;                  /* bit mask of SB_STEM_*; 0 = all */
+	const char *out_dir;             /* required */
+	const char *name_template;       /* NULL: "{track}/{stem}.{ext}"; also {take} {model} */
+	sb_format format;
+	int overwrite;                   /* 0: never replace an existing stem (SB_ERR_EXISTS) */
+	int64_t timeline_start;          /* sample position of the region, -1 unknown */
+	const char *manifest_name;       /* NULL: "{track}/manifest.json" beside the stems */
+} sb_job_spec;
+
+typedef enum {
+	SB_JOB_QUEUED = 0, SB_JOB_RUNNING, SB_JOB_WRITING, SB_JOB_DONE, SB_JOB_FAILED,
+	SB_JOB_CANCELLED
+} sb_job_state;
+
+typedef struct {
+	sb_job_state state;
+	double fraction;                 /* 0..1 of the whole job */
+	char stage[64];                  /* "queued", "loading", "separating", "writing", ... */
+	char device_id[32];              /* device in use, "" before it starts */
+	char device_name[256];
+	int fell_back;                   /* running on another device than requested */
+} sb_job_progress;
+
+typedef struct {
+	sb_status status;
+	char message[1024];              /* the reason in words when status != SB_OK */
+	char manifest_path[4096];        /* written on success and on failure when possible */
+	char device_requested[640];
+	char device_used[640];
+	char fallback_reason[512];
+} sb_job_result;
+
+sb_status sb_engine_new(const sb_engine_opts *opts, sb_engine **out);
+/* Cancels what is queued or running, joins the workers, frees everything. */
+void sb_engine_free(sb_engine *e);
+
+/* The device list the engine uses (entries as core/device.h), for listing and UIs. */
+const struct sb_device_list *sb_engine_devices(const sb_engine *e);
+
+/* Copies everything in spec it needs; the caller's strings may go away after the call. */
+sb_status sb_engine_submit(sb_engine *e, const sb_job_spec *spec, sb_job_id *id);
+sb_status sb_engine_progress(sb_engine *e, sb_job_id id, sb_job_progress *out);
+/* Asks the job to stop; its temporary files are removed and no stem is left half-written. */
+sb_status sb_engine_cancel(sb_engine *e, sb_job_id id);
+/* Waits up to timeout_s (< 0: forever) for the job to end. SB_OK when it ended. */
+sb_status sb_engine_wait(sb_engine *e, sb_job_id id, double timeout_s);
+sb_status sb_engine_result(sb_engine *e, sb_job_id id, sb_job_result *out);
+/* Forgets a finished job (its result can no longer be read). */
+void sb_engine_release(sb_engine *e, sb_job_id id);
+
+#endif

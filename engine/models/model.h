@@ -1,0 +1,71 @@
+/* The model seam: every separator (the built-in classic one, HTDemucs, bags of models) is an
+ * sb_model with the same separate() entry point, run on whatever device the job runner picked.
+ *
+ * Threads: separate() runs on an engine worker thread (or the CLI's main thread). It must poll
+ * *ctx->cancel between chunks and return SB_ERR_CANCELLED promptly, report progress, and return
+ * SB_ERR_DEVICE_OOM / SB_ERR_DEVICE_LOST from the OpenCL path untouched so that the job runner
+ * can retry with smaller chunks or finish on the CPU.
+ */
+#ifndef SB_MODEL_H
+#define SB_MODEL_H
+
+#include "core/device.h"
+#include "core/stream.h"
+#include "sb_common.h"
+
+#include <stdatomic.h>
+
+typedef struct sb_cl_device sb_cl_device; /* engine/opencl: an opened device (context, queue, kernels) */
+
+typedef struct {
+	const sb_logger *log;
+	const atomic_int *cancel;      /* non-zero: stop; may be NULL */
+	void (*progress)(void *user, double fraction, const char *stage); /* may be NULL */
+	void *progress_user;
+	const sb_device_props *device; /* where to run; SB_DEV_CPU_NATIVE: the native path */
+	sb_cl_device *cl;              /* opened OpenCL device, NULL on the native path */
+	int threads;                   /* native CPU threads, 0 = all cores */
+	int64_t chunk_frames;          /* input frames per chunk, 0 = the model's default (bounded
+	                                  by the device's memory); the runner lowers it after OOM */
+	uint32_t seed;                 /* for random shifts, fixed per job */
+} sb_run_ctx;
+
+typedef struct {
+	char name[64];                 /* "builtin", "htdemucs", "htdemucs_ft" */
+	char description[256];
+	char path[1024];               /* weights file or "" for the built-in */
+	double native_rate;            /* 0: any rate; else input is resampled to it and back */
+	int n_stems;
+	const char *stem_names[8];     /* SB_STEM_* order for 4-stem models */
+	int opencl;                    /* has an OpenCL path */
+} sb_model_info;
+
+typedef struct sb_model sb_model;
+typedef struct {
+	sb_status (*separate)(sb_model *m, const sb_run_ctx *ctx, sb_source *in, sb_sink *out);
+	void (*free)(sb_model *m);
+} sb_model_vtable;
+
+struct sb_model {
+	const sb_model_vtable *vt;
+	sb_model_info info;
+	void *impl;
+};
+
+/* Open a model by name ("builtin" or a name found in the search path, see models/registry.c).
+ * search_path: NULL-terminated list of extra folders tried first (CLI --model-path, plugin
+ * state), then $XDG_DATA_HOME/stembridge/models, then the system data dirs. */
+sb_status sb_model_open(const char *name, const char *const *search_path, const sb_logger *log,
+                        sb_model **out);
+static inline sb_status sb_model_separate(sb_model *m, const sb_run_ctx *ctx, sb_source *in,
+                                          sb_sink *out)
+{
+	return m->vt->separate(m, ctx, in, out);
+}
+static inline void sb_model_free(sb_model *m)
+{
+	if (m)
+		m->vt->free(m);
+}
+
+#endif

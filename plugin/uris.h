@@ -1,0 +1,67 @@
+/* URIs and port indices of the Stembridge plugins, shared by the plugin (plugin/), the UI
+ * (gui/) and, by hand, the Turtle (ttl/) and the tests. Change all of them together.
+ * After eg-sampler's uris.h.
+ */
+#ifndef SB_URIS_H
+#define SB_URIS_H
+
+#define SB_URI          "https://stembridge.org/lv2/stembridge"
+#define SB_URI_MONO     SB_URI "#mono"
+#define SB_URI_STEREO   SB_URI "#stereo"
+#define SB_URI_UI       SB_URI "#ui"
+#define SB__            SB_URI "#"
+
+/* patch properties (atom messages on the control/notify ports) */
+#define SB__outputDir    SB__ "outputDir"     /* atom:Path, patch:writable: where stems go when
+                                                 the host's makePath is not safe */
+#define SB__manifest     SB__ "manifest"      /* atom:Path, patch:readable: last job's manifest */
+#define SB__deviceKey    SB__ "deviceKey"     /* atom:String: stable key of the chosen device */
+#define SB__deviceName   SB__ "deviceName"    /* atom:String: its readable name */
+#define SB__deviceInUse  SB__ "deviceInUse"   /* atom:String: label of the device running now,
+                                                 with the fallback reason when there is one */
+#define SB__deviceList   SB__ "deviceList"    /* atom:Tuple of atom:Object, one per device:
+                                                 key, name, platform, type, memory, units, driver */
+#define SB__lastError    SB__ "lastError"     /* atom:String */
+#define SB__stems        SB__ "stems"         /* atom:Tuple of atom:Path: last job's stems */
+#define SB__recordedFrames SB__ "recordedFrames" /* atom:Long */
+#define SB__timelineStart  SB__ "timelineStart"  /* atom:Long: region start, samples */
+#define SB__maxMinutes   SB__ "maxMinutes"    /* atom:Float, patch:writable: recording limit */
+
+/* Control values */
+enum { SB_DEVICE_AUTO = 0, SB_DEVICE_CPU = 1, SB_DEVICE_FIRST_CL = 2, SB_DEVICE_N_CL = 8 };
+enum { SB_MODE_CTL_PARALLEL = 0, SB_MODE_CTL_SEQUENTIAL = 1 };
+enum { SB_MODEL_BUILTIN = 0, SB_MODEL_HTDEMUCS = 1, SB_MODEL_HTDEMUCS_FT = 2 };
+/* audition: 0 off (input passes), 1..4 one stem, 5..8 the mix without that stem */
+enum { SB_AUDITION_OFF = 0 };
+enum {
+	SB_STATE_IDLE = 0, SB_STATE_RECORDING, SB_STATE_QUEUED, SB_STATE_SEPARATING, SB_STATE_DONE,
+	SB_STATE_ERROR
+};
+
+/* Port indices, identical in the mono and stereo plugins up to the audio ports. */
+typedef enum {
+	SB_PORT_CONTROL = 0,     /* atom input: time:Position, patch:Set/Get */
+	SB_PORT_NOTIFY,          /* atom output: patch:Set to UI and host */
+	SB_PORT_RECORD,          /* toggle: armed */
+	SB_PORT_DEVICE,          /* enumeration, SB_DEVICE_* */
+	SB_PORT_MODE,            /* SB_MODE_CTL_* */
+	SB_PORT_MODEL,           /* SB_MODEL_* */
+	SB_PORT_STEM_VOCALS,     /* toggles: which stems to write */
+	SB_PORT_STEM_DRUMS,
+	SB_PORT_STEM_BASS,
+	SB_PORT_STEM_OTHER,
+	SB_PORT_AUDITION,        /* SB_AUDITION_* */
+	SB_PORT_STATE_OUT,       /* SB_STATE_* */
+	SB_PORT_PROGRESS_OUT,    /* 0..1 */
+	SB_PORT_DEVICE_OUT,      /* device in use, SB_DEVICE_* numbering; -1 none */
+	SB_PORT_FALLBACK_OUT,    /* 1 when the device in use is a fallback */
+	SB_PORT_JOBS_DONE_OUT,   /* counts jobs whose stems are ready (the importer watches it) */
+	SB_PORT_AUDIO_IN_1,      /* mono: in, out; stereo: in L, in R, out L, out R */
+	SB_PORT_AUDIO_IN_2_OR_OUT_1,
+	SB_PORT_AUDIO_OUT_1_STEREO,
+	SB_PORT_AUDIO_OUT_2_STEREO,
+	SB_N_PORTS_STEREO
+} sb_port_index;
+#define SB_N_PORTS_MONO (SB_PORT_AUDIO_IN_1 + 2)
+
+#endif

@@ -1,0 +1,5 @@
+/* Subcommands of the stembridge CLI that live in their own files. Each returns the exit status. */
+#ifndef SB_CLI_COMMANDS_H
+#define SB_CLI_COMMANDS_H
+int sb_cli_models(int argc, char **argv);   /* tools/cli/cmd_models.c: list installed models */
+#endif

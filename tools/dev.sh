@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Stembridge's two entry points on a fresh Debian 12 machine (README.md):
+#   tools/dev.sh demo   install what is missing, build, separate a short clip with the
+#                       built-in model on the auto device
+#   tools/dev.sh test   install what is missing, build, run every test (also what CI runs);
+#                       the last line is "N passed, N failed" counted from meson's test logs
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-demo}
+
+build_pkgs="build-essential meson ninja-build pkg-config libsndfile1-dev libfftw3-dev
+  ocl-icd-opencl-dev opencl-headers ocl-icd-libopencl1 libjansson-dev libsamplerate0-dev lv2-dev
+  libclblast-dev libvkfft-dev libopenblas-dev libcairo2-dev libx11-dev liblilv-dev lilv-utils
+  pocl-opencl-icd clinfo sox python3"
+test_pkgs="sordi xvfb xdotool jalv jackd2 imagemagick libsuil-dev ardour python3-torch
+  espeak-ng"
+
+install_missing() {
+	local missing=()
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+			missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	echo "Installing: ${missing[*]}"
+	local sudo=""
+	[ "$(id -u)" = 0 ] || sudo=sudo
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+		"${missing[@]}"
+}
+
+case "$mode" in
+demo)
+	# shellcheck disable=SC2086
+	install_missing $build_pkgs
+	[ -d build ] || meson setup build -Dtests=false
+	ninja -C build
+	mkdir -p demo
+	tools/make_demo_clip.sh demo/clip.wav
+	build/tools/cli/stembridge devices
+	build/tools/cli/stembridge separate demo/clip.wav -o demo/stems --device auto --overwrite
+	echo "Stems and manifest: $(pwd)/demo/stems/clip/"
+	;;
+test)
+	# shellcheck disable=SC2086
+	install_missing $build_pkgs $test_pkgs
+	werror=""
+	[ "${CI:-}" = true ] && werror="--werror"
+	[ -d build-test ] || meson setup build-test $werror
+	ninja -C build-test
+	rc=0
+	meson test -C build-test --print-errorlogs --num-processes 2 || rc=1
+	# The engine's threads under ThreadSanitizer (jobs and OpenCL scheduling).
+	[ -d build-tsan ] || meson setup build-tsan -Db_sanitize=thread -Db_lundef=false \
+		-Dgui=disabled -Dbuildtype=debugoptimized
+	ninja -C build-tsan
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(pwd)/tests/jobs/tsan.supp" \
+		meson test -C build-tsan --suite jobs --print-errorlogs --num-processes 1 || rc=1
+	python3 tools/count_tests.py build-test/meson-logs/testlog.json \
+		build-tsan/meson-logs/testlog.json
+	exit $rc
+	;;
+*)
+	echo "usage: tools/dev.sh demo|test" >&2
+	exit 2
+	;;
+esac

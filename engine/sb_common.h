@@ -29,7 +29,8 @@ typedef enum {
 	SB_ERR_DEVICE_LOST,  /* device lost mid-job: finish on the CPU */
 	SB_ERR_CANCELLED,
 	SB_ERR_MODEL,        /* model missing or inconsistent */
-	SB_ERR_UNSUPPORTED
+	SB_ERR_UNSUPPORTED,
+	SB_ERR_TIMEOUT       /* a wait ran out before the job ended */
 } sb_status;
 
 /* A short constant English phrase for a status ("device out of memory"). */

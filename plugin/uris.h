@@ -19,13 +19,26 @@
 #define SB__deviceName   SB__ "deviceName"    /* atom:String: its readable name */
 #define SB__deviceInUse  SB__ "deviceInUse"   /* atom:String: label of the device running now,
                                                  with the fallback reason when there is one */
-#define SB__deviceList   SB__ "deviceList"    /* atom:Tuple of atom:Object, one per device:
-                                                 key, name, platform, type, memory, units, driver */
+#define SB__deviceList   SB__ "deviceList"    /* atom:Tuple of atom:Object, one per OpenCL
+                                                 device in port order (Device 1 = first):
+                                                 the keys below */
 #define SB__lastError    SB__ "lastError"     /* atom:String */
 #define SB__stems        SB__ "stems"         /* atom:Tuple of atom:Path: last job's stems */
 #define SB__recordedFrames SB__ "recordedFrames" /* atom:Long */
 #define SB__timelineStart  SB__ "timelineStart"  /* atom:Long: region start, samples */
 #define SB__maxMinutes   SB__ "maxMinutes"    /* atom:Float, patch:writable: recording limit */
+#define SB__trackName    SB__ "trackName"     /* atom:String, patch:writable: names stem files */
+/* keys of each device object in the deviceList tuple (deviceKey and deviceName too) */
+#define SB__devicePlatform SB__ "devicePlatform" /* atom:String */
+#define SB__deviceType     SB__ "deviceType"     /* atom:String: "discrete GPU", "OpenCL CPU" ... */
+#define SB__deviceMemory   SB__ "deviceMemory"   /* atom:Long: global memory, bytes */
+#define SB__deviceUnits    SB__ "deviceUnits"    /* atom:Int: compute units */
+#define SB__deviceDriver   SB__ "deviceDriver"   /* atom:String: driver version */
+/* state only */
+#define SB__devicePort   SB__ "devicePort"    /* atom:Int: device port value deviceKey stands for */
+#define SB__mode         SB__ "mode"          /* atom:Int */
+#define SB__model        SB__ "model"         /* atom:Int */
+#define SB__stemMask     SB__ "stemMask"      /* atom:Int: bit s = stem s written */
 
 /* Control values */
 enum { SB_DEVICE_AUTO = 0, SB_DEVICE_CPU = 1, SB_DEVICE_FIRST_CL = 2, SB_DEVICE_N_CL = 8 };
@@ -63,5 +76,8 @@ typedef enum {
 	SB_N_PORTS_STEREO
 } sb_port_index;
 #define SB_N_PORTS_MONO (SB_PORT_AUDIO_IN_1 + 2)
+/* lv2:freeWheeling input, after the audio ports (optional connection) */
+#define SB_PORT_FREEWHEEL_MONO   SB_N_PORTS_MONO
+#define SB_PORT_FREEWHEEL_STEREO SB_N_PORTS_STEREO
 
 #endif

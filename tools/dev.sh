@@ -12,7 +12,7 @@ build_pkgs="build-essential meson ninja-build pkg-config libsndfile1-dev libfftw
   ocl-icd-opencl-dev opencl-headers ocl-icd-libopencl1 libjansson-dev libsamplerate0-dev lv2-dev
   libclblast-dev libvkfft-dev libopenblas-dev libcairo2-dev libx11-dev liblilv-dev lilv-utils
   pocl-opencl-icd clinfo sox python3"
-test_pkgs="sordi xvfb xdotool jalv jackd2 imagemagick libsuil-dev ardour python3-torch
+test_pkgs="sordi xvfb xdotool imagemagick libsuil-dev ardour python3-torch
   espeak-ng"
 
 install_missing() {

@@ -7,7 +7,8 @@
  *    256), hop H = N/2, periodic sqrt-Hann analysis and synthesis windows (Hann at 50 % overlap
  *    sums to exactly 1, so analysis * synthesis overlap-adds to one: perfect reconstruction).
  *    Frame t covers input samples [t*H - N/2, t*H + N/2); the input is zero outside [0, len).
- *    Frames t = -1 .. ceil(len / H) cover every sample twice.
+ *    Frames t = 0 .. floor((len - 1) / H) + 1 cover every sample twice. Frames outside the
+ *    file read zeros, so the medians near the ends see zero frames (the same in every chunk).
  * 2. Analysis magnitude per bin k, frame t: M = sqrt(mean over channels |X_c|^2).
  * 3. Harmonic/percussive (Fitzgerald 2010, soft masks as Driedger et al. 2014):
  *    Hm = median of M over time (frames t-Kt..t+Kt), Pm = median over frequency
@@ -26,6 +27,9 @@
  *
  * Parameters (classic_params_default() holds the tuned values; keep this list in step):
  *    Kt, Kf, eps, f_b0, f_b1, gamma, c_mono, voice band edges.
+ *
+ * The exact arithmetic (windows, median rank, band weights) and the per-chunk seam between the
+ * streaming driver and a backend are in classic_ops.h.
  *
  * Streaming in bounded memory with no seams: the mask of frame t depends only on frames
  * t-Kt..t+Kt, so a chunk that computes frames [t0, t1) from STFT frames [t0-Kt, t1+Kt) gives

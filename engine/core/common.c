@@ -20,6 +20,7 @@ const char *sb_status_str(sb_status st)
 	case SB_ERR_CANCELLED: return "cancelled";
 	case SB_ERR_MODEL: return "model error";
 	case SB_ERR_UNSUPPORTED: return "unsupported";
+	case SB_ERR_TIMEOUT: return "timed out";
 	}
 	return "unknown status";
 }

@@ -31,7 +31,9 @@ typedef struct {
 
 typedef struct {
 	/* Input: a file path, or memory (interleaved float). With memory, the engine calls
-	 * input_free(input_user, samples) once it no longer needs them (may be NULL). */
+	 * input_free(input_user, samples) exactly once, from a worker or from release/free, once
+	 * it no longer needs them (may be NULL); it must not call into the engine. When submit
+	 * fails the caller keeps the samples. */
 	const char *input_path;
 	const float *samples;
 	int64_t frames;
@@ -63,14 +65,14 @@ typedef struct {
 	double fraction;                 /* 0..1 of the whole job */
 	char stage[64];                  /* "queued", "loading", "separating", "writing", ... */
 	char device_id[32];              /* device in use, "" before it starts */
-	char device_name[256];
+	char device_name[384];
 	int fell_back;                   /* running on another device than requested */
 } sb_job_progress;
 
 typedef struct {
 	sb_status status;
 	char message[1024];              /* the reason in words when status != SB_OK */
-	char manifest_path[4096];        /* written on success and on failure when possible */
+	char manifest_path[4096];        /* the manifest written on success; "" on failure */
 	char device_requested[640];
 	char device_used[640];
 	char fallback_reason[512];

@@ -38,6 +38,8 @@ typedef struct {
 	int n_stems;
 	const char *stem_names[8];     /* SB_STEM_* order for 4-stem models */
 	int opencl;                    /* has an OpenCL path */
+	int64_t default_chunk_frames;  /* input frames per chunk when ctx->chunk_frames is 0: where
+	                                  the job runner starts halving after a device OOM */
 } sb_model_info;
 
 typedef struct sb_model sb_model;
@@ -57,6 +59,9 @@ struct sb_model {
  * state), then $XDG_DATA_HOME/stembridge/models, then the system data dirs. */
 sb_status sb_model_open(const char *name, const char *const *search_path, const sb_logger *log,
                         sb_model **out);
+/* The model folders in search order (see registry.c); returns how many were filled. */
+size_t sb_model_dirs(const char *const *extra, char (*dirs)[4096], size_t max);
+
 static inline sb_status sb_model_separate(sb_model *m, const sb_run_ctx *ctx, sb_source *in,
                                           sb_sink *out)
 {

@@ -1,15 +1,56 @@
-/* Model registry: maps a model name to the family that opens it. */
+/* Model registry: maps a model name to the family that opens it, and knows where model files
+ * live: the caller's folders first (CLI --model-path, plugin state), then
+ * $XDG_DATA_HOME/stembridge/models (default ~/.local/share/stembridge/models), then each of
+ * $XDG_DATA_DIRS (default /usr/local/share:/usr/share) + /stembridge/models. */
 #include "classic/classic.h"
 #include "models/model.h"
 
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+size_t sb_model_dirs(const char *const *extra, char (*dirs)[4096], size_t max)
+{
+	size_t n = 0;
+	for (size_t i = 0; extra && extra[i] && n < max; i++)
+		snprintf(dirs[n++], 4096, "%s", extra[i]);
+	const char *xdg = getenv("XDG_DATA_HOME");
+	const char *home = getenv("HOME");
+	if (n < max && xdg && xdg[0] == '/')
+		snprintf(dirs[n++], 4096, "%s/stembridge/models", xdg);
+	else if (n < max && home && *home)
+		snprintf(dirs[n++], 4096, "%s/.local/share/stembridge/models", home);
+	const char *sys = getenv("XDG_DATA_DIRS");
+	if (!sys || !*sys)
+		sys = "/usr/local/share:/usr/share";
+	char buf[4096];
+	snprintf(buf, sizeof buf, "%s", sys);
+	char *save = NULL;
+	for (char *d = strtok_r(buf, ":", &save); d && n < max; d = strtok_r(NULL, ":", &save))
+		if (d[0] == '/')
+			snprintf(dirs[n++], 4096, "%s/stembridge/models", d);
+	return n;
+}
 
 sb_status sb_model_open(const char *name, const char *const *search_path, const sb_logger *log,
                         sb_model **out)
 {
-	(void)search_path;
 	if (!name || !*name || strcmp(name, "builtin") == 0)
 		return sb_classic_model_new(log, out);
-	sb_log(log, SB_LOG_ERROR, "unknown model '%s' (installed: builtin)", name);
+	char dirs[16][4096];
+	size_t n = sb_model_dirs(search_path, dirs, 16);
+	char where[1024] = "";
+	for (size_t i = 0; i < n && i < 3; i++) {
+		size_t at = strlen(where);
+		snprintf(where + at, sizeof where - at, "%s%s", i ? ", " : "", dirs[i]);
+	}
+	if (!strncmp(name, "htdemucs", 8))
+		sb_log(log, SB_LOG_ERROR,
+		       "model '%s' cannot run: this build has no Demucs engine yet "
+		       "(installed: builtin; see 'stembridge models')", name);
+	else
+		sb_log(log, SB_LOG_ERROR, "unknown model '%s' (installed: builtin; searched %s)", name,
+		       where);
 	return SB_ERR_MODEL;
 }

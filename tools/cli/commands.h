@@ -2,4 +2,5 @@
 #ifndef SB_CLI_COMMANDS_H
 #define SB_CLI_COMMANDS_H
 int sb_cli_models(int argc, char **argv);   /* tools/cli/cmd_models.c: list installed models */
+int sb_cli_devices(int argc, char **argv);  /* tools/cli/cmd_devices.c: list devices */
 #endif

@@ -1,0 +1,338 @@
+/* One job from input to committed stems and manifest (job_run.h), on the calling thread.
+ *
+ * Order of work: everything that can be refused cheaply is checked before any separation
+ * (the input opens and is audio, the model exists, no stem would overwrite one the user has,
+ * the folders can be created), so a bad job fails in milliseconds and leaves nothing behind.
+ * The stems stream into temporary files while the model runs; only a complete set is renamed.
+ */
+#include "core/job_run.h"
+
+#include "core/audio_file.h"
+#include "core/manifest.h"
+#include "core/stem_writer.h"
+#include "opencl/cl_device.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_EVENTS 16
+#define MAX_OOM_RETRIES 3
+
+typedef struct {
+	const sb_job_env *env;
+	sb_job_progress p;
+	double lo, hi; /* the separation's share of the whole job */
+} progress_state;
+
+static void report(progress_state *ps, sb_job_state state, double fraction, const char *stage)
+{
+	ps->p.state = state;
+	ps->p.fraction = fraction;
+	snprintf(ps->p.stage, sizeof ps->p.stage, "%s", stage);
+	if (ps->env->progress)
+		ps->env->progress(ps->env->progress_user, &ps->p);
+}
+
+static void model_progress(void *user, double fraction, const char *stage)
+{
+	progress_state *ps = user;
+	if (fraction < 0)
+		fraction = 0;
+	if (fraction > 1)
+		fraction = 1;
+	report(ps, SB_JOB_RUNNING, ps->lo + (ps->hi - ps->lo) * fraction,
+	       stage ? stage : "separating");
+}
+
+static void use_device(progress_state *ps, const sb_device_props *d, int fell_back)
+{
+	snprintf(ps->p.device_id, sizeof ps->p.device_id, "%s", d->id);
+	snprintf(ps->p.device_name, sizeof ps->p.device_name, "%s", d->label);
+	ps->p.fell_back = fell_back;
+}
+
+typedef struct {
+	char text[MAX_EVENTS][600];
+	const char *ptr[MAX_EVENTS];
+	int n;
+} event_log;
+
+static void event(event_log *ev, const sb_logger *log, sb_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void event(event_log *ev, const sb_logger *log, sb_log_level level, const char *fmt, ...)
+{
+	char buf[600];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	sb_log(log, level, "%s", buf);
+	if (ev->n < MAX_EVENTS) {
+		snprintf(ev->text[ev->n], sizeof ev->text[ev->n], "%s", buf);
+		ev->ptr[ev->n] = ev->text[ev->n];
+		ev->n++;
+	}
+}
+
+static int is_device_failure(sb_status st)
+{
+	return st == SB_ERR_DEVICE || st == SB_ERR_DEVICE_OOM || st == SB_ERR_DEVICE_LOST;
+}
+
+static void set_message(sb_job_result *res, sb_status st, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void set_message(sb_job_result *res, sb_status st, const char *fmt, ...)
+{
+	res->status = st;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(res->message, sizeof res->message, fmt, ap);
+	va_end(ap);
+}
+
+/* Captures the last error the engine logged, so the result says why in words. */
+typedef struct {
+	const sb_logger *inner;
+	char last[1024];
+} capture_log;
+
+static void capture_fn(void *user, sb_log_level level, const char *msg)
+{
+	capture_log *c = user;
+	if (level == SB_LOG_ERROR)
+		snprintf(c->last, sizeof c->last, "%s", msg);
+	if (c->inner && c->inner->fn)
+		c->inner->fn(c->inner->user, level, msg);
+}
+
+static const char *base_name(const char *path, char *buf, size_t len)
+{
+	const char *b = strrchr(path, '/');
+	b = b ? b + 1 : path;
+	snprintf(buf, len, "%s", b);
+	char *dot = strrchr(buf, '.');
+	if (dot && dot != buf)
+		*dot = '\0';
+	return buf;
+}
+
+sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_result *res)
+{
+	memset(res, 0, sizeof *res);
+	capture_log cap = {env->log, ""};
+	const sb_logger log_s = {capture_fn, &cap};
+	const sb_logger *log = &log_s;
+	const double t_start = sb_now();
+	progress_state ps = {env, {0}, 0.02, 0.97};
+	event_log ev = {0};
+	sb_model *model = NULL;
+	sb_source *src = NULL;
+	sb_stem_writer *w = NULL;
+	sb_audio_info ai;
+	memset(&ai, 0, sizeof ai);
+	sb_status st = SB_OK;
+
+	snprintf(res->device_requested, sizeof res->device_requested, "%s",
+	         env->requested ? env->requested : "auto");
+	const sb_device_props *dev = env->device ? env->device : env->cpu;
+	sb_cl_device *cl = env->cl;
+	int fell_back = env->fallback_reason && *env->fallback_reason;
+	if (fell_back) {
+		snprintf(res->fallback_reason, sizeof res->fallback_reason, "%s", env->fallback_reason);
+		event(&ev, log, SB_LOG_WARNING, "%s", env->fallback_reason);
+	}
+	if (dev->opencl_index >= 0 && !cl) { /* an OpenCL device that did not open */
+		event(&ev, log, SB_LOG_WARNING, "%s could not be used: running on the CPU", dev->label);
+		snprintf(res->fallback_reason, sizeof res->fallback_reason,
+		         "%s could not be opened", dev->label);
+		dev = env->cpu;
+		fell_back = 1;
+	}
+	use_device(&ps, dev, fell_back);
+	report(&ps, SB_JOB_RUNNING, 0.0, "loading");
+
+	/* Input */
+	char track_buf[256];
+	const char *track = spec->track;
+	if (spec->input_path) {
+		st = sb_source_file(spec->input_path, log, &src, &ai);
+		if (!track)
+			track = base_name(spec->input_path, track_buf, sizeof track_buf);
+	} else {
+		st = sb_source_memory(spec->samples, spec->frames, spec->channels, spec->rate, &src);
+		if (st == SB_OK) {
+			ai.channels = spec->channels;
+			ai.rate = spec->rate;
+			ai.frames = spec->frames;
+			snprintf(ai.format_name, sizeof ai.format_name, "memory float");
+		} else {
+			sb_log(log, SB_LOG_ERROR, "recorded audio refused: %s", sb_status_str(st));
+		}
+	}
+	if (!track)
+		track = "track";
+	if (st != SB_OK)
+		goto fail;
+
+	/* Model */
+	const char *model_name = spec->model ? spec->model : "builtin";
+	st = sb_model_open(model_name, env->model_path, log, &model);
+	if (st != SB_OK)
+		goto fail;
+
+	/* Stems: names are checked and temporary files opened before the long work */
+	const char *take = spec->take ? spec->take : "1";
+	sb_stem_writer_opts wo = {
+		.out_dir = spec->out_dir,
+		.name_template = spec->name_template,
+		.track = track,
+		.take = take,
+		.model = model->info.name,
+		.stems = spec->stems,
+		.channels = src->channels,
+		.rate = src->rate,
+		.format = spec->format,
+		.overwrite = spec->overwrite,
+		.timeline_start = spec->timeline_start,
+		.log = log,
+	};
+	char manifest_path[PATH_MAX];
+	char rel[PATH_MAX];
+	st = sb_expand_template(spec->manifest_name ? spec->manifest_name : "{track}/manifest.json",
+	                        track, take, "manifest", model->info.name, "json", rel, sizeof rel);
+	if (st != SB_OK || snprintf(manifest_path, sizeof manifest_path, "%s/%s", spec->out_dir,
+	                            rel) >= (int)sizeof manifest_path) {
+		sb_log(log, SB_LOG_ERROR, "bad manifest name");
+		st = SB_ERR_INVALID;
+		goto fail;
+	}
+	if (!spec->overwrite && access(manifest_path, F_OK) == 0) {
+		sb_log(log, SB_LOG_ERROR, "%s exists: not overwriting it (use overwrite)", manifest_path);
+		st = SB_ERR_EXISTS;
+		goto fail;
+	}
+	st = sb_stem_writer_new(&wo, &w);
+	if (st != SB_OK)
+		goto fail;
+	if (sb_make_parents(manifest_path) != 0) {
+		sb_log(log, SB_LOG_ERROR, "cannot create the folder for %s: %s", manifest_path,
+		       strerror(errno));
+		st = SB_ERR_IO;
+		goto fail;
+	}
+	const double t_loaded = sb_now();
+
+	/* Separation, down the device ladder: smaller chunks after a device OOM, then the CPU. */
+	int64_t chunk = 0;
+	int oom_retries = 0;
+	for (;;) {
+		sb_run_ctx ctx = {
+			.log = log,
+			.cancel = env->cancel,
+			.progress = model_progress,
+			.progress_user = &ps,
+			.device = dev,
+			.cl = dev->opencl_index >= 0 ? cl : NULL,
+			.threads = env->cpu_threads,
+			.chunk_frames = chunk,
+			.seed = 0x5eed,
+		};
+		use_device(&ps, dev, fell_back);
+		report(&ps, SB_JOB_RUNNING, ps.lo, "separating");
+		st = sb_model_separate(model, &ctx, src, sb_stem_writer_sink(w));
+		if (st == SB_OK || !is_device_failure(st) || dev->opencl_index < 0)
+			break;
+		if (st == SB_ERR_DEVICE_OOM && oom_retries < MAX_OOM_RETRIES) {
+			int64_t base = chunk > 0 ? chunk : model->info.default_chunk_frames;
+			chunk = base / 2 > 1024 ? base / 2 : 1024;
+			oom_retries++;
+			event(&ev, log, SB_LOG_WARNING,
+			      "%s ran out of memory: retrying with chunks of %lld frames (try %d of %d)",
+			      dev->label, (long long)chunk, oom_retries, MAX_OOM_RETRIES);
+		} else {
+			const char *why = st == SB_ERR_DEVICE_OOM ? "ran out of memory even with small chunks"
+			                : st == SB_ERR_DEVICE_LOST ? "was lost mid-job"
+			                                           : "failed";
+			event(&ev, log, SB_LOG_WARNING, "%s %s: finishing on the CPU", dev->label, why);
+			snprintf(res->fallback_reason, sizeof res->fallback_reason, "%s %s", dev->label, why);
+			dev = env->cpu;
+			fell_back = 1;
+			chunk = 0;
+		}
+		st = sb_stem_writer_reset(w);
+		if (st != SB_OK)
+			break;
+	}
+	if (st != SB_OK)
+		goto fail;
+	const double t_separated = sb_now();
+
+	report(&ps, SB_JOB_WRITING, 0.97, "writing");
+	if (env->cancel && atomic_load(env->cancel)) {
+		st = SB_ERR_CANCELLED;
+		goto fail;
+	}
+	st = sb_stem_writer_commit(w);
+	if (st != SB_OK)
+		goto fail;
+	const double t_done = sb_now();
+
+	snprintf(res->device_used, sizeof res->device_used, "%s", dev->key);
+	sb_manifest m = {
+		.status = "ok",
+		.input_path = spec->input_path,
+		.frames = src->frames,
+		.channels = src->channels,
+		.rate = src->rate,
+		.input_format = ai.format_name,
+		.timeline_start = spec->timeline_start,
+		.track = track,
+		.take = take,
+		.model = model->info.name,
+		.model_description = model->info.description,
+		.device_requested = res->device_requested,
+		.device_used_key = dev->key,
+		.device_used_id = dev->id,
+		.device_used_name = dev->label,
+		.fell_back = fell_back,
+		.fallback_reason = res->fallback_reason,
+		.events = ev.ptr,
+		.n_events = ev.n,
+		.stems = w,
+		.load_s = t_loaded - t_start,
+		.separate_s = t_separated - t_loaded,
+		.write_s = t_done - t_separated,
+		.total_s = t_done - t_start,
+	};
+	/* The stems are in place whatever happens to the manifest: a manifest that cannot be
+	 * written is reported, and the stems stay (they are complete and the user's). */
+	st = sb_manifest_write(&m, manifest_path, spec->overwrite, log);
+	if (st != SB_OK) {
+		set_message(res, st, "stems written, but the manifest could not be: %s",
+		            cap.last[0] ? cap.last : sb_status_str(st));
+		goto out;
+	}
+	snprintf(res->manifest_path, sizeof res->manifest_path, "%s", manifest_path);
+	res->status = SB_OK;
+	report(&ps, SB_JOB_DONE, 1.0, "done");
+	goto out;
+
+fail:
+	if (st == SB_ERR_CANCELLED)
+		set_message(res, st, "cancelled");
+	else
+		set_message(res, st, "%s", cap.last[0] ? cap.last : sb_status_str(st));
+	snprintf(res->device_used, sizeof res->device_used, "%s", dev->key);
+	report(&ps, st == SB_ERR_CANCELLED ? SB_JOB_CANCELLED : SB_JOB_FAILED, ps.p.fraction,
+	       st == SB_ERR_CANCELLED ? "cancelled" : "failed");
+out:
+	sb_stem_writer_free(w); /* removes any temporary file; committed stems stay */
+	if (src)
+		src->close(src);
+	sb_model_free(model);
+	return res->status;
+}

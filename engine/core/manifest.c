@@ -1,0 +1,217 @@
+/* The job manifest (manifest.h). */
+#include "core/manifest.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#endif
+
+void sb_manifest_stems_txt_path(const char *manifest_path, char *out, size_t len)
+{
+	const char *suffix = "manifest.json";
+	size_t n = strlen(manifest_path), k = strlen(suffix);
+	if (n >= k && !strcmp(manifest_path + n - k, suffix))
+		snprintf(out, len, "%.*sstems.txt", (int)(n - k), manifest_path);
+	else
+		snprintf(out, len, "%s.stems.txt", manifest_path);
+}
+
+static json_t *str_or_null(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+static void abs_path(const char *p, char *out, size_t len)
+{
+	char *r = realpath(p, NULL);
+	snprintf(out, len, "%s", r ? r : p);
+	free(r);
+}
+
+/* Writes text to path through a temporary file in the same folder. */
+static sb_status write_atomic(const char *path, const char *text, int overwrite,
+                              const sb_logger *log)
+{
+	char tmp[PATH_MAX];
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*slash = '\0';
+	if (snprintf(tmp, sizeof tmp, "%s/.%s.part-XXXXXX", slash ? dir : ".",
+	             slash ? slash + 1 : path) >= (int)sizeof tmp)
+		return SB_ERR_INVALID;
+	int fd = mkstemp(tmp);
+	if (fd < 0) {
+		int e = errno;
+		sb_log(log, SB_LOG_ERROR, "cannot write %s: %s", path, strerror(e));
+		return e == ENOSPC || e == EFBIG ? SB_ERR_NOSPACE : SB_ERR_IO;
+	}
+	fchmod(fd, 0644);
+	size_t n = strlen(text), at = 0;
+	int e = 0;
+	while (at < n) {
+		ssize_t w = write(fd, text + at, n - at);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			e = errno;
+			break;
+		}
+		at += (size_t)w;
+	}
+	if (!e && fsync(fd) != 0)
+		e = errno;
+	if (close(fd) != 0 && !e)
+		e = errno;
+	if (!e) {
+		int r = overwrite ? rename(tmp, path)
+		                  : renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE);
+		if (r != 0 && !overwrite && (errno == EINVAL || errno == ENOSYS)) {
+			r = link(tmp, path);
+			if (r == 0)
+				unlink(tmp);
+		}
+		if (r != 0)
+			e = errno;
+	}
+	if (e) {
+		unlink(tmp);
+		if (e == EEXIST) {
+			sb_log(log, SB_LOG_ERROR, "%s exists: not overwriting it", path);
+			return SB_ERR_EXISTS;
+		}
+		sb_log(log, SB_LOG_ERROR, "cannot write %s: %s", path, strerror(e));
+		return e == ENOSPC || e == EFBIG || e == EDQUOT ? SB_ERR_NOSPACE : SB_ERR_IO;
+	}
+	return SB_OK;
+}
+
+sb_status sb_manifest_write(const sb_manifest *m, const char *path, int overwrite,
+                            const sb_logger *log)
+{
+	json_t *root = json_object();
+	if (!root)
+		return SB_ERR_NOMEM;
+	json_object_set_new(root, "stembridge", json_string("0.1.0"));
+	json_object_set_new(root, "manifest_version", json_integer(1));
+	json_object_set_new(root, "status", json_string(m->status ? m->status : "ok"));
+	json_object_set_new(root, "error", str_or_null(m->error));
+
+	char ap[PATH_MAX];
+	json_t *in = json_object();
+	if (m->input_path) {
+		abs_path(m->input_path, ap, sizeof ap);
+		json_object_set_new(in, "path", json_string(ap));
+	} else {
+		json_object_set_new(in, "path", json_null());
+	}
+	json_object_set_new(in, "frames", json_integer(m->frames));
+	json_object_set_new(in, "channels", json_integer(m->channels));
+	json_object_set_new(in, "rate", json_real(m->rate));
+	json_object_set_new(in, "seconds", json_real(m->rate > 0 ? m->frames / m->rate : 0));
+	json_object_set_new(in, "format", str_or_null(m->input_format));
+	json_object_set_new(root, "input", in);
+	json_object_set_new(root, "timeline_start",
+	                    m->timeline_start >= 0 ? json_integer(m->timeline_start) : json_null());
+	json_object_set_new(root, "track", str_or_null(m->track));
+	json_object_set_new(root, "take", str_or_null(m->take));
+
+	json_t *model = json_object();
+	json_object_set_new(model, "name", str_or_null(m->model));
+	json_object_set_new(model, "description", str_or_null(m->model_description));
+	json_object_set_new(root, "model", model);
+
+	json_t *dev = json_object();
+	json_object_set_new(dev, "requested", str_or_null(m->device_requested));
+	json_object_set_new(dev, "used", str_or_null(m->device_used_key));
+	json_object_set_new(dev, "used_id", str_or_null(m->device_used_id));
+	json_object_set_new(dev, "used_name", str_or_null(m->device_used_name));
+	json_object_set_new(dev, "fell_back", json_boolean(m->fell_back));
+	json_object_set_new(dev, "reason",
+	                    m->fallback_reason && *m->fallback_reason ? json_string(m->fallback_reason)
+	                                                              : json_null());
+	json_object_set_new(root, "device", dev);
+
+	json_t *ev = json_array();
+	for (int i = 0; i < m->n_events; i++)
+		json_array_append_new(ev, json_string(m->events[i]));
+	json_object_set_new(root, "events", ev);
+
+	json_t *stems = json_array();
+	size_t txt_cap = 256;
+	int n_stems = m->stems ? sb_stem_writer_count(m->stems) : 0;
+	for (int i = 0; i < n_stems; i++) {
+		sb_stem_info si;
+		sb_stem_writer_info(m->stems, i, &si);
+		abs_path(si.path, ap, sizeof ap);
+		txt_cap += strlen(ap) + 2;
+		json_t *s = json_object();
+		json_object_set_new(s, "stem", json_string(sb_stem_names[si.stem]));
+		json_object_set_new(s, "path", json_string(ap));
+		json_object_set_new(s, "frames", json_integer(si.frames));
+		json_object_set_new(s, "peak", json_real(si.peak));
+		json_object_set_new(s, "rms", json_real(si.rms));
+		json_object_set_new(s, "peak_dbfs",
+		                    si.peak > 0 ? json_real(20 * log10(si.peak)) : json_null());
+		json_array_append_new(stems, s);
+	}
+	json_object_set_new(root, "stems", stems);
+
+	json_t *t = json_object();
+	json_object_set_new(t, "load_s", json_real(m->load_s));
+	json_object_set_new(t, "separate_s", json_real(m->separate_s));
+	json_object_set_new(t, "write_s", json_real(m->write_s));
+	json_object_set_new(t, "total_s", json_real(m->total_s));
+	double secs = m->rate > 0 ? m->frames / m->rate : 0;
+	json_object_set_new(t, "realtime_factor",
+	                    m->total_s > 0 ? json_real(secs / m->total_s) : json_null());
+	json_object_set_new(root, "timings", t);
+
+	char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(root);
+	if (!text)
+		return SB_ERR_NOMEM;
+	size_t tl = strlen(text);
+	char *nl = realloc(text, tl + 2);
+	if (!nl) {
+		free(text);
+		return SB_ERR_NOMEM;
+	}
+	text = nl;
+	memcpy(text + tl, "\n", 2);
+	sb_status st = write_atomic(path, text, overwrite, log);
+	free(text);
+	if (st != SB_OK || !m->stems)
+		return st;
+
+	char *txt = malloc(txt_cap);
+	if (!txt)
+		return SB_ERR_NOMEM;
+	size_t at = 0;
+	txt[0] = '\0';
+	if (m->timeline_start >= 0) /* unknown: no line, the importer places at the playhead */
+		at = (size_t)snprintf(txt, txt_cap, "timeline_start %lld\n",
+		                      (long long)m->timeline_start);
+	for (int i = 0; i < n_stems; i++) {
+		sb_stem_info si;
+		sb_stem_writer_info(m->stems, i, &si);
+		abs_path(si.path, ap, sizeof ap);
+		at += (size_t)snprintf(txt + at, txt_cap - at, "%s\n", ap);
+	}
+	char tp[PATH_MAX];
+	sb_manifest_stems_txt_path(path, tp, sizeof tp);
+	st = write_atomic(tp, txt, overwrite, log);
+	free(txt);
+	return st;
+}

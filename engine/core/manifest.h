@@ -1,0 +1,49 @@
+/* The job manifest: one JSON file per job (jansson) that says what went in, what came out and
+ * where it ran, plus a plain "stems.txt" beside it for readers without a JSON parser (Ardour
+ * 7's Lua): a line "timeline_start N" then one absolute stem path per line.
+ *
+ * Both are written to a temporary name and renamed. The JSON keys (version 1):
+ *   stembridge, manifest_version, status ("ok" | "failed"), error,
+ *   input {path, frames, channels, rate, seconds, format},
+ *   timeline_start (samples or null), take, track,
+ *   model {name, description},
+ *   device {requested, used, used_id, used_name, fell_back, reason},
+ *   events [ {t, what} ... ]  every step down the device ladder, in order,
+ *   stems [ {stem, path, frames, peak, rms, peak_dbfs} ... ],
+ *   timings {load_s, separate_s, write_s, total_s, realtime_factor}
+ */
+#ifndef SB_MANIFEST_H
+#define SB_MANIFEST_H
+
+#include "core/stem_writer.h"
+
+typedef struct {
+	const char *status;         /* "ok", "failed" */
+	const char *error;          /* NULL when ok */
+	const char *input_path;     /* NULL for memory input */
+	int64_t frames;
+	int channels;
+	double rate;
+	const char *input_format;
+	int64_t timeline_start;
+	const char *track, *take;
+	const char *model, *model_description;
+	const char *device_requested, *device_used_key, *device_used_id, *device_used_name;
+	int fell_back;
+	const char *fallback_reason;
+	const char *const *events;  /* n_events strings */
+	int n_events;
+	const sb_stem_writer *stems;/* NULL on failure */
+	double load_s, separate_s, write_s, total_s;
+} sb_manifest;
+
+/* stems.txt's path for a manifest path: "...manifest.json" -> "...stems.txt", otherwise the
+ * manifest path with ".stems.txt" appended. */
+void sb_manifest_stems_txt_path(const char *manifest_path, char *out, size_t len);
+
+/* Writes the JSON (and stems.txt when stems is non-NULL). overwrite 0: an existing manifest is
+ * kept and SB_ERR_EXISTS returned. */
+sb_status sb_manifest_write(const sb_manifest *m, const char *path, int overwrite,
+                            const sb_logger *log);
+
+#endif

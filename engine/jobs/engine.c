@@ -1,0 +1,525 @@
+/* The engine (engine.h): workers, queues and the devices they run on.
+ *
+ * One worker thread per device in use, each with a FIFO of jobs. In parallel mode a job
+ * without a device of its own goes to the next device of the set (round robin), so four
+ * tracks on two GPUs run two at a time; in sequential mode every job goes to one worker, which
+ * runs them one at a time in submission order, each on its own device. An OpenCL device is
+ * opened once, by the worker that uses it, and only that worker touches it, so a device never
+ * runs two jobs at once.
+ *
+ * Locking: e->lock guards the job table, the queues and every job's progress; it is never
+ * held while a job runs. Workers wait on their own condition variable; sb_engine_wait() waits
+ * on the job's.
+ */
+#include "jobs/engine.h"
+
+#include "core/device.h"
+#include "core/job_run.h"
+#include "opencl/cl_device.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct sb_job sb_job;
+typedef struct sb_worker sb_worker;
+
+struct sb_job {
+	sb_job_id id;
+	sb_job_spec spec;          /* strings point into 'strings' */
+	char *strings[8];
+	char requested[640];       /* what the job asked for, for the result */
+	size_t device;             /* resolved entry */
+	char fallback_reason[512]; /* when 'device' already is a fallback */
+	sb_job_progress progress;
+	sb_job_result result;
+	atomic_int cancel;
+	int ended;
+	int released;              /* released while running: freed by its worker when it ends */
+	int input_released;
+	pthread_cond_t done;
+	sb_job *next_in_table;
+	sb_job *next_in_queue;
+};
+
+struct sb_worker {
+	sb_engine *e;
+	pthread_t thread;
+	int started;
+	size_t device;             /* the device it opens; (size_t)-1: each job's own */
+	sb_job *head, *tail;
+	pthread_cond_t wake;
+	sb_worker *next;
+};
+
+typedef struct {
+	sb_cl_device *cl;
+	int tried;
+	char why[512];
+} cl_slot;
+
+struct sb_engine {
+	sb_engine_opts opts;
+	char **model_path;
+	sb_device_list *devices;
+	size_t *set;
+	size_t n_set, rr;
+	cl_slot *cl;               /* one per device entry */
+	pthread_mutex_t lock;
+	int stopping;
+	sb_job *jobs;
+	sb_worker *workers;
+	sb_job_id next_id;
+};
+
+static void release_input(sb_job *j)
+{
+	if (!j->input_released && j->spec.samples && j->spec.input_free)
+		j->spec.input_free(j->spec.input_user, j->spec.samples);
+	j->input_released = 1;
+}
+
+static void job_free(sb_job *j)
+{
+	release_input(j);
+	for (size_t i = 0; i < sizeof j->strings / sizeof j->strings[0]; i++)
+		free(j->strings[i]);
+	pthread_cond_destroy(&j->done);
+	free(j);
+}
+
+static int is_gpu(const sb_device_props *d)
+{
+	return d->type == SB_DEV_GPU_DISCRETE || d->type == SB_DEV_GPU_INTEGRATED ||
+	       d->type == SB_DEV_ACCELERATOR;
+}
+
+/* Opens (once) the OpenCL device of entry i; NULL, with the reason kept, when it fails.
+ * Called only by the worker that owns the device. */
+static sb_cl_device *cl_for(sb_engine *e, size_t i, char *why, size_t wlen)
+{
+	const sb_device_props *d = sb_devices_get(e->devices, i);
+	if (d->opencl_index < 0)
+		return NULL;
+	cl_slot *s = &e->cl[i];
+	if (!s->tried) {
+		s->tried = 1;
+		sb_status st = sb_cl_device_open(d, &e->opts.log, &s->cl);
+		if (st != SB_OK) {
+			s->cl = NULL;
+			snprintf(s->why, sizeof s->why, "%s could not be opened (%s)", d->label,
+			         sb_status_str(st));
+		}
+	}
+	if (s->cl && sb_cl_device_is_lost(s->cl))
+		snprintf(s->why, sizeof s->why, "%s was lost earlier in this session", d->label);
+	snprintf(why, wlen, "%s", s->why);
+	return s->cl && !sb_cl_device_is_lost(s->cl) ? s->cl : NULL;
+}
+
+/* Under e->lock: a job released while it ran is unlinked and freed once it has ended. */
+static void forget_if_released(sb_engine *e, sb_job *j)
+{
+	if (!j->released)
+		return;
+	for (sb_job **pp = &e->jobs; *pp; pp = &(*pp)->next_in_table)
+		if (*pp == j) {
+			*pp = j->next_in_table;
+			break;
+		}
+	job_free(j);
+}
+
+typedef struct {
+	sb_engine *e;
+	sb_job *j;
+} progress_target;
+
+static void progress_cb(void *user, const sb_job_progress *p)
+{
+	progress_target *t = user;
+	pthread_mutex_lock(&t->e->lock);
+	t->j->progress = *p;
+	pthread_mutex_unlock(&t->e->lock);
+}
+
+static void run_job(sb_worker *w, sb_job *j)
+{
+	sb_engine *e = w->e;
+	char why[512] = "";
+	sb_cl_device *cl = cl_for(e, j->device, why, sizeof why);
+	const sb_device_props *dev = sb_devices_get(e->devices, j->device);
+	char reason[1024];
+	snprintf(reason, sizeof reason, "%s", j->fallback_reason);
+	if (dev->opencl_index >= 0 && !cl) {
+		snprintf(reason, sizeof reason, "%s%s%s: running on the CPU", j->fallback_reason,
+		         j->fallback_reason[0] ? "; " : "", why);
+		dev = sb_devices_get(e->devices, 0);
+	}
+	progress_target t = {e, j};
+	sb_job_env env = {
+		.device = dev,
+		.cl = dev->opencl_index >= 0 ? cl : NULL,
+		.cpu = sb_devices_get(e->devices, 0),
+		.requested = j->requested,
+		.fallback_reason = reason,
+		.log = &e->opts.log,
+		.cancel = &j->cancel,
+		.progress = progress_cb,
+		.progress_user = &t,
+		.cpu_threads = e->opts.cpu_threads,
+		.model_path = (const char *const *)e->model_path,
+	};
+	sb_job_result *r = malloc(sizeof *r);
+	if (r)
+		sb_job_run(&j->spec, &env, r);
+	/* The samples are no longer needed: give them back before the job is seen to end (once it
+	 * has, its owner may release and free it at any moment). */
+	release_input(j);
+	pthread_mutex_lock(&e->lock);
+	if (r) {
+		j->result = *r;
+	} else {
+		j->result.status = SB_ERR_NOMEM;
+		snprintf(j->result.message, sizeof j->result.message, "out of memory");
+	}
+	const sb_status st = j->result.status;
+	j->progress.state = st == SB_OK ? SB_JOB_DONE
+	                  : st == SB_ERR_CANCELLED ? SB_JOB_CANCELLED : SB_JOB_FAILED;
+	if (st == SB_OK)
+		j->progress.fraction = 1.0;
+	j->ended = 1;
+	pthread_cond_broadcast(&j->done);
+	forget_if_released(e, j);
+	pthread_mutex_unlock(&e->lock);
+	free(r);
+}
+
+static void *worker_main(void *arg)
+{
+	sb_worker *w = arg;
+	sb_engine *e = w->e;
+	pthread_mutex_lock(&e->lock);
+	for (;;) {
+		while (!w->head && !e->stopping)
+			pthread_cond_wait(&w->wake, &e->lock);
+		if (!w->head && e->stopping)
+			break;
+		sb_job *j = w->head;
+		w->head = j->next_in_queue;
+		if (!w->head)
+			w->tail = NULL;
+		if (atomic_load(&j->cancel)) {
+			j->result.status = SB_ERR_CANCELLED;
+			snprintf(j->result.message, sizeof j->result.message, "cancelled before it started");
+			j->progress.state = SB_JOB_CANCELLED;
+			snprintf(j->progress.stage, sizeof j->progress.stage, "cancelled");
+			j->ended = 1;
+			pthread_cond_broadcast(&j->done);
+			forget_if_released(e, j);
+			continue;
+		}
+		j->progress.state = SB_JOB_RUNNING;
+		snprintf(j->progress.stage, sizeof j->progress.stage, "starting");
+		pthread_mutex_unlock(&e->lock);
+		run_job(w, j);
+		pthread_mutex_lock(&e->lock);
+	}
+	pthread_mutex_unlock(&e->lock);
+	return NULL;
+}
+
+/* Under e->lock. The worker for a device (parallel) or the one worker (sequential). */
+static sb_worker *worker_for(sb_engine *e, size_t device)
+{
+	size_t key = e->opts.mode == SB_MODE_SEQUENTIAL ? (size_t)-1 : device;
+	for (sb_worker *w = e->workers; w; w = w->next)
+		if (w->device == key)
+			return w;
+	sb_worker *w = calloc(1, sizeof *w);
+	if (!w)
+		return NULL;
+	w->e = e;
+	w->device = key;
+	pthread_cond_init(&w->wake, NULL);
+	if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+		pthread_cond_destroy(&w->wake);
+		free(w);
+		sb_log(&e->opts.log, SB_LOG_ERROR, "cannot start a worker thread");
+		return NULL;
+	}
+	w->started = 1;
+	w->next = e->workers;
+	e->workers = w;
+	return w;
+}
+
+sb_status sb_engine_new(const sb_engine_opts *opts, sb_engine **out)
+{
+	if (!opts || !out)
+		return SB_ERR_INVALID;
+	sb_engine *e = calloc(1, sizeof *e);
+	if (!e)
+		return SB_ERR_NOMEM;
+	e->opts = *opts;
+	e->opts.devices = NULL;
+	e->opts.model_path = NULL;
+	e->next_id = 1;
+	pthread_mutex_init(&e->lock, NULL);
+	sb_status st = sb_devices_enumerate(&e->opts.log, &e->devices);
+	if (st != SB_OK) {
+		pthread_mutex_destroy(&e->lock);
+		free(e);
+		return st;
+	}
+	size_t nd = sb_devices_count(e->devices);
+	e->cl = calloc(nd, sizeof *e->cl);
+	e->set = calloc(nd + (opts->n_devices ? opts->n_devices : 1), sizeof *e->set);
+	size_t np = 0;
+	while (opts->model_path && opts->model_path[np])
+		np++;
+	e->model_path = calloc(np + 1, sizeof *e->model_path);
+	if (!e->cl || !e->set || !e->model_path) {
+		sb_engine_free(e);
+		return SB_ERR_NOMEM;
+	}
+	for (size_t i = 0; i < np; i++)
+		if (!(e->model_path[i] = strdup(opts->model_path[i]))) {
+			sb_engine_free(e);
+			return SB_ERR_NOMEM;
+		}
+	/* The device set for jobs without a device of their own. */
+	for (size_t i = 0; i < opts->n_devices; i++) {
+		sb_device_resolution r;
+		if (sb_devices_resolve(e->devices, opts->devices[i], &r) != SB_OK) {
+			sb_log(&e->opts.log, SB_LOG_ERROR, "unknown device '%s' (use auto, cpu, opencl:N)",
+			       opts->devices[i]);
+			sb_engine_free(e);
+			return SB_ERR_INVALID;
+		}
+		if (r.fell_back)
+			sb_log(&e->opts.log, SB_LOG_WARNING, "%s: using the CPU instead", r.reason);
+		int dup = 0;
+		for (size_t k = 0; k < e->n_set; k++)
+			dup |= e->set[k] == r.index;
+		if (!dup)
+			e->set[e->n_set++] = r.index;
+	}
+	if (e->n_set == 0 && opts->mode == SB_MODE_PARALLEL)
+		for (size_t i = 0; i < nd; i++)
+			if (is_gpu(sb_devices_get(e->devices, i)))
+				e->set[e->n_set++] = i;
+	if (e->n_set == 0)
+		e->set[e->n_set++] = sb_devices_auto(e->devices);
+	*out = e;
+	return SB_OK;
+}
+
+void sb_engine_free(sb_engine *e)
+{
+	if (!e)
+		return;
+	pthread_mutex_lock(&e->lock);
+	e->stopping = 1;
+	for (sb_job *j = e->jobs; j; j = j->next_in_table)
+		atomic_store(&j->cancel, 1);
+	for (sb_worker *w = e->workers; w; w = w->next)
+		pthread_cond_broadcast(&w->wake);
+	pthread_mutex_unlock(&e->lock);
+	sb_worker *w = e->workers;
+	while (w) {
+		sb_worker *n = w->next;
+		if (w->started)
+			pthread_join(w->thread, NULL);
+		pthread_cond_destroy(&w->wake);
+		free(w);
+		w = n;
+	}
+	sb_job *j = e->jobs;
+	while (j) {
+		sb_job *n = j->next_in_table;
+		job_free(j);
+		j = n;
+	}
+	if (e->cl)
+		for (size_t i = 0; i < sb_devices_count(e->devices); i++)
+			if (e->cl[i].cl)
+				sb_cl_device_close(e->cl[i].cl);
+	free(e->cl);
+	free(e->set);
+	if (e->model_path)
+		for (size_t i = 0; e->model_path[i]; i++)
+			free(e->model_path[i]);
+	free(e->model_path);
+	sb_devices_free(e->devices);
+	pthread_mutex_destroy(&e->lock);
+	free(e);
+}
+
+const struct sb_device_list *sb_engine_devices(const sb_engine *e)
+{
+	return e ? e->devices : NULL;
+}
+
+static sb_job *find(sb_engine *e, sb_job_id id)
+{
+	for (sb_job *j = e->jobs; j; j = j->next_in_table)
+		if (j->id == id)
+			return j;
+	return NULL;
+}
+
+sb_status sb_engine_submit(sb_engine *e, const sb_job_spec *spec, sb_job_id *id)
+{
+	if (!e || !spec || !spec->out_dir || !*spec->out_dir)
+		return SB_ERR_INVALID;
+	if (!spec->input_path && (!spec->samples || spec->channels < 1 || !(spec->rate > 0)))
+		return SB_ERR_INVALID;
+	if (!spec->input_path && spec->frames <= 0)
+		return SB_ERR_EMPTY;
+	sb_job *j = calloc(1, sizeof *j);
+	if (!j)
+		return SB_ERR_NOMEM;
+	j->spec = *spec;
+	const char *src[8] = {spec->input_path, spec->track, spec->take, spec->device, spec->model,
+	                      spec->out_dir, spec->name_template, spec->manifest_name};
+	for (int i = 0; i < 8; i++)
+		if (src[i] && !(j->strings[i] = strdup(src[i]))) {
+			j->spec.samples = NULL; /* the caller keeps its samples when submit fails */
+			job_free(j);
+			return SB_ERR_NOMEM;
+		}
+	j->spec.input_path = j->strings[0];
+	j->spec.track = j->strings[1];
+	j->spec.take = j->strings[2];
+	j->spec.device = j->strings[3];
+	j->spec.model = j->strings[4];
+	j->spec.out_dir = j->strings[5];
+	j->spec.name_template = j->strings[6];
+	j->spec.manifest_name = j->strings[7];
+	pthread_cond_init(&j->done, NULL);
+
+	pthread_mutex_lock(&e->lock);
+	if (spec->device) {
+		sb_device_resolution r;
+		if (sb_devices_resolve(e->devices, spec->device, &r) != SB_OK) {
+			pthread_mutex_unlock(&e->lock);
+			sb_log(&e->opts.log, SB_LOG_ERROR, "unknown device '%s' (use auto, cpu, opencl:N)",
+			       spec->device);
+			j->spec.samples = NULL;
+			job_free(j);
+			return SB_ERR_INVALID;
+		}
+		j->device = r.index;
+		snprintf(j->requested, sizeof j->requested, "%s", spec->device);
+		if (r.fell_back)
+			snprintf(j->fallback_reason, sizeof j->fallback_reason, "%s", r.reason);
+	} else {
+		j->device = e->set[e->rr++ % e->n_set];
+		snprintf(j->requested, sizeof j->requested, "%s",
+		         e->opts.mode == SB_MODE_PARALLEL ? "auto (parallel set)" : "auto");
+	}
+	sb_worker *w = worker_for(e, j->device);
+	if (!w) {
+		pthread_mutex_unlock(&e->lock);
+		j->spec.samples = NULL;
+		job_free(j);
+		return SB_ERR_NOMEM;
+	}
+	j->id = e->next_id++;
+	j->progress.state = SB_JOB_QUEUED;
+	snprintf(j->progress.stage, sizeof j->progress.stage, "queued");
+	j->next_in_table = e->jobs;
+	e->jobs = j;
+	if (w->tail)
+		w->tail->next_in_queue = j;
+	else
+		w->head = j;
+	w->tail = j;
+	pthread_cond_signal(&w->wake);
+	if (id)
+		*id = j->id;
+	pthread_mutex_unlock(&e->lock);
+	return SB_OK;
+}
+
+sb_status sb_engine_progress(sb_engine *e, sb_job_id id, sb_job_progress *out)
+{
+	pthread_mutex_lock(&e->lock);
+	sb_job *j = find(e, id);
+	if (j)
+		*out = j->progress;
+	pthread_mutex_unlock(&e->lock);
+	return j ? SB_OK : SB_ERR_INVALID;
+}
+
+sb_status sb_engine_cancel(sb_engine *e, sb_job_id id)
+{
+	pthread_mutex_lock(&e->lock);
+	sb_job *j = find(e, id);
+	if (j)
+		atomic_store(&j->cancel, 1);
+	pthread_mutex_unlock(&e->lock);
+	return j ? SB_OK : SB_ERR_INVALID;
+}
+
+sb_status sb_engine_wait(sb_engine *e, sb_job_id id, double timeout_s)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	if (timeout_s >= 0) {
+		double s = (double)until.tv_sec + until.tv_nsec * 1e-9 + timeout_s;
+		until.tv_sec = (time_t)s;
+		until.tv_nsec = (long)((s - (double)until.tv_sec) * 1e9);
+	}
+	pthread_mutex_lock(&e->lock);
+	sb_job *j = find(e, id);
+	sb_status st = j ? SB_OK : SB_ERR_INVALID;
+	while (j && !j->ended) {
+		if (timeout_s < 0)
+			pthread_cond_wait(&j->done, &e->lock);
+		else if (pthread_cond_timedwait(&j->done, &e->lock, &until) != 0)
+			break;
+	}
+	if (j && !j->ended)
+		st = SB_ERR_TIMEOUT;
+	pthread_mutex_unlock(&e->lock);
+	return st;
+}
+
+sb_status sb_engine_result(sb_engine *e, sb_job_id id, sb_job_result *out)
+{
+	pthread_mutex_lock(&e->lock);
+	sb_job *j = find(e, id);
+	sb_status st = SB_ERR_INVALID;
+	if (j && j->ended) {
+		*out = j->result;
+		st = SB_OK;
+	}
+	pthread_mutex_unlock(&e->lock);
+	return st;
+}
+
+void sb_engine_release(sb_engine *e, sb_job_id id)
+{
+	pthread_mutex_lock(&e->lock);
+	sb_job **pp = &e->jobs;
+	while (*pp && (*pp)->id != id)
+		pp = &(*pp)->next_in_table;
+	sb_job *j = *pp;
+	if (j && !j->ended) {
+		/* still queued or running: cancel it; its worker frees it when it ends */
+		atomic_store(&j->cancel, 1);
+		j->released = 1;
+		pthread_mutex_unlock(&e->lock);
+		return;
+	}
+	if (j)
+		*pp = j->next_in_table;
+	pthread_mutex_unlock(&e->lock);
+	if (j)
+		job_free(j);
+}

@@ -1,0 +1,683 @@
+/* Stembridge's LV2 UI: plain Xlib + cairo (as x42's robtk), embedded in the host's window
+ * (ui:parent), so it works in every X11 host through suil.
+ *
+ * It talks to the plugin only through ports and atoms (the URIs in plugin/uris.h): control
+ * ports it writes with write_function, a patch:Get it sends on the control port when it opens,
+ * and the patch:Set messages the plugin sends on its notify port (deviceList, deviceInUse,
+ * stems, manifest, recordedFrames, lastError). Every call here runs on the host's UI thread;
+ * idle() only drains pending X events (XPending never blocks) and redraws, so the host's thread
+ * is never held.
+ */
+#include "ui_logic.h"
+
+#include "../plugin/uris.h"
+
+#include <lv2/atom/atom.h>
+#include <lv2/atom/forge.h>
+#include <lv2/atom/util.h>
+#include <lv2/options/options.h>
+#include <lv2/patch/patch.h>
+#include <lv2/ui/ui.h>
+#include <lv2/urid/urid.h>
+
+#include <X11/Xlib.h>
+#include <X11/Xutil.h>
+#include <cairo-xlib.h>
+#include <cairo.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BASE_W 520
+#define BASE_H 380
+
+typedef struct {
+	LV2_URID atom_eventTransfer, atom_Object, atom_Tuple, atom_String, atom_Path, atom_Long,
+	    atom_Int, atom_Float, atom_URID, patch_Set, patch_Get, patch_property, patch_value, device_list,
+	    device_in_use, stems, last_error, manifest, recorded_frames, dev_key, dev_name,
+	    dev_platform, dev_type, dev_memory, dev_units, dev_driver;
+} ui_uris;
+
+/* Clickable areas, in unscaled units, laid out by layout(). */
+typedef enum {
+	HIT_NONE = -1, HIT_DEVICE, HIT_RECORD, HIT_MODE, HIT_MODEL, HIT_STEM0, HIT_STEM1, HIT_STEM2,
+	HIT_STEM3, HIT_COUNT
+} hit_id;
+
+typedef struct { double x, y, w, h; } rect;
+
+typedef struct {
+	LV2UI_Write_Function write;
+	LV2UI_Controller controller;
+	LV2_URID_Map* map;
+	LV2UI_Resize* resize;
+	ui_uris u;
+	LV2_Atom_Forge forge;
+
+	Display* dpy;
+	Window win;
+	cairo_surface_t* surface;
+	cairo_t* cr;
+	int width, height;
+	double scale;
+	bool dirty;
+	bool closed;
+
+	sbui_model model;
+	float ports[SB_N_PORTS_STEREO];
+	rect hits[HIT_COUNT];
+	int hover;                /* hit_id under the pointer */
+	double mouse_x, mouse_y;  /* unscaled */
+} sb_ui;
+
+static const char* const stem_names[4] = {"Vocals", "Drums", "Bass", "Other"};
+static const char* const model_names[3] = {"Built-in", "HT-Demucs", "HT-Demucs FT"};
+
+static void map_uris(ui_uris* u, LV2_URID_Map* map)
+{
+#define M(f, uri) u->f = map->map(map->handle, uri)
+	M(atom_eventTransfer, LV2_ATOM__eventTransfer);
+	M(atom_Object, LV2_ATOM__Object);
+	M(atom_Tuple, LV2_ATOM__Tuple);
+	M(atom_String, LV2_ATOM__String);
+	M(atom_Path, LV2_ATOM__Path);
+	M(atom_Long, LV2_ATOM__Long);
+	M(atom_Int, LV2_ATOM__Int);
+	M(atom_Float, LV2_ATOM__Float);
+	M(atom_URID, LV2_ATOM__URID);
+	M(patch_Set, LV2_PATCH__Set);
+	M(patch_Get, LV2_PATCH__Get);
+	M(patch_property, LV2_PATCH__property);
+	M(patch_value, LV2_PATCH__value);
+	M(device_list, SB__deviceList);
+	M(device_in_use, SB__deviceInUse);
+	M(stems, SB__stems);
+	M(last_error, SB__lastError);
+	M(manifest, SB__manifest);
+	M(recorded_frames, SB__recordedFrames);
+	M(dev_key, SB__deviceKey);
+	M(dev_name, SB__deviceName);
+	M(dev_platform, SB__devicePlatform);
+	M(dev_type, SB__deviceType);
+	M(dev_memory, SB__deviceMemory);
+	M(dev_units, SB__deviceUnits);
+	M(dev_driver, SB__deviceDriver);
+#undef M
+}
+
+/* ---- talking to the plugin ---- */
+
+static void write_port(sb_ui* ui, uint32_t port, float v)
+{
+	ui->ports[port] = v;
+	sbui_set_port(&ui->model, port, v);
+	ui->write(ui->controller, port, sizeof v, 0, &v);
+	ui->dirty = true;
+}
+
+/* Asks the plugin for every property (answered with patch:Set messages on notify). */
+static void send_get(sb_ui* ui)
+{
+	uint8_t buf[128];
+	lv2_atom_forge_set_buffer(&ui->forge, buf, sizeof buf);
+	LV2_Atom_Forge_Frame frame;
+	LV2_Atom* msg = (LV2_Atom*)lv2_atom_forge_object(&ui->forge, &frame, 0, ui->u.patch_Get);
+	lv2_atom_forge_pop(&ui->forge, &frame);
+	ui->write(ui->controller, SB_PORT_CONTROL, lv2_atom_total_size(msg),
+	          ui->u.atom_eventTransfer, msg);
+}
+
+static bool is_text(const ui_uris* u, const LV2_Atom* a)
+{
+	return a && (a->type == u->atom_String || a->type == u->atom_Path);
+}
+
+static void copy_text(char* dst, const LV2_Atom* a)
+{
+	/* atom strings are NUL-terminated inside their size; do not trust it blindly */
+	const char* s = (const char*)LV2_ATOM_BODY_CONST(a);
+	sbui_set_text(dst, s, (int)strnlen(s, a->size));
+}
+
+static int64_t atom_number(const ui_uris* u, const LV2_Atom* a, int64_t fallback)
+{
+	if (!a)
+		return fallback;
+	if (a->type == u->atom_Long)
+		return ((const LV2_Atom_Long*)a)->body;
+	if (a->type == u->atom_Int)
+		return ((const LV2_Atom_Int*)a)->body;
+	if (a->type == u->atom_Float)
+		return (int64_t)((const LV2_Atom_Float*)a)->body;
+	return fallback;
+}
+
+static void read_device(sb_ui* ui, const LV2_Atom_Object* obj)
+{
+	const ui_uris* u = &ui->u;
+	const LV2_Atom *key = NULL, *name = NULL, *platform = NULL, *type = NULL, *memory = NULL,
+	               *units = NULL, *driver = NULL;
+	lv2_atom_object_get(obj, u->dev_key, &key, u->dev_name, &name, u->dev_platform, &platform,
+	                    u->dev_type, &type, u->dev_memory, &memory, u->dev_units, &units,
+	                    u->dev_driver, &driver, 0);
+	sbui_device d;
+	memset(&d, 0, sizeof d);
+	if (is_text(u, key)) copy_text(d.key, key);
+	if (is_text(u, name)) copy_text(d.name, name);
+	if (is_text(u, platform)) copy_text(d.platform, platform);
+	if (is_text(u, type)) copy_text(d.type, type);
+	if (is_text(u, driver)) copy_text(d.driver, driver);
+	d.memory_bytes = atom_number(u, memory, -1);
+	d.compute_units = (int)atom_number(u, units, -1);
+	sbui_add_device(&ui->model, &d);
+}
+
+static void on_patch_set(sb_ui* ui, const LV2_Atom_Object* obj)
+{
+	const ui_uris* u = &ui->u;
+	const LV2_Atom *prop = NULL, *value = NULL;
+	lv2_atom_object_get(obj, u->patch_property, &prop, u->patch_value, &value, 0);
+	if (!prop || prop->type != u->atom_URID || !value)
+		return;
+	LV2_URID key = ((const LV2_Atom_URID*)prop)->body;
+	sbui_model* m = &ui->model;
+	if (key == u->device_list && value->type == u->atom_Tuple) {
+		sbui_clear_devices(m);
+		LV2_ATOM_TUPLE_FOREACH ((const LV2_Atom_Tuple*)value, it)
+			if (it->type == u->atom_Object)
+				read_device(ui, (const LV2_Atom_Object*)it);
+	} else if (key == u->stems && value->type == u->atom_Tuple) {
+		sbui_clear_stems(m);
+		LV2_ATOM_TUPLE_FOREACH ((const LV2_Atom_Tuple*)value, it)
+			if (is_text(u, it)) {
+				char path[SBUI_TEXT];
+				copy_text(path, it);
+				sbui_add_stem(m, path);
+			}
+	} else if (key == u->device_in_use && is_text(u, value)) {
+		copy_text(m->device_in_use, value);
+	} else if (key == u->last_error && is_text(u, value)) {
+		copy_text(m->last_error, value);
+	} else if (key == u->manifest && is_text(u, value)) {
+		copy_text(m->manifest, value);
+	} else if (key == u->recorded_frames) {
+		m->recorded_frames = atom_number(u, value, m->recorded_frames);
+	}
+	ui->dirty = true;
+}
+
+/* ---- drawing ---- */
+
+static void set_rgb(cairo_t* cr, unsigned rgb)
+{
+	cairo_set_source_rgb(cr, ((rgb >> 16) & 255) / 255.0, ((rgb >> 8) & 255) / 255.0,
+	                     (rgb & 255) / 255.0);
+}
+
+static void rounded(cairo_t* cr, rect r, double rad)
+{
+	cairo_new_sub_path(cr);
+	cairo_arc(cr, r.x + r.w - rad, r.y + rad, rad, -M_PI / 2, 0);
+	cairo_arc(cr, r.x + r.w - rad, r.y + r.h - rad, rad, 0, M_PI / 2);
+	cairo_arc(cr, r.x + rad, r.y + r.h - rad, rad, M_PI / 2, M_PI);
+	cairo_arc(cr, r.x + rad, r.y + rad, rad, M_PI, 3 * M_PI / 2);
+	cairo_close_path(cr);
+}
+
+static void text_at(cairo_t* cr, double x, double y, const char* s, double size, unsigned rgb)
+{
+	cairo_set_font_size(cr, size);
+	set_rgb(cr, rgb);
+	cairo_move_to(cr, x, y);
+	cairo_show_text(cr, s);
+}
+
+/* A text clipped to a width with an ellipsis, so nothing spills over: paths lose their front
+ * (the file name stays), sentences their end. Cuts whole UTF-8 characters only. */
+static void text_fit_end(cairo_t* cr, double x, double y, double w, const char* s, double size,
+                         unsigned rgb, bool keep_end)
+{
+	char buf[SBUI_TEXT * 2 + 8];
+	snprintf(buf, sizeof buf, "%s", s);
+	cairo_set_font_size(cr, size);
+	cairo_text_extents_t ext;
+	cairo_text_extents(cr, buf, &ext);
+	size_t n = strlen(buf);
+	while (ext.x_advance > w && n > 4) {
+		if (keep_end) {
+			size_t cut = 1; /* bytes of the character after the "..." */
+			while (3 + cut < n && ((unsigned char)buf[3 + cut] & 0xC0) == 0x80)
+				cut++;
+			memmove(buf + 3, buf + 3 + cut, n - 3 - cut + 1);
+			buf[0] = buf[1] = buf[2] = '.';
+			n -= cut;
+		} else {
+			size_t end = n - (n >= 3 && !strcmp(buf + n - 3, "...") ? 3 : 0);
+			do
+				end--;
+			while (end > 0 && ((unsigned char)buf[end] & 0xC0) == 0x80);
+			memcpy(buf + end, "...", 4);
+			n = end + 3;
+		}
+		cairo_text_extents(cr, buf, &ext);
+	}
+	text_at(cr, x, y, buf, size, rgb);
+}
+
+static void text_fit(cairo_t* cr, double x, double y, double w, const char* s, double size,
+                     unsigned rgb)
+{
+	text_fit_end(cr, x, y, w, s, size, rgb, true);
+}
+
+/* A button; 'on' fills it with on_rgb (blue for a chosen stem, red for record armed). */
+static void button_rgb(sb_ui* ui, hit_id id, rect r, const char* label, bool on, unsigned on_rgb)
+{
+	cairo_t* cr = ui->cr;
+	ui->hits[id] = r;
+	rounded(cr, r, 4);
+	set_rgb(cr, on ? on_rgb : (ui->hover == (int)id ? 0x3a3f47 : 0x2c3036));
+	cairo_fill_preserve(cr);
+	set_rgb(cr, 0x5a616b);
+	cairo_set_line_width(cr, 1);
+	cairo_stroke(cr);
+	cairo_set_font_size(cr, 13);
+	cairo_text_extents_t ext;
+	cairo_text_extents(cr, label, &ext);
+	double tx = r.x + (r.w - ext.x_advance) / 2;
+	if (tx < r.x + 6)
+		tx = r.x + 6;
+	cairo_save(cr);
+	cairo_rectangle(cr, r.x + 2, r.y, r.w - 4, r.h);
+	cairo_clip(cr);
+	text_at(cr, tx, r.y + r.h / 2 + 4.5, label, 13, on ? 0xffffff : 0xe8e8e8);
+	cairo_restore(cr);
+}
+
+static void button(sb_ui* ui, hit_id id, rect r, const char* label, bool on)
+{
+	button_rgb(ui, id, r, label, on, 0x2e6e9e);
+}
+
+static void draw_tooltip(sb_ui* ui)
+{
+	cairo_t* cr = ui->cr;
+	char tip[1024];
+	sbui_device_tooltip(&ui->model, ui->model.device_port, tip, sizeof tip);
+	double lw = ui->width / ui->scale;
+	/* measure the lines */
+	cairo_set_font_size(cr, 12);
+	int lines = 1;
+	double maxw = 0;
+	for (char *s = tip, *e;; s = e + 1) {
+		e = strchr(s, '\n');
+		if (e) *e = '\0';
+		cairo_text_extents_t ext;
+		cairo_text_extents(cr, s, &ext);
+		if (ext.x_advance > maxw) maxw = ext.x_advance;
+		if (!e) break;
+		*e = '\n';
+		lines++;
+	}
+	rect r = {ui->mouse_x + 12, ui->mouse_y + 16, maxw + 16, lines * 16 + 8};
+	if (r.x + r.w > lw - 4) r.x = lw - 4 - r.w;
+	if (r.x < 4) r.x = 4;
+	rounded(cr, r, 4);
+	set_rgb(cr, 0xf4f1d6);
+	cairo_fill_preserve(cr);
+	set_rgb(cr, 0x807a50);
+	cairo_stroke(cr);
+	double y = r.y + 16;
+	for (char *s = tip, *e;; s = e + 1) {
+		e = strchr(s, '\n');
+		if (e) *e = '\0';
+		text_at(cr, r.x + 8, y, s, 12, 0x202020);
+		y += 16;
+		if (!e) break;
+	}
+}
+
+static void draw(sb_ui* ui)
+{
+	cairo_t* cr = ui->cr;
+	const sbui_model* m = &ui->model;
+	double lw = ui->width / ui->scale, lh = ui->height / ui->scale;
+	char buf[SBUI_TEXT * 2];
+
+	cairo_save(cr);
+	cairo_scale(cr, ui->scale, ui->scale);
+	cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+	set_rgb(cr, 0x1d2024);
+	cairo_paint(cr);
+
+	double x = 14, w = lw - 28, y = 14;
+	text_at(cr, x, y + 14, "Stembridge", 18, 0xffffff);
+	y += 30;
+
+	/* device row */
+	text_at(cr, x, y + 19, "Device", 13, 0xb0b6bf);
+	sbui_device_label(m, m->device_port, buf, sizeof buf);
+	button(ui, HIT_DEVICE, (rect){x + 64, y, w - 64, 28}, buf, false);
+	y += 34;
+	bool warn = false;
+	char reason[SBUI_TEXT];
+	sbui_in_use_parts(m, buf, reason, SBUI_TEXT, &warn);
+	text_at(cr, x, y + 12, "In use", 12, 0xb0b6bf);
+	text_fit_end(cr, x + 64, y + 12, w - 64, buf, 12, warn ? 0xf0a030 : 0x8fd18f, false);
+	if (reason[0]) {
+		y += 16;
+		text_fit_end(cr, x + 64, y + 12, w - 64, reason, 11.5, 0xf0a030, false);
+	}
+	y += 24;
+
+	/* record, mode, model */
+	double bw = (w - 16) / 3;
+	const bool armed = ui->ports[SB_PORT_RECORD] > 0.5f;
+	button_rgb(ui, HIT_RECORD, (rect){x, y, bw, 28}, armed ? "● Armed" : "○ Record", armed,
+	           0xa82b2b);
+	button(ui, HIT_MODE, (rect){x + bw + 8, y, bw, 28},
+	       ui->ports[SB_PORT_MODE] > 0.5f ? "Sequential" : "Parallel", false);
+	int mi = (int)lrintf(ui->ports[SB_PORT_MODEL]);
+	button(ui, HIT_MODEL, (rect){x + 2 * (bw + 8), y, bw, 28},
+	       mi >= 0 && mi < 3 ? model_names[mi] : "?", false);
+	y += 36;
+
+	/* stems */
+	double sw = (w - 24) / 4;
+	for (int s = 0; s < 4; s++) {
+		bool on = ui->ports[SB_PORT_STEM_VOCALS + s] > 0.5f;
+		snprintf(buf, sizeof buf, "%s %s", on ? "☑" : "☐", stem_names[s]);
+		button(ui, (hit_id)(HIT_STEM0 + s), (rect){x + s * (sw + 8), y, sw, 26}, buf, on);
+	}
+	y += 36;
+
+	/* progress */
+	rect bar = {x, y, w, 22};
+	rounded(cr, bar, 3);
+	set_rgb(cr, 0x2c3036);
+	cairo_fill(cr);
+	float p = sbui_progress(m);
+	if (p > 0) {
+		rounded(cr, (rect){bar.x, bar.y, bar.w * p, bar.h}, 3);
+		set_rgb(cr, sbui_model_stage(m) == SBUI_ERROR ? 0xa03030 : 0x3f8f5f);
+		cairo_fill(cr);
+	}
+	if (sbui_model_stage(m) == SBUI_RECORDING) {
+		rounded(cr, bar, 3);
+		cairo_set_source_rgba(cr, 0.8, 0.15, 0.15, 0.5);
+		cairo_fill(cr);
+	}
+	sbui_stage_text(m, buf, sizeof buf);
+	text_fit_end(cr, bar.x + 8, bar.y + 15.5, bar.w - 16, buf, 12, 0xffffff, false);
+	y += 32;
+
+	/* stems produced: their folder once (its end kept when it does not fit), then each file */
+	if (m->n_stems) {
+		const char* slash = strrchr(m->stems[0], '/');
+		int dl = slash ? (int)(slash - m->stems[0]) : 0;
+		text_at(cr, x, y + 12, "Stems in", 12, 0xb0b6bf);
+		cairo_text_extents_t ext;
+		cairo_text_extents(cr, "Stems in ", &ext);
+		snprintf(buf, sizeof buf, "%.*s", dl, m->stems[0]);
+		text_fit(cr, x + ext.x_advance, y + 12, w - ext.x_advance, buf, 12, 0xd8dce2);
+	} else {
+		text_at(cr, x, y + 12, "Stems: none yet", 12, 0xb0b6bf);
+	}
+	y += 18;
+	for (int i = 0; i < m->n_stems && y + 14 < lh - 24; i++, y += 16) {
+		const char* base = strrchr(m->stems[i], '/');
+		text_fit(cr, x + 8, y + 12, w - 8, base ? base + 1 : m->stems[i], 11.5, 0xd8dce2);
+	}
+
+	/* last error, pinned to the bottom */
+	if (m->last_error[0]) {
+		snprintf(buf, sizeof buf, "Last error: %s", m->last_error);
+		text_fit_end(cr, x, lh - 10, w, buf, 12, 0xff7070, false);
+	}
+
+	if (ui->hover == HIT_DEVICE)
+		draw_tooltip(ui);
+	cairo_restore(cr);
+	cairo_surface_flush(ui->surface);
+	XFlush(ui->dpy);
+	ui->dirty = false;
+}
+
+/* ---- input ---- */
+
+static int hit_at(const sb_ui* ui, double x, double y)
+{
+	for (int i = 0; i < HIT_COUNT; i++) {
+		rect r = ui->hits[i];
+		if (x >= r.x && x < r.x + r.w && y >= r.y && y < r.y + r.h)
+			return i;
+	}
+	return HIT_NONE;
+}
+
+static void toggle(sb_ui* ui, uint32_t port)
+{
+	write_port(ui, port, ui->ports[port] > 0.5f ? 0.0f : 1.0f);
+}
+
+/* button: 1 left, 3 right, 4/5 wheel up/down */
+static void on_press(sb_ui* ui, int id, unsigned button)
+{
+	int dir = (button == 1 || button == 4) ? +1 : (button == 3 || button == 5) ? -1 : 0;
+	if (dir == 0)
+		return;
+	/* the wheel: up is back, down is next, like a list */
+	if (button == 4) dir = -1;
+	else if (button == 5) dir = +1;
+	switch (id) {
+	case HIT_DEVICE: write_port(ui, SB_PORT_DEVICE, sbui_device_step(&ui->model, dir)); break;
+	case HIT_RECORD: if (button == 1) toggle(ui, SB_PORT_RECORD); break;
+	case HIT_MODE: if (button == 1 || button == 3) toggle(ui, SB_PORT_MODE); break;
+	case HIT_MODEL: {
+		int v = ((int)lrintf(ui->ports[SB_PORT_MODEL]) + dir + 3) % 3;
+		write_port(ui, SB_PORT_MODEL, (float)v);
+		break;
+	}
+	case HIT_STEM0: case HIT_STEM1: case HIT_STEM2: case HIT_STEM3:
+		if (button == 1) toggle(ui, SB_PORT_STEM_VOCALS + (uint32_t)(id - HIT_STEM0));
+		break;
+	default: break;
+	}
+}
+
+static void resize_surface(sb_ui* ui, int w, int h)
+{
+	if (w == ui->width && h == ui->height)
+		return;
+	ui->width = w;
+	ui->height = h;
+	cairo_xlib_surface_set_size(ui->surface, w, h);
+	ui->dirty = true;
+}
+
+static void handle_events(sb_ui* ui)
+{
+	while (XPending(ui->dpy) > 0) {
+		XEvent ev;
+		XNextEvent(ui->dpy, &ev);
+		switch (ev.type) {
+		case Expose:
+			if (ev.xexpose.count == 0) ui->dirty = true;
+			break;
+		case ConfigureNotify:
+			resize_surface(ui, ev.xconfigure.width, ev.xconfigure.height);
+			break;
+		case ButtonPress: {
+			double x = ev.xbutton.x / ui->scale, y = ev.xbutton.y / ui->scale;
+			on_press(ui, hit_at(ui, x, y), ev.xbutton.button);
+			break;
+		}
+		case MotionNotify: {
+			ui->mouse_x = ev.xmotion.x / ui->scale;
+			ui->mouse_y = ev.xmotion.y / ui->scale;
+			int h = hit_at(ui, ui->mouse_x, ui->mouse_y);
+			if (h != ui->hover || h == HIT_DEVICE) ui->dirty = true;
+			ui->hover = h;
+			break;
+		}
+		case LeaveNotify:
+			ui->hover = HIT_NONE;
+			ui->dirty = true;
+			break;
+		default: break;
+		}
+	}
+}
+
+/* ---- LV2 UI ---- */
+
+static LV2UI_Handle instantiate(const LV2UI_Descriptor* desc, const char* plugin_uri,
+                                const char* bundle_path, LV2UI_Write_Function write,
+                                LV2UI_Controller controller, LV2UI_Widget* widget,
+                                const LV2_Feature* const* features)
+{
+	(void)desc; (void)bundle_path;
+	if (strncmp(plugin_uri, SB_URI, strlen(SB_URI)) != 0)
+		return NULL;
+	sb_ui* ui = calloc(1, sizeof *ui);
+	if (!ui)
+		return NULL;
+	ui->write = write;
+	ui->controller = controller;
+	ui->scale = 1.0;
+	ui->hover = HIT_NONE;
+	Window parent = 0;
+	const LV2_Options_Option* options = NULL;
+	for (int i = 0; features && features[i]; i++) {
+		if (!strcmp(features[i]->URI, LV2_URID__map)) ui->map = features[i]->data;
+		else if (!strcmp(features[i]->URI, LV2_UI__parent)) parent = (Window)(uintptr_t)features[i]->data;
+		else if (!strcmp(features[i]->URI, LV2_UI__resize)) ui->resize = features[i]->data;
+		else if (!strcmp(features[i]->URI, LV2_OPTIONS__options)) options = features[i]->data;
+	}
+	if (!ui->map) {
+		fprintf(stderr, "stembridge UI: the host does not provide urid:map\n");
+		free(ui);
+		return NULL;
+	}
+	map_uris(&ui->u, ui->map);
+	lv2_atom_forge_init(&ui->forge, ui->map);
+	double rate = 48000.0;
+	if (options) {
+		LV2_URID scale = ui->map->map(ui->map->handle, LV2_UI__scaleFactor);
+		LV2_URID srate = ui->map->map(ui->map->handle, "http://lv2plug.in/ns/ext/parameters#sampleRate");
+		for (const LV2_Options_Option* o = options; o->key; o++) {
+			if (o->key == scale && o->type == ui->u.atom_Float) {
+				float f = *(const float*)o->value;
+				if (f >= 0.5f && f <= 4.0f) ui->scale = f;
+			} else if (o->key == srate && o->type == ui->u.atom_Float) {
+				rate = *(const float*)o->value;
+			}
+		}
+	}
+	sbui_model_init(&ui->model, rate);
+	for (int i = 0; i < SB_N_PORTS_STEREO; i++) ui->ports[i] = 0.0f;
+	ui->ports[SB_PORT_STEM_VOCALS] = ui->ports[SB_PORT_STEM_DRUMS] = 1.0f;
+	ui->ports[SB_PORT_STEM_BASS] = ui->ports[SB_PORT_STEM_OTHER] = 1.0f;
+
+	ui->dpy = XOpenDisplay(NULL);
+	if (!ui->dpy) {
+		fprintf(stderr, "stembridge UI: cannot open the X display\n");
+		free(ui);
+		return NULL;
+	}
+	int screen = DefaultScreen(ui->dpy);
+	if (!parent)
+		parent = RootWindow(ui->dpy, screen);
+	ui->width = (int)lrint(BASE_W * ui->scale);
+	ui->height = (int)lrint(BASE_H * ui->scale);
+	ui->win = XCreateSimpleWindow(ui->dpy, parent, 0, 0, (unsigned)ui->width,
+	                              (unsigned)ui->height, 0, 0, 0x1d2024);
+	XSelectInput(ui->dpy, ui->win, ExposureMask | StructureNotifyMask | ButtonPressMask |
+	                                   PointerMotionMask | LeaveWindowMask);
+	XSizeHints hints = {0};
+	hints.flags = PMinSize | PBaseSize;
+	hints.min_width = (int)lrint(360 * ui->scale);
+	hints.min_height = (int)lrint(300 * ui->scale);
+	hints.base_width = ui->width;
+	hints.base_height = ui->height;
+	XSetWMNormalHints(ui->dpy, ui->win, &hints);
+	XStoreName(ui->dpy, ui->win, "Stembridge");
+	XMapRaised(ui->dpy, ui->win);
+	ui->surface = cairo_xlib_surface_create(ui->dpy, ui->win, DefaultVisual(ui->dpy, screen),
+	                                        ui->width, ui->height);
+	ui->cr = cairo_create(ui->surface);
+	if (ui->resize)
+		ui->resize->ui_resize(ui->resize->handle, ui->width, ui->height);
+	XFlush(ui->dpy);
+	*widget = (LV2UI_Widget)(uintptr_t)ui->win;
+	ui->dirty = true;
+	send_get(ui);
+	return ui;
+}
+
+static void cleanup(LV2UI_Handle handle)
+{
+	sb_ui* ui = handle;
+	cairo_destroy(ui->cr);
+	cairo_surface_destroy(ui->surface);
+	XDestroyWindow(ui->dpy, ui->win);
+	XCloseDisplay(ui->dpy);
+	free(ui);
+}
+
+static void port_event(LV2UI_Handle handle, uint32_t port, uint32_t size, uint32_t format,
+                       const void* buffer)
+{
+	sb_ui* ui = handle;
+	if (format == 0 && size == sizeof(float) && port < SB_N_PORTS_STEREO) {
+		float v = *(const float*)buffer;
+		if (ui->ports[port] != v) ui->dirty = true;
+		ui->ports[port] = v;
+		sbui_set_port(&ui->model, port, v);
+	} else if (format == ui->u.atom_eventTransfer && size >= sizeof(LV2_Atom)) {
+		const LV2_Atom* a = buffer;
+		if (a->type == ui->u.atom_Object && lv2_atom_total_size(a) <= size) {
+			const LV2_Atom_Object* obj = buffer;
+			if (obj->body.otype == ui->u.patch_Set)
+				on_patch_set(ui, obj);
+		}
+	}
+}
+
+static int ui_idle(LV2UI_Handle handle)
+{
+	sb_ui* ui = handle;
+	if (ui->closed)
+		return 1;
+	handle_events(ui);
+	if (ui->dirty)
+		draw(ui);
+	return 0;
+}
+
+static int ui_resize(LV2UI_Feature_Handle handle, int w, int h)
+{
+	sb_ui* ui = handle;
+	XResizeWindow(ui->dpy, ui->win, (unsigned)w, (unsigned)h);
+	resize_surface(ui, w, h);
+	return 0;
+}
+
+static const void* extension_data(const char* uri)
+{
+	static const LV2UI_Idle_Interface idle = {ui_idle};
+	static const LV2UI_Resize resize = {NULL, ui_resize};
+	if (!strcmp(uri, LV2_UI__idleInterface)) return &idle;
+	if (!strcmp(uri, LV2_UI__resize)) return &resize;
+	return NULL;
+}
+
+static const LV2UI_Descriptor descriptor = {SB_URI_UI, instantiate, cleanup, port_event,
+                                            extension_data};
+
+LV2_SYMBOL_EXPORT const LV2UI_Descriptor* lv2ui_descriptor(uint32_t index)
+{
+	return index == 0 ? &descriptor : NULL;
+}

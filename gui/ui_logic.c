@@ -1,0 +1,213 @@
+/* The UI's logic: device cycling, labels, the stage from port events. See ui_logic.h. */
+#include "ui_logic.h"
+
+#include "../plugin/uris.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+void sbui_set_text(char* dst, const char* src, int len)
+{
+	size_t n = len < 0 ? strlen(src) : (size_t)len;
+	if (n > SBUI_TEXT - 1)
+		n = SBUI_TEXT - 1;
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+void sbui_model_init(sbui_model* m, double sample_rate)
+{
+	memset(m, 0, sizeof *m);
+	m->device_out_port = -1.0f;
+	m->sample_rate = sample_rate > 0 ? sample_rate : 48000.0;
+}
+
+int sbui_device_count(const sbui_model* m) { return SB_DEVICE_FIRST_CL + m->n_devices; }
+
+static int port_to_int(float v) { return (int)lrintf(v); }
+
+float sbui_device_step(const sbui_model* m, int dir)
+{
+	int n = sbui_device_count(m);
+	int cur = port_to_int(m->device_port);
+	if (cur < 0 || cur >= n) /* not present: next is Auto, back is the last listed */
+		return (float)(dir > 0 ? 0 : n - 1);
+	int next = ((cur + (dir > 0 ? 1 : -1)) % n + n) % n;
+	return (float)next;
+}
+
+static const sbui_device* device_at(const sbui_model* m, int v)
+{
+	int i = v - SB_DEVICE_FIRST_CL;
+	return i >= 0 && i < m->n_devices ? &m->devices[i] : NULL;
+}
+
+void sbui_device_label(const sbui_model* m, float port_value, char* out, int size)
+{
+	int v = port_to_int(port_value);
+	const sbui_device* d = device_at(m, v);
+	if (v == SB_DEVICE_AUTO)
+		snprintf(out, (size_t)size, "Auto");
+	else if (v == SB_DEVICE_CPU)
+		snprintf(out, (size_t)size, "CPU");
+	else if (d)
+		snprintf(out, (size_t)size, "%s", d->name[0] ? d->name : d->key);
+	else if (!m->devices_known && v > SB_DEVICE_CPU)
+		snprintf(out, (size_t)size, "Device %d", v - SB_DEVICE_FIRST_CL + 1);
+	else
+		snprintf(out, (size_t)size, "Device %d (not present)", v - SB_DEVICE_FIRST_CL + 1);
+}
+
+void sbui_device_tooltip(const sbui_model* m, float port_value, char* out, int size)
+{
+	int v = port_to_int(port_value);
+	const sbui_device* d = device_at(m, v);
+	if (v == SB_DEVICE_AUTO) {
+		snprintf(out, (size_t)size, "Auto: the best device available, falling back to the CPU");
+		return;
+	}
+	if (v == SB_DEVICE_CPU) {
+		snprintf(out, (size_t)size, "CPU: the native engine on the host's processor");
+		return;
+	}
+	if (!d && !m->devices_known) {
+		snprintf(out, (size_t)size, "Device %d: waiting for the plugin's device list",
+		         v - SB_DEVICE_FIRST_CL + 1);
+		return;
+	}
+	if (!d) {
+		snprintf(out, (size_t)size,
+		         "Device %d is not on this machine; the plugin falls back to the CPU",
+		         v - SB_DEVICE_FIRST_CL + 1);
+		return;
+	}
+	char mem[64] = "unknown", units[32] = "unknown";
+	if (d->memory_bytes >= 0)
+		snprintf(mem, sizeof mem, "%.1f GiB", (double)d->memory_bytes / (1024.0 * 1024 * 1024));
+	if (d->compute_units >= 0)
+		snprintf(units, sizeof units, "%d", d->compute_units);
+	snprintf(out, (size_t)size,
+	         "Name: %s\nPlatform: %s\nType: %s\nMemory: %s\nCompute units: %s\nDriver: %s",
+	         d->name, d->platform[0] ? d->platform : "unknown", d->type[0] ? d->type : "unknown",
+	         mem, units, d->driver[0] ? d->driver : "unknown");
+}
+
+void sbui_in_use_label(const sbui_model* m, char* out, int size, bool* warn)
+{
+	*warn = m->fallback_port > 0.5f;
+	if (m->device_in_use[0]) {
+		snprintf(out, (size_t)size, "%s", m->device_in_use);
+		return;
+	}
+	if (m->device_out_port < 0) {
+		snprintf(out, (size_t)size, "none yet");
+		return;
+	}
+	char name[SBUI_TEXT];
+	sbui_device_label(m, m->device_out_port, name, sizeof name);
+	snprintf(out, (size_t)size, "%s%s", name, *warn ? " (fallback)" : "");
+}
+
+void sbui_in_use_parts(const sbui_model* m, char* device, char* reason, int size, bool* warn)
+{
+	char all[SBUI_TEXT * 2];
+	sbui_in_use_label(m, all, sizeof all, warn);
+	reason[0] = '\0';
+	const char* tag = " (fallback: ";
+	char* at = strstr(all, tag);
+	if (at && all[strlen(all) - 1] == ')') {
+		all[strlen(all) - 1] = '\0';
+		snprintf(reason, (size_t)size, "%s", at + strlen(tag));
+		*at = '\0';
+		snprintf(device, (size_t)size, "%s, fallback", all);
+		return;
+	}
+	snprintf(device, (size_t)size, "%s", all);
+}
+
+sbui_stage sbui_model_stage(const sbui_model* m)
+{
+	switch (port_to_int(m->state_port)) {
+	case SB_STATE_RECORDING: return SBUI_RECORDING;
+	case SB_STATE_QUEUED: return SBUI_QUEUED;
+	case SB_STATE_SEPARATING: return m->progress_port >= 0.999f ? SBUI_WRITING : SBUI_SEPARATING;
+	case SB_STATE_DONE: return SBUI_DONE;
+	case SB_STATE_ERROR: return SBUI_ERROR;
+	default: return SBUI_IDLE;
+	}
+}
+
+void sbui_stage_text(const sbui_model* m, char* out, int size)
+{
+	switch (sbui_model_stage(m)) {
+	case SBUI_RECORDING: {
+		long s = (long)((double)m->recorded_frames / m->sample_rate);
+		snprintf(out, (size_t)size, "Recording %ld:%02ld", s / 60, s % 60);
+		break;
+	}
+	case SBUI_QUEUED: snprintf(out, (size_t)size, "Queued"); break;
+	case SBUI_SEPARATING:
+		snprintf(out, (size_t)size, "Separating %d %%", (int)lrintf(sbui_progress(m) * 100.0f));
+		break;
+	case SBUI_WRITING: snprintf(out, (size_t)size, "Writing stems"); break;
+	case SBUI_DONE: snprintf(out, (size_t)size, "Done: %d stems", m->n_stems); break;
+	case SBUI_ERROR:
+		snprintf(out, (size_t)size, "Error%s%s", m->last_error[0] ? ": " : "", m->last_error);
+		break;
+	default: snprintf(out, (size_t)size, "Idle"); break;
+	}
+}
+
+float sbui_progress(const sbui_model* m)
+{
+	switch (sbui_model_stage(m)) {
+	case SBUI_DONE: return 1.0f;
+	case SBUI_SEPARATING:
+	case SBUI_WRITING: {
+		float p = m->progress_port;
+		return p < 0 ? 0 : p > 1 ? 1 : p;
+	}
+	default: return 0.0f;
+	}
+}
+
+void sbui_set_port(sbui_model* m, uint32_t port, float value)
+{
+	switch (port) {
+	case SB_PORT_DEVICE: m->device_port = value; break;
+	case SB_PORT_STATE_OUT:
+		if (port_to_int(value) == SB_STATE_RECORDING && port_to_int(m->state_port) != SB_STATE_RECORDING)
+			m->recorded_frames = 0;
+		m->state_port = value;
+		break;
+	case SB_PORT_PROGRESS_OUT: m->progress_port = value; break;
+	case SB_PORT_DEVICE_OUT: m->device_out_port = value; break;
+	case SB_PORT_FALLBACK_OUT: m->fallback_port = value; break;
+	default: break;
+	}
+}
+
+void sbui_clear_devices(sbui_model* m)
+{
+	m->n_devices = 0;
+	m->devices_known = true;
+}
+
+bool sbui_add_device(sbui_model* m, const sbui_device* d)
+{
+	if (m->n_devices >= SBUI_MAX_DEVICES)
+		return false;
+	m->devices[m->n_devices++] = *d;
+	return true;
+}
+
+void sbui_clear_stems(sbui_model* m) { m->n_stems = 0; }
+
+bool sbui_add_stem(sbui_model* m, const char* path)
+{
+	if (m->n_stems >= SBUI_MAX_STEMS)
+		return false;
+	sbui_set_text(m->stems[m->n_stems++], path, -1);
+	return true;
+}

@@ -1,0 +1,87 @@
+/* The UI's logic, without X11 or LV2 atoms: what the device button cycles through, what each
+ * label and tooltip says, and what state the plugin is in. Pure data in, strings out, so it is
+ * tested without a display (tests/gui/test_ui_logic.c).
+ *
+ * Thread: all of it runs on the host's UI thread; nothing here blocks or allocates after
+ * sbui_model_init().
+ */
+#ifndef SBUI_LOGIC_H
+#define SBUI_LOGIC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define SBUI_MAX_DEVICES 8    /* matches SB_DEVICE_N_CL in plugin/uris.h */
+#define SBUI_MAX_STEMS   8
+#define SBUI_TEXT        256
+
+typedef struct {
+	char key[SBUI_TEXT];
+	char name[SBUI_TEXT];
+	char platform[SBUI_TEXT];
+	char type[SBUI_TEXT];
+	int64_t memory_bytes;     /* -1 unknown */
+	int compute_units;        /* -1 unknown */
+	char driver[SBUI_TEXT];
+} sbui_device;
+
+typedef enum {
+	SBUI_IDLE = 0, SBUI_RECORDING, SBUI_QUEUED, SBUI_SEPARATING, SBUI_DONE, SBUI_ERROR,
+	SBUI_WRITING /* separating at 100 %: stems are being written */
+} sbui_stage;
+
+typedef struct {
+	/* what the plugin told us */
+	sbui_device devices[SBUI_MAX_DEVICES];
+	int n_devices;
+	bool devices_known;       /* the plugin sent its device list (possibly empty) */
+	float device_port;        /* the chosen device, SB_DEVICE_* numbering */
+	float state_port;         /* SB_STATE_* */
+	float progress_port;      /* 0..1 */
+	float device_out_port;    /* device in use; -1 none */
+	float fallback_port;      /* 1 when the device in use is a fallback */
+	char device_in_use[SBUI_TEXT]; /* the plugin's label, reason included */
+	int64_t recorded_frames;
+	double sample_rate;
+	char stems[SBUI_MAX_STEMS][SBUI_TEXT];
+	int n_stems;
+	char last_error[SBUI_TEXT];
+	char manifest[SBUI_TEXT];
+} sbui_model;
+
+void sbui_model_init(sbui_model* m, double sample_rate);
+
+/* The number of entries the device button cycles through: Auto, CPU, each listed device.
+ * A port value beyond the list (a preset from another machine) is shown as "not present";
+ * stepping from it goes back into the list. Before the list arrives, only Auto and CPU. */
+int sbui_device_count(const sbui_model* m);
+/* The port value after a click (dir +1) or a right-click / scroll down (dir -1); wraps. */
+float sbui_device_step(const sbui_model* m, int dir);
+/* "Auto", "CPU", the device's name, "Device N" while the list is unknown, or
+ * "Device N (not present)"; N counts from 1 as the plugin's enumeration does. */
+void sbui_device_label(const sbui_model* m, float port_value, char* out, int size);
+/* Multi-line details of the device a port value stands for. */
+void sbui_device_tooltip(const sbui_model* m, float port_value, char* out, int size);
+
+/* The device in use: its label and whether to draw it in the warning colour. */
+void sbui_in_use_label(const sbui_model* m, char* out, int size, bool* warn);
+/* The same split for drawing on two lines: the device ("CPU (2 threads)", "fallback" added when
+ * it is one) and the reason in words, "" when the plugin gave none. */
+void sbui_in_use_parts(const sbui_model* m, char* device, char* reason, int size, bool* warn);
+
+sbui_stage sbui_model_stage(const sbui_model* m);
+/* "Idle", "Recording 0:12", "Queued", "Separating 42 %", "Writing stems", "Done", "Error: …" */
+void sbui_stage_text(const sbui_model* m, char* out, int size);
+/* 0..1 for the progress bar. */
+float sbui_progress(const sbui_model* m);
+
+/* Setters the LV2 glue calls from port_event. A state port entering "recording" restarts the
+ * recording clock. sbui_clear_devices marks the list as known. */
+void sbui_set_port(sbui_model* m, uint32_t port, float value);
+void sbui_clear_devices(sbui_model* m);
+bool sbui_add_device(sbui_model* m, const sbui_device* d);
+void sbui_clear_stems(sbui_model* m);
+bool sbui_add_stem(sbui_model* m, const char* path);
+void sbui_set_text(char* dst, const char* src, int len); /* len may be -1: NUL-terminated */
+
+#endif

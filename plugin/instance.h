@@ -1,0 +1,212 @@
+/* One plugin instance as seen by its three sides: run() (real time), the plugin service thread
+ * (service.c, non-real-time, one per process) and the host's state calls (state.c).
+ *
+ * Who touches what:
+ *  - rt_*: run() only.
+ *  - rings: single producer, single consumer, as named on each.
+ *  - props: written by run() (patch:Set) or restore() under a sequence lock, read by anyone
+ *    through sb_props_read(); run() never waits for a reader.
+ *  - nrt_*: non-real-time threads only, under nrt_lock (never taken by run()).
+ */
+#ifndef SB_INSTANCE_H
+#define SB_INSTANCE_H
+
+#include "realtime.h"
+#include "uris.h"
+
+#include <lv2/atom/forge.h>
+#include <lv2/log/logger.h>
+#include <lv2/state/state.h>
+#include <lv2/urid/urid.h>
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#define SB_BLOCK_FRAMES 16384u
+#define SB_TAKES 4               /* take descriptors per instance */
+#define SB_POOL_REALTIME 16      /* blocks kept ready while playing in real time (~5 s) */
+#define SB_POOL_FREEWHEEL 512    /* blocks kept ready while freewheeling (~3 min at 48 kHz) */
+#define SB_TEXT 4096
+#define SB_MAX_JOBS 8
+
+/* A piece of recorded audio, interleaved, SB_BLOCK_FRAMES * channels floats. */
+typedef struct sb_block {
+	struct sb_block *next;
+	uint32_t used;
+	float data[];
+} sb_block;
+
+/* A recorded region, filled by run() and handed to the service when it stops. */
+typedef struct {
+	sb_block *first, *last;
+	int64_t frames;
+	int64_t timeline_start;
+	int64_t lost;           /* frames dropped because the block pool ran dry (never expected) */
+	int device_port, mode, model;
+	unsigned stems;
+	uint32_t serial;
+} sb_take;
+
+/* Status from the service to run(). */
+typedef enum {
+	SB_MSG_STATUS = 0,
+	SB_MSG_MANIFEST,        /* text: the manifest path; start, frames: the region */
+	SB_MSG_STEMS,           /* text: the stem paths, one per line */
+	SB_MSG_DEVICE_IN_USE,   /* text: the device's label, the fallback reason when there is one */
+	SB_MSG_ERROR            /* text: the error in words */
+} sb_msg_kind;
+typedef struct {
+	sb_msg_kind kind;
+	int state;              /* SB_STATE_* */
+	float progress;
+	int device;             /* SB_PORT_DEVICE_OUT numbering */
+	int fallback;
+	uint32_t jobs_done;
+	int64_t start, frames;
+	char text[SB_TEXT];
+} sb_msg;
+
+/* Stems of the last take, read back for audition; immutable once handed to run(). */
+typedef struct {
+	int64_t start, frames;
+	int channels;
+	float *stem[4];         /* interleaved, NULL where the stem was not written */
+} sb_audition;
+
+/* Properties set through patch:Set and state. */
+typedef struct {
+	char output_dir[SB_TEXT];
+	char track[256];
+	float max_minutes;
+} sb_props;
+
+typedef struct {
+	LV2_URID atom_Blank, atom_Object, atom_Path, atom_String, atom_Float, atom_Long, atom_Int,
+		atom_Double, atom_Bool, atom_URID, atom_Sequence, atom_Tuple, atom_eventTransfer;
+	LV2_URID time_Position, time_frame, time_speed;
+	LV2_URID patch_Set, patch_Get, patch_property, patch_value, patch_subject;
+	LV2_URID sb_outputDir, sb_manifest, sb_deviceKey, sb_deviceName, sb_deviceInUse,
+		sb_lastError, sb_recordedFrames, sb_timelineStart, sb_maxMinutes, sb_trackName,
+		sb_devicePort, sb_mode, sb_model, sb_stemMask, sb_stems, sb_deviceList,
+		sb_devicePlatform, sb_deviceType, sb_deviceMemory, sb_deviceUnits, sb_deviceDriver;
+} sb_urids;
+
+typedef struct sb_instance {
+	/* host */
+	LV2_URID_Map *map;
+	LV2_Log_Logger logger;
+	LV2_State_Make_Path *make_path;
+	LV2_State_Free_Path *free_path;
+	sb_urids u;
+	LV2_Atom_Forge forge;
+	LV2_Atom_Forge_Frame notify_frame; /* the sequence being written during run() */
+	double rate;
+	int channels;
+	unsigned serial;        /* process-wide instance number, for default names */
+
+	/* ports */
+	const LV2_Atom_Sequence *control;
+	LV2_Atom_Sequence *notify;
+	const float *ctl[SB_PORT_JOBS_DONE_OUT + 1];
+	float *out_state, *out_progress, *out_device, *out_fallback, *out_jobs;
+	const float *in[2];
+	float *out[2];
+	const float *freewheel;
+
+	/* run() only */
+	int64_t rt_pos;
+	float rt_speed;
+	bool rt_have_pos;
+	bool rt_recording;
+	bool rt_limit_hit;      /* recording limit reached: wait for disarm or stop */
+	sb_take *rt_take;
+	sb_block *rt_block;
+	uint32_t rt_take_serial;
+	int rt_state;
+	float rt_progress;
+	int rt_device, rt_fallback;
+	uint32_t rt_jobs_done;
+	sb_audition *rt_audition;
+	char rt_manifest[SB_TEXT];
+	char rt_device_in_use[SB_TEXT];
+	char rt_error[SB_TEXT];
+	char rt_stems[SB_TEXT];
+	int64_t rt_start, rt_frames;
+	int64_t rt_reported_frames; /* recordedFrames last announced while recording */
+	const LV2_Atom *rt_device_list; /* the list last announced */
+	sb_msg rt_msg;          /* where read_status() copies each message */
+	bool rt_announce;       /* patch:Set manifest etc. pending on notify */
+	bool rt_announce_device, rt_announce_error, rt_announce_props, rt_announce_stems,
+		rt_announce_devices, rt_announce_limit;
+	bool rt_listener;       /* a patch:Get arrived: someone (the UI) reads the messages */
+
+	/* rings */
+	sb_ring free_blocks;    /* service -> run(): sb_block* */
+	sb_ring free_takes;     /* service -> run(): sb_take* */
+	sb_ring finished;       /* run() -> service: sb_take* */
+	sb_ring status;         /* service -> run(): sb_msg */
+	_Atomic(sb_audition *) audition_pending; /* service -> run() */
+	_Atomic(sb_audition *) audition_retired; /* run() -> service, freed there */
+	/* patch:Set deviceList, forged by the service once the engine knows its devices; freed
+	 * only at cleanup, so run() may keep reading it */
+	_Atomic(const LV2_Atom *) device_list;
+	atomic_int freewheeling;
+	atomic_int lost_frames_alarm;
+	atomic_int no_take_alarm;   /* run() found no free take descriptor: recording skipped */
+	atomic_int props_changed;   /* restore() -> run(): announce the properties */
+
+	/* properties under a sequence lock */
+	atomic_uint props_seq;
+	sb_props props;
+
+	/* non-real-time */
+	LV2_Atom_Forge nrt_forge;   /* the service's, for the device list */
+	pthread_mutex_t nrt_lock;
+	char nrt_device_key[640];
+	char nrt_device_name[256];
+	int nrt_device_port;    /* the device port value nrt_device_key stands for, -1 none */
+	char nrt_manifest[SB_TEXT];
+	bool nrt_resolve;       /* restore asked the service to resolve the saved device */
+	sb_take takes[SB_TAKES];
+	sb_block *spare;        /* service's list of returned blocks */
+	uint32_t pool_blocks;   /* blocks allocated and not freed */
+	struct {
+		uint64_t id;
+		bool active;
+		int64_t start, frames;
+		char take[64];
+		unsigned stems;
+		int last_state;
+		float last_progress;
+	} jobs[SB_MAX_JOBS];
+	uint32_t jobs_done;
+	int nrt_state, nrt_dev, nrt_fallback;
+	char nrt_dev_label[384];    /* the label of the device the last job ran on */
+	bool nrt_have_keys;         /* nrt_keys/nrt_names filled from the device table */
+	char nrt_keys[SB_DEVICE_N_CL][640];  /* stable key of Device k+1, "" when absent */
+	char nrt_names[SB_DEVICE_N_CL][384];
+	float nrt_progress;
+	struct sb_instance *next;   /* service's list */
+} sb_instance;
+
+/* Consistent copy of the properties from any thread except the writer. */
+void sb_props_read(sb_instance *self, sb_props *out);
+/* Writer side (run() or restore()). */
+SB_REALTIME void sb_props_write_begin(sb_instance *self);
+SB_REALTIME void sb_props_write_end(sb_instance *self);
+
+/* "auto", "cpu" or "opencl:N" for a device port value. */
+const char *sb_device_port_request(int port, char *buf, size_t len);
+
+/* service.c */
+int sb_service_attach(sb_instance *self);   /* 0 on failure (logged) */
+void sb_service_detach(sb_instance *self);  /* cancels its jobs, frees its memory */
+/* Stable key and readable name for a device port value, for state: from the instance's copy
+ * of the device table once the service made it, so save() does not wait for the service. */
+void sb_service_device_key(sb_instance *self, int port, char *key, size_t klen, char *name,
+                           size_t nlen);
+
+/* state.c */
+extern const LV2_State_Interface sb_state_interface;
+
+#endif

@@ -1,0 +1,673 @@
+/* The Stembridge LV2 plugins (mono and stereo): real-time side.
+ *
+ * run() reads like eg-sampler's: walk the control events (time:Position, patch:Set/Get),
+ * render the audio between them, hand anything slow to the plugin service thread
+ * (service.c) through lock-free rings and never wait for it. Audio passes through unchanged
+ * with no latency, except while auditioning a take's stems inside that take's region.
+ */
+#include "instance.h"
+
+#include <lv2/atom/util.h>
+#include <lv2/core/lv2.h>
+#include <lv2/core/lv2_util.h>
+#include <lv2/patch/patch.h>
+#include <lv2/time/time.h>
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static atomic_uint instance_counter;
+
+static void map_urids(LV2_URID_Map *map, sb_urids *u)
+{
+	u->atom_Blank = map->map(map->handle, LV2_ATOM__Blank);
+	u->atom_Object = map->map(map->handle, LV2_ATOM__Object);
+	u->atom_Path = map->map(map->handle, LV2_ATOM__Path);
+	u->atom_String = map->map(map->handle, LV2_ATOM__String);
+	u->atom_Float = map->map(map->handle, LV2_ATOM__Float);
+	u->atom_Long = map->map(map->handle, LV2_ATOM__Long);
+	u->atom_Int = map->map(map->handle, LV2_ATOM__Int);
+	u->atom_Double = map->map(map->handle, LV2_ATOM__Double);
+	u->atom_Bool = map->map(map->handle, LV2_ATOM__Bool);
+	u->atom_URID = map->map(map->handle, LV2_ATOM__URID);
+	u->atom_Sequence = map->map(map->handle, LV2_ATOM__Sequence);
+	u->atom_Tuple = map->map(map->handle, LV2_ATOM__Tuple);
+	u->atom_eventTransfer = map->map(map->handle, LV2_ATOM__eventTransfer);
+	u->time_Position = map->map(map->handle, LV2_TIME__Position);
+	u->time_frame = map->map(map->handle, LV2_TIME__frame);
+	u->time_speed = map->map(map->handle, LV2_TIME__speed);
+	u->patch_Set = map->map(map->handle, LV2_PATCH__Set);
+	u->patch_Get = map->map(map->handle, LV2_PATCH__Get);
+	u->patch_property = map->map(map->handle, LV2_PATCH__property);
+	u->patch_value = map->map(map->handle, LV2_PATCH__value);
+	u->patch_subject = map->map(map->handle, LV2_PATCH__subject);
+	u->sb_outputDir = map->map(map->handle, SB__outputDir);
+	u->sb_manifest = map->map(map->handle, SB__manifest);
+	u->sb_deviceKey = map->map(map->handle, SB__deviceKey);
+	u->sb_deviceName = map->map(map->handle, SB__deviceName);
+	u->sb_deviceInUse = map->map(map->handle, SB__deviceInUse);
+	u->sb_lastError = map->map(map->handle, SB__lastError);
+	u->sb_recordedFrames = map->map(map->handle, SB__recordedFrames);
+	u->sb_timelineStart = map->map(map->handle, SB__timelineStart);
+	u->sb_maxMinutes = map->map(map->handle, SB__maxMinutes);
+	u->sb_trackName = map->map(map->handle, SB__trackName);
+	u->sb_devicePort = map->map(map->handle, SB__devicePort);
+	u->sb_mode = map->map(map->handle, SB__mode);
+	u->sb_model = map->map(map->handle, SB__model);
+	u->sb_stemMask = map->map(map->handle, SB__stemMask);
+	u->sb_stems = map->map(map->handle, SB__stems);
+	u->sb_deviceList = map->map(map->handle, SB__deviceList);
+	u->sb_devicePlatform = map->map(map->handle, SB__devicePlatform);
+	u->sb_deviceType = map->map(map->handle, SB__deviceType);
+	u->sb_deviceMemory = map->map(map->handle, SB__deviceMemory);
+	u->sb_deviceUnits = map->map(map->handle, SB__deviceUnits);
+	u->sb_deviceDriver = map->map(map->handle, SB__deviceDriver);
+}
+
+SB_REALTIME void sb_props_write_begin(sb_instance *self)
+{
+	atomic_fetch_add_explicit(&self->props_seq, 1, memory_order_acq_rel);
+}
+
+SB_REALTIME void sb_props_write_end(sb_instance *self)
+{
+	atomic_fetch_add_explicit(&self->props_seq, 1, memory_order_release);
+}
+
+void sb_props_read(sb_instance *self, sb_props *out)
+{
+	for (;;) {
+		unsigned s1 = atomic_load_explicit(&self->props_seq, memory_order_acquire);
+		if (s1 & 1u)
+			continue;
+		memcpy(out, &self->props, sizeof *out);
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&self->props_seq, memory_order_relaxed) == s1)
+			return;
+	}
+}
+
+static LV2_Handle instantiate(const LV2_Descriptor *d, double rate, const char *bundle,
+                              const LV2_Feature *const *features)
+{
+	(void)bundle;
+	sb_instance *self = calloc(1, sizeof *self);
+	if (!self)
+		return NULL;
+	const char *missing = lv2_features_query(features,
+		LV2_LOG__log, &self->logger.log, false,
+		LV2_URID__map, &self->map, true,
+		LV2_STATE__makePath, &self->make_path, false,
+		LV2_STATE__freePath, &self->free_path, false,
+		NULL);
+	lv2_log_logger_set_map(&self->logger, self->map);
+	if (missing) {
+		lv2_log_error(&self->logger, "stembridge: host lacks required feature <%s>\n", missing);
+		free(self);
+		return NULL;
+	}
+	self->rate = rate;
+	self->channels = strcmp(d->URI, SB_URI_STEREO) == 0 ? 2 : 1;
+	self->serial = atomic_fetch_add(&instance_counter, 1) + 1;
+	map_urids(self->map, &self->u);
+	lv2_atom_forge_init(&self->forge, self->map);
+	lv2_atom_forge_init(&self->nrt_forge, self->map);
+	atomic_init(&self->device_list, NULL);
+	pthread_mutex_init(&self->nrt_lock, NULL);
+	self->props.max_minutes = 30.0f;
+	self->nrt_device_port = -1;
+	self->rt_device = -1;
+	self->nrt_dev = -1;
+	atomic_init(&self->audition_pending, NULL);
+	atomic_init(&self->audition_retired, NULL);
+	if (!sb_ring_init(&self->free_blocks, 1024, sizeof(sb_block *)) ||
+	    !sb_ring_init(&self->free_takes, 8, sizeof(sb_take *)) ||
+	    !sb_ring_init(&self->finished, 8, sizeof(sb_take *)) ||
+	    !sb_ring_init(&self->status, 32, sizeof(sb_msg))) {
+		lv2_log_error(&self->logger, "stembridge: out of memory\n");
+		goto fail;
+	}
+	for (int i = 0; i < SB_TAKES; i++) {
+		sb_take *t = &self->takes[i];
+		sb_ring_push(&self->free_takes, &t);
+	}
+	if (!sb_service_attach(self))
+		goto fail;
+	return self;
+fail:
+	sb_ring_free(&self->free_blocks);
+	sb_ring_free(&self->free_takes);
+	sb_ring_free(&self->finished);
+	sb_ring_free(&self->status);
+	pthread_mutex_destroy(&self->nrt_lock);
+	free(self);
+	return NULL;
+}
+
+static void connect_port(LV2_Handle h, uint32_t port, void *data)
+{
+	sb_instance *self = h;
+	if (port == SB_PORT_CONTROL) {
+		self->control = data;
+	} else if (port == SB_PORT_NOTIFY) {
+		self->notify = data;
+	} else if (port <= SB_PORT_AUDITION) {
+		self->ctl[port] = data;
+	} else if (port == SB_PORT_STATE_OUT) {
+		self->out_state = data;
+	} else if (port == SB_PORT_PROGRESS_OUT) {
+		self->out_progress = data;
+	} else if (port == SB_PORT_DEVICE_OUT) {
+		self->out_device = data;
+	} else if (port == SB_PORT_FALLBACK_OUT) {
+		self->out_fallback = data;
+	} else if (port == SB_PORT_JOBS_DONE_OUT) {
+		self->out_jobs = data;
+	} else if (self->channels == 1) {
+		if (port == SB_PORT_AUDIO_IN_1)
+			self->in[0] = data;
+		else if (port == SB_PORT_AUDIO_IN_1 + 1)
+			self->out[0] = data;
+		else if (port == SB_PORT_FREEWHEEL_MONO)
+			self->freewheel = data;
+	} else {
+		if (port == SB_PORT_AUDIO_IN_1 || port == SB_PORT_AUDIO_IN_1 + 1)
+			self->in[port - SB_PORT_AUDIO_IN_1] = data;
+		else if (port == SB_PORT_AUDIO_OUT_1_STEREO || port == SB_PORT_AUDIO_OUT_2_STEREO)
+			self->out[port - SB_PORT_AUDIO_OUT_1_STEREO] = data;
+		else if (port == SB_PORT_FREEWHEEL_STEREO)
+			self->freewheel = data;
+	}
+}
+
+SB_REALTIME static float ctl(const sb_instance *self, int port, float dflt)
+{
+	return self->ctl[port] ? *self->ctl[port] : dflt;
+}
+
+/* An enumeration or integer port: hosts send floats, 1.9999 means 2. */
+SB_REALTIME static int ctl_int(const sb_instance *self, int port, int dflt)
+{
+	return self->ctl[port] ? (int)lrintf(*self->ctl[port]) : dflt;
+}
+
+/* Ends the take in progress and hands it to the service. */
+SB_REALTIME static void take_finish(sb_instance *self)
+{
+	if (!self->rt_recording)
+		return;
+	sb_take *t = self->rt_take;
+	if (self->rt_block) {
+		if (t->last)
+			t->last->next = self->rt_block;
+		else
+			t->first = self->rt_block;
+		t->last = self->rt_block;
+		self->rt_block = NULL;
+	}
+	/* The finished ring holds every take descriptor, so this cannot fail. */
+	sb_ring_push(&self->finished, &t);
+	self->rt_take = NULL;
+	self->rt_recording = false;
+}
+
+SB_REALTIME static void take_start(sb_instance *self)
+{
+	sb_take *t;
+	if (!sb_ring_pop(&self->free_takes, &t)) {
+		/* four takes still being handed over: the service is behind (logged there) */
+		atomic_store_explicit(&self->no_take_alarm, 1, memory_order_relaxed);
+		return;
+	}
+	t->first = t->last = NULL;
+	t->frames = 0;
+	t->lost = 0;
+	t->timeline_start = self->rt_pos;
+	t->device_port = ctl_int(self, SB_PORT_DEVICE, 0);
+	t->mode = ctl_int(self, SB_PORT_MODE, 0);
+	t->model = ctl_int(self, SB_PORT_MODEL, 0);
+	t->stems = 0;
+	for (int s = 0; s < 4; s++)
+		if (ctl(self, SB_PORT_STEM_VOCALS + s, 1.0f) > 0.5f)
+			t->stems |= 1u << s;
+	t->serial = ++self->rt_take_serial;
+	self->rt_take = t;
+	self->rt_recording = true;
+	self->rt_reported_frames = 0;
+}
+
+/* Freewheeling (lv2:freeWheeling: an export or offline bounce) runs run() faster than real
+ * time, with no real-time deadline, and must lose no sample. The service deepens the pool as
+ * soon as it sees the flag (SB_POOL_FREEWHEEL blocks, about 3 minutes), so this is reached only
+ * when a bounce outruns it; then, and only then, run() waits for the service, boundedly. It is
+ * never reached while playing in real time: there a dry pool loses samples and says so. */
+static bool freewheel_wait_block(sb_instance *self)
+{
+	if (!self->freewheel || *self->freewheel <= 0.5f)
+		return false;
+	for (int i = 0; i < 20000; i++) { /* at most about 2 s */
+		const struct timespec ts = {0, 100000};
+		nanosleep(&ts, NULL);
+		if (sb_ring_pop(&self->free_blocks, &self->rt_block))
+			return true;
+	}
+	return false;
+}
+
+SB_REALTIME static void take_append(sb_instance *self, uint32_t from, uint32_t n)
+{
+	sb_take *t = self->rt_take;
+	const int ch = self->channels;
+	const int64_t limit = (int64_t)(self->props.max_minutes * 60.0 * self->rate);
+	while (n > 0) {
+		if (t->frames >= limit) {
+			take_finish(self);
+			self->rt_limit_hit = true;
+			return;
+		}
+		if (!self->rt_block) {
+			if (!sb_ring_pop(&self->free_blocks, &self->rt_block) &&
+			    !freewheel_wait_block(self)) {
+				t->lost += n;
+				atomic_store_explicit(&self->lost_frames_alarm, 1, memory_order_relaxed);
+				return;
+			}
+			self->rt_block->used = 0;
+			self->rt_block->next = NULL;
+		}
+		sb_block *b = self->rt_block;
+		uint32_t room = SB_BLOCK_FRAMES - b->used;
+		uint32_t k = n < room ? n : room;
+		if ((int64_t)k > limit - t->frames)
+			k = (uint32_t)(limit - t->frames);
+		float *dst = b->data + (size_t)b->used * ch;
+		for (uint32_t i = 0; i < k; i++)
+			for (int c = 0; c < ch; c++)
+				dst[(size_t)i * ch + c] = self->in[c] ? self->in[c][from + i] : 0.0f;
+		b->used += k;
+		t->frames += k;
+		from += k;
+		n -= k;
+		if (b->used == SB_BLOCK_FRAMES) {
+			if (t->last)
+				t->last->next = b;
+			else
+				t->first = b;
+			t->last = b;
+			self->rt_block = NULL;
+		}
+	}
+}
+
+/* Renders frames [from, to): record, pass through or audition, advance the transport. */
+SB_REALTIME static void render(sb_instance *self, uint32_t from, uint32_t to)
+{
+	if (to <= from)
+		return;
+	const uint32_t n = to - from;
+	const bool rolling = self->rt_have_pos && self->rt_speed != 0.0f;
+	if (self->rt_recording)
+		take_append(self, from, n);
+
+	const sb_audition *a = self->rt_audition;
+	const int sel = ctl_int(self, SB_PORT_AUDITION, 0);
+	const bool audition = a && rolling && sel >= 1 && sel <= 8 && a->channels == self->channels &&
+	                      self->rt_pos + n > a->start && self->rt_pos < a->start + a->frames;
+	for (int c = 0; c < self->channels; c++) {
+		if (!self->out[c])
+			continue;
+		if (!self->in[c])
+			memset(self->out[c] + from, 0, n * sizeof(float));
+		else if (self->out[c] != self->in[c])
+			memcpy(self->out[c] + from, self->in[c] + from, n * sizeof(float));
+		if (!audition)
+			continue;
+		for (uint32_t i = 0; i < n; i++) {
+			int64_t f = self->rt_pos + i - a->start;
+			if (f < 0 || f >= a->frames)
+				continue;
+			size_t at = (size_t)f * a->channels + c;
+			float v = 0.0f;
+			if (sel <= 4) {
+				v = a->stem[sel - 1] ? a->stem[sel - 1][at] : 0.0f;
+			} else {
+				for (int s = 0; s < 4; s++)
+					if (s != sel - 5 && a->stem[s])
+						v += a->stem[s][at];
+			}
+			self->out[c][from + i] = v;
+		}
+	}
+	if (rolling)
+		self->rt_pos += n;
+}
+
+SB_REALTIME static void handle_position(sb_instance *self, const LV2_Atom_Object *obj)
+{
+	const LV2_Atom *frame = NULL, *speed = NULL;
+	lv2_atom_object_get(obj, self->u.time_frame, &frame, self->u.time_speed, &speed, 0);
+	int64_t new_pos = self->rt_pos;
+	float new_speed = self->rt_speed;
+	if (frame && frame->type == self->u.atom_Long)
+		new_pos = ((const LV2_Atom_Long *)frame)->body;
+	if (speed && speed->type == self->u.atom_Float)
+		new_speed = ((const LV2_Atom_Float *)speed)->body;
+	/* A stop or a jump ends the take: the region must be contiguous on the timeline. */
+	if (self->rt_recording && (new_speed == 0.0f || new_pos != self->rt_pos))
+		take_finish(self);
+	if (new_speed == 0.0f)
+		self->rt_limit_hit = false;
+	self->rt_pos = new_pos;
+	self->rt_speed = new_speed;
+	self->rt_have_pos = true;
+}
+
+SB_REALTIME static bool atom_text(const LV2_Atom *v, char *dst, size_t cap)
+{
+	if (v->size == 0 || v->size > cap)
+		return false;
+	const char *s = (const char *)LV2_ATOM_BODY_CONST(v);
+	if (s[v->size - 1] != '\0')
+		return false;
+	memcpy(dst, s, v->size);
+	return true;
+}
+
+SB_REALTIME static void handle_set(sb_instance *self, const LV2_Atom_Object *obj)
+{
+	const LV2_Atom *prop = NULL, *value = NULL;
+	lv2_atom_object_get(obj, self->u.patch_property, &prop, self->u.patch_value, &value, 0);
+	if (!prop || prop->type != self->u.atom_URID || !value)
+		return;
+	const LV2_URID key = ((const LV2_Atom_URID *)prop)->body;
+	sb_props_write_begin(self);
+	if (key == self->u.sb_outputDir && value->type == self->u.atom_Path) {
+		if (!atom_text(value, self->props.output_dir, sizeof self->props.output_dir))
+			self->props.output_dir[0] = '\0';
+	} else if (key == self->u.sb_trackName && value->type == self->u.atom_String) {
+		if (!atom_text(value, self->props.track, sizeof self->props.track))
+			self->props.track[0] = '\0';
+	} else if (key == self->u.sb_maxMinutes && value->type == self->u.atom_Float) {
+		float m = ((const LV2_Atom_Float *)value)->body;
+		if (m >= 0.1f && m <= 240.0f)
+			self->props.max_minutes = m;
+	}
+	sb_props_write_end(self);
+	self->rt_announce_props = true;
+}
+
+/* Bytes left in the notify buffer. Each message checks it first: a message cut short by a full
+ * buffer would be a malformed object for the reader. */
+SB_REALTIME static uint32_t notify_room(const sb_instance *self)
+{
+	return self->forge.size > self->forge.offset ? self->forge.size - self->forge.offset : 0;
+}
+
+/* Event header, patch:Set object with property and value keys and the property URID. */
+#define SB_SET_OVERHEAD 96u
+
+SB_REALTIME static void set_head(sb_instance *self, LV2_Atom_Forge_Frame *fr, LV2_URID key)
+{
+	lv2_atom_forge_frame_time(&self->forge, 0);
+	lv2_atom_forge_object(&self->forge, fr, 0, self->u.patch_Set);
+	lv2_atom_forge_key(&self->forge, self->u.patch_property);
+	lv2_atom_forge_urid(&self->forge, key);
+	lv2_atom_forge_key(&self->forge, self->u.patch_value);
+}
+
+SB_REALTIME static void forge_set_text(sb_instance *self, LV2_URID key, LV2_URID type,
+                                       const char *text)
+{
+	const uint32_t len = (uint32_t)strnlen(text, SB_TEXT - 1);
+	if (notify_room(self) < SB_SET_OVERHEAD + len + 16)
+		return;
+	LV2_Atom_Forge_Frame fr;
+	set_head(self, &fr, key);
+	lv2_atom_forge_typed_string(&self->forge, type, text, len);
+	lv2_atom_forge_pop(&self->forge, &fr);
+}
+
+SB_REALTIME static void forge_set_long(sb_instance *self, LV2_URID key, int64_t v)
+{
+	if (notify_room(self) < SB_SET_OVERHEAD + 16)
+		return;
+	LV2_Atom_Forge_Frame fr;
+	set_head(self, &fr, key);
+	lv2_atom_forge_long(&self->forge, v);
+	lv2_atom_forge_pop(&self->forge, &fr);
+}
+
+SB_REALTIME static void forge_set_float(sb_instance *self, LV2_URID key, float v)
+{
+	if (notify_room(self) < SB_SET_OVERHEAD + 16)
+		return;
+	LV2_Atom_Forge_Frame fr;
+	set_head(self, &fr, key);
+	lv2_atom_forge_float(&self->forge, v);
+	lv2_atom_forge_pop(&self->forge, &fr);
+}
+
+/* patch:Set stems: a tuple of paths from the service's one-per-line text. */
+SB_REALTIME static void forge_set_stems(sb_instance *self, const char *lines)
+{
+	const uint32_t len = (uint32_t)strnlen(lines, SB_TEXT - 1);
+	if (notify_room(self) < SB_SET_OVERHEAD + len + 16 * 9)
+		return;
+	LV2_Atom_Forge_Frame fr, tup;
+	set_head(self, &fr, self->u.sb_stems);
+	lv2_atom_forge_tuple(&self->forge, &tup);
+	for (const char *p = lines; *p;) {
+		const char *e = strchr(p, '\n');
+		const uint32_t n = (uint32_t)(e ? (size_t)(e - p) : strlen(p));
+		if (n > 0)
+			lv2_atom_forge_path(&self->forge, p, n);
+		p += n + (e ? 1 : 0);
+	}
+	lv2_atom_forge_pop(&self->forge, &tup);
+	lv2_atom_forge_pop(&self->forge, &fr);
+}
+
+/* The service's ready-made patch:Set deviceList, copied as one event. */
+SB_REALTIME static void forge_atom(sb_instance *self, const LV2_Atom *a)
+{
+	const uint32_t size = lv2_atom_total_size(a);
+	if (notify_room(self) < size + 32)
+		return;
+	lv2_atom_forge_frame_time(&self->forge, 0);
+	lv2_atom_forge_write(&self->forge, a, size);
+	lv2_atom_forge_pad(&self->forge, size);
+}
+
+SB_REALTIME static void read_status(sb_instance *self)
+{
+	/* sb_msg is large: copy one at a time into the instance's own slot. */
+	static const size_t cap = 32;
+	for (size_t i = 0; i < cap; i++) {
+		sb_msg *m = &self->rt_msg;
+		if (!sb_ring_pop(&self->status, m))
+			break;
+		self->rt_state = m->state;
+		self->rt_progress = m->progress;
+		self->rt_device = m->device;
+		self->rt_fallback = m->fallback;
+		self->rt_jobs_done = m->jobs_done;
+		if (m->kind == SB_MSG_MANIFEST) {
+			memcpy(self->rt_manifest, m->text, sizeof self->rt_manifest);
+			self->rt_start = m->start;
+			self->rt_frames = m->frames;
+			self->rt_announce = true;
+		} else if (m->kind == SB_MSG_STEMS) {
+			memcpy(self->rt_stems, m->text, sizeof self->rt_stems);
+			self->rt_announce_stems = true;
+		} else if (m->kind == SB_MSG_DEVICE_IN_USE) {
+			memcpy(self->rt_device_in_use, m->text, sizeof self->rt_device_in_use);
+			self->rt_announce_device = true;
+		} else if (m->kind == SB_MSG_ERROR) {
+			memcpy(self->rt_error, m->text, sizeof self->rt_error);
+			self->rt_announce_error = true;
+		}
+	}
+	/* Take a new audition only once the service has freed the one retired before. */
+	if (!atomic_load_explicit(&self->audition_retired, memory_order_acquire)) {
+		sb_audition *a = atomic_exchange_explicit(&self->audition_pending, NULL,
+		                                          memory_order_acq_rel);
+		if (a) {
+			atomic_store_explicit(&self->audition_retired, self->rt_audition,
+			                      memory_order_release);
+			self->rt_audition = a;
+		}
+	}
+}
+
+/* What goes out on notify. The manifest (with its region) is for the host and the UI alike and
+ * always goes. The rest is for a UI and goes only once someone asked with patch:Get (the UI does
+ * when it opens): Ardour 7.3 prints a warning for every patch:Set of a property that is not
+ * patch:writable, so a session without the UI open stays quiet. */
+SB_REALTIME static void announce(sb_instance *self)
+{
+	if (self->rt_announce && self->rt_manifest[0]) {
+		forge_set_text(self, self->u.sb_manifest, self->u.atom_Path, self->rt_manifest);
+		if (self->rt_listener) {
+			forge_set_long(self, self->u.sb_timelineStart, self->rt_start);
+			forge_set_long(self, self->u.sb_recordedFrames, self->rt_frames);
+		}
+	}
+	if (self->rt_announce_props) {
+		forge_set_text(self, self->u.sb_outputDir, self->u.atom_Path, self->props.output_dir);
+		forge_set_text(self, self->u.sb_trackName, self->u.atom_String, self->props.track);
+		forge_set_float(self, self->u.sb_maxMinutes, self->props.max_minutes);
+	}
+	if (self->rt_listener) {
+		const LV2_Atom *devices = atomic_load_explicit(&self->device_list, memory_order_acquire);
+		if (devices && (self->rt_announce_devices || devices != self->rt_device_list)) {
+			forge_atom(self, devices);
+			self->rt_device_list = devices;
+		}
+		if (self->rt_announce_stems && self->rt_stems[0])
+			forge_set_stems(self, self->rt_stems);
+		if (self->rt_announce_device && self->rt_device_in_use[0])
+			forge_set_text(self, self->u.sb_deviceInUse, self->u.atom_String,
+			               self->rt_device_in_use);
+		if (self->rt_announce_error && self->rt_error[0])
+			forge_set_text(self, self->u.sb_lastError, self->u.atom_String, self->rt_error);
+		if (self->rt_announce_limit)
+			forge_set_text(self, self->u.sb_lastError, self->u.atom_String,
+			               "recording limit reached: the take ends here (maxMinutes)");
+		/* the take's length while recording, four times a second, for the UI's clock */
+		if (self->rt_recording &&
+		    self->rt_take->frames - self->rt_reported_frames >= (int64_t)(self->rate / 4)) {
+			forge_set_long(self, self->u.sb_recordedFrames, self->rt_take->frames);
+			self->rt_reported_frames = self->rt_take->frames;
+		}
+	}
+	self->rt_announce = self->rt_announce_device = self->rt_announce_error = false;
+	self->rt_announce_props = self->rt_announce_stems = self->rt_announce_devices = false;
+	self->rt_announce_limit = false;
+}
+
+SB_REALTIME static void run(LV2_Handle h, uint32_t n_frames)
+{
+	sb_instance *self = h;
+
+	if (self->notify) {
+		const uint32_t space = self->notify->atom.size;
+		lv2_atom_forge_set_buffer(&self->forge, (uint8_t *)self->notify, space);
+		lv2_atom_forge_sequence_head(&self->forge, &self->notify_frame, 0);
+	}
+	/* tells the service to deepen the block pool */
+	atomic_store_explicit(&self->freewheeling,
+	                      self->freewheel && *self->freewheel > 0.5f, memory_order_relaxed);
+	read_status(self);
+	if (atomic_exchange_explicit(&self->props_changed, 0, memory_order_acq_rel))
+		self->rt_announce_props = true;
+
+	const bool armed = ctl(self, SB_PORT_RECORD, 0.0f) > 0.5f;
+	if (!armed) {
+		take_finish(self);
+		self->rt_limit_hit = false;
+	}
+
+	uint32_t done = 0;
+	if (self->control) {
+		LV2_ATOM_SEQUENCE_FOREACH (self->control, ev) {
+			uint32_t t = (uint32_t)ev->time.frames;
+			if (t > n_frames)
+				t = n_frames;
+			if (armed && !self->rt_recording && !self->rt_limit_hit && self->rt_have_pos &&
+			    self->rt_speed != 0.0f)
+				take_start(self);
+			render(self, done, t);
+			done = t > done ? t : done;
+			if (ev->body.type != self->u.atom_Object && ev->body.type != self->u.atom_Blank)
+				continue;
+			const LV2_Atom_Object *obj = (const LV2_Atom_Object *)&ev->body;
+			if (obj->body.otype == self->u.time_Position)
+				handle_position(self, obj);
+			else if (obj->body.otype == self->u.patch_Set)
+				handle_set(self, obj);
+			else if (obj->body.otype == self->u.patch_Get)
+				self->rt_listener = self->rt_announce = self->rt_announce_device =
+					self->rt_announce_error = self->rt_announce_props =
+					self->rt_announce_stems = self->rt_announce_devices = true;
+		}
+	}
+	if (armed && !self->rt_recording && !self->rt_limit_hit && self->rt_have_pos &&
+	    self->rt_speed != 0.0f)
+		take_start(self);
+	render(self, done, n_frames);
+
+	if (self->notify) {
+		announce(self);
+		lv2_atom_forge_pop(&self->forge, &self->notify_frame);
+	}
+
+	if (self->out_state)
+		*self->out_state = (float)(self->rt_recording ? SB_STATE_RECORDING : self->rt_state);
+	if (self->out_progress)
+		*self->out_progress = self->rt_progress;
+	if (self->out_device)
+		*self->out_device = (float)self->rt_device;
+	if (self->out_fallback)
+		*self->out_fallback = (float)self->rt_fallback;
+	if (self->out_jobs)
+		*self->out_jobs = (float)self->rt_jobs_done;
+}
+
+static void deactivate(LV2_Handle h)
+{
+	/* A take still open when the host stops processing is complete as far as it goes. */
+	take_finish(h);
+}
+
+static void cleanup(LV2_Handle h)
+{
+	sb_instance *self = h;
+	take_finish(self);
+	sb_service_detach(self);
+	sb_ring_free(&self->free_blocks);
+	sb_ring_free(&self->free_takes);
+	sb_ring_free(&self->finished);
+	sb_ring_free(&self->status);
+	pthread_mutex_destroy(&self->nrt_lock);
+	free(self);
+}
+
+static const void *extension_data(const char *uri)
+{
+	if (strcmp(uri, LV2_STATE__interface) == 0)
+		return &sb_state_interface;
+	return NULL;
+}
+
+static const LV2_Descriptor descriptors[] = {
+	{SB_URI_MONO, instantiate, connect_port, NULL, run, deactivate, cleanup, extension_data},
+	{SB_URI_STEREO, instantiate, connect_port, NULL, run, deactivate, cleanup, extension_data},
+};
+
+LV2_SYMBOL_EXPORT const LV2_Descriptor *lv2_descriptor(uint32_t index)
+{
+	return index < 2 ? &descriptors[index] : NULL;
+}

@@ -1,0 +1,801 @@
+/* The plugin service: one non-real-time thread per process, shared by every instance
+ * (reference counted by instantiate/cleanup), owning the one sb_engine so that all tracks
+ * share the devices under the chosen mode.
+ *
+ * Every few milliseconds it, for each instance: keeps the block pool full (deeper while the
+ * host freewheels, since run() is then called faster than real time), turns finished takes
+ * into engine jobs, polls their progress and posts status back to run(), and reads finished
+ * stems back for audition. It never touches an instance's rt_* fields.
+ *
+ * Locks: life (attach/detach) > svc.lock (list, engine) > instance nrt_lock; log_lock alone.
+ */
+#include "instance.h"
+
+#include "core/device.h"
+#include "jobs/engine.h"
+
+#include <errno.h>
+#include <sndfile.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+static struct {
+	pthread_mutex_t life;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	pthread_t thread;
+	bool stop;
+	int refs;
+	sb_instance *list;
+	sb_engine *engine;
+	bool engine_failed;
+	pthread_mutex_t log_lock;
+	sb_instance *log_target;
+} svc = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
+         0, false, 0, NULL, NULL, false, PTHREAD_MUTEX_INITIALIZER, NULL};
+
+static const char *const stem_names[4] = {"vocals", "drums", "bass", "other"};
+static const char *const model_names[3] = {"builtin", "htdemucs", "htdemucs_ft"};
+
+/* Engine messages go to the LV2 log of some live instance: the engine is shared. */
+static void engine_log(void *user, sb_log_level level, const char *msg)
+{
+	(void)user;
+	pthread_mutex_lock(&svc.log_lock);
+	if (svc.log_target) {
+		LV2_Log_Logger *l = &svc.log_target->logger;
+		if (level == SB_LOG_ERROR)
+			lv2_log_error(l, "stembridge: %s\n", msg);
+		else if (level == SB_LOG_WARNING)
+			lv2_log_warning(l, "stembridge: %s\n", msg);
+		else if (level == SB_LOG_INFO)
+			lv2_log_note(l, "stembridge: %s\n", msg);
+	}
+	pthread_mutex_unlock(&svc.log_lock);
+}
+
+/* Under svc.lock. NULL (logged once) when the engine cannot start. */
+static sb_engine *engine_get(void)
+{
+	if (!svc.engine && !svc.engine_failed) {
+		sb_engine_opts o;
+		memset(&o, 0, sizeof o);
+		o.mode = SB_MODE_PARALLEL;
+		o.log.fn = engine_log;
+		sb_status st = sb_engine_new(&o, &svc.engine);
+		if (st != SB_OK) {
+			svc.engine = NULL;
+			svc.engine_failed = true;
+			engine_log(NULL, SB_LOG_ERROR, "the separation engine did not start");
+		}
+	}
+	return svc.engine;
+}
+
+const char *sb_device_port_request(int port, char *buf, size_t len)
+{
+	if (port <= SB_DEVICE_AUTO)
+		snprintf(buf, len, "auto");
+	else if (port == SB_DEVICE_CPU)
+		snprintf(buf, len, "cpu");
+	else
+		snprintf(buf, len, "opencl:%d", port - SB_DEVICE_FIRST_CL);
+	return buf;
+}
+
+static int port_of_device_id(const char *id)
+{
+	if (strcmp(id, "cpu") == 0)
+		return SB_DEVICE_CPU;
+	int k;
+	if (sscanf(id, "opencl:%d", &k) == 1 && k >= 0 && k < SB_DEVICE_N_CL)
+		return SB_DEVICE_FIRST_CL + k;
+	return -1;
+}
+
+void sb_service_device_key(sb_instance *self, int port, char *key, size_t klen, char *name,
+                           size_t nlen)
+{
+	char req[32];
+	sb_device_port_request(port, req, sizeof req);
+	snprintf(key, klen, "%s", req);
+	snprintf(name, nlen, "%s", port <= 0 ? "Auto" : port == 1 ? "CPU" : req);
+	if (port < SB_DEVICE_FIRST_CL || port >= SB_DEVICE_FIRST_CL + SB_DEVICE_N_CL)
+		return;
+	const int k = port - SB_DEVICE_FIRST_CL;
+	pthread_mutex_lock(&self->nrt_lock);
+	bool have = self->nrt_have_keys;
+	if (have && self->nrt_keys[k][0]) {
+		snprintf(key, klen, "%s", self->nrt_keys[k]);
+		snprintf(name, nlen, "%s", self->nrt_names[k]);
+	}
+	pthread_mutex_unlock(&self->nrt_lock);
+	if (have)
+		return;
+	/* the service has not seen the engine yet (a save right after instantiate) */
+	pthread_mutex_lock(&svc.lock);
+	sb_engine *e = engine_get();
+	const sb_device_list *l = e ? sb_engine_devices(e) : NULL;
+	for (size_t i = 0; l && i < sb_devices_count(l); i++) {
+		const sb_device_props *d = sb_devices_get(l, i);
+		if (d->opencl_index == k) {
+			snprintf(key, klen, "%s", d->key);
+			snprintf(name, nlen, "%s", d->label);
+		}
+	}
+	pthread_mutex_unlock(&svc.lock);
+}
+
+static void post(sb_instance *self, sb_msg_kind kind, const char *text)
+{
+	sb_msg m;
+	memset(&m, 0, offsetof(sb_msg, text));
+	m.kind = kind;
+	m.state = self->nrt_state;
+	m.progress = self->nrt_progress;
+	m.device = self->nrt_dev;
+	m.fallback = self->nrt_fallback;
+	m.jobs_done = self->jobs_done;
+	snprintf(m.text, sizeof m.text, "%s", text ? text : "");
+	if (!sb_ring_push(&self->status, &m))
+		lv2_log_warning(&self->logger, "stembridge: status ring full, message dropped\n");
+}
+
+static int mkdir_p(const char *path)
+{
+	char buf[SB_TEXT];
+	snprintf(buf, sizeof buf, "%s", path);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+			return 0;
+		*p = '/';
+	}
+	return mkdir(buf, 0777) == 0 || errno == EEXIST;
+}
+
+/* Ardour's makePath gives <session>/plugins/<insert id>/scratch/<path>, which lasts with the
+ * session. Other hosts' folders may not (Carla deletes its own: ../shared/HOSTS.md), so only a
+ * path of that shape is trusted; anything else uses the outputDir property or the default. */
+static bool take_folder(sb_instance *self, const sb_props *pr, const char *take, char *dir,
+                        size_t len)
+{
+	if (self->make_path) {
+		char rel[256];
+		snprintf(rel, sizeof rel, "stembridge/%s/manifest", take);
+		char *p = self->make_path->path(self->make_path->handle, rel);
+		bool safe = p && strstr(p, "/plugins/") && strstr(p, "/scratch/stembridge/");
+		if (safe) {
+			snprintf(dir, len, "%s", p);
+			char *slash = strrchr(dir, '/');
+			if (slash)
+				*slash = '\0';
+		}
+		if (p && self->free_path)
+			self->free_path->free_path(self->free_path->handle, p);
+		else
+			free(p);
+		if (safe && mkdir_p(dir))
+			return true;
+	}
+	if (pr->output_dir[0] == '/') {
+		if (snprintf(dir, len, "%s/%s", pr->output_dir, take) >= (int)len) {
+			lv2_log_error(&self->logger, "stembridge: output folder name too long\n");
+			return false;
+		}
+	} else {
+		const char *xdg = getenv("XDG_DATA_HOME");
+		const char *home = getenv("HOME");
+		if (xdg && xdg[0] == '/')
+			snprintf(dir, len, "%s/stembridge/stems/%s", xdg, take);
+		else
+			snprintf(dir, len, "%s/.local/share/stembridge/stems/%s", home ? home : "/tmp", take);
+	}
+	if (!mkdir_p(dir)) {
+		lv2_log_error(&self->logger, "stembridge: cannot create %s: %s\n", dir, strerror(errno));
+		return false;
+	}
+	return true;
+}
+
+static void free_samples(void *user, const float *samples)
+{
+	(void)user;
+	free((void *)samples);
+}
+
+static void block_release(sb_instance *self, sb_block *b)
+{
+	while (b) {
+		sb_block *next = b->next;
+		b->next = self->spare;
+		self->spare = b;
+		b = next;
+	}
+}
+
+static void sanitize(char *s)
+{
+	for (; *s; s++)
+		if (*s == '/' || *s == '\\' || *s == ':' || (unsigned char)*s < 32)
+			*s = '_';
+}
+
+static void submit_take(sb_instance *self, sb_take *t)
+{
+	const int ch = self->channels;
+	const int64_t frames = t->frames;
+	float *samples = NULL;
+	if (frames > 0)
+		samples = malloc((size_t)frames * ch * sizeof(float));
+	if (samples) {
+		int64_t at = 0;
+		for (sb_block *b = t->first; b; b = b->next) {
+			memcpy(samples + at * ch, b->data, (size_t)b->used * ch * sizeof(float));
+			at += b->used;
+		}
+	}
+	block_release(self, t->first);
+	sb_take copy = *t;
+	t->first = t->last = NULL;
+	sb_ring_push(&self->free_takes, &t);
+	if (frames <= 0)
+		return;
+	sb_props lim;
+	sb_props_read(self, &lim);
+	if (frames >= (int64_t)(lim.max_minutes * 60.0 * self->rate))
+		lv2_log_warning(&self->logger,
+		                "stembridge: take %u reached the recording limit (%.1f min) and was ended\n",
+		                copy.serial, lim.max_minutes);
+	if (copy.lost > 0) {
+		char msg[256];
+		snprintf(msg, sizeof msg, "take %u lost %lld samples: the memory pool ran dry",
+		         copy.serial, (long long)copy.lost);
+		lv2_log_error(&self->logger, "stembridge: %s\n", msg);
+		self->nrt_state = SB_STATE_ERROR;
+		post(self, SB_MSG_ERROR, msg);
+	}
+	if (!samples) {
+		self->nrt_state = SB_STATE_ERROR;
+		post(self, SB_MSG_ERROR, "out of memory for the take");
+		return;
+	}
+	int slot = -1;
+	for (int i = 0; i < SB_MAX_JOBS && slot < 0; i++)
+		if (!self->jobs[i].active)
+			slot = i;
+	sb_engine *e = engine_get();
+	if (slot < 0 || !e) {
+		free(samples);
+		self->nrt_state = SB_STATE_ERROR;
+		post(self, SB_MSG_ERROR, !e ? "the separation engine did not start"
+		                            : "too many jobs queued for this track");
+		return;
+	}
+
+	sb_props pr;
+	sb_props_read(self, &pr);
+	char track[256];
+	if (pr.track[0])
+		snprintf(track, sizeof track, "%s", pr.track);
+	else
+		snprintf(track, sizeof track, "track%u", self->serial);
+	sanitize(track);
+	char take[64];
+	time_t now = time(NULL);
+	struct tm tmv;
+	localtime_r(&now, &tmv);
+	snprintf(take, sizeof take, "take%u-%04d%02d%02d-%02d%02d%02d-i%u", copy.serial,
+	         tmv.tm_year + 1900, tmv.tm_mon + 1, tmv.tm_mday, tmv.tm_hour, tmv.tm_min,
+	         tmv.tm_sec, self->serial);
+	char dir[SB_TEXT];
+	if (!take_folder(self, &pr, take, dir, sizeof dir)) {
+		free(samples);
+		self->nrt_state = SB_STATE_ERROR;
+		post(self, SB_MSG_ERROR, "cannot create the stems folder");
+		return;
+	}
+
+	/* The saved stable key wins while the port still shows the value it was saved with. */
+	char req[640];
+	pthread_mutex_lock(&self->nrt_lock);
+	if (self->nrt_device_key[0] && self->nrt_device_port == copy.device_port)
+		snprintf(req, sizeof req, "%s", self->nrt_device_key);
+	else
+		sb_device_port_request(copy.device_port, req, sizeof req);
+	pthread_mutex_unlock(&self->nrt_lock);
+
+	sb_job_spec spec;
+	memset(&spec, 0, sizeof spec);
+	spec.samples = samples;
+	spec.frames = frames;
+	spec.channels = ch;
+	spec.rate = self->rate;
+	spec.input_free = free_samples;
+	spec.track = track;
+	spec.take = take;
+	/* Auto in parallel mode spreads jobs over the engine's device set. */
+	spec.device = (copy.device_port == SB_DEVICE_AUTO && copy.mode == SB_MODE_CTL_PARALLEL &&
+	               strcmp(req, "auto") == 0) ? NULL : req;
+	spec.model = model_names[copy.model >= 0 && copy.model < 3 ? copy.model : 0];
+	spec.stems = copy.stems ? copy.stems : 0xFu;
+	spec.out_dir = dir;
+	spec.name_template = "{track}-{take}-{stem}.{ext}";
+	spec.manifest_name = "{track}-{take}-manifest.json";
+	spec.format = SB_FORMAT_WAVF32;
+	spec.overwrite = 0;
+	spec.timeline_start = copy.timeline_start;
+	sb_job_id id = 0;
+	sb_status st = sb_engine_submit(e, &spec, &id);
+	if (st != SB_OK) {
+		free(samples);
+		char msg[300];
+		snprintf(msg, sizeof msg, "job not accepted: %s", sb_status_str(st));
+		self->nrt_state = SB_STATE_ERROR;
+		post(self, SB_MSG_ERROR, msg);
+		return;
+	}
+	self->jobs[slot].id = id;
+	self->jobs[slot].active = true;
+	self->jobs[slot].start = copy.timeline_start;
+	self->jobs[slot].frames = frames;
+	self->jobs[slot].stems = spec.stems;
+	self->jobs[slot].last_state = -1;
+	self->jobs[slot].last_progress = -1.0f;
+	snprintf(self->jobs[slot].take, sizeof self->jobs[slot].take, "%s", take);
+	self->nrt_state = SB_STATE_QUEUED;
+	self->nrt_progress = 0.0f;
+	post(self, SB_MSG_STATUS, NULL);
+}
+
+static void audition_free(sb_audition *a)
+{
+	if (!a)
+		return;
+	for (int s = 0; s < 4; s++)
+		free(a->stem[s]);
+	free(a);
+}
+
+/* The stems of a finished job, from the stems.txt the engine writes beside the manifest
+ * ("<...>manifest.json" -> "<...>stems.txt": a "timeline_start N" line, then one absolute path
+ * per line). Each path lands in paths[stem] by the stem name that ends its file name. */
+static int read_stems_txt(const char *manifest, char paths[4][SB_TEXT])
+{
+	char txt[SB_TEXT];
+	const char *tail = "manifest.json";
+	size_t n = strlen(manifest), k = strlen(tail);
+	if (n < k || strcmp(manifest + n - k, tail) != 0 || n - k + 10 >= sizeof txt)
+		return 0;
+	memcpy(txt, manifest, n - k);
+	memcpy(txt + n - k, "stems.txt", 10);
+	FILE *f = fopen(txt, "r");
+	if (!f)
+		return 0;
+	int found = 0;
+	char line[SB_TEXT];
+	while (fgets(line, sizeof line, f)) {
+		line[strcspn(line, "\r\n")] = '\0';
+		if (line[0] != '/')
+			continue;
+		const char *base = strrchr(line, '/') + 1;
+		const char *dot = strrchr(base, '.');
+		for (int s = 0; s < 4 && dot; s++) {
+			size_t sl = strlen(stem_names[s]);
+			if ((size_t)(dot - base) >= sl && !strncmp(dot - sl, stem_names[s], sl) &&
+			    !paths[s][0]) {
+				snprintf(paths[s], SB_TEXT, "%s", line);
+				found++;
+			}
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/* Audition keeps every stem of the take in memory, as float: bounded, so a long take does not
+ * take the host's memory with it (the stems are still written and announced). */
+#define SB_AUDITION_MAX_BYTES ((int64_t)1 << 30)
+
+/* Reads a finished take's stems into memory and offers them to run(). */
+static void audition_load(sb_instance *self, int slot, char paths[4][SB_TEXT])
+{
+	const int64_t frames = self->jobs[slot].frames;
+	int n = 0;
+	for (int s = 0; s < 4; s++)
+		n += paths[s][0] != '\0';
+	if (frames * self->channels * (int64_t)sizeof(float) * n > SB_AUDITION_MAX_BYTES) {
+		lv2_log_note(&self->logger, "stembridge: take too long to audition in memory (%lld "
+		             "frames); its stems are on disk\n", (long long)frames);
+		return;
+	}
+	sb_audition *a = calloc(1, sizeof *a);
+	if (!a)
+		return;
+	a->start = self->jobs[slot].start;
+	a->frames = frames;
+	a->channels = self->channels;
+	for (int s = 0; s < 4; s++) {
+		if (!paths[s][0])
+			continue;
+		SF_INFO info;
+		memset(&info, 0, sizeof info);
+		SNDFILE *f = sf_open(paths[s], SFM_READ, &info);
+		if (!f) {
+			lv2_log_warning(&self->logger, "stembridge: cannot read %s for audition: %s\n",
+			                paths[s], sf_strerror(NULL));
+			continue;
+		}
+		if (info.channels == a->channels) {
+			a->stem[s] = calloc((size_t)a->frames * a->channels, sizeof(float));
+			if (a->stem[s])
+				sf_readf_float(f, a->stem[s], a->frames);
+		} else {
+			lv2_log_warning(&self->logger, "stembridge: %s has %d channels, expected %d\n",
+			                paths[s], info.channels, a->channels);
+		}
+		sf_close(f);
+	}
+	audition_free(atomic_exchange(&self->audition_pending, a));
+}
+
+static void poll_jobs(sb_instance *self, sb_engine *e)
+{
+	for (int i = 0; i < SB_MAX_JOBS; i++) {
+		if (!self->jobs[i].active)
+			continue;
+		sb_job_progress p;
+		if (sb_engine_progress(e, self->jobs[i].id, &p) != SB_OK)
+			continue;
+		int state = p.state == SB_JOB_QUEUED ? SB_STATE_QUEUED
+		          : p.state <= SB_JOB_WRITING ? SB_STATE_SEPARATING
+		          : p.state == SB_JOB_DONE ? SB_STATE_DONE : SB_STATE_ERROR;
+		int dev = p.device_id[0] ? port_of_device_id(p.device_id) : -1;
+		if (state != self->jobs[i].last_state && p.device_id[0]) {
+			self->nrt_dev = dev;
+			self->nrt_fallback = p.fell_back;
+			char text[600];
+			snprintf(text, sizeof text, "%s%s", p.device_name,
+			         p.fell_back ? " (fallback)" : "");
+			snprintf(self->nrt_dev_label, sizeof self->nrt_dev_label, "%s", p.device_name);
+			post(self, SB_MSG_DEVICE_IN_USE, text);
+		}
+		if (state == SB_STATE_QUEUED || state == SB_STATE_SEPARATING) {
+			if (state != self->jobs[i].last_state ||
+			    p.fraction - self->jobs[i].last_progress >= 0.01) {
+				self->nrt_state = state;
+				self->nrt_progress = (float)p.fraction;
+				self->jobs[i].last_state = state;
+				self->jobs[i].last_progress = (float)p.fraction;
+				post(self, SB_MSG_STATUS, NULL);
+			}
+			continue;
+		}
+		sb_job_result *r = calloc(1, sizeof *r);
+		if (!r)
+			continue;
+		sb_engine_result(e, self->jobs[i].id, r);
+		sb_engine_release(e, self->jobs[i].id);
+		self->jobs[i].active = false;
+		/* the device the job ended on, with the reason in words when it was a fallback */
+		if (r->fallback_reason[0]) {
+			char text[SB_TEXT];
+			snprintf(text, sizeof text, "%s (fallback: %s)", self->nrt_dev_label,
+			         r->fallback_reason);
+			self->nrt_fallback = 1;
+			post(self, SB_MSG_DEVICE_IN_USE, text);
+		}
+		if (r->status == SB_OK) {
+			self->jobs_done++;
+			self->nrt_state = SB_STATE_DONE;
+			self->nrt_progress = 1.0f;
+			pthread_mutex_lock(&self->nrt_lock);
+			snprintf(self->nrt_manifest, sizeof self->nrt_manifest, "%s", r->manifest_path);
+			pthread_mutex_unlock(&self->nrt_lock);
+			char paths[4][SB_TEXT];
+			memset(paths, 0, sizeof paths);
+			if (read_stems_txt(r->manifest_path, paths) == 0)
+				lv2_log_warning(&self->logger, "stembridge: no stems listed beside %s\n",
+				                r->manifest_path);
+			audition_load(self, i, paths);
+			char list[SB_TEXT] = "";
+			for (int s = 0, at = 0; s < 4; s++) {
+				if (!paths[s][0])
+					continue;
+				int w = snprintf(list + at, sizeof list - (size_t)at, "%s\n", paths[s]);
+				if (w < 0 || (size_t)w >= sizeof list - (size_t)at) {
+					list[at] = '\0';
+					break;
+				}
+				at += w;
+			}
+			post(self, SB_MSG_STEMS, list);
+			/* The manifest message carries the region so the UI can place it. */
+			sb_msg mm;
+			memset(&mm, 0, offsetof(sb_msg, text));
+			mm.kind = SB_MSG_MANIFEST;
+			mm.state = self->nrt_state;
+			mm.progress = 1.0f;
+			mm.device = self->nrt_dev;
+			mm.fallback = self->nrt_fallback;
+			mm.jobs_done = self->jobs_done;
+			mm.start = self->jobs[i].start;
+			mm.frames = self->jobs[i].frames;
+			snprintf(mm.text, sizeof mm.text, "%s", r->manifest_path);
+			sb_ring_push(&self->status, &mm);
+			lv2_log_note(&self->logger, "stembridge: stems ready: %s\n", r->manifest_path);
+		} else {
+			self->nrt_state = SB_STATE_ERROR;
+			lv2_log_error(&self->logger, "stembridge: job failed: %s\n", r->message);
+			post(self, SB_MSG_ERROR, r->message);
+		}
+		free(r);
+	}
+}
+
+/* patch:Set deviceList: the OpenCL devices in port order ("Device k" = opencl:k-1), each an
+ * object with the keys in uris.h. Built once per instance with its own URIDs, published
+ * through an atomic pointer, freed at detach. */
+static void publish_device_list(sb_instance *self, sb_engine *e)
+{
+	const sb_device_list *l = sb_engine_devices(e);
+	if (!l)
+		return;
+	const size_t cap = 64 * 1024;
+	uint8_t *buf = calloc(1, cap);
+	if (!buf)
+		return;
+	const sb_urids *u = &self->u;
+	LV2_Atom_Forge *f = &self->nrt_forge;
+	lv2_atom_forge_set_buffer(f, buf, cap);
+	LV2_Atom_Forge_Frame obj, tup, dev;
+	LV2_Atom_Forge_Ref ref = lv2_atom_forge_object(f, &obj, 0, u->patch_Set);
+	lv2_atom_forge_key(f, u->patch_property);
+	lv2_atom_forge_urid(f, u->sb_deviceList);
+	lv2_atom_forge_key(f, u->patch_value);
+	lv2_atom_forge_tuple(f, &tup);
+	for (int k = 0; k < SB_DEVICE_N_CL; k++) {
+		const sb_device_props *d = NULL;
+		for (size_t i = 0; i < sb_devices_count(l); i++)
+			if (sb_devices_get(l, i)->opencl_index == k)
+				d = sb_devices_get(l, i);
+		if (!d)
+			break;
+		pthread_mutex_lock(&self->nrt_lock);
+		snprintf(self->nrt_keys[k], sizeof self->nrt_keys[k], "%s", d->key);
+		snprintf(self->nrt_names[k], sizeof self->nrt_names[k], "%s", d->label);
+		pthread_mutex_unlock(&self->nrt_lock);
+		const char *type = sb_device_type_str(d->type);
+		lv2_atom_forge_object(f, &dev, 0, 0);
+		lv2_atom_forge_key(f, u->sb_deviceKey);
+		lv2_atom_forge_string(f, d->key, (uint32_t)strlen(d->key));
+		lv2_atom_forge_key(f, u->sb_deviceName);
+		lv2_atom_forge_string(f, d->name, (uint32_t)strlen(d->name));
+		lv2_atom_forge_key(f, u->sb_devicePlatform);
+		lv2_atom_forge_string(f, d->platform, (uint32_t)strlen(d->platform));
+		lv2_atom_forge_key(f, u->sb_deviceType);
+		lv2_atom_forge_string(f, type, (uint32_t)strlen(type));
+		lv2_atom_forge_key(f, u->sb_deviceMemory);
+		lv2_atom_forge_long(f, (int64_t)d->global_mem);
+		lv2_atom_forge_key(f, u->sb_deviceUnits);
+		lv2_atom_forge_int(f, (int32_t)d->compute_units);
+		lv2_atom_forge_key(f, u->sb_deviceDriver);
+		lv2_atom_forge_string(f, d->driver, (uint32_t)strlen(d->driver));
+		lv2_atom_forge_pop(f, &dev);
+	}
+	lv2_atom_forge_pop(f, &tup);
+	lv2_atom_forge_pop(f, &obj);
+	pthread_mutex_lock(&self->nrt_lock);
+	self->nrt_have_keys = true;
+	pthread_mutex_unlock(&self->nrt_lock);
+	if (!ref || f->offset > cap - 64) { /* 8 devices fit many times over; never expected */
+		lv2_log_error(&self->logger, "stembridge: device list too large to announce\n");
+		free(buf);
+		return;
+	}
+	const LV2_Atom *old = atomic_exchange(&self->device_list, (const LV2_Atom *)buf);
+	free((void *)old);
+}
+
+static void resolve_saved_device(sb_instance *self, sb_engine *e)
+{
+	char key[640];
+	pthread_mutex_lock(&self->nrt_lock);
+	self->nrt_resolve = false;
+	snprintf(key, sizeof key, "%s", self->nrt_device_key);
+	pthread_mutex_unlock(&self->nrt_lock);
+	if (!key[0])
+		return;
+	const sb_device_list *l = sb_engine_devices(e);
+	sb_device_resolution res;
+	if (!l || sb_devices_resolve(l, key, &res) != SB_OK)
+		return;
+	const sb_device_props *d = sb_devices_get(l, res.index);
+	self->nrt_dev = d->opencl_index < 0 ? SB_DEVICE_CPU : SB_DEVICE_FIRST_CL + d->opencl_index;
+	self->nrt_fallback = res.fell_back;
+	char text[SB_TEXT];
+	if (res.fell_back) {
+		snprintf(text, sizeof text, "%s (fallback: %s)", d->label, res.reason);
+		lv2_log_warning(&self->logger, "stembridge: saved device not here: %s\n", res.reason);
+	} else {
+		snprintf(text, sizeof text, "%s", d->label);
+	}
+	post(self, SB_MSG_DEVICE_IN_USE, text);
+}
+
+static void refill(sb_instance *self)
+{
+	const uint32_t target = atomic_load(&self->freewheeling) ? SB_POOL_FREEWHEEL
+	                                                         : SB_POOL_REALTIME;
+	const size_t bytes = sizeof(sb_block) + (size_t)SB_BLOCK_FRAMES * self->channels * sizeof(float);
+	while (sb_ring_count(&self->free_blocks) < target) {
+		sb_block *b = self->spare;
+		if (b) {
+			self->spare = b->next;
+		} else {
+			b = malloc(bytes);
+			if (!b)
+				break;
+			memset(b, 0, bytes); /* touch every page here, not in run() */
+			self->pool_blocks++;
+		}
+		b->next = NULL;
+		sb_ring_push(&self->free_blocks, &b);
+	}
+	/* Give back what a long freewheel left spare once playing in real time again. */
+	while (self->spare && !atomic_load(&self->freewheeling)) {
+		sb_block *b = self->spare;
+		self->spare = b->next;
+		free(b);
+		self->pool_blocks--;
+	}
+}
+
+static void tick(sb_instance *self)
+{
+	refill(self);
+	sb_take *t;
+	while (sb_ring_pop(&self->finished, &t))
+		submit_take(self, t);
+	refill(self);
+	if (atomic_exchange(&self->lost_frames_alarm, 0))
+		lv2_log_error(&self->logger, "stembridge: recording lost samples: pool ran dry\n");
+	audition_free(atomic_exchange(&self->audition_retired, NULL));
+	sb_engine *e = svc.engine;
+	bool resolve;
+	pthread_mutex_lock(&self->nrt_lock);
+	resolve = self->nrt_resolve;
+	pthread_mutex_unlock(&self->nrt_lock);
+	if (resolve && (e = engine_get()))
+		resolve_saved_device(self, e);
+	if (e && !atomic_load(&self->device_list))
+		publish_device_list(self, e);
+	if (atomic_exchange(&self->no_take_alarm, 0))
+		lv2_log_error(&self->logger, "stembridge: a take was not recorded: four takes are "
+		              "still being handed over\n");
+	if (e)
+		poll_jobs(self, e);
+}
+
+static void *service_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&svc.lock);
+	engine_get();
+	while (!svc.stop) {
+		for (sb_instance *i = svc.list; i; i = i->next)
+			tick(i);
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 2000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&svc.wake, &svc.lock, &ts);
+	}
+	pthread_mutex_unlock(&svc.lock);
+	return NULL;
+}
+
+int sb_service_attach(sb_instance *self)
+{
+	pthread_mutex_lock(&svc.life);
+	pthread_mutex_lock(&svc.lock);
+	refill(self); /* recording can start at the first run() */
+	if (svc.refs == 0) {
+		svc.stop = false;
+		svc.engine_failed = false;
+		if (pthread_create(&svc.thread, NULL, service_main, NULL) != 0) {
+			pthread_mutex_unlock(&svc.lock);
+			pthread_mutex_unlock(&svc.life);
+			lv2_log_error(&self->logger, "stembridge: cannot start the service thread\n");
+			return 0;
+		}
+	}
+	svc.refs++;
+	self->next = svc.list;
+	svc.list = self;
+	pthread_mutex_unlock(&svc.lock);
+	pthread_mutex_lock(&svc.log_lock);
+	if (!svc.log_target || !svc.log_target->logger.log)
+		svc.log_target = self;
+	pthread_mutex_unlock(&svc.log_lock);
+	pthread_mutex_unlock(&svc.life);
+	return 1;
+}
+
+static void free_take_blocks(sb_block *b)
+{
+	while (b) {
+		sb_block *n = b->next;
+		free(b);
+		b = n;
+	}
+}
+
+void sb_service_detach(sb_instance *self)
+{
+	pthread_mutex_lock(&svc.life);
+	pthread_mutex_lock(&svc.log_lock);
+	if (svc.log_target == self) {
+		svc.log_target = NULL;
+		for (sb_instance *i = svc.list; i; i = i->next)
+			if (i != self)
+				svc.log_target = i;
+	}
+	pthread_mutex_unlock(&svc.log_lock);
+
+	pthread_mutex_lock(&svc.lock);
+	for (sb_instance **p = &svc.list; *p; p = &(*p)->next) {
+		if (*p == self) {
+			*p = self->next;
+			break;
+		}
+	}
+	/* A job still running for a removed track is cancelled; the engine removes its
+	 * temporary files and leaves no half stem. */
+	for (int i = 0; i < SB_MAX_JOBS; i++) {
+		if (!self->jobs[i].active || !svc.engine)
+			continue;
+		sb_engine_cancel(svc.engine, self->jobs[i].id);
+		/* cancel is checked between chunks: a few seconds at most, but never hang the host */
+		if (sb_engine_wait(svc.engine, self->jobs[i].id, 60.0) == SB_OK)
+			sb_engine_release(svc.engine, self->jobs[i].id);
+		else
+			lv2_log_error(&self->logger, "stembridge: a cancelled job did not stop within "
+			              "60 s; leaving it to the engine\n");
+		self->jobs[i].active = false;
+	}
+	sb_take *t;
+	while (sb_ring_pop(&self->finished, &t))
+		free_take_blocks(t->first);
+	sb_block *b;
+	while (sb_ring_pop(&self->free_blocks, &b))
+		free(b);
+	free_take_blocks(self->spare);
+	free_take_blocks(self->rt_block);
+	self->spare = self->rt_block = NULL;
+	audition_free(self->rt_audition);
+	audition_free(atomic_exchange(&self->audition_pending, NULL));
+	audition_free(atomic_exchange(&self->audition_retired, NULL));
+	self->rt_audition = NULL;
+	free((void *)atomic_exchange(&self->device_list, NULL));
+	bool last = --svc.refs == 0;
+	if (last)
+		svc.stop = true;
+	pthread_cond_signal(&svc.wake);
+	pthread_mutex_unlock(&svc.lock);
+	if (last) {
+		pthread_join(svc.thread, NULL);
+		if (svc.engine)
+			sb_engine_free(svc.engine);
+		svc.engine = NULL;
+	}
+	pthread_mutex_unlock(&svc.life);
+}

@@ -1,0 +1,252 @@
+/* state:interface. save() may run while run() runs on another thread: properties are read
+ * through the sequence lock and the rest under nrt_lock, which run() never takes. restore()
+ * accepts missing, mistyped or out-of-range values: each is ignored with a log line.
+ *
+ * The last manifest is stored as a plain string, not a path: lilv copies every scratch file a
+ * state refers to into the session on each save (../shared/HOSTS.md).
+ */
+#include "instance.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void free_path(const LV2_State_Free_Path *fp, char *p)
+{
+	if (fp)
+		fp->free_path(fp->handle, p);
+	else
+		free(p);
+}
+
+static LV2_State_Status store_text(LV2_State_Store_Function store, LV2_State_Handle h,
+                                   LV2_URID key, LV2_URID type, const char *s)
+{
+	return store(h, key, s, strlen(s) + 1, type, LV2_STATE_IS_POD | LV2_STATE_IS_PORTABLE);
+}
+
+static LV2_State_Status save(LV2_Handle instance, LV2_State_Store_Function store,
+                             LV2_State_Handle handle, uint32_t flags,
+                             const LV2_Feature *const *features)
+{
+	(void)flags;
+	sb_instance *self = instance;
+	const sb_urids *u = &self->u;
+	LV2_State_Map_Path *map_path = NULL;
+	LV2_State_Free_Path *fp = NULL;
+	for (int i = 0; features && features[i]; i++) {
+		if (!strcmp(features[i]->URI, LV2_STATE__mapPath))
+			map_path = features[i]->data;
+		else if (!strcmp(features[i]->URI, LV2_STATE__freePath))
+			fp = features[i]->data;
+	}
+
+	sb_props pr;
+	sb_props_read(self, &pr);
+	const int port = self->ctl[SB_PORT_DEVICE] ? (int)lrintf(*self->ctl[SB_PORT_DEVICE]) : 0;
+	const int mode = self->ctl[SB_PORT_MODE] ? (int)lrintf(*self->ctl[SB_PORT_MODE]) : 0;
+	const int model = self->ctl[SB_PORT_MODEL] ? (int)lrintf(*self->ctl[SB_PORT_MODEL]) : 0;
+	int stems = 0;
+	for (int s = 0; s < 4; s++)
+		if (!self->ctl[SB_PORT_STEM_VOCALS + s] || *self->ctl[SB_PORT_STEM_VOCALS + s] > 0.5f)
+			stems |= 1 << s;
+
+	char key[640], name[256], manifest[SB_TEXT];
+	int saved_port;
+	pthread_mutex_lock(&self->nrt_lock);
+	snprintf(key, sizeof key, "%s", self->nrt_device_key);
+	snprintf(name, sizeof name, "%s", self->nrt_device_name);
+	snprintf(manifest, sizeof manifest, "%s", self->nrt_manifest);
+	saved_port = self->nrt_device_port;
+	pthread_mutex_unlock(&self->nrt_lock);
+	/* A restored key stands until the user picks another device. */
+	if (!key[0] || saved_port != port) {
+		sb_service_device_key(self, port, key, sizeof key, name, sizeof name);
+		pthread_mutex_lock(&self->nrt_lock);
+		snprintf(self->nrt_device_key, sizeof self->nrt_device_key, "%s", key);
+		snprintf(self->nrt_device_name, sizeof self->nrt_device_name, "%s", name);
+		self->nrt_device_port = port;
+		pthread_mutex_unlock(&self->nrt_lock);
+	}
+
+	store_text(store, handle, u->sb_deviceKey, u->atom_String, key);
+	store_text(store, handle, u->sb_deviceName, u->atom_String, name);
+	const int32_t ints[4] = {port, mode, model, stems};
+	const LV2_URID int_keys[4] = {u->sb_devicePort, u->sb_mode, u->sb_model, u->sb_stemMask};
+	for (int i = 0; i < 4; i++)
+		store(handle, int_keys[i], &ints[i], sizeof(int32_t), u->atom_Int,
+		      LV2_STATE_IS_POD | LV2_STATE_IS_PORTABLE);
+	store(handle, u->sb_maxMinutes, &pr.max_minutes, sizeof(float), u->atom_Float,
+	      LV2_STATE_IS_POD | LV2_STATE_IS_PORTABLE);
+	if (pr.track[0])
+		store_text(store, handle, u->sb_trackName, u->atom_String, pr.track);
+	if (manifest[0])
+		store_text(store, handle, u->sb_manifest, u->atom_String, manifest);
+	if (pr.output_dir[0]) {
+		char *abs = map_path ? map_path->abstract_path(map_path->handle, pr.output_dir) : NULL;
+		store_text(store, handle, u->sb_outputDir, u->atom_Path, abs ? abs : pr.output_dir);
+		if (abs)
+			free_path(fp, abs);
+	}
+	return LV2_STATE_SUCCESS;
+}
+
+/* A string of the expected type that fits, copied NUL-terminated into buf, or NULL (logged).
+ * The spec counts the terminating NUL in size; Carla 2.5 does not (it returns strlen), so a
+ * value without one is taken as exactly size bytes. A NUL inside the value is damage. */
+static const char *get_text(sb_instance *self, LV2_State_Retrieve_Function retrieve,
+                            LV2_State_Handle h, LV2_URID key, LV2_URID type, char *buf,
+                            size_t cap, const char *what)
+{
+	size_t size = 0;
+	uint32_t t = 0, fl = 0;
+	const char *v = retrieve(h, key, &size, &t, &fl);
+	if (!v)
+		return NULL;
+	const char *nul = (t == type && size > 0) ? memchr(v, '\0', size) : NULL;
+	if (t != type || size == 0 || size >= cap || (nul && nul != v + size - 1)) {
+		lv2_log_warning(&self->logger, "stembridge: ignoring a damaged saved %s\n", what);
+		return NULL;
+	}
+	memcpy(buf, v, size);
+	buf[size] = '\0';
+	return buf;
+}
+
+static bool get_int(sb_instance *self, LV2_State_Retrieve_Function retrieve, LV2_State_Handle h,
+                    LV2_URID key, int lo, int hi, int *out, const char *what)
+{
+	size_t size = 0;
+	uint32_t t = 0, fl = 0;
+	const void *v = retrieve(h, key, &size, &t, &fl);
+	if (!v)
+		return false;
+	int32_t x;
+	if (t != self->u.atom_Int || size != sizeof x) {
+		lv2_log_warning(&self->logger, "stembridge: ignoring a damaged saved %s\n", what);
+		return false;
+	}
+	memcpy(&x, v, sizeof x);
+	if (x < lo || x > hi) {
+		lv2_log_warning(&self->logger, "stembridge: ignoring saved %s %d (out of range)\n",
+		                what, (int)x);
+		return false;
+	}
+	*out = x;
+	return true;
+}
+
+static bool valid_device_key(const char *k)
+{
+	int n;
+	char tail;
+	if (!strcmp(k, "auto") || !strcmp(k, "cpu"))
+		return true;
+	if (sscanf(k, "opencl:%d%c", &n, &tail) == 1 && n >= 0)
+		return true;
+	return strncmp(k, "opencl|", 7) == 0 && strlen(k) > 7;
+}
+
+static LV2_State_Status restore(LV2_Handle instance, LV2_State_Retrieve_Function retrieve,
+                                LV2_State_Handle handle, uint32_t flags,
+                                const LV2_Feature *const *features)
+{
+	(void)flags;
+	sb_instance *self = instance;
+	const sb_urids *u = &self->u;
+	LV2_State_Map_Path *map_path = NULL;
+	LV2_State_Free_Path *fp = NULL;
+	for (int i = 0; features && features[i]; i++) {
+		if (!strcmp(features[i]->URI, LV2_STATE__mapPath))
+			map_path = features[i]->data;
+		else if (!strcmp(features[i]->URI, LV2_STATE__freePath))
+			fp = features[i]->data;
+	}
+
+	/* restore() is never concurrent with run(), but the service reads props. */
+	sb_props pr;
+	sb_props_read(self, &pr);
+
+	size_t size = 0;
+	uint32_t t = 0, fl = 0;
+	const void *v = retrieve(handle, u->sb_maxMinutes, &size, &t, &fl);
+	if (v) {
+		float m;
+		if (t == u->atom_Float && size == sizeof m) {
+			memcpy(&m, v, sizeof m);
+			if (m >= 0.1f && m <= 240.0f)
+				pr.max_minutes = m;
+			else
+				lv2_log_warning(&self->logger, "stembridge: ignoring saved maxMinutes %g\n", m);
+		} else {
+			lv2_log_warning(&self->logger, "stembridge: ignoring a damaged saved maxMinutes\n");
+		}
+	}
+	static_assert(sizeof pr.output_dir >= sizeof pr.track, "text buffer");
+	char text[sizeof pr.output_dir];
+	const char *s = get_text(self, retrieve, handle, u->sb_trackName, u->atom_String, text,
+	                         sizeof pr.track, "track name");
+	if (s)
+		snprintf(pr.track, sizeof pr.track, "%s", s);
+	s = get_text(self, retrieve, handle, u->sb_outputDir, u->atom_Path, text, sizeof text,
+	             "output folder");
+	if (s) {
+		char *abs = map_path ? map_path->absolute_path(map_path->handle, s) : NULL;
+		const char *p = abs ? abs : s;
+		if (p[0] == '/' && strlen(p) < sizeof pr.output_dir)
+			snprintf(pr.output_dir, sizeof pr.output_dir, "%s", p);
+		else
+			lv2_log_warning(&self->logger, "stembridge: ignoring saved output folder '%s'\n", p);
+		if (abs)
+			free_path(fp, abs);
+	}
+	sb_props_write_begin(self);
+	self->props = pr;
+	sb_props_write_end(self);
+
+	char key_buf[640], name_buf[256], manifest_buf[SB_TEXT];
+	const char *key = get_text(self, retrieve, handle, u->sb_deviceKey, u->atom_String, key_buf,
+	                           sizeof key_buf, "device key");
+	const char *name = get_text(self, retrieve, handle, u->sb_deviceName, u->atom_String,
+	                            name_buf, sizeof name_buf, "device name");
+	const char *manifest = get_text(self, retrieve, handle, u->sb_manifest, u->atom_String,
+	                                manifest_buf, sizeof manifest_buf, "manifest");
+	int port = -1, dummy;
+	get_int(self, retrieve, handle, u->sb_devicePort, 0, SB_DEVICE_FIRST_CL + SB_DEVICE_N_CL - 1,
+	        &port, "device port");
+	/* Mode, model and stems live in the host's port values; these are checked for damage
+	 * only, so a bad one is reported rather than silently carried. */
+	get_int(self, retrieve, handle, u->sb_mode, 0, 1, &dummy, "mode");
+	get_int(self, retrieve, handle, u->sb_model, 0, 2, &dummy, "model");
+	get_int(self, retrieve, handle, u->sb_stemMask, 0, 15, &dummy, "stem mask");
+	if (key && !valid_device_key(key)) {
+		lv2_log_warning(&self->logger, "stembridge: ignoring unknown saved device '%s'\n", key);
+		key = NULL;
+	}
+
+	/* A state replaces the one before: without a usable key (a preset of port values only, or
+	 * damage) the device port alone says which device, as it does for a new instance. */
+	pthread_mutex_lock(&self->nrt_lock);
+	if (key && port >= 0) {
+		snprintf(self->nrt_device_key, sizeof self->nrt_device_key, "%s", key);
+		snprintf(self->nrt_device_name, sizeof self->nrt_device_name, "%s", name ? name : key);
+		self->nrt_device_port = port;
+		self->nrt_resolve = true;
+	} else {
+		if (key)
+			lv2_log_warning(&self->logger, "stembridge: ignoring saved device '%s' without "
+			                "its port value\n", key);
+		self->nrt_device_key[0] = self->nrt_device_name[0] = '\0';
+		self->nrt_device_port = -1;
+	}
+	if (manifest)
+		snprintf(self->nrt_manifest, sizeof self->nrt_manifest, "%s", manifest);
+	pthread_mutex_unlock(&self->nrt_lock);
+	/* run() tells the UI about the restored properties */
+	atomic_store_explicit(&self->props_changed, 1, memory_order_release);
+	return LV2_STATE_SUCCESS;
+}
+
+const LV2_State_Interface sb_state_interface = {save, restore};

@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+"""The stembridge CLI as a user runs it: a file in, four stems out at the input's own rate,
+length and channel count, adding back to the input; devices listed by name; every bad input
+refused with one clear line on stderr, a non-zero exit, and nothing half-written left behind.
+
+usage: test_cli.py STEMBRIDGE GROUP   (GROUP: separate, formats, bad, devices, fallback, multi)
+"""
+import json
+import math
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import wavio  # noqa: E402
+
+EXE = os.path.abspath(sys.argv[1])
+GROUP = sys.argv[2]
+SOX = shutil.which("sox")
+failures = []
+STEMS = ["vocals", "drums", "bass", "other"]
+
+
+def check(cond, msg):
+    if not cond:
+        failures.append(msg)
+        print("FAIL: " + msg, file=sys.stderr)
+    return cond
+
+
+def run(args, env=None, preexec=None):
+    e = dict(os.environ)
+    e.update(env or {})
+    p = subprocess.run([EXE] + args, capture_output=True, text=True, env=e, preexec_fn=preexec,
+                       timeout=600)
+    return p
+
+
+def files_under(d):
+    out = []
+    for root, _, names in os.walk(d):
+        out += [os.path.join(root, n) for n in names]
+    return sorted(out)
+
+
+def sum_check(inp, stem_paths, tol=1e-4):
+    x, ch, rate, _, _ = wavio.read_wav(inp)
+    total = [0.0] * len(x)
+    for p in stem_paths:
+        s, sch, srate, bits, is_float = wavio.read_wav(p)
+        check(sch == ch and srate == rate and len(s) == len(x),
+              f"{p}: {len(s)//max(sch,1)} frames x {sch} at {srate} Hz; input "
+              f"{len(x)//ch} x {ch} at {rate}")
+        if len(s) != len(x):
+            return None
+        for i, v in enumerate(s):
+            total[i] += v
+    err = math.sqrt(sum((a - b) ** 2 for a, b in zip(total, x)))
+    ref = math.sqrt(sum(a * a for a in x))
+    return err / ref
+
+
+def group_separate(tmp):
+    rate, ch, frames = 48000, 2, 48000 * 3 + 123
+    inp = os.path.join(tmp, "song.wav")
+    wavio.write_wav(inp, wavio.test_signal(frames, ch, rate), ch, rate, bits=24)
+    out = os.path.join(tmp, "out")
+    p = run(["separate", inp, "-o", out, "--device", "cpu", "--timeline-start", "123456"])
+    check(p.returncode == 0, f"separate exited {p.returncode}: {p.stderr}")
+    paths = [os.path.join(out, "song", s + ".wav") for s in STEMS]
+    for s in paths:
+        check(os.path.exists(s), f"no stem {s}")
+    if failures:
+        return
+    rel = sum_check(inp, paths)
+    check(rel is not None and rel < 1e-4, f"stems add back to the input with relative error {rel}")
+    for s in paths:
+        _, _, _, bits, is_float = wavio.read_wav(s)
+        check(is_float and bits == 32, f"{s}: default stems are 32-bit float")
+        check(wavio.time_reference(s) == 123456, f"{s}: BWF time reference "
+              f"{wavio.time_reference(s)}, expected the region start 123456")
+    m = json.load(open(os.path.join(out, "song", "manifest.json")))
+    check(m["status"] == "ok", "manifest status")
+    check(m["input"]["frames"] == frames and m["input"]["rate"] == rate and
+          m["input"]["channels"] == ch, f"manifest input {m['input']}")
+    check(m["timeline_start"] == 123456, "manifest timeline_start")
+    check(m["model"]["name"] == "builtin", "manifest model")
+    check(m["device"]["requested"] == "cpu" and m["device"]["used"] == "cpu" and
+          not m["device"]["fell_back"], f"manifest device {m['device']}")
+    check([s["stem"] for s in m["stems"]] == STEMS, "manifest stems in order")
+    for s in m["stems"]:
+        check(os.path.isabs(s["path"]) and os.path.exists(s["path"]), f"stem path {s['path']}")
+        check(0 < s["rms"] <= s["peak"] < 4, f"stem {s['stem']} peak {s['peak']} rms {s['rms']}")
+    check(m["timings"]["total_s"] > 0, "timings")
+    txt = open(os.path.join(out, "song", "stems.txt")).read().splitlines()
+    check(txt[0] == "timeline_start 123456" and len(txt) == 5, f"stems.txt: {txt}")
+    check(not [f for f in files_under(out) if ".part" in f], "temporary files left behind")
+    # a chosen subset, 16-bit, a template with folders
+    out2 = os.path.join(tmp, "out2")
+    p = run(["separate", inp, "-o", out2, "--stems", "vocals,bass", "--bits", "16",
+             "--template", "{model}/{track}-{stem}.{ext}", "-q"])
+    check(p.returncode == 0 and p.stderr == "", f"subset run: {p.returncode} {p.stderr}")
+    got = sorted(os.path.relpath(f, out2) for f in files_under(out2))
+    check(got == ["builtin/song-bass.wav", "builtin/song-vocals.wav", "song/manifest.json",
+                  "song/stems.txt"], f"subset files {got}")
+    if os.path.exists(os.path.join(out2, "builtin/song-bass.wav")):
+        _, _, _, bits, is_float = wavio.read_wav(os.path.join(out2, "builtin/song-bass.wav"))
+        check(bits == 16 and not is_float, "--bits 16 writes 16-bit PCM")
+
+
+def group_formats(tmp):
+    """Every format libsndfile reads; stems at the input's rate, length and channels."""
+    if not check(SOX is not None, "sox is needed for this test"):
+        return
+    cases = [("mono8k.wav", ["-r", "8000", "-c", "1", "-b", "16"]),
+             ("six96k.wav", ["-r", "96000", "-c", "6", "-b", "24"]),
+             ("s192.flac", ["-r", "192000", "-c", "2", "-b", "24"]),
+             ("x.aiff", ["-r", "44100", "-c", "2", "-b", "16"]),
+             ("f32.wav", ["-r", "22050", "-c", "2", "-e", "floating-point", "-b", "32"]),
+             ("u8.wav", ["-r", "11025", "-c", "1", "-b", "8"]),
+             ("v.ogg", ["-r", "44100", "-c", "2"])]
+    for name, opts in cases:
+        inp = os.path.join(tmp, name)
+        subprocess.run([SOX, "-n"] + opts + [inp, "synth", "1.3", "sine", "300", "sine", "60",
+                                             "vol", "0.5"], check=True, capture_output=True)
+        out = os.path.join(tmp, "out-" + name.replace(".", "_"))
+        p = run(["separate", inp, "-o", out, "--device", "cpu", "-q"])
+        check(p.returncode == 0, f"{name}: exit {p.returncode}: {p.stderr}")
+        info = subprocess.run(["soxi", "-s", inp], capture_output=True, text=True).stdout.strip()
+        rate = subprocess.run(["soxi", "-r", inp], capture_output=True, text=True).stdout.strip()
+        chans = subprocess.run(["soxi", "-c", inp], capture_output=True, text=True).stdout.strip()
+        track = os.path.splitext(name)[0]
+        for s in STEMS:
+            sp = os.path.join(out, track, s + ".wav")
+            if not check(os.path.exists(sp), f"{name}: no {s} stem"):
+                continue
+            x, c, r, _, _ = wavio.read_wav(sp)
+            check(str(r) == rate and str(c) == chans and str(len(x) // c) == info,
+                  f"{name}: {s} stem {len(x)//c} frames x {c} at {r}, input {info} x {chans} "
+                  f"at {rate}")
+    # FLAC out keeps the rate
+    inp = os.path.join(tmp, "s192.flac")
+    out = os.path.join(tmp, "flacout")
+    p = run(["separate", inp, "-o", out, "--format", "flac", "-q"])
+    check(p.returncode == 0, f"flac out: {p.stderr}")
+    fl = os.path.join(out, "s192", "vocals.flac")
+    if check(os.path.exists(fl), "no FLAC stem"):
+        r = subprocess.run(["soxi", "-r", fl], capture_output=True, text=True).stdout.strip()
+        b = subprocess.run(["soxi", "-b", fl], capture_output=True, text=True).stdout.strip()
+        check(r == "192000" and b == "24", f"FLAC stem at {r} Hz {b}-bit")
+
+
+def expect_refusal(args, what, out, env=None, preexec=None, needle=None):
+    before = files_under(out) if os.path.isdir(out) else []
+    p = run(args, env=env, preexec=preexec)
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    errors = [l for l in lines if "error" in l]
+    check(p.returncode != 0, f"{what}: exit status 0")
+    check(len(errors) == 1, f"{what}: {len(errors)} error lines on stderr: {p.stderr!r}")
+    if needle and errors:
+        check(needle.lower() in errors[0].lower(), f"{what}: '{needle}' not in {errors[0]!r}")
+    after = files_under(out) if os.path.isdir(out) else []
+    check(after == before, f"{what}: left files behind: {sorted(set(after) - set(before))}")
+    return p
+
+
+def group_bad(tmp):
+    out = os.path.join(tmp, "out")
+    os.makedirs(out)
+    rate = 44100
+    good = os.path.join(tmp, "good.wav")
+    wavio.write_wav(good, wavio.test_signal(rate * 2, 2, rate), 2, rate)
+    expect_refusal(["separate", os.path.join(tmp, "missing.wav"), "-o", out], "missing file",
+                   out, needle="missing.wav")
+    txt = os.path.join(tmp, "notes.wav")
+    open(txt, "w").write("these are my notes, not audio\n" * 50)
+    expect_refusal(["separate", txt, "-o", out], "non-audio file", out, needle="not an audio")
+    trunc = os.path.join(tmp, "trunc.wav")
+    raw = open(good, "rb").read()
+    open(trunc, "wb").write(raw[: len(raw) // 2])
+    expect_refusal(["separate", trunc, "-o", out], "truncated WAV", out, needle="truncated")
+    empty = os.path.join(tmp, "empty.wav")
+    wavio.write_wav(empty, [], 2, rate)
+    expect_refusal(["separate", empty, "-o", out], "zero-length audio", out, needle="no audio")
+    for bad, name in ((float("nan"), "nan"), (float("inf"), "inf")):
+        x = wavio.test_signal(rate * 2, 2, rate)
+        x[2 * 70000 + 1] = bad
+        f = os.path.join(tmp, name + ".wav")
+        wavio.write_wav(f, x, 2, rate, fmt="float")
+        expect_refusal(["separate", f, "-o", out], f"{name} samples", out,
+                       needle="NaN" if name == "nan" else "infinite")
+    expect_refusal(["separate", good, "-o", "/dev/null/stems"], "unwritable output folder",
+                   out, needle="/dev/null/stems")
+    # a full disk: a file size limit makes every write past 200 kB fail with EFBIG
+
+    def small_limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (200000, 200000))
+    full = os.path.join(tmp, "full")
+    os.makedirs(full)
+    expect_refusal(["separate", good, "-o", full], "full disk (RLIMIT_FSIZE)", full,
+                   preexec=small_limit, needle="space")
+    expect_refusal(["separate", good, "-o", out, "--device", "gpu0"], "unknown device name", out,
+                   needle="gpu0")
+    expect_refusal(["separate", good, "-o", out, "--model", "nosuchmodel"], "unknown model", out,
+                   needle="nosuchmodel")
+    # never overwrite a stem the user has
+    keep = os.path.join(tmp, "keep")
+    os.makedirs(os.path.join(keep, "good"))
+    mine = os.path.join(keep, "good", "drums.wav")
+    open(mine, "w").write("my own drums")
+    expect_refusal(["separate", good, "-o", keep], "existing stem", keep, needle="drums.wav")
+    check(open(mine).read() == "my own drums", "an existing stem was overwritten")
+    p = run(["separate", good, "-o", keep, "--overwrite", "-q"])
+    check(p.returncode == 0 and open(mine, "rb").read(4) == b"RIFF", "--overwrite replaces")
+    # one bad file among good ones: the good ones still separate, the exit says failure
+    out3 = os.path.join(tmp, "out3")
+    p = run(["separate", good, trunc, "-o", out3, "-q"])
+    check(p.returncode == 1, f"mixed good and bad inputs: exit {p.returncode}")
+    check(os.path.exists(os.path.join(out3, "good", "other.wav")), "good file not separated")
+    check(not os.path.exists(os.path.join(out3, "trunc")), "bad file left a folder")
+
+
+def group_devices(tmp):
+    p = run(["devices"], env={"POCL_DEVICES": "pthread pthread"})
+    check(p.returncode == 0, f"devices exit {p.returncode}")
+    lines = p.stdout.splitlines()
+    check(lines and lines[0].startswith("Available devices (3):"), f"devices header: {lines[:1]}")
+    check(any(l.startswith("  cpu: CPU (") for l in lines), "no cpu line")
+    check(any(l.startswith("  opencl:0: ") and "Portable Computing Language" in l and "GiB" in l
+              for l in lines), "opencl:0 line not by name with platform and memory")
+    check(any(l.startswith("  opencl:1: ") for l in lines), "no opencl:1 line")
+    p2 = run(["--list-devices"], env={"POCL_DEVICES": "pthread pthread"})
+    check(p2.stdout == p.stdout, "--list-devices differs from devices")
+    j = run(["devices", "--json"], env={"POCL_DEVICES": "pthread pthread"})
+    d = json.loads(j.stdout)
+    check([x["id"] for x in d] == ["cpu", "opencl:0", "opencl:1"], f"json ids {[x['id'] for x in d]}")
+    check(d[1]["key"] != d[2]["key"] and d[1]["key"].endswith("|0") and d[2]["key"].endswith("|1"),
+          "identical devices get distinct stable keys")
+    check(d[1]["type"] == "OpenCL CPU" and d[1]["global_mem"] > 0 and d[1]["compute_units"] > 0,
+          "device details")
+    check([x["auto"] for x in d] == [True, False, False],
+          "auto must prefer the native CPU over an OpenCL CPU driver")
+    p3 = run(["devices"], env={"OCL_ICD_VENDORS": os.path.join(tmp, "none")})
+    check(p3.returncode == 0 and "Available devices (1):" in p3.stdout,
+          f"no OpenCL driver: {p3.stdout} {p3.stderr}")
+
+
+def group_fallback(tmp):
+    rate = 44100
+    inp = os.path.join(tmp, "a.wav")
+    wavio.write_wav(inp, wavio.test_signal(rate, 2, rate), 2, rate)
+    out = os.path.join(tmp, "out")
+    p = run(["separate", inp, "-o", out, "--device", "opencl:5"],
+            env={"POCL_DEVICES": "pthread pthread"})
+    check(p.returncode == 0, f"missing device must fall back, exit {p.returncode}: {p.stderr}")
+    check("opencl:5" in p.stderr and "warning" in p.stderr,
+          f"the fallback must be named on stderr: {p.stderr!r}")
+    m = json.load(open(os.path.join(out, "a", "manifest.json")))
+    check(m["device"]["requested"] == "opencl:5" and m["device"]["used"] == "cpu" and
+          m["device"]["fell_back"] and "opencl:5" in m["device"]["reason"],
+          f"manifest device {m['device']}")
+
+
+GROUPS = {"separate": group_separate, "formats": group_formats, "bad": group_bad,
+          "devices": group_devices, "fallback": group_fallback}
+
+with tempfile.TemporaryDirectory(prefix="sb-cli-") as tmp:
+    GROUPS[GROUP](tmp)
+print(f"{GROUP}: {len(failures)} failure(s)")
+sys.exit(1 if failures else 0)

@@ -1,0 +1,273 @@
+/* The UI's logic (gui/ui_logic.h) without a display: what the device button cycles through
+ * with and without devices, what the labels and the tooltip say, and how port events move the
+ * stage. Each check is something a user sees on the button or the progress bar. */
+#include "ui_logic.h"
+
+#include "../../plugin/uris.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int failures;
+#define CHECK(cond, ...)                                                               \
+	do {                                                                           \
+		if (!(cond)) {                                                         \
+			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+			fprintf(stderr, __VA_ARGS__);                                  \
+			fprintf(stderr, "\n");                                         \
+			failures++;                                                    \
+		}                                                                      \
+	} while (0)
+
+static const char *label(const sbui_model *m, float port)
+{
+	static char buf[SBUI_TEXT];
+	sbui_device_label(m, port, buf, sizeof buf);
+	return buf;
+}
+
+/* Clicks from the current port value n times in direction dir; returns the values seen. */
+static void walk(sbui_model *m, int dir, int n, float *seen)
+{
+	for (int i = 0; i < n; i++) {
+		float v = sbui_device_step(m, dir);
+		sbui_set_port(m, SB_PORT_DEVICE, v);
+		seen[i] = v;
+	}
+}
+
+static sbui_device gpu(const char *name, const char *platform, int64_t mem, int units)
+{
+	sbui_device d;
+	memset(&d, 0, sizeof d);
+	snprintf(d.key, sizeof d.key, "opencl|%s|Vendor|%s|0", platform, name);
+	snprintf(d.name, sizeof d.name, "%s", name);
+	snprintf(d.platform, sizeof d.platform, "%s", platform);
+	snprintf(d.type, sizeof d.type, "discrete GPU");
+	snprintf(d.driver, sizeof d.driver, "580.1");
+	d.memory_bytes = mem;
+	d.compute_units = units;
+	return d;
+}
+
+static void test_no_devices(void)
+{
+	sbui_model m;
+	sbui_model_init(&m, 48000);
+	/* before the plugin sends its list: Auto and CPU only */
+	CHECK(sbui_device_count(&m) == 2, "count %d", sbui_device_count(&m));
+	CHECK(!strcmp(label(&m, SB_DEVICE_AUTO), "Auto"), "%s", label(&m, 0));
+	CHECK(!strcmp(label(&m, SB_DEVICE_CPU), "CPU"), "%s", label(&m, 1));
+	/* a preset's "Device 1" is named as the TTL names it, not yet "not present" */
+	CHECK(!strcmp(label(&m, 2), "Device 1"), "%s", label(&m, 2));
+	float seen[4];
+	walk(&m, +1, 4, seen);
+	CHECK(seen[0] == 1 && seen[1] == 0 && seen[2] == 1 && seen[3] == 0,
+	      "click order %g %g %g %g", seen[0], seen[1], seen[2], seen[3]);
+	walk(&m, -1, 2, seen);
+	CHECK(seen[0] == 1 && seen[1] == 0, "right-click order %g %g", seen[0], seen[1]);
+
+	/* the plugin says there are none: a saved "Device 1" is shown as missing */
+	sbui_clear_devices(&m);
+	CHECK(m.devices_known, "list not marked known");
+	CHECK(!strcmp(label(&m, 2), "Device 1 (not present)"), "%s", label(&m, 2));
+	char tip[512];
+	sbui_device_tooltip(&m, 2, tip, sizeof tip);
+	CHECK(strstr(tip, "not on this machine") && strstr(tip, "CPU"), "tooltip '%s'", tip);
+}
+
+static void test_with_devices(void)
+{
+	sbui_model m;
+	sbui_model_init(&m, 48000);
+	sbui_clear_devices(&m);
+	sbui_device a = gpu("NVIDIA H100 80GB HBM3", "NVIDIA CUDA", (int64_t)80 << 30, 132);
+	sbui_device b = gpu("Radeon RX 7900", "AMD APP", (int64_t)24 << 30, 96);
+	CHECK(sbui_add_device(&m, &a) && sbui_add_device(&m, &b), "add");
+	CHECK(sbui_device_count(&m) == 4, "count %d", sbui_device_count(&m));
+	/* click: Auto, CPU, then each device by name, then around */
+	float seen[5];
+	walk(&m, +1, 5, seen);
+	CHECK(seen[0] == 1 && seen[1] == 2 && seen[2] == 3 && seen[3] == 0 && seen[4] == 1,
+	      "click order %g %g %g %g %g", seen[0], seen[1], seen[2], seen[3], seen[4]);
+	CHECK(!strcmp(label(&m, 2), "NVIDIA H100 80GB HBM3"), "%s", label(&m, 2));
+	CHECK(!strcmp(label(&m, 3), "Radeon RX 7900"), "%s", label(&m, 3));
+	/* right-click / scroll: back, around the other way */
+	sbui_set_port(&m, SB_PORT_DEVICE, 0);
+	walk(&m, -1, 4, seen);
+	CHECK(seen[0] == 3 && seen[1] == 2 && seen[2] == 1 && seen[3] == 0,
+	      "back order %g %g %g %g", seen[0], seen[1], seen[2], seen[3]);
+	/* hover: every detail the issue names */
+	char tip[1024];
+	sbui_device_tooltip(&m, 2, tip, sizeof tip);
+	CHECK(strstr(tip, "NVIDIA H100 80GB HBM3") && strstr(tip, "NVIDIA CUDA") &&
+	      strstr(tip, "discrete GPU") && strstr(tip, "80.0 GiB") && strstr(tip, "132") &&
+	      strstr(tip, "580.1"), "tooltip '%s'", tip);
+	sbui_device_tooltip(&m, 0, tip, sizeof tip);
+	CHECK(strstr(tip, "Auto"), "auto tooltip '%s'", tip);
+	/* a device without a name shows its key rather than nothing */
+	sbui_device c = gpu("", "PoCL", -1, -1);
+	sbui_add_device(&m, &c);
+	CHECK(strstr(label(&m, 4), "opencl|PoCL"), "%s", label(&m, 4));
+	sbui_device_tooltip(&m, 4, tip, sizeof tip);
+	CHECK(strstr(tip, "Memory: unknown") && strstr(tip, "Compute units: unknown"), "'%s'", tip);
+
+	/* a port value beyond the list (a session from a machine with more GPUs) */
+	sbui_set_port(&m, SB_PORT_DEVICE, 7);
+	CHECK(!strcmp(label(&m, 7), "Device 6 (not present)"), "%s", label(&m, 7));
+	CHECK(sbui_device_step(&m, +1) == 0, "next from missing: %g", sbui_device_step(&m, +1));
+	CHECK(sbui_device_step(&m, -1) == 4, "back from missing: %g", sbui_device_step(&m, -1));
+
+	/* a list longer than the port's range is cut at Device 8 */
+	sbui_clear_devices(&m);
+	int added = 0;
+	for (int i = 0; i < 10; i++)
+		added += sbui_add_device(&m, &a);
+	CHECK(added == SBUI_MAX_DEVICES && sbui_device_count(&m) == SB_DEVICE_FIRST_CL + 8,
+	      "added %d", added);
+	/* a new list replaces the old one */
+	sbui_clear_devices(&m);
+	sbui_add_device(&m, &b);
+	CHECK(sbui_device_count(&m) == 3 && !strcmp(label(&m, 2), "Radeon RX 7900"), "replaced");
+}
+
+static void stage(const sbui_model *m, char *out)
+{
+	sbui_stage_text(m, out, SBUI_TEXT);
+}
+
+static void test_stage_from_ports(void)
+{
+	sbui_model m;
+	char s[SBUI_TEXT];
+	sbui_model_init(&m, 48000);
+	stage(&m, s);
+	CHECK(!strcmp(s, "Idle") && sbui_progress(&m) == 0, "'%s'", s);
+
+	sbui_set_port(&m, SB_PORT_STATE_OUT, SB_STATE_RECORDING);
+	m.recorded_frames = 48000 * 75 + 100; /* recordedFrames from the plugin */
+	stage(&m, s);
+	CHECK(!strcmp(s, "Recording 1:15"), "'%s'", s);
+	/* a new take restarts the clock, before the plugin's first count arrives */
+	sbui_set_port(&m, SB_PORT_STATE_OUT, SB_STATE_QUEUED);
+	stage(&m, s);
+	CHECK(!strcmp(s, "Queued") && sbui_progress(&m) == 0, "'%s'", s);
+	sbui_set_port(&m, SB_PORT_STATE_OUT, SB_STATE_RECORDING);
+	stage(&m, s);
+	CHECK(!strcmp(s, "Recording 0:00"), "'%s'", s);
+	/* the plugin's count at another rate (options: sampleRate) */
+	sbui_model_init(&m, 44100);
+	sbui_set_port(&m, SB_PORT_STATE_OUT, SB_STATE_RECORDING);
+	m.recorded_frames = 44100 * 12;
+	stage(&m, s);
+	CHECK(!strcmp(s, "Recording 0:12"), "'%s'", s);
+
+	sbui_set_port(&m, SB_PORT_STATE_OUT, SB_STATE_SEPARATING);
+	sbui_set_port(&m, SB_PORT_PROGRESS_OUT, 0.42f);
+	stage(&m, s);
+	CHECK(!strcmp(s, "Separating 42 %") && sbui_progress(&m) > 0.41f && sbui_progress(&m) < 0.43f,
+	      "'%s' %g", s, sbui_progress(&m));
+	sbui_set_port(&m, SB_PORT_PROGRESS_OUT, 1.0f);
+	stage(&m, s);
+	CHECK(!strcmp(s, "Writing stems") && sbui_progress(&m) == 1.0f, "'%s'", s);
+	sbui_set_port(&m, SB_PORT_PROGRESS_OUT, 7.0f); /* out of range from a bad host */
+	CHECK(sbui_progress(&m) == 1.0f, "progress %g", sbui_progress(&m));
+
+	sbui_set_port(&m, SB_PORT_STATE_OUT, SB_STATE_DONE);
+	for (int i = 0; i < 4; i++)
+		sbui_add_stem(&m, "/session/plugins/7/scratch/stembridge/t1/Guitar-t1-vocals.wav");
+	stage(&m, s);
+	CHECK(!strcmp(s, "Done: 4 stems") && sbui_progress(&m) == 1.0f, "'%s'", s);
+	sbui_clear_stems(&m);
+	CHECK(m.n_stems == 0, "stems not cleared");
+	for (int i = 0; i < 12; i++)
+		sbui_add_stem(&m, "x.wav");
+	CHECK(m.n_stems == SBUI_MAX_STEMS, "%d stems kept", m.n_stems);
+
+	sbui_set_port(&m, SB_PORT_STATE_OUT, SB_STATE_ERROR);
+	sbui_set_text(m.last_error, "device out of memory", -1);
+	stage(&m, s);
+	CHECK(!strcmp(s, "Error: device out of memory") && sbui_progress(&m) == 0, "'%s'", s);
+	m.last_error[0] = '\0';
+	stage(&m, s);
+	CHECK(!strcmp(s, "Error"), "'%s'", s);
+	/* an unknown state value from a newer plugin reads as idle, not garbage */
+	sbui_set_port(&m, SB_PORT_STATE_OUT, 42);
+	stage(&m, s);
+	CHECK(!strcmp(s, "Idle"), "'%s'", s);
+}
+
+static void test_in_use(void)
+{
+	sbui_model m;
+	char s[SBUI_TEXT];
+	bool warn = true;
+	sbui_model_init(&m, 48000);
+	sbui_in_use_label(&m, s, sizeof s, &warn);
+	CHECK(!strcmp(s, "none yet") && !warn, "'%s' %d", s, warn);
+	sbui_set_port(&m, SB_PORT_DEVICE_OUT, SB_DEVICE_CPU);
+	sbui_in_use_label(&m, s, sizeof s, &warn);
+	CHECK(!strcmp(s, "CPU") && !warn, "'%s' %d", s, warn);
+	/* a fallback is drawn in the warning colour and says so */
+	sbui_set_port(&m, SB_PORT_FALLBACK_OUT, 1);
+	sbui_in_use_label(&m, s, sizeof s, &warn);
+	CHECK(strstr(s, "fallback") && warn, "'%s' %d", s, warn);
+	/* the plugin's words, reason included, win over the port number */
+	sbui_set_text(m.device_in_use, "CPU (fallback: opencl:3 not found: 2 OpenCL devices present)", -1);
+	sbui_in_use_label(&m, s, sizeof s, &warn);
+	CHECK(strstr(s, "opencl:3 not found") && warn, "'%s'", s);
+	/* drawn on two lines: the device, then the reason */
+	char dev[SBUI_TEXT], why[SBUI_TEXT];
+	sbui_in_use_parts(&m, dev, why, SBUI_TEXT, &warn);
+	CHECK(!strcmp(dev, "CPU, fallback") && !strcmp(why, "opencl:3 not found: 2 OpenCL devices present") &&
+	      warn, "'%s' / '%s'", dev, why);
+	sbui_set_text(m.device_in_use, "NVIDIA H100 (NVIDIA CUDA, 79.1 GiB)", -1);
+	sbui_set_port(&m, SB_PORT_FALLBACK_OUT, 0);
+	sbui_in_use_parts(&m, dev, why, SBUI_TEXT, &warn);
+	CHECK(!strcmp(dev, "NVIDIA H100 (NVIDIA CUDA, 79.1 GiB)") && !why[0] && !warn, "'%s' / '%s'",
+	      dev, why);
+}
+
+static void test_port_events(void)
+{
+	sbui_model m;
+	sbui_model_init(&m, 48000);
+	sbui_clear_devices(&m);
+	sbui_device a = gpu("GPU A", "P", 1 << 30, 8);
+	sbui_add_device(&m, &a);
+	/* a preset or automation moves the device port: the button follows, and a click goes on
+	 * from there */
+	sbui_set_port(&m, SB_PORT_DEVICE, 2);
+	CHECK(!strcmp(label(&m, m.device_port), "GPU A"), "%s", label(&m, m.device_port));
+	CHECK(sbui_device_step(&m, +1) == 0, "next after host change %g", sbui_device_step(&m, 1));
+	/* hosts send floats: 1.9999 is device 2 */
+	sbui_set_port(&m, SB_PORT_DEVICE, 1.9999f);
+	CHECK(!strcmp(label(&m, m.device_port), "GPU A"), "%s", label(&m, m.device_port));
+	/* ports the model does not track leave it alone */
+	sbui_model before = m;
+	sbui_set_port(&m, SB_PORT_AUDIO_IN_1, 0.5f);
+	sbui_set_port(&m, 999, 3.0f);
+	CHECK(!memcmp(&before, &m, sizeof m), "an unrelated port changed the model");
+	/* text from atoms is cut, never overrun */
+	char big[600];
+	memset(big, 'x', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	sbui_set_text(m.manifest, big, -1);
+	CHECK(strlen(m.manifest) == SBUI_TEXT - 1, "%zu", strlen(m.manifest));
+	sbui_set_text(m.manifest, "abcdef", 3);
+	CHECK(!strcmp(m.manifest, "abc"), "'%s'", m.manifest);
+}
+
+int main(void)
+{
+	test_no_devices();
+	test_with_devices();
+	test_stage_from_ports();
+	test_in_use();
+	test_port_events();
+	if (failures)
+		fprintf(stderr, "%d failures\n", failures);
+	else
+		fprintf(stderr, "ui_logic: ok\n");
+	return failures ? 1 : 0;
+}

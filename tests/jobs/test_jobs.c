@@ -1,0 +1,396 @@
+/* The engine as the plugin and the CLI use it: jobs on two OpenCL devices at once (PoCL with
+ * POCL_DEVICES="pthread pthread"), one after another in sequential mode, OpenCL stems equal to
+ * CPU stems, every injected device fault ending with all stems written and the fallback
+ * recorded, and cancel leaving nothing behind. Run under ThreadSanitizer too (tools/dev.sh).
+ *
+ * usage: test_jobs GROUP   (parallel, sequential, match, faults, cancel)
+ */
+#include "core/device.h"
+#include "jobs/engine.h"
+
+#include <dirent.h>
+#include <jansson.h>
+#include <math.h>
+#include <sndfile.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int failures;
+#define CHECK(cond, ...)                                                                      \
+	do {                                                                                      \
+		if (!(cond)) {                                                                        \
+			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                              \
+			fprintf(stderr, __VA_ARGS__);                                                     \
+			fputc('\n', stderr);                                                              \
+			failures++;                                                                       \
+		}                                                                                     \
+	} while (0)
+
+static char tmp_root[4096];
+
+static void log_fn(void *user, sb_log_level level, const char *msg)
+{
+	(void)user;
+	if (level <= SB_LOG_WARNING)
+		fprintf(stderr, "[engine] %s\n", msg);
+}
+
+static atomic_int frees;
+static void count_free(void *user, const float *samples)
+{
+	(void)user;
+	atomic_fetch_add(&frees, 1);
+	free((void *)samples);
+}
+
+static float *make_signal(int64_t frames, int ch, double rate, unsigned seed)
+{
+	float *x = malloc(sizeof(float) * (size_t)(frames * ch));
+	unsigned s = seed;
+	for (int64_t i = 0; i < frames; i++) {
+		double t = (double)i / rate;
+		for (int c = 0; c < ch; c++) {
+			s = s * 1664525u + 1013904223u;
+			double noise = ((s >> 8) / 16777216.0 - 0.5) * ((i % 22050) < 300 ? 1.0 : 0.02);
+			x[i * ch + c] = (float)(0.3 * sin(2 * M_PI * 82 * t) +
+			                        0.2 * sin(2 * M_PI * 440 * t + c) + noise);
+		}
+	}
+	return x;
+}
+
+static sb_engine *engine(sb_mode mode, const char *const *devs, size_t n)
+{
+	sb_engine_opts o;
+	memset(&o, 0, sizeof o);
+	o.mode = mode;
+	o.devices = devs;
+	o.n_devices = n;
+	o.log.fn = log_fn;
+	sb_engine *e = NULL;
+	sb_status st = sb_engine_new(&o, &e);
+	CHECK(st == SB_OK, "engine: %s", sb_status_str(st));
+	return e;
+}
+
+static sb_job_id submit(sb_engine *e, const char *dir, const char *track, int64_t frames,
+                        const char *device)
+{
+	sb_job_spec s;
+	memset(&s, 0, sizeof s);
+	s.frames = frames;
+	s.channels = 2;
+	s.rate = 44100;
+	s.samples = make_signal(frames, 2, 44100, (unsigned)strlen(track) * 7u + (unsigned)frames);
+	s.input_free = count_free;
+	s.track = track;
+	s.device = device;
+	s.out_dir = dir;
+	s.format = SB_FORMAT_WAVF32;
+	s.timeline_start = 1000;
+	sb_job_id id = 0;
+	sb_status st = sb_engine_submit(e, &s, &id);
+	CHECK(st == SB_OK, "submit %s: %s", track, sb_status_str(st));
+	return id;
+}
+
+static sb_job_result finish(sb_engine *e, sb_job_id id)
+{
+	sb_job_result r;
+	memset(&r, 0, sizeof r);
+	CHECK(sb_engine_wait(e, id, 300) == SB_OK, "job %llu did not end", (unsigned long long)id);
+	CHECK(sb_engine_result(e, id, &r) == SB_OK, "no result");
+	sb_engine_release(e, id);
+	return r;
+}
+
+static json_t *manifest(const sb_job_result *r)
+{
+	json_error_t err;
+	json_t *m = json_load_file(r->manifest_path, 0, &err);
+	CHECK(m != NULL, "manifest %s: %s", r->manifest_path, err.text);
+	return m;
+}
+
+static float *read_stem(const char *path, int64_t *frames)
+{
+	SF_INFO info;
+	memset(&info, 0, sizeof info);
+	SNDFILE *f = sf_open(path, SFM_READ, &info);
+	if (!f)
+		return NULL;
+	float *x = malloc(sizeof(float) * (size_t)(info.frames * info.channels));
+	sf_readf_float(f, x, info.frames);
+	sf_close(f);
+	*frames = info.frames;
+	return x;
+}
+
+static int count_files(const char *dir, const char *needle)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2])))
+			continue;
+		char p[8192];
+		snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+		struct stat st;
+		if (stat(p, &st) == 0 && S_ISDIR(st.st_mode))
+			n += count_files(p, needle);
+		else if (!needle || strstr(e->d_name, needle))
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+static void subdir(char *out, size_t len, const char *name)
+{
+	snprintf(out, len, "%s/%s", tmp_root, name);
+	mkdir(out, 0777);
+}
+
+/* Four tracks, two devices: each device gets two, and they overlap in time. */
+static void test_parallel(void)
+{
+	const char *devs[] = {"opencl:0", "opencl:1"};
+	sb_engine *e = engine(SB_MODE_PARALLEL, devs, 2);
+	char dir[4200];
+	subdir(dir, sizeof dir, "parallel");
+	sb_job_id ids[4];
+	const char *names[4] = {"t0", "t1", "t2", "t3"};
+	for (int i = 0; i < 4; i++)
+		ids[i] = submit(e, dir, names[i], 44100 * 4, NULL);
+	int both_running = 0;
+	for (int spin = 0; spin < 200000; spin++) {
+		int running = 0, ended = 0;
+		for (int i = 0; i < 4; i++) {
+			sb_job_progress p;
+			sb_engine_progress(e, ids[i], &p);
+			running += p.state == SB_JOB_RUNNING || p.state == SB_JOB_WRITING;
+			ended += p.state >= SB_JOB_DONE;
+		}
+		both_running |= running >= 2;
+		if (ended == 4)
+			break;
+		usleep(1000);
+	}
+	CHECK(both_running, "two jobs never ran at the same time on two devices");
+	int on[2] = {0, 0};
+	for (int i = 0; i < 4; i++) {
+		sb_job_result r = finish(e, ids[i]);
+		CHECK(r.status == SB_OK, "%s: %s", names[i], r.message);
+		json_t *m = manifest(&r);
+		const char *used = json_string_value(json_object_get(json_object_get(m, "device"), "used"));
+		const char *id = json_string_value(json_object_get(json_object_get(m, "device"), "used_id"));
+		CHECK(used && !strncmp(used, "opencl|", 7), "%s ran on %s, not OpenCL", names[i],
+		      used ? used : "?");
+		if (id && !strcmp(id, "opencl:0"))
+			on[0]++;
+		if (id && !strcmp(id, "opencl:1"))
+			on[1]++;
+		CHECK(json_integer_value(json_object_get(m, "timeline_start")) == 1000, "start");
+		json_decref(m);
+	}
+	CHECK(on[0] == 2 && on[1] == 2, "round robin: %d jobs on opencl:0, %d on opencl:1", on[0],
+	      on[1]);
+	sb_engine_free(e);
+	CHECK(atomic_load(&frees) == 4, "input_free called %d times for 4 jobs", atomic_load(&frees));
+}
+
+/* One device, one at a time, in submission order. */
+static void test_sequential(void)
+{
+	const char *devs[] = {"opencl:0"};
+	sb_engine *e = engine(SB_MODE_SEQUENTIAL, devs, 1);
+	char dir[4200];
+	subdir(dir, sizeof dir, "sequential");
+	sb_job_id ids[4];
+	const char *names[4] = {"s0", "s1", "s2", "s3"};
+	for (int i = 0; i < 4; i++)
+		ids[i] = submit(e, dir, names[i], 44100 * 2, NULL);
+	int order[4], n_order = 0, overlap = 0, seen_end[4] = {0};
+	for (int spin = 0; spin < 300000 && n_order < 4; spin++) {
+		int running = 0;
+		for (int i = 0; i < 4; i++) {
+			sb_job_progress p;
+			sb_engine_progress(e, ids[i], &p);
+			running += p.state == SB_JOB_RUNNING || p.state == SB_JOB_WRITING;
+			if (p.state >= SB_JOB_DONE && !seen_end[i]) {
+				seen_end[i] = 1;
+				order[n_order++] = i;
+			}
+		}
+		overlap |= running > 1;
+		usleep(500);
+	}
+	CHECK(!overlap, "sequential mode ran two jobs at once");
+	CHECK(n_order == 4, "only %d jobs ended", n_order);
+	for (int i = 0; i < n_order; i++)
+		CHECK(order[i] == i, "job %d ended in position %d", order[i], i);
+	for (int i = 0; i < 4; i++) {
+		sb_job_result r = finish(e, ids[i]);
+		CHECK(r.status == SB_OK, "%s: %s", names[i], r.message);
+		json_t *m = manifest(&r);
+		const char *id = json_string_value(json_object_get(json_object_get(m, "device"), "used_id"));
+		CHECK(id && !strcmp(id, "opencl:0"), "sequential job on %s", id ? id : "?");
+		json_decref(m);
+	}
+	sb_engine_free(e);
+}
+
+static double stem_diff(const char *dir_a, const char *dir_b, const char *track,
+                        const char *stem)
+{
+	char pa[8192], pb[8192];
+	snprintf(pa, sizeof pa, "%s/%s/%s.wav", dir_a, track, stem);
+	snprintf(pb, sizeof pb, "%s/%s/%s.wav", dir_b, track, stem);
+	int64_t na = 0, nb = 0;
+	float *a = read_stem(pa, &na), *b = read_stem(pb, &nb);
+	double rel = 1e9;
+	if (a && b && na == nb) {
+		double d = 0, r = 0;
+		for (int64_t i = 0; i < na * 2; i++) {
+			d += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+			r += (double)a[i] * a[i];
+		}
+		rel = sqrt(d / (r > 0 ? r : 1));
+	}
+	free(a);
+	free(b);
+	return rel;
+}
+
+/* The same track on the CPU and on OpenCL: the same stems within 1e-4 per stem. */
+static void test_match(void)
+{
+	sb_engine *e = engine(SB_MODE_PARALLEL, NULL, 0);
+	char dc[4200], dg[4200];
+	subdir(dc, sizeof dc, "match-cpu");
+	subdir(dg, sizeof dg, "match-cl");
+	sb_job_id a = submit(e, dc, "song", 44100 * 5 + 77, "cpu");
+	sb_job_id b = submit(e, dg, "song", 44100 * 5 + 77, "opencl:1");
+	sb_job_result ra = finish(e, a), rb = finish(e, b);
+	CHECK(ra.status == SB_OK && rb.status == SB_OK, "match runs: %s / %s", ra.message, rb.message);
+	CHECK(strncmp(rb.device_used, "opencl|", 7) == 0, "opencl:1 job ran on %s", rb.device_used);
+	for (int s = 0; s < 4; s++) {
+		const char *stem = (const char *[]){"vocals", "drums", "bass", "other"}[s];
+		double rel = stem_diff(dc, dg, "song", stem);
+		CHECK(rel < 1e-4, "%s: OpenCL differs from CPU by %g relative", stem, rel);
+	}
+	sb_engine_free(e);
+}
+
+/* A fault on opencl:0: the job still writes every stem and says what happened. */
+static void fault_case(const char *inject, const char *name, const char *expect_used,
+                       const char *expect_event)
+{
+	setenv("SB_FAULT_INJECT", inject, 1);
+	sb_engine *e = engine(SB_MODE_PARALLEL, NULL, 0);
+	char dir[4200];
+	subdir(dir, sizeof dir, name);
+	sb_job_id id = submit(e, dir, "take", 44100 * 3, "opencl:0");
+	sb_job_result r = finish(e, id);
+	CHECK(r.status == SB_OK, "%s: %s", inject, r.message);
+	CHECK(count_files(dir, ".wav") == 4, "%s: %d stems written", inject, count_files(dir, ".wav"));
+	CHECK(count_files(dir, ".part") == 0, "%s: temporary files left", inject);
+	json_t *m = manifest(&r);
+	json_t *dev = json_object_get(m, "device");
+	const char *used = json_string_value(json_object_get(dev, "used_id"));
+	CHECK(used && !strcmp(used, expect_used), "%s: ran on %s, expected %s", inject,
+	      used ? used : "?", expect_used);
+	char *events = json_dumps(json_object_get(m, "events"), 0);
+	CHECK(events && strstr(events, expect_event), "%s: events %s lack '%s'", inject,
+	      events ? events : "?", expect_event);
+	if (!strcmp(expect_used, "cpu"))
+		CHECK(json_is_true(json_object_get(dev, "fell_back")) &&
+		      json_string_value(json_object_get(dev, "reason")),
+		      "%s: the fallback is not recorded", inject);
+	free(events);
+	json_decref(m);
+	sb_engine_free(e);
+	unsetenv("SB_FAULT_INJECT");
+}
+
+static void test_faults(void)
+{
+	fault_case("opencl:0:alloc:1", "fault-oom-once", "opencl:0", "out of memory");
+	fault_case("opencl:0:alloc:1+", "fault-oom-always", "cpu", "finishing on the CPU");
+	fault_case("opencl:0:lost:1", "fault-lost", "cpu", "lost");
+	fault_case("opencl:0:open", "fault-open", "cpu", "could not be");
+}
+
+/* Cancel mid-job: no stem, no temporary file, no manifest. A queued job cancelled too. */
+static void test_cancel(void)
+{
+	const char *devs[] = {"cpu"};
+	sb_engine *e = engine(SB_MODE_SEQUENTIAL, devs, 1);
+	char dir[4200];
+	subdir(dir, sizeof dir, "cancel");
+	sb_job_id a = submit(e, dir, "long", 44100 * 120, NULL);
+	sb_job_id b = submit(e, dir, "queued", 44100 * 5, NULL);
+	for (int spin = 0; spin < 100000; spin++) {
+		sb_job_progress p;
+		sb_engine_progress(e, a, &p);
+		if (p.state == SB_JOB_RUNNING && p.fraction > 0.05)
+			break;
+		usleep(1000);
+	}
+	CHECK(count_files(dir, ".part") > 0, "a running job writes temporary files");
+	sb_engine_cancel(e, a);
+	sb_engine_cancel(e, b);
+	sb_job_result ra = finish(e, a), rb = finish(e, b);
+	CHECK(ra.status == SB_ERR_CANCELLED, "cancelled job: %s", sb_status_str(ra.status));
+	CHECK(rb.status == SB_ERR_CANCELLED, "cancelled queued job: %s", sb_status_str(rb.status));
+	CHECK(count_files(dir, NULL) == 0, "cancel left %d files", count_files(dir, NULL));
+	/* a job left running when the engine goes away is cancelled cleanly */
+	sb_job_id c = submit(e, dir, "abandoned", 44100 * 120, NULL);
+	(void)c;
+	usleep(200000);
+	sb_engine_free(e);
+	CHECK(count_files(dir, NULL) == 0, "engine shutdown left %d files", count_files(dir, NULL));
+	CHECK(atomic_load(&frees) == 3, "input_free called %d times for 3 jobs", atomic_load(&frees));
+}
+
+int main(int argc, char **argv)
+{
+	const char *group = argc > 1 ? argv[1] : "parallel";
+	const char *base = getenv("SB_TEST_TMP");
+	snprintf(tmp_root, sizeof tmp_root, "%s/jobs-%s-XXXXXX", base ? base : "/tmp", group);
+	if (base)
+		mkdir(base, 0777);
+	if (!mkdtemp(tmp_root)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	if (!strcmp(group, "parallel"))
+		test_parallel();
+	else if (!strcmp(group, "sequential"))
+		test_sequential();
+	else if (!strcmp(group, "match"))
+		test_match();
+	else if (!strcmp(group, "faults"))
+		test_faults();
+	else if (!strcmp(group, "cancel"))
+		test_cancel();
+	else {
+		fprintf(stderr, "unknown group %s\n", group);
+		return 2;
+	}
+	if (!failures) {
+		char cmd[4300];
+		snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
+		if (system(cmd) != 0)
+			fprintf(stderr, "could not remove %s\n", tmp_root);
+	}
+	printf("%s: %d failure(s)\n", group, failures);
+	return failures ? 1 : 0;
+}

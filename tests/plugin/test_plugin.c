@@ -1,0 +1,1013 @@
+/* The plugin as a host sees it: loaded through lilv from the build dir (LV2_PATH), fed audio
+ * and time:Position events. Subcommands, one meson test each:
+ *   record MONO|STEREO ardour|carla|none   arm, roll, stop, jump, disarm; stems, manifest, place
+ *   freewheel                               offline bounce loses no sample
+ *   state                                   save, restore into a new instance, every value
+ *   damaged                                 damaged/unknown state values are ignored, logged
+ *   fallback                                a saved device missing here: fallback shown
+ *   many                                    16 instances at once on 4 threads
+ *   presets                                 each preset of the presets bundle loads
+ *   close                                   removing the plugin while its job runs
+ *   rt                                      no allocation/lock/wait/file I/O inside run()
+ */
+#include "host.h"
+
+#include "uris.h"
+
+#include <lv2/atom/atom.h>
+#include <lv2/state/state.h>
+
+#include <dirent.h>
+#include <math.h>
+#include <pthread.h>
+#include <sndfile.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int failures;
+#define CHECK(cond, ...)                                                       \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+			fprintf(stderr, __VA_ARGS__);                          \
+			fprintf(stderr, "\n");                                 \
+			failures++;                                            \
+		}                                                              \
+	} while (0)
+
+static const char *const stems[4] = {"vocals", "drums", "bass", "other"};
+static char tmp_root[512];
+
+/* A test signal with a voice-like tone, a bass line and clicks, different per channel. */
+static float signal_at(int64_t i, int c, int seed)
+{
+	double t = (double)i / 48000.0;
+	double v = 0.25 * sin(2 * M_PI * (220.0 + 20 * seed) * t) * (0.6 + 0.4 * sin(2 * M_PI * 3 * t));
+	v += 0.2 * sin(2 * M_PI * (55.0 + 5 * c) * t);
+	if (i % 12000 < 200)
+		v += 0.3 * sin(2 * M_PI * 3000 * t) * (1.0 - (i % 12000) / 200.0);
+	return (float)v;
+}
+
+typedef struct {
+	float *data; /* interleaved */
+	int64_t frames, cap;
+	int channels;
+} recording;
+
+static void rec_push(recording *r, host_plugin *h)
+{
+	if (r->frames + h->block > r->cap) {
+		r->cap = (r->frames + h->block) * 2;
+		r->data = realloc(r->data, (size_t)r->cap * r->channels * sizeof(float));
+	}
+	for (uint32_t i = 0; i < h->block; i++)
+		for (int c = 0; c < r->channels; c++)
+			r->data[(r->frames + i) * r->channels + c] = h->in[c][i];
+	r->frames += h->block;
+}
+
+/* Rolls n blocks of the test signal, optionally into rec; pace: sleep 1 ms every k blocks. */
+static void roll(host_plugin *h, int n, int seed, recording *rec, int pace)
+{
+	for (int b = 0; b < n; b++) {
+		for (int c = 0; c < h->channels; c++)
+			for (uint32_t i = 0; i < h->block; i++)
+				h->in[c][i] = signal_at(h->pos + i, c, seed);
+		if (rec)
+			rec_push(rec, h);
+		host_run(h);
+		if (pace && b % pace == 0)
+			host_sleep_ms(1);
+	}
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *s = calloc(1, (size_t)n + 1);
+	if (fread(s, 1, (size_t)n, f) != (size_t)n)
+		s[0] = '\0';
+	fclose(f);
+	return s;
+}
+
+/* Checks the take whose manifest h announced: stem files named after track and stem, the
+ * region's start in manifest and stems.txt, and stems that add back to what was fed. */
+static void check_take(host_plugin *h, const char *track, const recording *rec, int64_t start)
+{
+	CHECK(h->manifest[0], "no manifest announced");
+	if (!h->manifest[0])
+		return;
+	char *m = slurp(h->manifest);
+	CHECK(m != NULL, "manifest %s unreadable", h->manifest);
+	char num[32];
+	snprintf(num, sizeof num, "%lld", (long long)start);
+	CHECK(m && strstr(m, num), "manifest lacks the region start %s", num);
+	free(m);
+	if (h->listening)
+		CHECK(h->timeline_start == start, "announced start %lld, expected %lld",
+		      (long long)h->timeline_start, (long long)start);
+
+	char dir[4096];
+	snprintf(dir, sizeof dir, "%s", h->manifest);
+	*strrchr(dir, '/') = '\0';
+	char txt[4400];
+	int found_txt = 0;
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	float *sum = calloc((size_t)rec->frames * rec->channels, sizeof(float));
+	int n_stems = 0;
+	while (d && (e = readdir(d))) {
+		if (strstr(e->d_name, "stems.txt")) {
+			if (snprintf(txt, sizeof txt, "%s/%s", dir, e->d_name) >= (int)sizeof txt)
+				continue;
+			char *s = slurp(txt);
+			CHECK(s && strstr(s, num), "%s lacks the region start", txt);
+			free(s);
+			found_txt = 1;
+		}
+		if (!strstr(e->d_name, ".wav"))
+			continue;
+		int which = -1;
+		for (int k = 0; k < 4; k++)
+			if (strstr(e->d_name, stems[k]))
+				which = k;
+		CHECK(which >= 0 && strstr(e->d_name, track), "stem file %s: no track or stem name", e->d_name);
+		char path[4400];
+		if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path)
+			continue;
+		SF_INFO info;
+		memset(&info, 0, sizeof info);
+		SNDFILE *f = sf_open(path, SFM_READ, &info);
+		CHECK(f != NULL, "cannot open %s", path);
+		if (!f)
+			continue;
+		CHECK(info.frames == rec->frames && info.channels == rec->channels,
+		      "%s: %lld frames x %d, expected %lld x %d", path, (long long)info.frames,
+		      info.channels, (long long)rec->frames, rec->channels);
+		/* a host that places files by their Broadcast-WAV time reference (Ardour's import
+		 * at timepos_t::max) puts the stem where the region was */
+		SF_BROADCAST_INFO bi;
+		memset(&bi, 0, sizeof bi);
+		int has_bext = sf_command(f, SFC_GET_BROADCAST_INFO, &bi, sizeof bi) == SF_TRUE;
+		int64_t tref = (int64_t)(((uint64_t)bi.time_reference_high << 32) | bi.time_reference_low);
+		CHECK(has_bext && tref == start, "%s: time reference %lld, expected %lld", e->d_name,
+		      (long long)tref, (long long)start);
+		if (info.frames == rec->frames && info.channels == rec->channels) {
+			float *buf = malloc((size_t)info.frames * info.channels * sizeof(float));
+			sf_readf_float(f, buf, info.frames);
+			for (int64_t i = 0; i < info.frames * info.channels; i++)
+				sum[i] += buf[i];
+			free(buf);
+			n_stems++;
+		}
+		sf_close(f);
+	}
+	if (d)
+		closedir(d);
+	CHECK(found_txt, "no stems.txt beside %s", h->manifest);
+	CHECK(n_stems == 4, "%d stems in %s", n_stems, dir);
+	/* what the UI lists: the same four files, when someone listens */
+	if (h->listening) {
+		CHECK(h->n_stems == 4, "the stems message listed %d files", h->n_stems);
+		for (int k = 0; k < h->n_stems; k++)
+			CHECK(strncmp(h->stems[k], dir, strlen(dir)) == 0 && access(h->stems[k], R_OK) == 0,
+			      "announced stem %s is not a readable file beside the manifest", h->stems[k]);
+	}
+	if (n_stems == 4) {
+		double worst = 0;
+		for (int64_t i = 0; i < rec->frames * rec->channels; i++)
+			worst = fmax(worst, fabs(sum[i] - rec->data[i]));
+		CHECK(worst < 1e-4, "stems add back to the region within %g, expected < 1e-4", worst);
+	}
+	free(sum);
+}
+
+static void make_tmp(const char *name, char *out, size_t len)
+{
+	if (snprintf(out, len, "%s/%s", tmp_root, name) >= (int)len)
+		out[0] = '\0';
+	char cmd[2200];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", out, out);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cannot make %s\n", out);
+}
+
+static int test_record(int stereo, host_path_mode mode)
+{
+	char scratch[1200], outdir[1300];
+	make_tmp(stereo ? "record-stereo" : "record-mono", scratch, sizeof scratch);
+	snprintf(outdir, sizeof outdir, "%s/stems-out", scratch);
+	/* Ardour with no UI open sends no patch:Get: the plugin must still announce the manifest,
+	 * and nothing else (Ardour 7.3 warns on every readable-only property it receives). */
+	const bool quiet = mode == HOST_PATH_ARDOUR;
+	host_plugin *h = quiet ? host_new_quiet(stereo, 1024, mode, scratch)
+	                       : host_new(stereo, 1024, mode, scratch);
+	CHECK(h != NULL, "instantiate");
+	if (!h)
+		return 1;
+	host_set_text(h, SB__trackName, "http://lv2plug.in/ns/ext/atom#String", "Lead Vox");
+	host_set_text(h, SB__outputDir, "http://lv2plug.in/ns/ext/atom#Path", outdir);
+	h->ctl[SB_PORT_RECORD] = 1.0f;
+	const int64_t start = 3 * 48000 + 123;
+	host_transport(h, start, 0.0f);
+	roll(h, 4, 0, NULL, 0);
+	CHECK((int)h->ctl[SB_PORT_STATE_OUT] != SB_STATE_RECORDING, "records while stopped");
+
+	/* take 1: roll 3 s, stop */
+	recording rec = {0};
+	rec.channels = h->channels;
+	host_transport(h, start, 1.0f);
+	roll(h, 3 * 47, 1, &rec, 8);
+	CHECK((int)h->ctl[SB_PORT_STATE_OUT] == SB_STATE_RECORDING, "not recording while rolling");
+	host_transport(h, h->pos, 0.0f);
+	host_run(h);
+	CHECK(host_wait_jobs(h, 1, 600), "take 1 not separated: %s", h->last_error);
+	check_take(h, "Lead Vox", &rec, start);
+	if (mode == HOST_PATH_ARDOUR) {
+		char want[1300];
+		snprintf(want, sizeof want, "%s/plugins/7/scratch/stembridge/", scratch);
+		CHECK(strncmp(h->manifest, want, strlen(want)) == 0, "Ardour: stems in %s", h->manifest);
+	} else {
+		CHECK(strncmp(h->manifest, outdir, strlen(outdir)) == 0,
+		      "stems should be in the outputDir, are at %s", h->manifest);
+	}
+
+	/* take 2 ends at a jump; take 3 starts there and ends on disarm */
+	rec.frames = 0;
+	const int64_t start2 = 20 * 48000;
+	host_transport(h, start2, 1.0f);
+	roll(h, 30, 2, &rec, 8);
+	recording rec3 = {0};
+	rec3.channels = h->channels;
+	const int64_t start3 = 40 * 48000 + 7;
+	host_transport(h, start3, 1.0f);
+	roll(h, 30, 3, &rec3, 8);
+	h->ctl[SB_PORT_RECORD] = 0.0f;
+	roll(h, 2, 3, NULL, 0);
+	CHECK((int)h->ctl[SB_PORT_STATE_OUT] != SB_STATE_RECORDING, "still recording after disarm");
+	CHECK(host_wait_jobs(h, 3, 600), "takes 2 and 3 not separated: %s", h->last_error);
+	/* the last announced take is take 3 */
+	check_take(h, "Lead Vox", &rec3, start3);
+	if (quiet)
+		CHECK(h->other_sets == 0, "%d UI messages sent with nobody listening", h->other_sets);
+	else
+		CHECK(h->n_device_list >= 0, "no device list announced after patch:Get");
+	free(rec.data);
+	free(rec3.data);
+	host_free(h);
+	return failures;
+}
+
+static int test_freewheel(void)
+{
+	char scratch[1200], outdir[1300];
+	make_tmp("freewheel", scratch, sizeof scratch);
+	snprintf(outdir, sizeof outdir, "%s/out", scratch);
+	host_plugin *h = host_new(true, 8192, HOST_PATH_NONE, NULL);
+	CHECK(h != NULL, "instantiate");
+	if (!h)
+		return 1;
+	host_set_text(h, SB__outputDir, "http://lv2plug.in/ns/ext/atom#Path", outdir);
+	host_set_text(h, SB__trackName, "http://lv2plug.in/ns/ext/atom#String", "Bounce");
+	h->freewheel = 1.0f;
+	h->ctl[SB_PORT_RECORD] = 1.0f;
+	recording rec = {0};
+	rec.channels = 2;
+	const int64_t start = 48000 * 61;
+	host_transport(h, start, 1.0f);
+	/* 40 s of audio as fast as the host can: no pacing at all. The block pool holds about 5 s
+	 * when the bounce starts, so this outruns it unless freewheeling is handled. */
+	double t0 = host_now();
+	roll(h, 40 * 48000 / 8192, 4, &rec, 0);
+	CHECK(host_now() - t0 < 20.0, "the bounce took %.1f s: not faster than real time",
+	      host_now() - t0);
+	host_transport(h, h->pos, 0.0f);
+	host_run(h);
+	h->freewheel = 0.0f;
+	CHECK(host_wait_jobs(h, 1, 900), "bounce not separated: %s", h->last_error);
+	CHECK(!strstr(h->last_error, "lost"), "lost samples: %s", h->last_error);
+	check_take(h, "Bounce", &rec, start);
+	free(rec.data);
+	host_free(h);
+	return failures;
+}
+
+/* State through the plugin's own interface, to see every stored value. */
+typedef struct {
+	LV2_URID key[32];
+	uint32_t type[32];
+	char val[32][4096];
+	size_t size[32];
+	int n;
+} kv;
+
+static LV2_State_Status kv_store(LV2_State_Handle hd, uint32_t key, const void *v, size_t size,
+                                 uint32_t type, uint32_t flags)
+{
+	(void)flags;
+	kv *s = hd;
+	if (s->n >= 32 || size > 4096)
+		return LV2_STATE_ERR_UNKNOWN;
+	s->key[s->n] = key;
+	s->type[s->n] = type;
+	memcpy(s->val[s->n], v, size);
+	s->size[s->n] = size;
+	s->n++;
+	return LV2_STATE_SUCCESS;
+}
+
+static const void *kv_retrieve(LV2_State_Handle hd, uint32_t key, size_t *size, uint32_t *type,
+                               uint32_t *flags)
+{
+	kv *s = hd;
+	for (int i = 0; i < s->n; i++) {
+		if (s->key[i] == key) {
+			*size = s->size[i];
+			*type = s->type[i];
+			*flags = LV2_STATE_IS_POD;
+			return s->val[i];
+		}
+	}
+	return NULL;
+}
+
+static const char *kv_text(kv *s, const char *uri)
+{
+	for (int i = 0; i < s->n; i++)
+		if (s->key[i] == host_map(uri))
+			return s->val[i];
+	return NULL;
+}
+
+static float kv_float(kv *s, const char *uri)
+{
+	const char *v = kv_text(s, uri);
+	float f = NAN;
+	if (v)
+		memcpy(&f, v, sizeof f);
+	return f;
+}
+
+static int kv_int(kv *s, const char *uri)
+{
+	const char *v = kv_text(s, uri);
+	int32_t x = -999;
+	if (v)
+		memcpy(&x, v, sizeof x);
+	return x;
+}
+
+static void save_direct(host_plugin *h, kv *s)
+{
+	const LV2_State_Interface *si =
+		lilv_instance_get_extension_data(h->inst, LV2_STATE__interface);
+	memset(s, 0, sizeof *s);
+	si->save(lilv_instance_get_handle(h->inst), kv_store, s, LV2_STATE_IS_POD, NULL);
+}
+
+static const void *port_value(const char *sym, void *user, uint32_t *size, uint32_t *type)
+{
+	host_plugin *h = user;
+	const LilvPort *p = lilv_plugin_get_port_by_symbol(h->plugin, lilv_new_string(host_world, sym));
+	uint32_t i = lilv_port_get_index(h->plugin, p);
+	*size = sizeof(float);
+	*type = host_map("http://lv2plug.in/ns/ext/atom#Float");
+	return &h->ctl[i];
+}
+
+static void set_port(const char *sym, void *user, const void *v, uint32_t size, uint32_t type)
+{
+	(void)size;
+	(void)type;
+	host_plugin *h = user;
+	const LilvPort *p = lilv_plugin_get_port_by_symbol(h->plugin, lilv_new_string(host_world, sym));
+	h->ctl[lilv_port_get_index(h->plugin, p)] = *(const float *)v;
+}
+
+static int test_state(void)
+{
+	char dir[1200], outdir[1300];
+	make_tmp("state", dir, sizeof dir);
+	snprintf(outdir, sizeof outdir, "%s/my stems", dir);
+	host_plugin *a = host_new(true, 256, HOST_PATH_NONE, NULL);
+	CHECK(a != NULL, "instantiate");
+	if (!a)
+		return 1;
+	host_set_text(a, SB__outputDir, "http://lv2plug.in/ns/ext/atom#Path", outdir);
+	host_set_text(a, SB__trackName, "http://lv2plug.in/ns/ext/atom#String", "Drum Bus");
+	host_set_float(a, SB__maxMinutes, 12.5f);
+	a->ctl[SB_PORT_DEVICE] = SB_DEVICE_CPU;
+	a->ctl[SB_PORT_MODE] = SB_MODE_CTL_SEQUENTIAL;
+	a->ctl[SB_PORT_MODEL] = SB_MODEL_BUILTIN;
+	a->ctl[SB_PORT_STEM_DRUMS] = 0.0f;
+	host_run(a);
+
+	/* through lilv, as a host saves and loads a session */
+	LV2_URID_Map *mp = host_map_feature();
+	LilvState *st = lilv_state_new_from_instance(a->plugin, a->inst, mp, NULL, dir, dir, dir,
+	                                             port_value, a, LV2_STATE_IS_POD, NULL);
+	CHECK(st != NULL, "lilv saved no state");
+	char path[1400];
+	snprintf(path, sizeof path, "%s/state.ttl", dir);
+	lilv_state_save(host_world, mp, host_unmap_feature(), st, NULL, dir, "state.ttl");
+	lilv_state_free(st);
+
+	host_plugin *b = host_new(true, 256, HOST_PATH_NONE, NULL);
+	LilvState *ld = lilv_state_new_from_file(host_world, mp, NULL, path);
+	CHECK(ld != NULL, "cannot load %s", path);
+	if (ld) {
+		lilv_state_restore(ld, b->inst, set_port, b, 0, NULL);
+		lilv_state_free(ld);
+	}
+	CHECK(b->ctl[SB_PORT_DEVICE] == SB_DEVICE_CPU, "device %g", b->ctl[SB_PORT_DEVICE]);
+	CHECK(b->ctl[SB_PORT_MODE] == SB_MODE_CTL_SEQUENTIAL, "mode %g", b->ctl[SB_PORT_MODE]);
+	CHECK(b->ctl[SB_PORT_MODEL] == SB_MODEL_BUILTIN, "model %g", b->ctl[SB_PORT_MODEL]);
+	CHECK(b->ctl[SB_PORT_STEM_DRUMS] == 0.0f && b->ctl[SB_PORT_STEM_VOCALS] == 1.0f &&
+	      b->ctl[SB_PORT_STEM_BASS] == 1.0f && b->ctl[SB_PORT_STEM_OTHER] == 1.0f, "stems");
+	kv s;
+	save_direct(b, &s);
+	CHECK(kv_text(&s, SB__outputDir) && !strcmp(kv_text(&s, SB__outputDir), outdir),
+	      "outputDir %s", kv_text(&s, SB__outputDir));
+	CHECK(kv_text(&s, SB__trackName) && !strcmp(kv_text(&s, SB__trackName), "Drum Bus"), "track");
+	CHECK(kv_float(&s, SB__maxMinutes) == 12.5f, "maxMinutes %g", kv_float(&s, SB__maxMinutes));
+	CHECK(kv_text(&s, SB__deviceKey) && !strcmp(kv_text(&s, SB__deviceKey), "cpu"), "device key %s",
+	      kv_text(&s, SB__deviceKey));
+	CHECK(kv_text(&s, SB__deviceName) && kv_text(&s, SB__deviceName)[0], "device name");
+	CHECK(kv_int(&s, SB__devicePort) == SB_DEVICE_CPU, "device port");
+	CHECK(kv_int(&s, SB__mode) == SB_MODE_CTL_SEQUENTIAL, "mode");
+	CHECK(kv_int(&s, SB__stemMask) == (1 | 4 | 8), "stem mask %d", kv_int(&s, SB__stemMask));
+
+	/* the last manifest survives as a plain string */
+	kv m = s;
+	snprintf(m.val[m.n], 4096, "/somewhere/Drum Bus-take1-manifest.json");
+	m.key[m.n] = host_map(SB__manifest);
+	m.type[m.n] = host_map("http://lv2plug.in/ns/ext/atom#String");
+	m.size[m.n] = strlen(m.val[m.n]) + 1;
+	m.n++;
+	const LV2_State_Interface *si = lilv_instance_get_extension_data(b->inst, LV2_STATE__interface);
+	si->restore(lilv_instance_get_handle(b->inst), kv_retrieve, &m, 0, NULL);
+	kv s2;
+	save_direct(b, &s2);
+	CHECK(kv_text(&s2, SB__manifest) &&
+	      !strcmp(kv_text(&s2, SB__manifest), "/somewhere/Drum Bus-take1-manifest.json"),
+	      "manifest not kept");
+	host_free(a);
+	host_free(b);
+	return failures;
+}
+
+static void put(kv *s, const char *uri, const char *type, const void *v, size_t size)
+{
+	s->key[s->n] = host_map(uri);
+	s->type[s->n] = host_map(type);
+	memcpy(s->val[s->n], v, size);
+	s->size[s->n] = size;
+	s->n++;
+}
+
+static int test_damaged(void)
+{
+	host_plugin *h = host_new(false, 256, HOST_PATH_NONE, NULL);
+	CHECK(h != NULL, "instantiate");
+	if (!h)
+		return 1;
+	kv s = {0};
+	const char *STR = "http://lv2plug.in/ns/ext/atom#String";
+	const char *INT = "http://lv2plug.in/ns/ext/atom#Int";
+	const char *FLT = "http://lv2plug.in/ns/ext/atom#Float";
+	put(&s, SB__maxMinutes, STR, "abc", 4);                  /* wrong type */
+	int32_t big = 99;
+	put(&s, SB__devicePort, INT, &big, sizeof big);          /* out of range */
+	put(&s, SB__deviceKey, STR, "quantum:7", 10);            /* unknown device */
+	put(&s, SB__trackName, STR, "ab\0cd", 6);                /* NUL inside */
+	float neg = -3.0f;
+	put(&s, SB__mode, FLT, &neg, sizeof neg);                /* wrong type */
+	put(&s, SB__outputDir, "http://lv2plug.in/ns/ext/atom#Path", "relative/dir", 13);
+	put(&s, SB__manifest, INT, &big, sizeof big);            /* wrong type */
+	int before = host_log_warnings();
+	const LV2_State_Interface *si = lilv_instance_get_extension_data(h->inst, LV2_STATE__interface);
+	LV2_State_Status r = si->restore(lilv_instance_get_handle(h->inst), kv_retrieve, &s, 0, NULL);
+	CHECK(r == LV2_STATE_SUCCESS, "restore failed on damaged values");
+	CHECK(host_log_warnings() - before >= 7, "%d log lines for 7 damaged values",
+	      host_log_warnings() - before);
+	kv out;
+	save_direct(h, &out);
+	CHECK(kv_float(&out, SB__maxMinutes) == 30.0f, "maxMinutes %g", kv_float(&out, SB__maxMinutes));
+	CHECK(!kv_text(&out, SB__trackName), "damaged track name kept");
+	CHECK(!kv_text(&out, SB__outputDir), "relative output dir kept");
+	CHECK(!kv_text(&out, SB__manifest), "damaged manifest kept");
+	CHECK(kv_text(&out, SB__deviceKey) && !strcmp(kv_text(&out, SB__deviceKey), "auto"),
+	      "device key %s", kv_text(&out, SB__deviceKey));
+	/* still works */
+	h->ctl[SB_PORT_RECORD] = 1;
+	host_transport(h, 0, 1.0f);
+	roll(h, 10, 0, NULL, 0);
+	CHECK((int)h->ctl[SB_PORT_STATE_OUT] == SB_STATE_RECORDING, "does not record after restore");
+	host_free(h);
+	return failures;
+}
+
+static int test_fallback(void)
+{
+	host_plugin *h = host_new(false, 256, HOST_PATH_NONE, NULL);
+	CHECK(h != NULL, "instantiate");
+	if (!h)
+		return 1;
+	kv s = {0};
+	const char *key = "opencl|Imaginary Platform|Nobody|Phantom GPU 9000|0";
+	put(&s, SB__deviceKey, "http://lv2plug.in/ns/ext/atom#String", key, strlen(key) + 1);
+	put(&s, SB__deviceName, "http://lv2plug.in/ns/ext/atom#String", "Phantom GPU 9000", 17);
+	int32_t port = SB_DEVICE_FIRST_CL + 5;
+	put(&s, SB__devicePort, "http://lv2plug.in/ns/ext/atom#Int", &port, sizeof port);
+	h->ctl[SB_PORT_DEVICE] = (float)port; /* the host restores the port value */
+	const LV2_State_Interface *si = lilv_instance_get_extension_data(h->inst, LV2_STATE__interface);
+	si->restore(lilv_instance_get_handle(h->inst), kv_retrieve, &s, 0, NULL);
+	double end = host_now() + 60;
+	while (host_now() < end && h->ctl[SB_PORT_FALLBACK_OUT] != 1.0f) {
+		host_run(h);
+		host_sleep_ms(5);
+	}
+	CHECK(h->ctl[SB_PORT_FALLBACK_OUT] == 1.0f, "fallback not shown");
+	CHECK(h->ctl[SB_PORT_DEVICE_OUT] >= SB_DEVICE_CPU, "device in use %g", h->ctl[SB_PORT_DEVICE_OUT]);
+	CHECK(strstr(h->device_in_use, "fallback"), "deviceInUse '%s'", h->device_in_use);
+	kv out;
+	save_direct(h, &out);
+	CHECK(kv_text(&out, SB__deviceKey) && !strcmp(kv_text(&out, SB__deviceKey), key),
+	      "the saved choice was not kept: %s", kv_text(&out, SB__deviceKey));
+	CHECK(kv_int(&out, SB__devicePort) == port, "device port");
+	host_free(h);
+	return failures;
+}
+
+typedef struct {
+	host_plugin *h[4];
+	int index;
+	recording rec[4];
+	int64_t start[4];
+} worker_arg;
+
+static void *many_worker(void *p)
+{
+	worker_arg *w = p;
+	for (int k = 0; k < 4; k++) {
+		host_plugin *h = w->h[k];
+		h->ctl[SB_PORT_RECORD] = 1;
+		w->start[k] = 48000 * (w->index * 4 + k) + 11;
+		w->rec[k].channels = h->channels;
+		host_transport(h, w->start[k], 1.0f);
+	}
+	for (int b = 0; b < 94; b++) {
+		for (int k = 0; k < 4; k++) {
+			host_plugin *h = w->h[k];
+			for (int c = 0; c < h->channels; c++)
+				for (uint32_t i = 0; i < h->block; i++)
+					h->in[c][i] = signal_at(h->pos + i, c, w->index * 4 + k);
+			rec_push(&w->rec[k], h);
+			host_run(h);
+		}
+		if (b % 4 == 0)
+			host_sleep_ms(1);
+	}
+	for (int k = 0; k < 4; k++) {
+		host_transport(w->h[k], w->h[k]->pos, 0.0f);
+		host_run(w->h[k]);
+	}
+	return NULL;
+}
+
+static int test_many(void)
+{
+	char dir[1000];
+	make_tmp("many", dir, sizeof dir);
+	worker_arg w[4];
+	memset(w, 0, sizeof w);
+	for (int t = 0; t < 4; t++) {
+		w[t].index = t;
+		for (int k = 0; k < 4; k++) {
+			host_plugin *h = host_new((t * 4 + k) % 2, 1024, HOST_PATH_NONE, NULL);
+			CHECK(h != NULL, "instance %d", t * 4 + k);
+			if (!h)
+				return 1;
+			char name[32], out[1300];
+			snprintf(name, sizeof name, "Track %d", t * 4 + k);
+			snprintf(out, sizeof out, "%s/out", dir);
+			host_set_text(h, SB__trackName, "http://lv2plug.in/ns/ext/atom#String", name);
+			host_set_text(h, SB__outputDir, "http://lv2plug.in/ns/ext/atom#Path", out);
+			w[t].h[k] = h;
+		}
+	}
+	pthread_t th[4];
+	for (int t = 0; t < 4; t++)
+		pthread_create(&th[t], NULL, many_worker, &w[t]);
+	for (int t = 0; t < 4; t++)
+		pthread_join(th[t], NULL);
+	for (int t = 0; t < 4; t++) {
+		for (int k = 0; k < 4; k++) {
+			host_plugin *h = w[t].h[k];
+			char name[32];
+			snprintf(name, sizeof name, "Track %d", t * 4 + k);
+			CHECK(host_wait_jobs(h, 1, 900), "%s not separated: %s", name, h->last_error);
+			check_take(h, name, &w[t].rec[k], w[t].start[k]);
+			free(w[t].rec[k].data);
+		}
+	}
+	for (int t = 0; t < 4; t++)
+		for (int k = 0; k < 4; k++)
+			host_free(w[t].h[k]);
+	return failures;
+}
+
+static int test_rt(void)
+{
+	/* The trap must see what it is meant to see, or a zero below would mean nothing: one call
+	 * of each kind it counts, made as run() would make it. */
+	static const char *const kinds[] = {"malloc+free", "mutex", "sleep", "file", "print"};
+	static const long want[] = {2, 1, 1, 3, 1};
+	for (int k = 0; k < 5; k++) {
+		long c0 = rt_trap_count();
+		pthread_mutex_t mx = PTHREAD_MUTEX_INITIALIZER;
+		const struct timespec ts = {0, 1000};
+		rt_trap_enter();
+		if (k == 0) {
+			free(malloc(32));
+		} else if (k == 1) {
+			pthread_mutex_lock(&mx);
+			pthread_mutex_unlock(&mx);
+		} else if (k == 2) {
+			nanosleep(&ts, NULL);
+		} else if (k == 3) {
+			FILE *f = fopen("/dev/null", "r");
+			char c;
+			if (f && fread(&c, 1, 1, f) == 0)
+				fclose(f);
+			else if (f)
+				fclose(f);
+		} else {
+			fprintf(stderr, "rt: the trap sees this print\n");
+		}
+		rt_trap_leave();
+		long got = rt_trap_count() - c0;
+		/* fopen also allocates and fclose frees: count at least what was asked */
+		CHECK(got >= want[k], "the trap counted %ld calls for %s", got, kinds[k]);
+	}
+	long base = rt_trap_count();
+
+	char dir[1000], out[1300];
+	make_tmp("rt", dir, sizeof dir);
+	snprintf(out, sizeof out, "%s/out", dir);
+	host_plugin *h = host_new(true, 256, HOST_PATH_NONE, NULL);
+	CHECK(h != NULL, "instantiate");
+	if (!h)
+		return 1;
+	host_set_text(h, SB__outputDir, "http://lv2plug.in/ns/ext/atom#Path", out);
+	host_set_text(h, SB__trackName, "http://lv2plug.in/ns/ext/atom#String", "RT");
+	h->ctl[SB_PORT_RECORD] = 1;
+	const int64_t start = 48000 * 5;
+	recording rec = {0};
+	rec.channels = 2;
+	host_transport(h, start, 1.0f);
+	roll(h, 20 * 48000 / 256, 5, &rec, 4);  /* 20 s recorded, in small blocks */
+	CHECK((int)h->ctl[SB_PORT_STATE_OUT] == SB_STATE_RECORDING, "not recording");
+	h->ctl[SB_PORT_RECORD] = 0;
+	host_transport(h, h->pos, 0.0f);
+	CHECK(host_wait_jobs(h, 1, 900), "take not separated: %s", h->last_error);
+
+	/* audition: vocals in place of the input inside the region, input outside it */
+	float *vox = NULL;
+	char dirn[4096];
+	snprintf(dirn, sizeof dirn, "%s", h->manifest);
+	if (strrchr(dirn, '/'))
+		*strrchr(dirn, '/') = '\0';
+	DIR *d = opendir(dirn);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		if (!strstr(e->d_name, "vocals.wav"))
+			continue;
+		char p[4400];
+		if (snprintf(p, sizeof p, "%s/%s", dirn, e->d_name) >= (int)sizeof p)
+			continue;
+		SF_INFO info = {0};
+		SNDFILE *f = sf_open(p, SFM_READ, &info);
+		if (f) {
+			vox = calloc((size_t)info.frames * 2, sizeof(float));
+			sf_readf_float(f, vox, info.frames);
+			sf_close(f);
+		}
+	}
+	if (d)
+		closedir(d);
+	CHECK(vox != NULL, "no vocals stem");
+	h->ctl[SB_PORT_AUDITION] = 1;
+	for (int pass = 0; pass < 2 && vox; pass++) {
+		/* the stems reach run() a moment after the job: give the pointer swap a block */
+		host_transport(h, start - 256 * 4, 0.0f);
+		for (int i = 0; i < 50; i++) {
+			host_run(h);
+			host_sleep_ms(1);
+		}
+		host_transport(h, start - 256 * 4, 1.0f);
+		double worst_in = 0, worst_out = 0;
+		for (int b = 0; b < 20 * 48000 / 256 + 8; b++) {
+			for (int c = 0; c < 2; c++)
+				for (uint32_t i = 0; i < h->block; i++)
+					h->in[c][i] = 0.5f;
+			int64_t p0 = h->pos;
+			host_run(h);
+			for (int c = 0; c < 2; c++) {
+				for (uint32_t i = 0; i < h->block; i++) {
+					int64_t f = p0 + i - start;
+					if (f >= 0 && f < rec.frames)
+						worst_in = fmax(worst_in, fabs(h->out[c][i] - vox[f * 2 + c]));
+					else
+						worst_out = fmax(worst_out, fabs(h->out[c][i] - 0.5f));
+				}
+			}
+			if (b % 8 == 0)
+				host_sleep_ms(1);
+		}
+		CHECK(worst_in == 0.0, "audition differs from the vocals stem by %g", worst_in);
+		CHECK(worst_out == 0.0, "outside the region the input should pass (%g)", worst_out);
+		/* patch:Get and property changes go through run() too */
+		host_set_float(h, SB__maxMinutes, 20.0f);
+	}
+	/* the mix without vocals: what is left of the recorded input once vocals are removed */
+	h->ctl[SB_PORT_AUDITION] = 5;
+	host_transport(h, start, 1.0f);
+	double worst_mix = 0;
+	for (int b = 0; vox && b < 20 * 48000 / 256; b++) {
+		int64_t p0 = h->pos;
+		host_run(h);
+		for (int c = 0; c < 2; c++) {
+			for (uint32_t i = 0; i < h->block; i++) {
+				int64_t f = p0 + i - start;
+				if (f >= 0 && f < rec.frames)
+					worst_mix = fmax(worst_mix, fabs(h->out[c][i] + vox[f * 2 + c] -
+					                                 rec.data[f * 2 + c]));
+			}
+		}
+	}
+	CHECK(worst_mix < 1e-4, "mix without vocals + vocals differs from the input by %g", worst_mix);
+	h->ctl[SB_PORT_AUDITION] = 0;
+	host_transport(h, h->pos, 0.0f);
+	host_run(h);
+	long n = rt_trap_count() - base;
+	CHECK(n == 0, "%ld calls to allocation/lock/wait/I/O inside run(), last: %s", n, rt_trap_last());
+	fprintf(stderr, "rt: %ld forbidden calls inside run()\n", n);
+	free(vox);
+	free(rec.data);
+	host_free(h);
+	return failures;
+}
+
+/* The presets bundle: each preset loads through lilv and sets device and mode. */
+static int test_presets(void)
+{
+	static const struct { const char *label; float device, mode; } want[] = {
+		{"Auto", SB_DEVICE_AUTO, SB_MODE_CTL_SEQUENTIAL},
+		{"CPU only", SB_DEVICE_CPU, SB_MODE_CTL_SEQUENTIAL},
+		{"First GPU", SB_DEVICE_FIRST_CL, SB_MODE_CTL_PARALLEL},
+		{"All GPUs in parallel", SB_DEVICE_AUTO, SB_MODE_CTL_PARALLEL},
+		{"One GPU in sequence", SB_DEVICE_FIRST_CL, SB_MODE_CTL_SEQUENTIAL},
+	};
+	for (int stereo = 0; stereo < 2; stereo++) {
+		host_plugin *h = host_new(stereo, 256, HOST_PATH_NONE, NULL);
+		CHECK(h != NULL, "instantiate");
+		if (!h)
+			return 1;
+		LilvNode *pset = lilv_new_uri(host_world, "http://lv2plug.in/ns/ext/presets#Preset");
+		LilvNode *label = lilv_new_uri(host_world, "http://www.w3.org/2000/01/rdf-schema#label");
+		LilvNodes *presets = lilv_plugin_get_related(h->plugin, pset);
+		int seen = 0;
+		LILV_FOREACH (nodes, i, presets) {
+			const LilvNode *preset = lilv_nodes_get(presets, i);
+			lilv_world_load_resource(host_world, preset);
+			LilvNodes *labels = lilv_world_find_nodes(host_world, preset, label, NULL);
+			const char *name = labels ? lilv_node_as_string(lilv_nodes_get_first(labels)) : "";
+			LilvState *st = lilv_state_new_from_world(host_world, host_map_feature(), preset);
+			CHECK(st != NULL, "preset %s does not load", name);
+			h->ctl[SB_PORT_DEVICE] = -5;
+			h->ctl[SB_PORT_MODE] = -5;
+			if (st) {
+				lilv_state_restore(st, h->inst, set_port, h, 0, NULL);
+				lilv_state_free(st);
+			}
+			for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+				if (strcmp(name, want[k].label) != 0)
+					continue;
+				seen++;
+				CHECK(h->ctl[SB_PORT_DEVICE] == want[k].device && h->ctl[SB_PORT_MODE] == want[k].mode,
+				      "preset %s: device %g mode %g", name, h->ctl[SB_PORT_DEVICE], h->ctl[SB_PORT_MODE]);
+			}
+			lilv_nodes_free(labels);
+		}
+		CHECK(seen == 5, "%d of the 5 presets found for the %s plugin", seen, stereo ? "stereo" : "mono");
+		lilv_nodes_free(presets);
+		lilv_node_free(pset);
+		lilv_node_free(label);
+		host_free(h);
+	}
+
+	/* A preset the user saves from the host (lilv writes it as Ardour and jalv do: a bundle
+	 * with a manifest) carries the device choice: the port value and the plugin's stable key. */
+	char dir[1000], bundle[1100];
+	make_tmp("user-presets", dir, sizeof dir);
+	snprintf(bundle, sizeof bundle, "%s/stembridge-mine.lv2", dir);
+	host_plugin *a = host_new(true, 256, HOST_PATH_NONE, NULL);
+	CHECK(a != NULL, "instantiate");
+	if (!a)
+		return 1;
+	a->ctl[SB_PORT_DEVICE] = SB_DEVICE_FIRST_CL;
+	a->ctl[SB_PORT_MODE] = SB_MODE_CTL_SEQUENTIAL;
+	host_run(a);
+	kv before;
+	save_direct(a, &before);
+	const char *key_before = kv_text(&before, SB__deviceKey);
+	LilvState *st = lilv_state_new_from_instance(a->plugin, a->inst, host_map_feature(), NULL, NULL,
+	                                             NULL, bundle, port_value, a, LV2_STATE_IS_POD, NULL);
+	CHECK(st != NULL, "no state for the user preset");
+	if (!st)
+		return failures;
+	lilv_state_set_label(st, "My first GPU");
+	const char *uri = "https://stembridge.org/lv2/user-presets#my-first-gpu";
+	CHECK(lilv_state_save(host_world, host_map_feature(), host_unmap_feature(), st, uri, bundle,
+	                      "my-first-gpu.ttl") == 0, "lilv_state_save");
+	lilv_state_free(st);
+
+	char bundle_uri[1200];
+	snprintf(bundle_uri, sizeof bundle_uri, "file://%s/", bundle);
+	LilvNode *bnode = lilv_new_uri(host_world, bundle_uri);
+	lilv_world_load_bundle(host_world, bnode);
+	lilv_node_free(bnode);
+	host_plugin *b = host_new(true, 256, HOST_PATH_NONE, NULL);
+	LilvNode *pset = lilv_new_uri(host_world, "http://lv2plug.in/ns/ext/presets#Preset");
+	LilvNodes *presets = lilv_plugin_get_related(b->plugin, pset);
+	LilvNode *mine = lilv_new_uri(host_world, uri);
+	CHECK(lilv_nodes_contains(presets, mine), "the saved preset is not listed for the plugin");
+	lilv_world_load_resource(host_world, mine);
+	LilvState *ld = lilv_state_new_from_world(host_world, host_map_feature(), mine);
+	CHECK(ld != NULL, "the saved preset does not load");
+	if (ld) {
+		lilv_state_restore(ld, b->inst, set_port, b, 0, NULL);
+		lilv_state_free(ld);
+	}
+	kv after;
+	save_direct(b, &after);
+	CHECK(b->ctl[SB_PORT_DEVICE] == SB_DEVICE_FIRST_CL && b->ctl[SB_PORT_MODE] == SB_MODE_CTL_SEQUENTIAL,
+	      "preset gave device %g mode %g", b->ctl[SB_PORT_DEVICE], b->ctl[SB_PORT_MODE]);
+	CHECK(key_before && kv_text(&after, SB__deviceKey) &&
+	      !strcmp(kv_text(&after, SB__deviceKey), key_before),
+	      "device key after the preset %s, saved %s", kv_text(&after, SB__deviceKey), key_before);
+	fprintf(stderr, "presets: a user preset kept device key '%s'\n", key_before);
+	lilv_node_free(mine);
+	lilv_node_free(pset);
+	lilv_nodes_free(presets);
+	host_free(a);
+	host_free(b);
+	return failures;
+}
+
+/* Counts what a folder tree holds: complete stems of the expected length, stems of another
+ * length, and the engine's temporary files (".<name>.part-XXXXXX"). */
+static void scan_stems(const char *dir, int64_t frames, int *complete, int *partial, int *temps)
+{
+	char cmd[1500];
+	snprintf(cmd, sizeof cmd, "find '%s' -type f 2>/dev/null", dir);
+	FILE *p = popen(cmd, "r");
+	char line[4096];
+	*complete = *partial = *temps = 0;
+	while (p && fgets(line, sizeof line, p)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (strstr(line, ".part-")) {
+			fprintf(stderr, "temporary file left: %s\n", line);
+			(*temps)++;
+			continue;
+		}
+		if (!strstr(line, ".wav"))
+			continue;
+		SF_INFO info = {0};
+		SNDFILE *f = sf_open(line, SFM_READ, &info);
+		if (f && info.frames == frames) {
+			(*complete)++;
+		} else {
+			fprintf(stderr, "half-written stem %s (%lld frames of %lld)\n", line,
+			        (long long)info.frames, (long long)frames);
+			(*partial)++;
+		}
+		if (f)
+			sf_close(f);
+	}
+	if (p)
+		pclose(p);
+}
+
+/* Removing the plugin while its job runs: no crash, no half-written stem or temporary file
+ * left behind, and the next instance (a new engine) works. */
+static int test_close_running(void)
+{
+	char dir[1000], out[1300];
+	make_tmp("close", dir, sizeof dir);
+	snprintf(out, sizeof out, "%s/out", dir);
+	host_plugin *h = host_new(true, 1024, HOST_PATH_NONE, NULL);
+	CHECK(h != NULL, "instantiate");
+	if (!h)
+		return 1;
+	host_set_text(h, SB__outputDir, "http://lv2plug.in/ns/ext/atom#Path", out);
+	host_set_text(h, SB__trackName, "http://lv2plug.in/ns/ext/atom#String", "Gone");
+	h->ctl[SB_PORT_RECORD] = 1;
+	/* long enough that its separation is still running when the plugin goes */
+	const int64_t frames = (int64_t)(120 * 48000 / 1024) * 1024;
+	host_transport(h, 0, 1.0f);
+	roll(h, (int)(frames / 1024), 6, NULL, 8);
+	host_transport(h, h->pos, 0.0f);
+	int state = -1;
+	for (double end = host_now() + 60; host_now() < end;) {
+		host_run(h);
+		state = (int)h->ctl[SB_PORT_STATE_OUT];
+		if (state == SB_STATE_SEPARATING || state == SB_STATE_DONE || state == SB_STATE_ERROR)
+			break;
+		host_sleep_ms(1);
+	}
+	const float progress = h->ctl[SB_PORT_PROGRESS_OUT];
+	CHECK(state == SB_STATE_SEPARATING,
+	      "the job was not running when the plugin was removed (state %d)", state);
+	double t0 = host_now();
+	host_free(h);
+	fprintf(stderr, "close: removed at %.0f %% in %.2f s\n", progress * 100.0, host_now() - t0);
+	int complete, partial, temps;
+	scan_stems(out, frames, &complete, &partial, &temps);
+	CHECK(partial == 0 && temps == 0, "%d half-written stems, %d temporary files left", partial,
+	      temps);
+	CHECK(complete == 0 || complete == 4, "%d complete stems: a job leaves all or none", complete);
+	fprintf(stderr, "close: %d complete stems left, none partial\n", complete);
+
+	/* the engine went with the last instance; a new one starts another and works */
+	h = host_new(false, 1024, HOST_PATH_NONE, NULL);
+	CHECK(h != NULL, "instantiate after close");
+	if (!h)
+		return 1;
+	host_set_text(h, SB__outputDir, "http://lv2plug.in/ns/ext/atom#Path", out);
+	host_set_text(h, SB__trackName, "http://lv2plug.in/ns/ext/atom#String", "Next");
+	h->ctl[SB_PORT_RECORD] = 1;
+	recording rec = {0};
+	rec.channels = 1;
+	host_transport(h, 4800, 1.0f);
+	roll(h, 47, 7, &rec, 8);
+	host_transport(h, h->pos, 0.0f);
+	host_run(h);
+	CHECK(host_wait_jobs(h, 1, 600), "no separation after close: %s", h->last_error);
+	check_take(h, "Next", &rec, 4800);
+	free(rec.data);
+	host_free(h);
+	return failures;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: test_plugin record|freewheel|state|damaged|fallback|presets|many|close|rt\n");
+		return 2;
+	}
+	const char *t = getenv("SB_TEST_TMP");
+	snprintf(tmp_root, sizeof tmp_root, "%s", t ? t : "/tmp/sb-plugin-test");
+	mkdir(tmp_root, 0777);
+	host_init();
+	int r;
+	if (!strcmp(argv[1], "record") && argc >= 4) {
+		host_path_mode m = !strcmp(argv[3], "ardour") ? HOST_PATH_ARDOUR
+		                 : !strcmp(argv[3], "carla") ? HOST_PATH_CARLA : HOST_PATH_NONE;
+		r = test_record(!strcmp(argv[2], "stereo"), m);
+	} else if (!strcmp(argv[1], "freewheel")) {
+		r = test_freewheel();
+	} else if (!strcmp(argv[1], "state")) {
+		r = test_state();
+	} else if (!strcmp(argv[1], "damaged")) {
+		r = test_damaged();
+	} else if (!strcmp(argv[1], "fallback")) {
+		r = test_fallback();
+	} else if (!strcmp(argv[1], "many")) {
+		r = test_many();
+	} else if (!strcmp(argv[1], "presets")) {
+		r = test_presets();
+	} else if (!strcmp(argv[1], "close")) {
+		r = test_close_running();
+	} else if (!strcmp(argv[1], "rt")) {
+		r = test_rt();
+	} else {
+		fprintf(stderr, "unknown test %s\n", argv[1]);
+		r = 2;
+	}
+	host_fini();
+	if (r == 0)
+		fprintf(stderr, "%s: ok\n", argv[1]);
+	return r ? 1 : 0;
+}

@@ -1,0 +1,74 @@
+/* stembridge devices [--json]: what the engine can run on, by name, with the details a user
+ * needs to choose (and the names to type). */
+#include "commands.h"
+
+#include "core/device.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+static void log_stderr(void *user, sb_log_level level, const char *msg)
+{
+	(void)user;
+	if (level <= SB_LOG_WARNING)
+		fprintf(stderr, "stembridge: %s\n", msg);
+}
+
+int sb_cli_devices(int argc, char **argv)
+{
+	int json = 0;
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--json")) {
+			json = 1;
+		} else if (strcmp(argv[i], "devices") && strcmp(argv[i], "--list-devices")) {
+			fprintf(stderr, "stembridge: devices: unknown option '%s' (try --json)\n", argv[i]);
+			return 2;
+		}
+	}
+	sb_logger log = {log_stderr, NULL};
+	sb_device_list *l = NULL;
+	if (sb_devices_enumerate(&log, &l) != SB_OK) {
+		fprintf(stderr, "stembridge: cannot list devices: out of memory\n");
+		return 1;
+	}
+	size_t n = sb_devices_count(l);
+	size_t autodev = sb_devices_auto(l);
+	if (json) {
+		json_t *arr = json_array();
+		for (size_t i = 0; i < n; i++) {
+			const sb_device_props *d = sb_devices_get(l, i);
+			json_t *o = json_object();
+			json_object_set_new(o, "id", json_string(d->id));
+			json_object_set_new(o, "key", json_string(d->key));
+			json_object_set_new(o, "name", json_string(d->name));
+			json_object_set_new(o, "label", json_string(d->label));
+			json_object_set_new(o, "platform", json_string(d->platform));
+			json_object_set_new(o, "vendor", json_string(d->vendor));
+			json_object_set_new(o, "driver", json_string(d->driver));
+			json_object_set_new(o, "type", json_string(sb_device_type_str(d->type)));
+			json_object_set_new(o, "global_mem", json_integer((json_int_t)d->global_mem));
+			json_object_set_new(o, "max_alloc", json_integer((json_int_t)d->max_alloc));
+			json_object_set_new(o, "compute_units", json_integer(d->compute_units));
+			json_object_set_new(o, "auto", json_boolean(i == autodev));
+			json_array_append_new(arr, o);
+		}
+		char *s = json_dumps(arr, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		json_decref(arr);
+		if (s)
+			puts(s);
+		free(s);
+	} else {
+		printf("Available devices (%zu):\n", n);
+		for (size_t i = 0; i < n; i++) {
+			const sb_device_props *d = sb_devices_get(l, i);
+			printf("  %s: %s%s\n", d->id, d->label, i == autodev ? "  [auto]" : "");
+			if (d->opencl_index >= 0)
+				printf("      %s, %u compute units, max allocation %.1f GiB, driver %s\n",
+				       sb_device_type_str(d->type), d->compute_units,
+				       (double)d->max_alloc / (1024.0 * 1024.0 * 1024.0), d->driver);
+		}
+	}
+	sb_devices_free(l);
+	return 0;
+}

@@ -1,0 +1,381 @@
+/* stembridge: the command-line face of the engine.
+ *
+ *   stembridge separate IN... -o DIR [--device auto|cpu|opencl:N[,opencl:M...]] [--model NAME]
+ *                      [--stems vocals,drums,bass,other] [--format wav|flac] [--bits 16|24|32]
+ *                      [--parallel|--sequential] [--overwrite] [--template T] [--quiet]
+ *   stembridge devices [--json]        (also: stembridge --list-devices)
+ *   stembridge models
+ *
+ * Exit status: 0 only when every requested stem of every input was written; 1 when a job
+ * failed; 2 for a usage error. Every failure is one line on stderr that names the file and
+ * the reason. Inputs are checked before any separation starts, so one bad file among many
+ * costs nothing but its own line.
+ */
+#include "commands.h"
+
+#include "core/audio_file.h"
+#include "core/device.h"
+#include "core/stem_writer.h"
+#include "jobs/engine.h"
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define VERSION "0.1.0"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: stembridge separate IN... -o DIR [options]\n"
+	        "       stembridge devices [--json]     list the devices (also --list-devices)\n"
+	        "       stembridge models                list the installed models\n"
+	        "\n"
+	        "separate options:\n"
+	        "  -o, --output DIR        where the stems go (required)\n"
+	        "  --device D              auto (default), cpu, opencl:N, or a comma list of them\n"
+	        "                          (the set parallel mode spreads files over)\n"
+	        "  --model NAME            builtin (default)\n"
+	        "  --stems LIST            vocals,drums,bass,other (default: all four)\n"
+	        "  --format wav|flac       file format (default wav)\n"
+	        "  --bits 16|24|32         sample format: wav 16, 24 or 32 (float, default); flac 24\n"
+	        "  --parallel              files run at once, one per device of the set (default)\n"
+	        "  --sequential            files run one after another on one device\n"
+	        "  --template T            file names, default {track}/{stem}.{ext}; fields\n"
+	        "                          {track} {take} {stem} {model} {ext}\n"
+	        "  --timeline-start N      the region's position in samples, for the manifest\n"
+	        "  --overwrite             replace stems that exist (default: refuse)\n"
+	        "  --threads N             CPU threads per job (default: all cores)\n"
+	        "  --model-path DIR        another folder to look for models in\n"
+	        "  -q, --quiet             no progress, warnings or summary; errors only\n");
+}
+
+typedef struct {
+	int quiet;
+	int jobs_running;
+} cli_state;
+
+static cli_state g_cli;
+
+/* Engine messages: warnings at once (a fallback is never silent); an error that belongs to a
+ * job comes back in its result and is printed once, with the file it belongs to. */
+static void log_cli(void *user, sb_log_level level, const char *msg)
+{
+	cli_state *c = user;
+	if (level == SB_LOG_ERROR && !c->jobs_running)
+		fprintf(stderr, "stembridge: error: %s\n", msg);
+	else if (level == SB_LOG_WARNING && !c->quiet)
+		fprintf(stderr, "stembridge: warning: %s\n", msg);
+}
+
+static int parse_stems(const char *s, unsigned *mask)
+{
+	*mask = 0;
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s", s);
+	char *save = NULL;
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		int found = 0;
+		for (int k = 0; k < SB_N_STEMS; k++)
+			if (!strcmp(t, sb_stem_names[k])) {
+				*mask |= 1u << k;
+				found = 1;
+			}
+		if (!found) {
+			fprintf(stderr, "stembridge: error: unknown stem '%s' (vocals, drums, bass, other)\n",
+			        t);
+			return 0;
+		}
+	}
+	return *mask != 0;
+}
+
+static void draw_progress(sb_engine *e, const sb_job_id *ids, const int *ok, int n, int tty)
+{
+	static double last_plain = -1;
+	double sum = 0;
+	int done = 0;
+	char stage[64] = "", dev[64] = "";
+	for (int i = 0; i < n; i++) {
+		if (!ok[i]) {
+			sum += 1;
+			done++;
+			continue;
+		}
+		sb_job_progress p;
+		if (sb_engine_progress(e, ids[i], &p) != SB_OK)
+			continue;
+		sum += p.fraction;
+		if (p.state >= SB_JOB_DONE)
+			done++;
+		else if (p.state == SB_JOB_RUNNING || p.state == SB_JOB_WRITING) {
+			snprintf(stage, sizeof stage, "%s", p.stage);
+			snprintf(dev, sizeof dev, "%s", p.device_id);
+		}
+	}
+	double f = n ? sum / n : 1;
+	if (tty) {
+		int width = 30, fill = (int)(f * width + 0.5);
+		char bar[40];
+		for (int i = 0; i < width; i++)
+			bar[i] = i < fill ? '#' : '.';
+		bar[width] = '\0';
+		fprintf(stderr, "\r[%s] %3d%%  %d/%d files  %-12s %-10s", bar, (int)(f * 100 + 0.5), done,
+		        n, stage, dev);
+		fflush(stderr);
+	} else if (f - last_plain >= 0.25 || (f >= 1 && last_plain < 1)) {
+		fprintf(stderr, "progress: %d%% (%d/%d files)\n", (int)(f * 100 + 0.5), done, n);
+		last_plain = f;
+	}
+}
+
+static int cmd_separate(int argc, char **argv)
+{
+	const char *out_dir = NULL, *model = NULL, *tmpl = NULL;
+	const char *device_arg = NULL;
+	const char *model_path[8] = {0};
+	int n_model_path = 0;
+	unsigned stems = 0;
+	int flac = 0, bits = 32, overwrite = 0, threads = 0, quiet = 0;
+	long long timeline_start = -1;
+	sb_mode mode = SB_MODE_PARALLEL;
+	const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
+	int n_inputs = 0;
+	if (!inputs)
+		return 1;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEED_VALUE                                                                           \
+	do {                                                                                     \
+		if (!v) {                                                                            \
+			fprintf(stderr, "stembridge: error: %s needs a value\n", a);                     \
+			free(inputs);                                                                    \
+			return 2;                                                                        \
+		}                                                                                    \
+		i++;                                                                                 \
+	} while (0)
+		if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+			NEED_VALUE;
+			out_dir = v;
+		} else if (!strcmp(a, "--device")) {
+			NEED_VALUE;
+			device_arg = v;
+		} else if (!strcmp(a, "--model")) {
+			NEED_VALUE;
+			model = v;
+		} else if (!strcmp(a, "--stems")) {
+			NEED_VALUE;
+			if (!parse_stems(v, &stems)) {
+				free(inputs);
+				return 2;
+			}
+		} else if (!strcmp(a, "--format")) {
+			NEED_VALUE;
+			if (!strcmp(v, "flac"))
+				flac = 1;
+			else if (strcmp(v, "wav")) {
+				fprintf(stderr, "stembridge: error: unknown format '%s' (wav, flac)\n", v);
+				free(inputs);
+				return 2;
+			}
+		} else if (!strcmp(a, "--bits")) {
+			NEED_VALUE;
+			bits = atoi(v);
+			if (bits != 16 && bits != 24 && bits != 32) {
+				fprintf(stderr, "stembridge: error: --bits takes 16, 24 or 32\n");
+				free(inputs);
+				return 2;
+			}
+		} else if (!strcmp(a, "--template")) {
+			NEED_VALUE;
+			tmpl = v;
+		} else if (!strcmp(a, "--timeline-start")) {
+			NEED_VALUE;
+			char *end = NULL;
+			timeline_start = strtoll(v, &end, 10);
+			if (!end || *end || timeline_start < 0) {
+				fprintf(stderr, "stembridge: error: --timeline-start takes a sample count\n");
+				free(inputs);
+				return 2;
+			}
+		} else if (!strcmp(a, "--threads")) {
+			NEED_VALUE;
+			threads = atoi(v);
+		} else if (!strcmp(a, "--model-path")) {
+			NEED_VALUE;
+			if (n_model_path < 7)
+				model_path[n_model_path++] = v;
+		} else if (!strcmp(a, "--parallel")) {
+			mode = SB_MODE_PARALLEL;
+		} else if (!strcmp(a, "--sequential")) {
+			mode = SB_MODE_SEQUENTIAL;
+		} else if (!strcmp(a, "--overwrite")) {
+			overwrite = 1;
+		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+			quiet = 1;
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			free(inputs);
+			return 0;
+		} else if (a[0] == '-' && a[1]) {
+			fprintf(stderr, "stembridge: error: unknown option '%s' (see --help)\n", a);
+			free(inputs);
+			return 2;
+		} else {
+			inputs[n_inputs++] = a;
+		}
+#undef NEED_VALUE
+	}
+	if (n_inputs == 0 || !out_dir) {
+		fprintf(stderr, "stembridge: error: %s\n",
+		        n_inputs == 0 ? "no input file given" : "no output folder given (-o DIR)");
+		usage(stderr);
+		free(inputs);
+		return 2;
+	}
+	g_cli.quiet = quiet;
+
+	/* The device set: one name is the job's own device (so a fallback is recorded per job),
+	 * several make the set that parallel mode spreads files over. */
+	char devbuf[1024];
+	const char *devs[16];
+	size_t n_devs = 0;
+	snprintf(devbuf, sizeof devbuf, "%s", device_arg ? device_arg : "auto");
+	char *save = NULL;
+	for (char *t = strtok_r(devbuf, ",", &save); t && n_devs < 16; t = strtok_r(NULL, ",", &save))
+		devs[n_devs++] = t;
+	sb_engine_opts eo;
+	memset(&eo, 0, sizeof eo);
+	eo.mode = mode;
+	eo.devices = n_devs > 1 ? devs : NULL;
+	eo.n_devices = n_devs > 1 ? n_devs : 0;
+	eo.cpu_threads = threads;
+	eo.model_path = model_path;
+	eo.log.fn = log_cli;
+	eo.log.user = &g_cli;
+	sb_engine *e = NULL;
+	sb_status st = sb_engine_new(&eo, &e);
+	if (st != SB_OK) {
+		free(inputs);
+		return st == SB_ERR_INVALID ? 2 : 1;
+	}
+	const sb_device_list *dl = sb_engine_devices(e);
+	for (size_t i = 0; i < n_devs; i++) {
+		sb_device_resolution r;
+		if (sb_devices_resolve(dl, devs[i], &r) != SB_OK) {
+			fprintf(stderr,
+			        "stembridge: error: unknown device '%s' (use auto, cpu or opencl:N; "
+			        "'stembridge devices' lists them)\n",
+			        devs[i]);
+			sb_engine_free(e);
+			free(inputs);
+			return 2;
+		}
+	}
+
+	sb_format fmt = flac ? SB_FORMAT_FLAC
+	              : bits == 16 ? SB_FORMAT_WAV16 : bits == 24 ? SB_FORMAT_WAV24 : SB_FORMAT_WAVF32;
+	sb_job_id *ids = calloc((size_t)n_inputs, sizeof *ids);
+	int *ok = calloc((size_t)n_inputs, sizeof *ok);
+	if (!ids || !ok) {
+		sb_engine_free(e);
+		free(inputs);
+		free(ids);
+		free(ok);
+		return 1;
+	}
+	int failures = 0;
+	g_cli.jobs_running = 1;
+	for (int i = 0; i < n_inputs; i++) {
+		sb_job_spec spec;
+		memset(&spec, 0, sizeof spec);
+		spec.input_path = inputs[i];
+		spec.device = n_devs == 1 ? devs[0] : NULL;
+		spec.model = model;
+		spec.stems = stems;
+		spec.out_dir = out_dir;
+		spec.name_template = tmpl;
+		spec.format = fmt;
+		spec.overwrite = overwrite;
+		spec.timeline_start = timeline_start;
+		st = sb_engine_submit(e, &spec, &ids[i]);
+		if (st != SB_OK) {
+			fprintf(stderr, "stembridge: error: %s: %s\n", inputs[i], sb_status_str(st));
+			failures++;
+		} else {
+			ok[i] = 1;
+		}
+	}
+	const int tty = !quiet && isatty(2);
+	for (;;) {
+		int pending = 0;
+		for (int i = 0; i < n_inputs; i++)
+			if (ok[i] && sb_engine_wait(e, ids[i], 0.1) == SB_ERR_TIMEOUT)
+				pending++;
+		if (!quiet)
+			draw_progress(e, ids, ok, n_inputs, tty);
+		if (!pending)
+			break;
+	}
+	if (tty)
+		fputc('\n', stderr);
+	for (int i = 0; i < n_inputs; i++) {
+		if (!ok[i])
+			continue;
+		sb_job_result r;
+		if (sb_engine_result(e, ids[i], &r) != SB_OK)
+			continue;
+		if (r.status != SB_OK) {
+			/* the message usually names the file already; add it when it does not */
+			if (strstr(r.message, inputs[i]))
+				fprintf(stderr, "stembridge: error: %s\n", r.message);
+			else
+				fprintf(stderr, "stembridge: error: %s: %s\n", inputs[i], r.message);
+			failures++;
+		} else if (!quiet) {
+			printf("%s -> %s%s%s%s\n", inputs[i], r.manifest_path,
+			       r.fallback_reason[0] ? " (ran on the CPU: " : "", r.fallback_reason,
+			       r.fallback_reason[0] ? ")" : "");
+		}
+		sb_engine_release(e, ids[i]);
+	}
+	g_cli.jobs_running = 0;
+	sb_engine_free(e);
+	free(ids);
+	free(ok);
+	free(inputs);
+	return failures ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	/* A file size limit must fail a write (EFBIG) and be reported, not kill the process. */
+	signal(SIGXFSZ, SIG_IGN);
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	const char *cmd = argv[1];
+	if (!strcmp(cmd, "separate"))
+		return cmd_separate(argc - 1, argv + 1);
+	if (!strcmp(cmd, "devices") || !strcmp(cmd, "--list-devices"))
+		return sb_cli_devices(argc - 1, argv + 1);
+	if (!strcmp(cmd, "models"))
+		return sb_cli_models(argc - 1, argv + 1);
+	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(cmd, "--version")) {
+		printf("stembridge %s\n", VERSION);
+		return 0;
+	}
+	fprintf(stderr, "stembridge: error: unknown command '%s' (separate, devices, models)\n", cmd);
+	usage(stderr);
+	return 2;
+}

@@ -9,11 +9,13 @@
 
 #include "core/audio_file.h"
 #include "core/manifest.h"
+#include "core/resample.h"
 #include "core/stem_writer.h"
 #include "opencl/cl_device.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +134,8 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 	sb_model *model = NULL;
 	sb_source *src = NULL;
 	sb_stem_writer *w = NULL;
+	sb_source *rsrc = NULL;
+	sb_resample_sink *rsink = NULL;
 	sb_audio_info ai;
 	memset(&ai, 0, sizeof ai);
 	sb_status st = SB_OK;
@@ -224,6 +228,23 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 		st = SB_ERR_IO;
 		goto fail;
 	}
+	/* A model with a fixed rate runs on a converted copy; its stems are converted back to the
+	 * input's rate and exact length before they reach the writer. */
+	sb_source *model_src = src;
+	sb_sink *model_sink = sb_stem_writer_sink(w);
+	const double native = model->info.native_rate;
+	if (native > 0 && fabs(native - src->rate) > 1e-6) {
+		report(&ps, SB_JOB_RUNNING, 0.01, "resampling");
+		st = sb_source_resampled(src, native, log, env->cancel, &rsrc);
+		if (st == SB_OK)
+			st = sb_resample_sink_new(model_sink, native, src->rate, src->frames, &rsink);
+		if (st != SB_OK)
+			goto fail;
+		model_src = rsrc;
+		model_sink = sb_resample_sink_sink(rsink);
+		event(&ev, log, SB_LOG_INFO, "%s runs at %g Hz: input converted from %g Hz and back",
+		      model->info.name, native, src->rate);
+	}
 	const double t_loaded = sb_now();
 
 	/* Separation, down the device ladder: smaller chunks after a device OOM, then the CPU. */
@@ -243,7 +264,9 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 		};
 		use_device(&ps, dev, fell_back);
 		report(&ps, SB_JOB_RUNNING, ps.lo, "separating");
-		st = sb_model_separate(model, &ctx, src, sb_stem_writer_sink(w));
+		st = sb_model_separate(model, &ctx, model_src, model_sink);
+		if (st == SB_OK && rsink)
+			st = sb_resample_sink_finish(rsink);
 		if (st == SB_OK || !is_device_failure(st) || dev->opencl_index < 0)
 			break;
 		if (st == SB_ERR_DEVICE_OOM && oom_retries < MAX_OOM_RETRIES) {
@@ -264,6 +287,8 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 			chunk = 0;
 		}
 		st = sb_stem_writer_reset(w);
+		if (st == SB_OK && rsink)
+			st = sb_resample_sink_reset(rsink);
 		if (st != SB_OK)
 			break;
 	}
@@ -330,6 +355,9 @@ fail:
 	report(&ps, st == SB_ERR_CANCELLED ? SB_JOB_CANCELLED : SB_JOB_FAILED, ps.p.fraction,
 	       st == SB_ERR_CANCELLED ? "cancelled" : "failed");
 out:
+	sb_resample_sink_free(rsink);
+	if (rsrc)
+		rsrc->close(rsrc);
 	sb_stem_writer_free(w); /* removes any temporary file; committed stems stay */
 	if (src)
 		src->close(src);

@@ -12,11 +12,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+static pthread_mutex_t build_lock = PTHREAD_MUTEX_INITIALIZER;
 
 #define CACHE_MAGIC "SBCLBIN1"
 #define CACHE_MAX_BYTES ((size_t)512 << 20) /* no real program binary is near this */
@@ -617,8 +620,12 @@ sb_status sb_cl_device_open(const sb_device_props *dev, const sb_logger *log, sb
 		sb_cl_device_close(d);
 		return SB_ERR_DEVICE;
 	}
+	/* Builds are serialised across devices: some drivers' compilers (PoCL's LLVM, seen under
+	 * ThreadSanitizer) are not safe to run from two threads at once, and a build is rare. */
+	pthread_mutex_lock(&build_lock);
 	sb_status st = build_cached(d, "classic", sb_cl_classic_kernels(), "", &d->classic,
 	                            &d->classic_cached, d->cache_path, sizeof d->cache_path);
+	pthread_mutex_unlock(&build_lock);
 	if (st != SB_OK) {
 		sb_cl_device_close(d);
 		return st == SB_ERR_NOMEM ? st : SB_ERR_DEVICE;

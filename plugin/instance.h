@@ -4,6 +4,8 @@
  * Who touches what:
  *  - rt_*: run() only.
  *  - rings: single producer, single consumer, as named on each.
+ *  - atomics: device_list and audition_pending (service -> run(), pointer handoff),
+ *    audition_retired (run() -> service, freed there), the flags and alarms (one writer each).
  *  - props: written by run() (patch:Set) or restore() under a sequence lock, read by anyone
  *    through sb_props_read(); run() never waits for a reader.
  *  - nrt_*: non-real-time threads only, under nrt_lock (never taken by run()).

@@ -476,10 +476,15 @@ static void poll_jobs(sb_instance *self, sb_engine *e)
 			}
 			continue;
 		}
+		/* Finished only when its result can be read: the runner reports "done" in its
+		 * progress a moment before the engine has closed the job. */
 		sb_job_result *r = calloc(1, sizeof *r);
 		if (!r)
 			continue;
-		sb_engine_result(e, self->jobs[i].id, r);
+		if (sb_engine_result(e, self->jobs[i].id, r) != SB_OK) {
+			free(r);
+			continue;
+		}
 		sb_engine_release(e, self->jobs[i].id);
 		self->jobs[i].active = false;
 		/* the device the job ended on, with the reason in words when it was a fallback */

@@ -142,7 +142,12 @@ static void progress_cb(void *user, const sb_job_progress *p)
 {
 	progress_target *t = user;
 	pthread_mutex_lock(&t->e->lock);
+	sb_job_state keep = t->j->progress.state;
 	t->j->progress = *p;
+	/* A job ends (DONE, FAILED, CANCELLED) only when its result can be read: run_job() sets
+	 * that state together with the result, never the runner's progress report. */
+	if (p->state >= SB_JOB_DONE)
+		t->j->progress.state = keep;
 	pthread_mutex_unlock(&t->e->lock);
 }
 

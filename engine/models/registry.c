@@ -3,6 +3,7 @@
  * $XDG_DATA_HOME/stembridge/models (default ~/.local/share/stembridge/models), then each of
  * $XDG_DATA_DIRS (default /usr/local/share:/usr/share) + /stembridge/models. */
 #include "classic/classic.h"
+#include "demucs/demucs.h"
 #include "models/model.h"
 
 #include <limits.h>
@@ -45,12 +46,11 @@ sb_status sb_model_open(const char *name, const char *const *search_path, const 
 		size_t at = strlen(where);
 		snprintf(where + at, sizeof where - at, "%s%s", i ? ", " : "", dirs[i]);
 	}
-	if (!strncmp(name, "htdemucs", 8))
-		sb_log(log, SB_LOG_ERROR,
-		       "model '%s' cannot run: this build has no Demucs engine yet "
-		       "(installed: builtin; see 'stembridge models')", name);
-	else
-		sb_log(log, SB_LOG_ERROR, "unknown model '%s' (installed: builtin; searched %s)", name,
-		       where);
+	/* Demucs: the htdemucs family by name (a missing file gets a message saying where to get
+	 * it), any other name when its safetensors file is installed */
+	if (!strncmp(name, "htdemucs", 8) || sb_demucs_model_installed(name, search_path))
+		return sb_demucs_model_find(name, search_path, log, out);
+	sb_log(log, SB_LOG_ERROR, "unknown model '%s' (installed: builtin; searched %s)", name,
+	       where);
 	return SB_ERR_MODEL;
 }

@@ -13,6 +13,7 @@
  *                          the UI gets a port event
  *   roll SECONDS        -> transport rolls from sample 48000 for SECONDS, then stops
  *   save DIR            -> lilv state of the running instance (save() included) in DIR/state.ttl
+ *   resize W H          -> the host resizes its window and tells the UI (its ui:resize extension)
  *   quit
  * Unprompted lines: "READY", "UI_WRITE port value" for each control the UI writes.
  * Usage: ui_host [SCALE]
@@ -336,6 +337,15 @@ static void command(char *line)
 		H.send_pos = true;
 		pthread_mutex_unlock(&H.lock);
 		printf("ROLLING\n");
+	} else if (sscanf(line, "resize %u %f", &port, &v) == 2) {
+		const LV2UI_Resize *r = suil_instance_extension_data(H.ui, LV2_UI__resize);
+		H.ui_w = (int)port;
+		H.ui_h = (int)v;
+		XResizeWindow(H.dpy, H.win, (unsigned)H.ui_w, (unsigned)H.ui_h);
+		XFlush(H.dpy);
+		if (r)
+			r->ui_resize(suil_instance_get_handle(H.ui), H.ui_w, H.ui_h);
+		printf(r ? "RESIZED %d %d\n" : "NO_RESIZE\n", H.ui_w, H.ui_h);
 	} else if (sscanf(line, "save %2047s", arg) == 1) {
 		/* save() may run while run() runs (the plugin reads a consistent copy) */
 		LilvState *st = lilv_state_new_from_instance(H.plugin, H.inst, &map, NULL, arg, arg,

@@ -12,7 +12,6 @@ Exit 0 pass, 1 fail, 77 skipped (Xvfb, xdotool, import or sordi missing).
 import os
 import queue
 import re
-import select
 import shutil
 import subprocess
 import sys
@@ -43,18 +42,33 @@ def check(cond, what):
     return cond
 
 
+def answers(display):
+    return subprocess.run(["xdotool", "getdisplaygeometry"], env=dict(os.environ, DISPLAY=display),
+                          capture_output=True).returncode == 0
+
+
 def start_xvfb():
-    r, w = os.pipe()
-    xvfb = subprocess.Popen(["Xvfb", "-displayfd", str(w), "-screen", "0", "1280x900x24",
-                             "-nolisten", "tcp"], pass_fds=[w], stderr=subprocess.DEVNULL)
-    os.close(w)
-    ready, _, _ = select.select([r], [], [], 20)
-    if not ready:
+    """A private Xvfb on a free display, used only once it answers. The display number is
+    chosen here: Xvfb's -displayfd sometimes fails under meson ("Cannot write display number to
+    fd"), and a server that reports its number may not yet accept connections."""
+    xlog = open(os.path.join(OUT, "xvfb.log"), "w")
+    start = 50 + os.getpid() % 400
+    for n in range(start, start + 40):
+        if os.path.exists("/tmp/.X%d-lock" % n) or os.path.exists("/tmp/.X11-unix/X%d" % n):
+            continue
+        display = ":%d" % n
+        xvfb = subprocess.Popen(["Xvfb", display, "-screen", "0", "1280x900x24", "-nolisten", "tcp"],
+                                stderr=xlog)
+        end = time.time() + 15
+        while xvfb.poll() is None and time.time() < end:
+            if answers(display):
+                return xvfb, display
+            time.sleep(0.1)
+        print("Xvfb on %s did not answer (exit %s); trying another; its log: %s" %
+              (display, xvfb.poll(), xlog.name), flush=True)
         xvfb.kill()
-        sys.exit("Xvfb did not start")
-    display = ":" + os.read(r, 64).decode().strip()
-    os.close(r)
-    return xvfb, display
+        xvfb.wait()
+    sys.exit("Xvfb did not start")
 
 
 class Host:
@@ -248,6 +262,20 @@ def run_scale_1(env):
         xdo(env, "mousemove", str(geo[0] + geo[2] - 5), str(geo[1] + geo[3] - 5))
         time.sleep(0.5)
         screenshot(env, geo, "ui-scale1-fallback.png")
+
+        # the host makes the window larger: the UI follows, and its button grows with it
+        check(h.ask("resize 760 460", r"RESIZED 760 460") is not None,
+              "the UI offers ui:resize to the host")
+        time.sleep(0.5)
+        geo = tuple(int(v) for v in h.ask("geometry", r"GEOMETRY (\S+) (\S+) (\S+) (\S+)").groups())
+        check(geo[2:] == (760, 460), "host window %dx%d" % geo[2:])
+        h.ask("set %d 0" % PORT_DEVICE, r"SET")
+        time.sleep(0.3)
+        click(env, geo, 1.0, where=(700, 58))  # beyond the 520-wide layout's button
+        check(wait_write(h, PORT_DEVICE) == 1.0, "the widened device button takes a click at x=700")
+        xdo(env, "mousemove", str(geo[0] + geo[2] - 5), str(geo[1] + geo[3] - 5))
+        time.sleep(0.5)
+        screenshot(env, geo, "ui-scale1-resized.png")
     finally:
         check(h.close() == 0, "the host closed the UI and the plugin cleanly")
 

@@ -2,11 +2,10 @@
 # End to end through the real Ardour GUI under Xvfb: a session with a recorded region on
 # "Guitar", a take's stems and stems.txt as the plugin writes them, the shipped importer
 # (stembridge_import.lua) run unattended by an EditorHook, then a headless check.
-# usage: gui_import_test.sh WORKDIR [SHARED_GUI_IMPORT_DIR]
-# Needs: ardour, xvfb (xvfb-run), sox. After ../../shared/ardour/gui-import/run_test.sh.
+# usage: gui_import_test.sh WORKDIR
+# Needs: ardour, xvfb (xvfb-run), sox, python3. After ../shared/ardour/gui-import/run_test.sh.
 set -e
 W="$1"; R=$(cd "$(dirname "$0")" && pwd)
-S="${2:-$R/../../../shared/ardour/gui-import}"
 PORT=$((20000 + $$ % 20000))
 rm -rf "$W"; mkdir -p "$W"; cd "$W"
 export XDG_CONFIG_HOME="$W/cfg"
@@ -19,11 +18,9 @@ for s in vocals drums bass other; do
 	sox -n -r 48000 -c 2 -b 24 "take/Guitar-take1-$s.wav" synth 2 sine 330 vol 0.2
 	printf '%s\n' "$W/take/Guitar-take1-$s.wav" >> take/Guitar-take1-stems.txt
 done
-sh "$S/make_config.sh" "$W/cfg" "$R/gui_hook.lua" "$PORT"
 # the session was recorded from the Dummy's generator: the GUI must open the same device, or a
 # modal "Engine I/O device has changed" dialog waits for a click
-sed -i 's|driver="Normal Speed" device="Silence"|driver="10x Speed" device="Sine Wave 1K, 1/3 Oct"|' "$W/cfg/ardour7/config"
-grep -q 'device="Sine Wave 1K' "$W/cfg/ardour7/config"
+sh "$R/gui_config.sh" "$W/cfg" "$R/gui_hook.lua" "$PORT" "10x Speed" "Sine Wave 1K, 1/3 Oct"
 rc=0
 SB_ACTION_SCRIPT="$R/stembridge_import.lua" SB_STEMS_TXT="$W/take/Guitar-take1-stems.txt" \
 SB_SOURCE=Guitar SB_LOG="$W/hook.log" SB_OSC_PORT=$PORT \

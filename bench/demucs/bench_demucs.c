@@ -1,0 +1,159 @@
+/* HTDemucs speed and memory on the native CPU path, for a released-size model (random weights
+ * from shared/golden/htdemucs/released-shapes.json, or a converted file given with --model):
+ * seconds per 7.8 s segment, seconds for a whole song through separate() (normalisation,
+ * overlapping segments, blending), and the process's peak RSS. Prints one JSON line;
+ * run_bench.sh puts it beside the reference PyTorch run.
+ *
+ *   bench_demucs SHAPES_JSON [--model FILE] [--write-model FILE] [--threads N]
+ *                [--seconds S] [--repeat N]
+ */
+#include "demucs/demucs.h"
+#include "demucs/gemm.h"
+#include "demucs/thread_pool.h"
+#include "random_model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+static void log_fn(void *user, sb_log_level level, const char *msg)
+{
+	(void)user;
+	if (level <= SB_LOG_WARNING)
+		fprintf(stderr, "bench_demucs: %s\n", msg);
+}
+
+/* a sink that only counts: the bench measures the engine, not the disk */
+typedef struct {
+	sb_sink sink;
+	int64_t frames[16];
+	double sum;
+} null_sink;
+
+static sb_status null_write(sb_sink *self, int stem, const float *data, int64_t n)
+{
+	null_sink *s = self->impl;
+	s->frames[stem] += n;
+	for (int64_t i = 0; i < n * self->channels; i += 4096)
+		s->sum += data[i];
+	return SB_OK;
+}
+
+static void progress(void *user, double fraction, const char *stage)
+{
+	(void)user;
+	(void)stage;
+	fprintf(stderr, "\r  song: %3.0f %%", 100 * fraction);
+}
+
+int main(int argc, char **argv)
+{
+	const char *shapes = NULL, *model = NULL, *write_model = NULL;
+	int threads = 0, repeat = 1;
+	double seconds = 180;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--model") && i + 1 < argc)
+			model = argv[++i];
+		else if (!strcmp(argv[i], "--write-model") && i + 1 < argc)
+			write_model = argv[++i];
+		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+			threads = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
+			seconds = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
+			repeat = atoi(argv[++i]);
+		else if (argv[i][0] != '-' && !shapes)
+			shapes = argv[i];
+		else {
+			fprintf(stderr, "usage: bench_demucs SHAPES_JSON [--model FILE] [--write-model FILE] "
+			                "[--threads N] [--seconds S] [--repeat N]\n");
+			return 2;
+		}
+	}
+	char tmp[] = "/tmp/sb-bench-htdemucs-XXXXXX";
+	if (!model) {
+		if (!shapes) {
+			fprintf(stderr, "bench_demucs: give released-shapes.json or --model\n");
+			return 2;
+		}
+		if (write_model) {
+			model = write_model;
+		} else {
+			const int fd = mkstemp(tmp);
+			if (fd < 0)
+				return 1;
+			close(fd);
+			model = tmp;
+		}
+		if (random_model_write(shapes, "htdemucs", model, NULL) != 0)
+			return 1;
+	}
+	const sb_logger log = {log_fn, NULL};
+	sb_model *m = NULL;
+	double t0 = sb_now();
+	if (sb_demucs_model_open(model, "htdemucs", NULL, &log, &m) != SB_OK)
+		return 1;
+	const double load_s = sb_now() - t0;
+	const sb_htdemucs *net = sb_demucs_bag_net(sb_demucs_model_bag(m), 0);
+	const int64_t L = sb_htdemucs_cfg(net)->segment_length;
+
+	/* one segment: a warm-up, then the timed runs */
+	float *in = malloc(sizeof(float) * (size_t)(2 * L));
+	float *out = malloc(sizeof(float) * (size_t)(8 * L));
+	uint64_t seed = 1;
+	for (int64_t i = 0; i < 2 * L; i++)
+		in[i] = 0.1f * (2.f * (float)(rm_next(&seed) >> 40) / (float)(1 << 24) - 1.f);
+	sb_pool *pool = NULL;
+	sb_pool_new(threads, &pool);
+	sb_htdemucs_ws *ws = sb_htdemucs_ws_new();
+	sb_htdemucs_forward(net, pool, ws, in, out, NULL, NULL, &log);
+	t0 = sb_now();
+	for (int r = 0; r < repeat; r++)
+		sb_htdemucs_forward(net, pool, ws, in, out, NULL, NULL, &log);
+	sb_htdemucs_ws_free(ws);
+	const double seg_s = (sb_now() - t0) / repeat;
+	const int used_threads = sb_pool_threads(pool);
+	sb_pool_free(pool);
+	free(in);
+	free(out);
+
+	/* a whole song */
+	const int64_t n = (int64_t)(seconds * 44100);
+	float *song = malloc(sizeof(float) * (size_t)(2 * n));
+	for (int64_t i = 0; i < n; i++) {
+		const double t = (double)i / 44100;
+		song[2 * i] = (float)(0.3 * sin(2 * M_PI * 220 * t)) +
+		              0.05f * (2.f * (float)(rm_next(&seed) >> 40) / (float)(1 << 24) - 1.f);
+		song[2 * i + 1] = (float)(0.3 * sin(2 * M_PI * 330 * t)) +
+		                  0.05f * (2.f * (float)(rm_next(&seed) >> 40) / (float)(1 << 24) - 1.f);
+	}
+	sb_source *src = NULL;
+	sb_source_memory(song, n, 2, 44100, &src);
+	null_sink ns = {.sink = {.n_stems = SB_N_STEMS, .channels = 2, .write = null_write}};
+	ns.sink.impl = &ns;
+	sb_run_ctx ctx = {.log = &log, .threads = threads, .progress = progress};
+	t0 = sb_now();
+	const sb_status st = sb_model_separate(m, &ctx, src, &ns.sink);
+	const double song_s = sb_now() - t0;
+	fprintf(stderr, "\n");
+	src->close(src);
+	free(song);
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	if (st != SB_OK || ns.frames[0] != n) {
+		fprintf(stderr, "bench_demucs: separation failed: %s\n", sb_status_str(st));
+		return 1;
+	}
+	printf("{\"impl\": \"stembridge\", \"gemm\": \"%s\", \"threads\": %d, \"load_s\": %.3f, "
+	       "\"segment_s\": %.3f, \"song_s\": %.3f, \"song_seconds\": %.1f, "
+	       "\"peak_rss_mb\": %.1f}\n",
+	       sb_gemm_backend(), used_threads, load_s, seg_s, song_s, seconds,
+	       (double)ru.ru_maxrss / 1024.0);
+	sb_model_free(m);
+	if (model == tmp)
+		unlink(tmp);
+	return 0;
+}

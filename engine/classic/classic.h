@@ -12,8 +12,10 @@
  * 2. Analysis magnitude per bin k, frame t: M = sqrt(mean over channels |X_c|^2).
  * 3. Harmonic/percussive (Fitzgerald 2010, soft masks as Driedger et al. 2014):
  *    Hm = median of M over time (frames t-Kt..t+Kt), Pm = median over frequency
- *    (bins k-Kf..k+Kf, clamped at the edges). mask_p = Pm^2 / (Hm^2 + Pm^2 + eps),
- *    mask_h = 1 - mask_p.
+ *    (bins k-Kf..k+Kf, clamped at the edges; below f_lo, bins k-Kf_lo..k+Kf_lo: in the bass
+ *    range a kick is only a few bins wide, and a wide median there calls it harmonic and bass
+ *    notes percussive). mask_p = Pm^2 / ((beta Hm)^2 + Pm^2 + eps), mask_h = 1 - mask_p;
+ *    beta is Driedger's separation factor (> 1: a bin must be clearly percussive to count).
  * 4. Bass: low-band weight b(f) = 1 below f_b0, raised-cosine to 0 at f_b1.
  *    m_bass = mask_h * b.
  * 5. Vocals: centre/side analysis of channels 0 and 1 (Avendano & Jot 2002 panning
@@ -26,7 +28,7 @@
  *    bass) in the time domain, so the stems add back to the input to float rounding.
  *
  * Parameters (classic_params_default() holds the tuned values; keep this list in step):
- *    Kt, Kf, eps, f_b0, f_b1, gamma, c_mono, voice band edges.
+ *    Kt, Kf, Kf_lo, f_lo, beta, eps, f_b0, f_b1, gamma, c_mono, voice band edges.
  *
  * The exact arithmetic (windows, median rank, band weights) and the per-chunk seam between the
  * streaming driver and a backend are in classic_ops.h.
@@ -44,6 +46,9 @@
 typedef struct {
 	int n_fft;        /* 0: from the rate as above */
 	int kt, kf;       /* median half-lengths, frames and bins (bins scaled with rate) */
+	int kf_lo;        /* frequency-median half-length below f_lo, bins (scaled like kf) */
+	float f_lo;       /* Hz */
+	float beta;       /* separation factor of the percussive mask */
 	float eps;
 	float f_b0, f_b1; /* Hz */
 	float gamma, c_mono;

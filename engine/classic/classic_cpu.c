@@ -7,8 +7,10 @@
  * J.-M. Jot, "Frequency domain techniques for stereo to multichannel upmix", AES 22nd 2002.
  *
  * Speed: one r2c and one c2r plan per job (fftw3f), spectra kept for the chunk only, and both
- * medians as sliding sorted windows (remove the leaving value, insert the entering one:
- * O(K) memmove per step instead of a sort per bin).
+ * medians as sliding sorted windows (the leaving value is replaced by the entering one in a
+ * single pass: O(K) per step instead of a sort per bin). The windows are short (9 and 17
+ * values with the default parameters), where a linear scan beats a bisection, whose branches
+ * audio makes unpredictable.
  */
 #include "classic/classic_ops.h"
 
@@ -89,7 +91,8 @@ static void *cpu_create(const sb_classic_params *p, double rate, int channels, i
 	s->channels = channels;
 	s->max_frames = max_frames;
 	int n = s->g.n_fft, b = s->g.bins, nf = max_frames + 2 * s->g.kt;
-	int wmax = 2 * (s->g.kt > s->g.kf ? s->g.kt : s->g.kf) + 1;
+	int wmax = s->g.kt > s->g.kf ? s->g.kt : s->g.kf;
+	wmax = 2 * (wmax > s->g.kf_lo ? wmax : s->g.kf_lo) + 1;
 	s->win = malloc(sizeof(float) * n);
 	s->bass_w = malloc(sizeof(float) * b);
 	s->voice_w = malloc(sizeof(float) * b);
@@ -128,40 +131,66 @@ static void *cpu_create(const sb_classic_params *p, double rate, int channels, i
 	return s;
 }
 
-/* Sorted window of n values: remove one value, insert another, keeping order. */
-static void win_remove(float *w, int *n, float v)
-{
-	int lo = 0, hi = *n - 1;
-	while (lo < hi) {
-		int mid = (lo + hi) / 2;
-		if (w[mid] < v)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	memmove(w + lo, w + lo + 1, sizeof(float) * (size_t)(*n - lo - 1));
-	(*n)--;
-}
-
+/* Sorted window of n values (M is finite and >= 0, so the order is total). */
 static void win_insert(float *w, int *n, float v)
 {
-	int lo = 0, hi = *n;
-	while (lo < hi) {
-		int mid = (lo + hi) / 2;
-		if (w[mid] < v)
-			lo = mid + 1;
-		else
-			hi = mid;
+	int i = (*n)++;
+	for (; i > 0 && w[i - 1] > v; i--)
+		w[i] = w[i - 1];
+	w[i] = v;
+}
+
+static void win_remove(float *w, int *n, float v)
+{
+	int i = 0;
+	while (w[i] < v) /* v is in the window: this stops on a copy of it */
+		i++;
+	for ((*n)--; i < *n; i++)
+		w[i] = w[i + 1];
+}
+
+/* Remove 'old' (in the window) and insert 'v' in one pass: the gap left by 'old' moves to
+ * where 'v' belongs. */
+static void win_replace(float *w, int n, float old, float v)
+{
+	int i = 0;
+	while (w[i] < old)
+		i++;
+	for (; i > 0 && w[i - 1] > v; i--)
+		w[i] = w[i - 1];
+	for (; i < n - 1 && w[i + 1] < v; i++)
+		w[i] = w[i + 1];
+	w[i] = v;
+}
+
+/* pmed[k] = median of row[lo(k)..hi(k)] for k in [k0, k1), with lo = max(0, k-K) and
+ * hi = min(b-1, k+K): a window that slides one bin per step. */
+static void freq_median(const float *row, int b, int k0, int k1, int K, float *sorted,
+                        float *pmed)
+{
+	int cnt = 0;
+	int lo = k0 - K > 0 ? k0 - K : 0, hi = k0 + K < b - 1 ? k0 + K : b - 1;
+	for (int q = lo; q <= hi; q++)
+		win_insert(sorted, &cnt, row[q]);
+	for (int k = k0; k < k1; k++) {
+		if (k > k0) {
+			int leave = k - K - 1, enter = k + K;
+			if (leave >= 0 && enter < b)
+				win_replace(sorted, cnt, row[leave], row[enter]);
+			else if (leave >= 0)
+				win_remove(sorted, &cnt, row[leave]);
+			else if (enter < b)
+				win_insert(sorted, &cnt, row[enter]);
+		}
+		pmed[k] = sorted[cnt / 2];
 	}
-	memmove(w + lo + 1, w + lo, sizeof(float) * (size_t)(*n - lo));
-	w[lo] = v;
-	(*n)++;
 }
 
 static sb_status cpu_process(void *vs, int nt, const float *in, float *out)
 {
 	cpu_state *s = vs;
 	const int n = s->g.n_fft, h = s->g.hop, b = s->g.bins, kt = s->g.kt, kf = s->g.kf;
+	const int kf_lo = s->g.kf_lo, k_lo = s->g.k_lo;
 	const int C = s->channels, nf = nt + 2 * kt, stride = s->max_frames + 2 * kt;
 	if (nt < 1 || nt > s->max_frames)
 		return SB_ERR_INVALID;
@@ -195,40 +224,29 @@ static sb_status cpu_process(void *vs, int nt, const float *in, float *out)
 		for (int f = 0; f < 2 * kt + 1; f++)
 			win_insert(s->sorted, &cnt, m[f]);
 		for (int j = 0; j < nt; j++) {
-			if (j > 0) {
-				win_remove(s->sorted, &cnt, m[j - 1]);
-				win_insert(s->sorted, &cnt, m[j + 2 * kt]);
-			}
-			s->hmed[(size_t)j * b + k] = s->sorted[cnt / 2];
+			if (j > 0)
+				win_replace(s->sorted, cnt, m[j - 1], m[j + 2 * kt]);
+			s->hmed[(size_t)j * b + k] = s->sorted[kt];
 		}
 	}
 
 	memset(out, 0, sizeof(float) * 3 * (size_t)(nt + 1) * h * C);
 	const size_t stem_len = (size_t)(nt + 1) * h * C;
-	const float inv_n = 1.f / (float)n, eps = s->p.eps, gamma = s->p.gamma;
+	const float inv_n = 1.f / (float)n, eps = s->p.eps, gamma = s->p.gamma, beta = s->p.beta;
 	for (int j = 0; j < nt; j++) {
-		/* Step 3b: frequency median over bins k-Kf..k+Kf clamped. */
+		/* Step 3b: frequency median over bins k-K..k+K clamped, K = Kf_lo below k_lo. */
 		for (int k = 0; k < b; k++)
 			s->row[k] = s->mag[(size_t)k * stride + j + kt];
-		int cnt = 0;
-		for (int k = 0; k <= kf && k < b; k++)
-			win_insert(s->sorted, &cnt, s->row[k]);
-		for (int k = 0; k < b; k++) {
-			if (k > 0) {
-				if (k - kf - 1 >= 0)
-					win_remove(s->sorted, &cnt, s->row[k - kf - 1]);
-				if (k + kf < b)
-					win_insert(s->sorted, &cnt, s->row[k + kf]);
-			}
-			s->pmed[k] = s->sorted[cnt / 2];
-		}
+		freq_median(s->row, b, 0, k_lo, kf_lo, s->sorted, s->pmed);
+		freq_median(s->row, b, k_lo, b, kf, s->sorted, s->pmed);
 
 		/* Steps 3c-6: masks in place: row -> vocals, pmed -> drums, hmed row -> bass. */
 		const fftwf_complex *X = s->spec + (size_t)j * C * b;
 		float *mv = s->row, *md = s->pmed;
 		for (int k = 0; k < b; k++) {
 			float hm = s->hmed[(size_t)j * b + k], pm = s->pmed[k];
-			float mp = pm * pm / (hm * hm + pm * pm + eps);
+			float hb = beta * hm;
+			float mp = pm * pm / (hb * hb + pm * pm + eps);
 			float mh = 1.f - mp;
 			float bw = s->bass_w[k];
 			float cw;

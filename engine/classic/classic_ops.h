@@ -5,7 +5,9 @@
  * relative per stem.
  *
  * GEOMETRY (sb_classic_geometry): N = FFT size, H = N/2 hop, Kt = time-median half-length
- * (frames), Kf = frequency-median half-length in bins for this rate, B = N/2 + 1 bins.
+ * (frames), Kf = frequency-median half-length in bins for this rate, B = N/2 + 1 bins,
+ * Kf_lo = the frequency-median half-length in bins below f_lo, k_lo = ceil(f_lo * N / rate)
+ * clamped to [0, B]: the number of bins below f_lo.
  * STFT frame t covers input samples [(t-1)H, (t+1)H).
  *
  * ONE CALL process(st, nt, in, out) computes the masked output frames t0 .. t0+nt-1 (t0 is
@@ -24,7 +26,8 @@
  *   - FFT unnormalised forward; inverse divided by N.
  *   - median of n values = the element of rank n/2 (0-based) after sorting ascending (for even
  *     n the upper middle). Time median over frames t-Kt..t+Kt (always 2Kt+1 values); frequency
- *     median over bins max(0,k-Kf)..min(B-1,k+Kf).
+ *     median over bins max(0,k-K)..min(B-1,k+K) with K = Kf_lo for k < k_lo, else K = Kf.
+ *   - mask_p = Pm*Pm / (hb*hb + Pm*Pm + eps) with hb = beta*Hm.
  *   - M, psi and the masks as in classic.h; the band weights b(f), v(f) use f = k * rate / N and
  *     the raised cosine r(x) = 0.5 - 0.5 cos(pi x) for x in [0,1].
  *
@@ -37,6 +40,7 @@
 
 typedef struct {
 	int n_fft, hop, kt, kf, bins;
+	int kf_lo, k_lo; /* the narrow frequency median of bins k < k_lo */
 } sb_classic_geom;
 
 /* The geometry for a rate (fills n_fft when p->n_fft is 0, scales Kf with the bin width). */

@@ -6,11 +6,12 @@
  *   builtin  the "builtin" model through the model seam (sb_model_open / sb_model_separate);
  *   IRM      the ideal ratio mask |S_i| / sum_j |S_j| per bin and channel on the STFT of
  *            classic.h (sqrt-Hann, N = sb_classic_fft_size, hop N/2, overlap-add), applied to
- *            the mix: the best any real mask on that STFT can do, the ceiling for builtin;
+ *            the mix: an oracle that knows the stems, the ceiling for a mask on that STFT;
  *   mix/4    the mix divided by four: what doing nothing scores, the floor.
  * The goal is a mean builtin SDR of at least half the IRM's.
  *
- * --set NAME=VALUE (kt, kf, eps, f_b0, f_b1, gamma, c_mono, v_lo0, v_lo1, v_hi0, v_hi1, n_fft)
+ * --set NAME=VALUE (any field of sb_classic_params: kt, kf, kf_lo, f_lo, beta, eps, f_b0, f_b1,
+ * gamma, c_mono, v_lo0, v_lo1, v_hi0, v_hi1, n_fft)
  * runs the same driver with changed parameters instead of the model, to tune
  * classic_params.c; the table is then headed "tuned".
  *
@@ -36,7 +37,7 @@
 enum { EST_BUILTIN, EST_IRM, EST_MIX4, N_EST };
 
 typedef struct {
-	const char *name;
+	char name[64];
 	int channels;
 	double rate;
 	int64_t frames;
@@ -76,8 +77,14 @@ static float *read_wav(const char *path, int *channels, double *rate, int64_t *f
 static int load_song(const char *dir, song *s)
 {
 	memset(s, 0, sizeof *s);
-	const char *slash = strrchr(dir, '/');
-	s->name = slash && slash[1] ? slash + 1 : dir;
+	/* the folder's last component names the song ("songs/song1_pop/" -> "song1_pop") */
+	size_t end = strlen(dir);
+	while (end > 1 && dir[end - 1] == '/')
+		end--;
+	size_t start = end;
+	while (start > 0 && dir[start - 1] != '/')
+		start--;
+	snprintf(s->name, sizeof s->name, "%.*s", (int)(end - start), dir + start);
 	for (int i = 0; i < SB_N_STEMS; i++) {
 		char path[4096];
 		snprintf(path, sizeof path, "%s/%s.wav", dir, sb_stem_names[i]);
@@ -281,6 +288,9 @@ static int set_param(sb_classic_params *p, const char *arg)
 	PARAM(n_fft, int)
 	PARAM(kt, int)
 	PARAM(kf, int)
+	PARAM(kf_lo, int)
+	PARAM(f_lo, float)
+	PARAM(beta, float)
 	PARAM(eps, float)
 	PARAM(f_b0, float)
 	PARAM(f_b1, float)

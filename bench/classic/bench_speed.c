@@ -45,16 +45,14 @@ static sb_status loop_read(sb_source *self, int64_t start, int64_t n, float *out
 typedef struct {
 	sb_sink sink;
 	int64_t frames[SB_N_STEMS];
-	double energy; /* so the output is looked at */
 } count_sink;
 
 static sb_status count_write(sb_sink *self, int stem, const float *d, int64_t n)
 {
 	count_sink *cs = self->impl;
+	(void)d;
 	if (stem < 0 || stem >= SB_N_STEMS)
 		return SB_ERR_INVALID;
-	for (int64_t i = 0; i < n * self->channels; i++)
-		cs->energy += (double)d[i] * d[i];
 	cs->frames[stem] += n;
 	return SB_OK;
 }

@@ -1,17 +1,23 @@
 #!/bin/sh
-# Makes the classic quality bench's songs: four short stereo 44.1 kHz songs whose stems are
-# known because each is rendered on its own. Instruments come from the MIDI parts that
-# make_midi.py writes, played by FluidSynth with a General MIDI soundfont; the voice is
-# espeak-ng singing one word per note (pitched with -p, the rest of the way with sox), centred;
-# drums, bass and other are panned as each song's song.sh says. Every stem is levelled to an
-# RMS in dBFS and written as 32-bit float, so the mix (their sum, made by bench_quality) never
-# clips.
+# Makes the classic quality bench's songs: four short stereo 44.1 kHz songs (three more with
+# --held-out) whose stems are known because each is rendered on its own. Instruments come from
+# the MIDI parts that make_midi.py writes, played by FluidSynth with a General MIDI soundfont;
+# the voice is espeak-ng singing one word per note (pitched with -p, the rest of the way with
+# sox), centred; drums, bass and other are panned as each song's song.sh says. Every stem is
+# levelled to an RMS in dBFS and written as 32-bit float. bench_quality mixes the stems itself;
+# mix.wav is for listening.
 #
-# Usage: make_songs.sh OUTDIR       -> OUTDIR/<song>/{vocals,drums,bass,other,mix}.wav
+# Usage: make_songs.sh [--held-out] OUTDIR  -> OUTDIR/<song>/{vocals,drums,bass,other,mix}.wav
+#        (--held-out: the three songs kept out of the tuning, see make_midi.py)
 # Needs: python3, fluidsynth, fluid-soundfont-gm (or SF2=/path/to/a/GM.sf2), espeak-ng, sox.
 set -eu
 
-OUT=${1:?usage: make_songs.sh OUTDIR}
+SET=
+if [ "${1:-}" = --held-out ]; then
+	SET=--held-out
+	shift
+fi
+OUT=${1:?usage: make_songs.sh [--held-out] OUTDIR}
 HERE=$(cd "$(dirname "$0")" && pwd)
 SF2=${SF2:-/usr/share/sounds/sf2/FluidR3_GM.sf2}
 RATE=44100
@@ -22,7 +28,7 @@ done
 [ -r "$SF2" ] || { echo "make_songs.sh: no soundfont at $SF2 (apt-get install fluid-soundfont-gm, or set SF2)" >&2; exit 1; }
 
 mkdir -p "$OUT"
-songs=$(python3 "$HERE/make_midi.py" "$OUT")
+songs=$(python3 "$HERE/make_midi.py" $SET "$OUT")
 
 # rms FILE: RMS amplitude over all samples of all channels
 rms() {
@@ -74,6 +80,7 @@ for song in $songs; do
 		bass) pan=$PAN_BASS lvl=$LEVEL_BASS ;;
 		*) pan=$PAN_OTHER lvl=$LEVEL_OTHER ;;
 		esac
+		# shellcheck disable=SC2046 # two numbers, split on purpose
 		set -- $(pan_gains "$pan")
 		sox -V1 "$tmp/$stem.raw.wav" -e floating-point -b 32 "$tmp/$stem.cut.wav" \
 			remix 1v"$1" 2v"$2" trim 0 "$LEN" pad 0 "$LEN" trim 0 "$LEN"
@@ -86,6 +93,7 @@ for song in $songs; do
 	inputs=""
 	while read -r onset dur midi word; do
 		n=$((n + 1))
+		# shellcheck disable=SC2046 # two numbers, split on purpose
 		set -- $(awk -v m="$midi" -v f50="$F50" 'BEGIN {
 			f = 440 * 2 ^ ((m - 69) / 12); p = int(50 + 84 * log(f / f50) / log(2) + 0.5)
 			if (p < 0) p = 0; if (p > 99) p = 99

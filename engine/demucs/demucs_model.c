@@ -1,6 +1,6 @@
 /* Demucs models ("htdemucs", "htdemucs_ft", "htdemucs_6s", or any name whose file is found)
- * behind the sb_model seam. The native CPU path only for now: a job that asks for an OpenCL
- * device gets SB_ERR_DEVICE, and the job runner finishes it on the CPU. */
+ * behind the sb_model seam, on the native CPU path or the OpenCL device the job runner opened
+ * (ctx->cl). */
 #include "demucs/demucs_internal.h"
 
 #include <stdio.h>
@@ -17,11 +17,6 @@ typedef struct {
 static sb_status dm_separate(sb_model *m, const sb_run_ctx *ctx, sb_source *in, sb_sink *out)
 {
 	demucs_model *dm = m->impl;
-	if (ctx && ctx->cl) {
-		sb_log(ctx->log, SB_LOG_WARNING, "%s: no OpenCL path yet; it runs on the CPU",
-		       m->info.name);
-		return SB_ERR_DEVICE;
-	}
 	return sb_demucs_separate(dm->bag, &dm->opts, ctx, in, out);
 }
 
@@ -108,7 +103,7 @@ sb_status sb_demucs_model_open(const char *path, const char *name, const sb_demu
 	info->n_stems = n > SB_N_STEMS ? n : SB_N_STEMS;
 	for (int k = 0; k < info->n_stems && k < 8; k++)
 		info->stem_names[k] = k < n ? dm->stems[k] : sb_stem_names[k];
-	info->opencl = 0;
+	info->opencl = 1;
 	info->default_chunk_frames = c->segment_length;
 	*out = m;
 	return SB_OK;

@@ -313,6 +313,7 @@ sb_status sb_demucs_separate(const sb_demucs_bag *bag, const sb_demucs_opts *opt
 	float *raw = NULL, *x = NULL, *seg = NULL;
 	sb_pool *pool = NULL;
 	sb_htdemucs_ws *ws = NULL;
+	sb_htdemucs_cl *on_dev[64] = {0};
 	if (!grids)
 		return SB_ERR_NOMEM;
 	p.g = grids;
@@ -399,6 +400,9 @@ sb_status sb_demucs_separate(const sb_demucs_bag *bag, const sb_demucs_opts *opt
 		st = sb_pool_new(ctx ? ctx->threads : 0, &pool);
 	if (st == SB_OK && !(ws = sb_htdemucs_ws_new()))
 		st = SB_ERR_NOMEM;
+	/* on a device: every model's weights go there once for the whole file */
+	for (int k = 0; st == SB_OK && ctx && ctx->cl && k < bag->n && k < 64; k++)
+		st = sb_htdemucs_cl_new(bag->nets[k], ctx->cl, log, &on_dev[k]);
 	sb_gemm_init();
 
 	while (st == SB_OK) {
@@ -420,7 +424,11 @@ sb_status sb_demucs_separate(const sb_demucs_bag *bag, const sb_demucs_opts *opt
 				st = SB_ERR_CANCELLED;
 				break;
 			}
-			st = sb_htdemucs_forward(bag->nets[g->nets[ni]], pool, ws, x, seg, NULL, NULL, log);
+			const int k = g->nets[ni];
+			if (on_dev[k])
+				st = sb_htdemucs_forward_cl(on_dev[k], pool, ws, x, seg, NULL, NULL, log);
+			else
+				st = sb_htdemucs_forward(bag->nets[k], pool, ws, x, seg, NULL, NULL, log);
 			if (st != SB_OK)
 				break;
 			const double *coef = g->coef + (size_t)ni * p.S;
@@ -456,6 +464,8 @@ sb_status sb_demucs_separate(const sb_demucs_bag *bag, const sb_demucs_opts *opt
 	}
 	if (st == SB_ERR_NOMEM)
 		sb_log(log, SB_LOG_ERROR, "htdemucs: out of memory");
+	for (int k = 0; k < 64; k++)
+		sb_htdemucs_cl_free(on_dev[k]);
 	sb_pool_free(pool);
 	sb_htdemucs_ws_free(ws);
 	for (int i = 0; i < p.n_grids; i++) {

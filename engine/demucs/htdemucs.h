@@ -71,4 +71,17 @@ sb_status sb_htdemucs_forward(const sb_htdemucs *net, sb_pool *pool, sb_htdemucs
                               const float *in, float *out,
                               sb_htdemucs_tap tap, void *tap_user, const sb_logger *log);
 
+/* The OpenCL path: the net's weights on one opened device (uploaded once) and its kernels.
+ * Free it before the device. Same results as the CPU path within 1e-4. */
+typedef struct sb_cl_device sb_cl_device;
+typedef struct sb_htdemucs_cl sb_htdemucs_cl;
+sb_status sb_htdemucs_cl_new(const sb_htdemucs *net, sb_cl_device *dev, const sb_logger *log,
+                             sb_htdemucs_cl **out);
+void sb_htdemucs_cl_free(sb_htdemucs_cl *c);
+/* sb_htdemucs_forward on the device (the STFTs on the host with pool and ws). Device failures
+ * come back as SB_ERR_DEVICE_OOM / SB_ERR_DEVICE_LOST / SB_ERR_DEVICE for the job runner. */
+sb_status sb_htdemucs_forward_cl(sb_htdemucs_cl *c, sb_pool *pool, sb_htdemucs_ws *ws,
+                                 const float *in, float *out, sb_htdemucs_tap tap,
+                                 void *tap_user, const sb_logger *log);
+
 #endif

@@ -29,6 +29,29 @@ static void mean_std(const float *x, int64_t n, float *mean, float *std_)
 	*std_ = (float)sqrt(q / (double)(n > 1 ? n - 1 : 1));
 }
 
+void hd_cac_normalise(const float *z, int ac, int F, int T, hd_ften *x, float *mean, float *std_)
+{
+	for (int c = 0; c < ac; c++)
+		for (int f = 0; f < F; f++)
+			for (int t = 0; t < T; t++)
+				for (int ri = 0; ri < 2; ri++)
+					hd_row(x, f)[(size_t)(c * 2 + ri) * T + t] = z[(((size_t)c * F + f) * T + t) * 2 + ri];
+	const int64_t n = (int64_t)F * 2 * ac * T;
+	float *p = hd_row(x, 0);
+	mean_std(p, n, mean, std_);
+	const float d = 1e-5f + *std_;
+	for (int64_t i = 0; i < n; i++)
+		p[i] = (p[i] - *mean) / d;
+}
+
+void hd_normalise_time(const float *in, int64_t n, float *out, float *mean, float *std_)
+{
+	mean_std(in, n, mean, std_);
+	const float d = 1e-5f + *std_;
+	for (int64_t i = 0; i < n; i++)
+		out[i] = (in[i] - *mean) / d;
+}
+
 typedef struct {
 	sb_htdemucs_tap fn;
 	void *user;
@@ -131,33 +154,15 @@ sb_status sb_htdemucs_forward(const sb_htdemucs *net, sb_pool *pool, sb_htdemucs
 		const int64_t shape[4] = {ac, F, T, 2};
 		tp.fn(tp.user, "spec", z, 4, shape);
 	}
-	for (int c = 0; c < ac; c++)
-		for (int f = 0; f < F; f++)
-			for (int t = 0; t < T; t++)
-				for (int ri = 0; ri < 2; ri++)
-					hd_row(&x, f)[(size_t)(c * 2 + ri) * T + t] =
-						z[(((size_t)c * F + f) * T + t) * 2 + ri];
+	float mean, std_, meant, stdt;
+	hd_cac_normalise(z, ac, F, T, &x, &mean, &std_);
 	hd_free(ws, z);
 	z = NULL;
-	float mean, std_, meant, stdt;
-	const int64_t nx0 = (int64_t)F * 2 * ac * T;
-	mean_std(hd_row(&x, 0), nx0, &mean, &std_);
-	{
-		float *p = hd_row(&x, 0);
-		const float d = 1e-5f + std_;
-		for (int64_t i = 0; i < nx0; i++)
-			p[i] = (p[i] - mean) / d;
-	}
 	/* time branch input */
 	xt = hd_alloc(ws, sizeof(float) * (size_t)ac * L);
 	if (!xt)
 		goto nomem;
-	mean_std(in, (int64_t)ac * L, &meant, &stdt);
-	{
-		const float d = 1e-5f + stdt;
-		for (int64_t i = 0; i < (int64_t)ac * L; i++)
-			xt[i] = (in[i] - meant) / d;
-	}
+	hd_normalise_time(in, (int64_t)ac * L, xt, &meant, &stdt);
 
 	/* encoders */
 	for (int i = 0; i < HD_DEPTH; i++) {

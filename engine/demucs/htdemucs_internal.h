@@ -79,7 +79,8 @@ struct sb_htdemucs {
 	float *window;                         /* periodic Hann, HD_NFFT */
 	fftwf_plan fwd, inv;                   /* executed with new arrays, from any thread */
 	int64_t params;
-	float **owned;
+	float **owned; /* every weight array (all of them, for uploading to a device) */
+	size_t *owned_n;
 	int n_owned, cap_owned;
 };
 
@@ -106,7 +107,8 @@ void hd_ften_free(sb_htdemucs_ws *ws, hd_ften *x);
 /* Vectorised maths on one thread (htdemucs_vmath.c). */
 float hd_gelu(float x);
 float hd_vmax(const float *x, int64_t n);
-float hd_vexp_sum(float *x, int64_t n, float sub); /* x = exp(x - sub); returns the sum */
+float hd_vexp_sum(float *x, int64_t n, float sub);
+void hd_vsum_sq(const float *x, int64_t n, double *sum, double *sq); /* x = exp(x - sub); returns the sum */
 void hd_vscale(float *x, int64_t n, float s);
 void hd_vbias_gelu(float *x, int64_t n, float b); /* x = gelu(x + b) */
 void hd_vbias_gelu_cols(float *x, int64_t n, const float *b);
@@ -142,6 +144,16 @@ sb_status hd_dec_time(const hd_dec *l, sb_pool *pool, sb_htdemucs_ws *ws, float 
 /* Transformer (htdemucs_transformer.c): x [Fr * T1][D] tokens t1 * Fr + fr, xt [T2][D]. */
 sb_status hd_transformer(const sb_htdemucs *net, sb_pool *pool, sb_htdemucs_ws *ws, float *x,
                          int Fr, int T1, float *xt, int T2);
+
+/* Add the sine position embeddings to tokens x [Fr * T1][D] and xt [T2][D]. */
+void hd_pos_2d(float *x, int D, int Fr, int T1);
+void hd_pos_1d(float *x, int D, int T2);
+
+/* Branch inputs (htdemucs_forward.c): z [ac][F][T][2] as complex-as-channels rows of x
+ * (allocated F x 2ac x T), normalised by their mean and (1e-5 + unbiased std); and the
+ * waveform normalised the same way. */
+void hd_cac_normalise(const float *z, int ac, int F, int T, hd_ften *x, float *mean, float *std_);
+void hd_normalise_time(const float *in, int64_t n, float *out, float *mean, float *std_);
 
 /* STFT and inverse (htdemucs_spec.c), HTDemucs._spec and ._ispec. */
 /* mix [ac][L] -> z [ac][F = HD_NFFT / 2][T][2], T = ceil(L / HD_HOP) */

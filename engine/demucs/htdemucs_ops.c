@@ -73,14 +73,7 @@ static void stats_part(void *vj, int64_t b, int64_t e, int w)
 	(void)w;
 	rows_job *j = vj;
 	for (int64_t r = b; r < e; r++) {
-		const float *p = j->x + r * j->T;
-		double s = 0, q = 0;
-		for (int t = 0; t < j->T; t++) {
-			s += p[t];
-			q += (double)p[t] * p[t];
-		}
-		j->sum[r] = s;
-		j->sq[r] = q;
+		hd_vsum_sq(j->x + r * j->T, j->T, &j->sum[r], &j->sq[r]);
 	}
 }
 

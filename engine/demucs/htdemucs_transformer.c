@@ -121,14 +121,7 @@ static void gn_stats_part(void *vj, int64_t b, int64_t e, int worker)
 	(void)worker;
 	const tok_job *j = vj;
 	for (int64_t r = b; r < e; r++) {
-		const float *x = j->x + r * j->D;
-		double s = 0, q = 0;
-		for (int d = 0; d < j->D; d++) {
-			s += x[d];
-			q += (double)x[d] * x[d];
-		}
-		j->sum[r] = s;
-		j->sq[r] = q;
+		hd_vsum_sq(j->x + r * j->D, j->D, &j->sum[r], &j->sq[r]);
 	}
 }
 
@@ -255,7 +248,7 @@ static sb_status run_layer(const sb_htdemucs *net, const hd_tlayer *L, sb_pool *
 }
 
 /* transformer.py create_2d_sin_embedding, in float as the reference computes it */
-static void add_pos_2d(float *x, int D, int Fr, int T1)
+void hd_pos_2d(float *x, int D, int Fr, int T1)
 {
 	const int half = D / 2;
 	const float k = (float)(-(log(10000.0) / half));
@@ -273,7 +266,7 @@ static void add_pos_2d(float *x, int D, int Fr, int T1)
 }
 
 /* transformer.py create_sin_embedding (shift 0): [cos(phase), sin(phase)] */
-static void add_pos_1d(float *x, int D, int T2)
+void hd_pos_1d(float *x, int D, int T2)
 {
 	const int half = D / 2;
 	for (int i = 0; i < half; i++) {
@@ -303,9 +296,9 @@ sb_status hd_transformer(const sb_htdemucs *net, sb_pool *pool, sb_htdemucs_ws *
 		return SB_ERR_NOMEM;
 	}
 	layernorm(pool, x, x, n1, D, net->nin_w, net->nin_b);
-	add_pos_2d(x, D, Fr, T1);
+	hd_pos_2d(x, D, Fr, T1);
 	layernorm(pool, xt, xt, n2, D, net->nint_w, net->nint_b);
-	add_pos_1d(xt, D, T2);
+	hd_pos_1d(xt, D, T2);
 	sb_status st = SB_OK;
 	for (int i = 0; i < net->cfg.t_layers && st == SB_OK; i++) {
 		if (i % 2 == 0) {

@@ -139,6 +139,32 @@ HD_CLONES void hd_vglu_add(float *x, const float *a, const float *g, float s, in
 		x[i] += s * (a[i] * sigmoid_poly(g[i]));
 }
 
+HD_CLONES void hd_vsum_sq(const float *x, int64_t n, double *sum, double *sq)
+{
+	/* float partials over short runs (exact enough: 64 terms), double across them */
+	double s = 0, q = 0;
+	int64_t i = 0;
+	for (; i + 64 <= n; i += 64) {
+		float ps[16] = {0}, pq[16] = {0};
+		for (int j = 0; j < 64; j += 16)
+			for (int k = 0; k < 16; k++) {
+				const float v = x[i + j + k];
+				ps[k] += v;
+				pq[k] += v * v;
+			}
+		for (int k = 0; k < 16; k++) {
+			s += ps[k];
+			q += pq[k];
+		}
+	}
+	for (; i < n; i++) {
+		s += x[i];
+		q += (double)x[i] * x[i];
+	}
+	*sum = s;
+	*sq = q;
+}
+
 float hd_gelu(float x)
 {
 	return gelu_poly(x);

@@ -32,14 +32,20 @@ static float *own(loader *ld, size_t n)
 	if (net->n_owned == net->cap_owned) {
 		const int cap = net->cap_owned ? 2 * net->cap_owned : 256;
 		float **p = realloc(net->owned, sizeof *p * (size_t)cap);
-		if (!p)
+		if (p)
+			net->owned = p;
+		size_t *q = realloc(net->owned_n, sizeof *q * (size_t)cap);
+		if (q)
+			net->owned_n = q;
+		if (!p || !q)
 			return NULL;
-		net->owned = p;
 		net->cap_owned = cap;
 	}
 	float *m = malloc(sizeof(float) * (n ? n : 1));
-	if (m)
+	if (m) {
+		net->owned_n[net->n_owned] = n ? n : 1;
 		net->owned[net->n_owned++] = m;
+	}
 	return m;
 }
 
@@ -50,7 +56,9 @@ static void release(loader *ld, const float *p)
 	for (int i = net->n_owned - 1; p && i >= 0; i--)
 		if (net->owned[i] == p) {
 			free(net->owned[i]);
-			net->owned[i] = net->owned[--net->n_owned];
+			net->n_owned--;
+			net->owned[i] = net->owned[net->n_owned];
+			net->owned_n[i] = net->owned_n[net->n_owned];
 			return;
 		}
 }
@@ -306,6 +314,7 @@ void sb_htdemucs_free(sb_htdemucs *net)
 	for (int i = 0; i < net->n_owned; i++)
 		free(net->owned[i]);
 	free(net->owned);
+	free(net->owned_n);
 	free(net->layers);
 	free(net->layers_t);
 	free(net);

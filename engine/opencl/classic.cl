@@ -168,17 +168,19 @@ kernel void median_time(global const float *mag, global float *hmed, int bins, i
 kernel void masks(global const float *mag, global const float *hmed, global const float2 *spec,
                   global const float *bass_w, global const float *voice_w, global float *mask,
                   int bins, int kt, int kf, int nt, int channels, float eps, float gamma,
-                  float c_mono, int total)
+                  float c_mono, int kf_lo, int k_lo, float beta, int total)
 {
 	int gid = get_global_id(0);
 	if (gid >= total)
 		return;
 	int k = gid % bins, j = gid / bins;
-	int lo = max(0, k - kf), hi = min(bins - 1, k + kf);
+	int K = k < k_lo ? kf_lo : kf;
+	int lo = max(0, k - K), hi = min(bins - 1, k + K);
 	int count = hi - lo + 1;
 	float pm = select_rank(mag + (j + kt) * bins + lo, 1, count, count / 2);
 	float hm = hmed[gid];
-	float mp = pm * pm / (hm * hm + pm * pm + eps);
+	float hb = beta * hm;
+	float mp = pm * pm / (hb * hb + pm * pm + eps);
 	float mh = 1.f - mp;
 	float bw = bass_w[k];
 	float cw;

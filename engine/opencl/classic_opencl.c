@@ -315,12 +315,14 @@ static sb_status ocl_process(void *vs, int nt, const float *in, float *out)
 	}
 	if (err == CL_SUCCESS) {
 		int total = nt * b;
-		float eps = s->p.eps, gamma = s->p.gamma, c_mono = s->p.c_mono;
+		float eps = s->p.eps, gamma = s->p.gamma, c_mono = s->p.c_mono, beta = s->p.beta;
+		int kf_lo = s->g.kf_lo, k_lo = s->g.k_lo;
 		kernel_arg a[] = {ARG(s->mag),    ARG(s->hmed), ARG(s->spec), ARG(s->bass_w),
 		                  ARG(s->voice_w), ARG(s->mask), ARG(b),      ARG(kt),
 		                  ARG(kf),        ARG(nt),      ARG(C),       ARG(eps),
-		                  ARG(gamma),     ARG(c_mono),  ARG(total)};
-		err = launch(s, K_MASKS, a, 15, (size_t)total);
+		                  ARG(gamma),     ARG(c_mono),  ARG(kf_lo),   ARG(k_lo),
+		                  ARG(beta),      ARG(total)};
+		err = launch(s, K_MASKS, a, 18, (size_t)total);
 	}
 	if (err == CL_SUCCESS) {
 		what = "the inverse STFT";

@@ -11,7 +11,9 @@
 #include "demucs/safetensors.h"
 #include "demucs/thread_pool.h"
 #include "mem_sink.h"
+#include "core/device.h"
 #include "models/model.h"
+#include "opencl/cl_device.h"
 #include "random_model.h"
 
 #include <math.h>
@@ -99,9 +101,27 @@ static void tap_fn(void *user, const char *name, const float *data, int ndim,
 	t->numel[t->n++] = n;
 }
 
-/* Run one segment of 'model' on the io file's input; output within out_tol, and (when acts)
- * every act.* within 2e-3, the first one past it named. */
-static void segment_case(const char *model, const char *io_name, double out_tol, int acts)
+/* The first OpenCL device (PoCL in CI), opened; NULL when there is none. */
+static sb_device_list *devices;
+static sb_cl_device *open_cl(void)
+{
+	if (sb_devices_enumerate(&logger, &devices) != SB_OK)
+		return NULL;
+	for (size_t i = 0; i < sb_devices_count(devices); i++) {
+		const sb_device_props *p = sb_devices_get(devices, i);
+		sb_cl_device *d = NULL;
+		if (p->opencl_index >= 0 && sb_cl_device_open(p, &logger, &d) == SB_OK) {
+			printf("OpenCL device: %s\n", p->label);
+			return d;
+		}
+	}
+	return NULL;
+}
+
+/* Run one segment of 'model' on the io file's input (on 'cl' when not NULL); output within
+ * out_tol, and (when acts) every act.* within 2e-3, the first one past it named. */
+static void segment_case(const char *model, const char *io_name, double out_tol, int acts,
+                         sb_cl_device *cl)
 {
 	char path[4096];
 	snprintf(path, sizeof path, "%s/%s", golden, io_name);
@@ -123,15 +143,21 @@ static void segment_case(const char *model, const char *io_name, double out_tol,
 	sb_pool *pool = NULL;
 	sb_pool_new(0, &pool);
 	taps t = {0};
+	sb_htdemucs_cl *c = NULL;
+	sb_status st = cl ? sb_htdemucs_cl_new(net, cl, &logger, &c) : SB_OK;
 	const double t0 = sb_now();
-	sb_status st = sb_htdemucs_forward(net, pool, NULL, in, got, acts ? tap_fn : NULL, &t, &logger);
+	if (st == SB_OK && c)
+		st = sb_htdemucs_forward_cl(c, pool, NULL, in, got, acts ? tap_fn : NULL, &t, &logger);
+	else if (st == SB_OK)
+		st = sb_htdemucs_forward(net, pool, NULL, in, got, acts ? tap_fn : NULL, &t, &logger);
 	const double dt = sb_now() - t0;
+	sb_htdemucs_cl_free(c);
 	if (st != SB_OK) {
 		FAIL("%s: forward failed: %s", model, sb_status_str(st));
 	} else {
 		const double e = rel_l2(got, want, (size_t)n_out);
-		printf("%s: one segment in %.2f s (%d threads, %lld parameters)\n", model, dt,
-		       sb_pool_threads(pool), (long long)sb_htdemucs_params(net));
+		printf("%s: one segment in %.2f s (%s, %lld parameters)\n", model, dt,
+		       cl ? "OpenCL" : "native CPU", (long long)sb_htdemucs_params(net));
 		printf("  %-28s rel L2 %.3e (limit %.0e)\n", "output", e, out_tol);
 		if (!(e <= out_tol))
 			FAIL("%s: output rel L2 %.3e > %.0e", model, e, out_tol);
@@ -184,7 +210,8 @@ static float *interleave(const float *x, int ch, int64_t n)
 	return o;
 }
 
-/* separate() of 'model' on in [ch][n] into sink */
+/* separate() of 'model' on in [ch][n] into sink, on 'pipeline_cl' when set */
+static sb_cl_device *pipeline_cl;
 static sb_status run_pipeline(sb_model *m, const float *in, int ch, int64_t n, mem_sink *sink,
                               double *seconds)
 {
@@ -192,7 +219,7 @@ static sb_status run_pipeline(sb_model *m, const float *in, int ch, int64_t n, m
 	sb_source *src = NULL;
 	sb_status st = sb_source_memory(il, n, ch, 44100, &src);
 	mem_sink_init(sink, ch);
-	sb_run_ctx ctx = {.log = &logger, .threads = 0, .seed = 1};
+	sb_run_ctx ctx = {.log = &logger, .threads = 0, .seed = 1, .cl = pipeline_cl};
 	const double t0 = sb_now();
 	if (st == SB_OK)
 		st = sb_model_separate(m, &ctx, src, &sink->sink);
@@ -665,9 +692,28 @@ int main(int argc, char **argv)
 	}
 	const char *c = argv[2];
 	if (!strcmp(c, "tiny"))
-		segment_case("htdemucs-tiny", "htdemucs-tiny-io.safetensors", 1e-5, 1);
+		segment_case("htdemucs-tiny", "htdemucs-tiny-io.safetensors", 1e-5, 1, NULL);
 	else if (!strcmp(c, "mid"))
-		segment_case("htdemucs-mid", "htdemucs-mid-io.safetensors", 1e-5, 0);
+		segment_case("htdemucs-mid", "htdemucs-mid-io.safetensors", 1e-5, 0, NULL);
+	else if (!strcmp(c, "opencl") || !strcmp(c, "opencl-mid")) {
+		/* the OpenCL path: the same golden vectors within 1e-4 */
+		sb_cl_device *d = open_cl();
+		if (!d) {
+			printf("SKIP: no OpenCL device\n");
+			sb_devices_free(devices);
+			return 77;
+		}
+		if (!strcmp(c, "opencl")) {
+			segment_case("htdemucs-tiny", "htdemucs-tiny-io.safetensors", 1e-4, 1, d);
+			pipeline_cl = d;
+			pipeline_case();
+			pipeline_cl = NULL;
+		} else {
+			segment_case("htdemucs-mid", "htdemucs-mid-io.safetensors", 1e-4, 0, d);
+		}
+		sb_cl_device_close(d);
+		sb_devices_free(devices);
+	}
 	else if (!strcmp(c, "pipeline"))
 		pipeline_case();
 	else if (!strcmp(c, "full"))

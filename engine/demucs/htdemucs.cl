@@ -1,0 +1,368 @@
+/* OpenCL kernels of the HTDemucs forward pass (htdemucs_cl_*.c). Every buffer comes with an
+ * offset in floats, so one weight buffer and a few activation buffers serve every layer.
+ * Reductions (GroupNorm, LayerNorm, softmax) use one work-group per normalised group, with
+ * two passes (mean, then the centred sum of squares), as the CPU path computes them.
+ * Work-group sizes: GEMM 16 x 16, reductions RED_WG (a power of two, set at build time).
+ */
+#ifndef RED_WG
+#define RED_WG 256
+#endif
+
+/* ---- C = alpha * A (M x K) * op(B) + beta * C, row-major, batched over dimension 2 ----
+ * tb = 0: B is K x N; tb = 1: B is N x K. A 64 x 64 tile per work-group, 4 x 4 per item. */
+#define TS 64
+#define TK 16
+__kernel __attribute__((reqd_work_group_size(16, 16, 1)))
+void gemm(int M, int N, int K, float alpha,
+          __global const float *A, ulong aoff, int lda, long sa,
+          __global const float *B, ulong boff, int ldb, long sb, int tb,
+          float beta, __global float *C, ulong coff, int ldc, long sc)
+{
+	const int tx = get_local_id(0), ty = get_local_id(1);
+	const int col0 = get_group_id(0) * TS, row0 = get_group_id(1) * TS;
+	const long bt = get_group_id(2);
+	A += aoff + bt * sa;
+	B += boff + bt * sb;
+	C += coff + bt * sc;
+	__local float As[TK][TS + 1];
+	__local float Bs[TK][TS + 1];
+	float acc[4][4];
+	for (int i = 0; i < 4; i++)
+		for (int j = 0; j < 4; j++)
+			acc[i][j] = 0.f;
+	const int lid = ty * 16 + tx;
+	for (int k0 = 0; k0 < K; k0 += TK) {
+		for (int l = 0; l < 4; l++) {
+			const int idx = lid + 256 * l;
+			{
+				const int m = idx / TK, k = idx % TK;
+				const int gm = row0 + m, gk = k0 + k;
+				As[k][m] = gm < M && gk < K ? A[(long)gm * lda + gk] : 0.f;
+			}
+			if (!tb) {
+				const int k = idx / TS, n = idx % TS;
+				const int gk = k0 + k, gn = col0 + n;
+				Bs[k][n] = gk < K && gn < N ? B[(long)gk * ldb + gn] : 0.f;
+			} else {
+				const int n = idx / TK, k = idx % TK;
+				const int gk = k0 + k, gn = col0 + n;
+				Bs[k][n] = gk < K && gn < N ? B[(long)gn * ldb + gk] : 0.f;
+			}
+		}
+		barrier(CLK_LOCAL_MEM_FENCE);
+		for (int k = 0; k < TK; k++) {
+			float a[4], b[4];
+			for (int i = 0; i < 4; i++) {
+				a[i] = As[k][ty + 16 * i];
+				b[i] = Bs[k][tx + 16 * i];
+			}
+			for (int i = 0; i < 4; i++)
+				for (int j = 0; j < 4; j++)
+					acc[i][j] = fma(a[i], b[j], acc[i][j]);
+		}
+		barrier(CLK_LOCAL_MEM_FENCE);
+	}
+	for (int i = 0; i < 4; i++) {
+		const int gm = row0 + ty + 16 * i;
+		if (gm >= M)
+			continue;
+		for (int j = 0; j < 4; j++) {
+			const int gn = col0 + tx + 16 * j;
+			if (gn >= N)
+				continue;
+			const long at = (long)gm * ldc + gn;
+			C[at] = alpha * acc[i][j] + (beta != 0.f ? beta * C[at] : 0.f);
+		}
+	}
+}
+
+inline float gelu(float x)
+{
+	return 0.5f * x * (1.f + erf(x * 0.70710678118654752f));
+}
+
+inline float sigm(float x)
+{
+	return 1.f / (1.f + exp(-x));
+}
+
+/* x[i] = act(x[i] + b[(i / T) % C]) : per-channel bias of [..][C][T] tensors */
+__kernel void bias_act(__global float *x, ulong xoff, ulong n, int C, int T,
+                       __global const float *b, ulong boff, int act)
+{
+	const ulong i = get_global_id(0);
+	if (i >= n)
+		return;
+	const float v = x[xoff + i] + b[boff + (i / (ulong)T) % (ulong)C];
+	x[xoff + i] = act ? gelu(v) : v;
+}
+
+/* x[i] = b[(i / T) % C] */
+__kernel void fill_bias(__global float *x, ulong xoff, ulong n, int C, int T,
+                        __global const float *b, ulong boff)
+{
+	const ulong i = get_global_id(0);
+	if (i < n)
+		x[xoff + i] = b[boff + (i / (ulong)T) % (ulong)C];
+}
+
+/* x[i] = act(x[i] + b[i % cols]) : per-column bias of token rows */
+__kernel void bias_cols(__global float *x, ulong xoff, ulong n, int cols,
+                        __global const float *b, ulong boff, int act)
+{
+	const ulong i = get_global_id(0);
+	if (i >= n)
+		return;
+	const float v = x[xoff + i] + b[boff + i % (ulong)cols];
+	x[xoff + i] = act ? gelu(v) : v;
+}
+
+__kernel void add(__global float *x, ulong xoff, __global const float *y, ulong yoff, ulong n)
+{
+	const ulong i = get_global_id(0);
+	if (i < n)
+		x[xoff + i] += y[yoff + i];
+}
+
+/* batch items of [2C][T] -> [C][T]: out = z[:C] * sigmoid(z[C:]) */
+__kernel void glu(__global const float *z, ulong zoff, long zstride, __global float *o,
+                  ulong ooff, long ostride, int CT)
+{
+	const int e = get_global_id(0);
+	const long bi = get_global_id(1);
+	if (e >= CT)
+		return;
+	const __global float *zz = z + zoff + bi * zstride;
+	o[ooff + bi * ostride + e] = zz[e] * sigm(zz[CT + e]);
+}
+
+/* x += scale[c] * GLU(z), batch items of [C][T] and [2C][T] */
+__kernel void glu_add(__global float *x, ulong xoff, long xstride, __global const float *z,
+                      ulong zoff, long zstride, int CT, int T, __global const float *s,
+                      ulong soff)
+{
+	const int e = get_global_id(0);
+	const long bi = get_global_id(1);
+	if (e >= CT)
+		return;
+	const __global float *zz = z + zoff + bi * zstride;
+	x[xoff + bi * xstride + e] += s[soff + e / T] * (zz[e] * sigm(zz[CT + e]));
+}
+
+/* mean and 1/sqrt(var + 1e-5) of each batch item's n values, two passes, one work-group each */
+__kernel __attribute__((reqd_work_group_size(RED_WG, 1, 1)))
+void norm_stats(__global const float *x, ulong xoff, long stride, long n,
+                __global float *stats)
+{
+	__local float red[RED_WG];
+	const int l = get_local_id(0);
+	const long bi = get_group_id(0);
+	const __global float *p = x + xoff + bi * stride;
+	float s = 0.f;
+	for (long i = l; i < n; i += RED_WG)
+		s += p[i];
+	red[l] = s;
+	barrier(CLK_LOCAL_MEM_FENCE);
+	for (int w = RED_WG / 2; w > 0; w >>= 1) {
+		if (l < w)
+			red[l] += red[l + w];
+		barrier(CLK_LOCAL_MEM_FENCE);
+	}
+	const float mean = red[0] / (float)n;
+	barrier(CLK_LOCAL_MEM_FENCE);
+	float q = 0.f;
+	for (long i = l; i < n; i += RED_WG) {
+		const float d = p[i] - mean;
+		q += d * d;
+	}
+	red[l] = q;
+	barrier(CLK_LOCAL_MEM_FENCE);
+	for (int w = RED_WG / 2; w > 0; w >>= 1) {
+		if (l < w)
+			red[l] += red[l + w];
+		barrier(CLK_LOCAL_MEM_FENCE);
+	}
+	if (l == 0) {
+		stats[2 * bi] = mean;
+		stats[2 * bi + 1] = rsqrt(red[0] / (float)n + 1e-5f);
+	}
+}
+
+/* GroupNorm(1) apply: batch items of [C][T]; channel affine per (e / T); optional GELU */
+__kernel void gn_apply(__global float *x, ulong xoff, long stride, int CT, int T,
+                       __global const float *stats, __global const float *w, ulong woff,
+                       __global const float *b, ulong boff, int act)
+{
+	const int e = get_global_id(0);
+	const long bi = get_global_id(1);
+	if (e >= CT)
+		return;
+	const int c = e / T;
+	__global float *p = x + xoff + bi * stride + e;
+	const float v = (*p - stats[2 * bi]) * stats[2 * bi + 1] * w[woff + c] + b[boff + c];
+	*p = act ? gelu(v) : v;
+}
+
+/* token GroupNorm(1, D) apply: x [n][D], one group, affine per column */
+__kernel void gn_apply_tokens(__global float *x, ulong xoff, ulong n, int D,
+                              __global const float *stats, __global const float *w, ulong woff,
+                              __global const float *b, ulong boff)
+{
+	const ulong i = get_global_id(0);
+	if (i >= n)
+		return;
+	const int c = i % (ulong)D;
+	x[xoff + i] = (x[xoff + i] - stats[0]) * stats[1] * w[woff + c] + b[boff + c];
+}
+
+/* out[r] = LayerNorm(x[r]) over D, one work-group per row; out may be x */
+__kernel __attribute__((reqd_work_group_size(RED_WG, 1, 1)))
+void layernorm(__global const float *x, ulong xoff, __global float *o, ulong ooff, int D,
+               __global const float *w, ulong woff, __global const float *b, ulong boff)
+{
+	__local float red[RED_WG];
+	const int l = get_local_id(0);
+	const long r = get_group_id(0);
+	const __global float *p = x + xoff + r * D;
+	float s = 0.f;
+	for (int i = l; i < D; i += RED_WG)
+		s += p[i];
+	red[l] = s;
+	barrier(CLK_LOCAL_MEM_FENCE);
+	for (int wd = RED_WG / 2; wd > 0; wd >>= 1) {
+		if (l < wd)
+			red[l] += red[l + wd];
+		barrier(CLK_LOCAL_MEM_FENCE);
+	}
+	const float mean = red[0] / (float)D;
+	barrier(CLK_LOCAL_MEM_FENCE);
+	float q = 0.f;
+	for (int i = l; i < D; i += RED_WG) {
+		const float d = p[i] - mean;
+		q += d * d;
+	}
+	red[l] = q;
+	barrier(CLK_LOCAL_MEM_FENCE);
+	for (int wd = RED_WG / 2; wd > 0; wd >>= 1) {
+		if (l < wd)
+			red[l] += red[l + wd];
+		barrier(CLK_LOCAL_MEM_FENCE);
+	}
+	const float rs = rsqrt(red[0] / (float)D + 1e-5f);
+	for (int i = l; i < D; i += RED_WG)
+		o[ooff + r * D + i] = (p[i] - mean) * rs * w[woff + i] + b[boff + i];
+}
+
+/* softmax of each row in place, one work-group per row */
+__kernel __attribute__((reqd_work_group_size(RED_WG, 1, 1)))
+void softmax_rows(__global float *x, ulong xoff, int n)
+{
+	__local float red[RED_WG];
+	const int l = get_local_id(0);
+	__global float *p = x + xoff + (long)get_group_id(0) * n;
+	float m = -INFINITY;
+	for (int i = l; i < n; i += RED_WG)
+		m = fmax(m, p[i]);
+	red[l] = m;
+	barrier(CLK_LOCAL_MEM_FENCE);
+	for (int w = RED_WG / 2; w > 0; w >>= 1) {
+		if (l < w)
+			red[l] = fmax(red[l], red[l + w]);
+		barrier(CLK_LOCAL_MEM_FENCE);
+	}
+	m = red[0];
+	barrier(CLK_LOCAL_MEM_FENCE);
+	float s = 0.f;
+	for (int i = l; i < n; i += RED_WG) {
+		const float e = exp(p[i] - m);
+		p[i] = e;
+		s += e;
+	}
+	red[l] = s;
+	barrier(CLK_LOCAL_MEM_FENCE);
+	for (int w = RED_WG / 2; w > 0; w >>= 1) {
+		if (l < w)
+			red[l] += red[l + w];
+		barrier(CLK_LOCAL_MEM_FENCE);
+	}
+	const float inv = 1.f / red[0];
+	for (int i = l; i < n; i += RED_WG)
+		p[i] *= inv;
+}
+
+/* x += g[i % D] * y */
+__kernel void scale_add(__global float *x, ulong xoff, __global const float *y, ulong yoff,
+                        __global const float *g, ulong goff, ulong n, int D)
+{
+	const ulong i = get_global_id(0);
+	if (i < n)
+		x[xoff + i] += g[goff + i % (ulong)D] * y[yoff + i];
+}
+
+/* out[c][r] = in[r][c] for an R x Cc matrix */
+__kernel void transpose(__global const float *in, ulong ioff, __global float *o, ulong ooff,
+                        int R, int Cc)
+{
+	const int c = get_global_id(0), r = get_global_id(1);
+	if (c < Cc && r < R)
+		o[ooff + (long)c * R + r] = in[ioff + (long)r * Cc + c];
+}
+
+/* freq tensor rows [Fr][C][T] <-> tokens [T * Fr][C] (token t * Fr + f) */
+__kernel void ften_to_tokens(__global const float *x, ulong xoff, __global float *o, ulong ooff,
+                             int Fr, int C, int T)
+{
+	const int t = get_global_id(0), c = get_global_id(1), f = get_global_id(2);
+	if (t < T)
+		o[ooff + ((long)t * Fr + f) * C + c] = x[xoff + ((long)f * C + c) * T + t];
+}
+
+__kernel void tokens_to_ften(__global const float *x, ulong xoff, __global float *o, ulong ooff,
+                             int Fr, int C, int T)
+{
+	const int t = get_global_id(0), c = get_global_id(1), f = get_global_id(2);
+	if (t < T)
+		o[ooff + ((long)f * C + c) * T + t] = x[xoff + ((long)t * Fr + f) * C + c];
+}
+
+/* x[f][c][t] += emb[f][c] (the frequency embedding, pre-scaled) */
+__kernel void add_freq_emb(__global float *x, ulong xoff, int C, int T,
+                           __global const float *emb, ulong eoff)
+{
+	const int t = get_global_id(0), c = get_global_id(1), f = get_global_id(2);
+	if (t < T)
+		x[xoff + ((long)f * C + c) * T + t] += emb[eoff + (long)f * C + c];
+}
+
+/* Conv1d(k 8, s 4, p 2) input columns: col[(ci * 8 + k)][j] = x[ci][4 j + k - 2] */
+__kernel void im2col_time(__global const float *x, ulong xoff, long lin, __global float *col,
+                          ulong coff, long lout)
+{
+	const long j = get_global_id(0);
+	const int row = get_global_id(1); /* ci * 8 + k */
+	if (j >= lout)
+		return;
+	const int ci = row / 8, k = row % 8;
+	const long idx = 4 * j + k - 2;
+	col[coff + (long)row * lout + j] = idx >= 0 && idx < lin ? x[xoff + ci * lin + idx] : 0.f;
+}
+
+/* ConvTranspose1d(k 8, s 4) from P [8][cout][lin] (tap, channel, input), cropped by 2 */
+__kernel void convtr_gather(__global const float *p, ulong poff, long lin, int cout, long length,
+                            __global const float *b, ulong boff, int act, __global float *o,
+                            ulong ooff)
+{
+	const long to = get_global_id(0);
+	const int co = get_global_id(1);
+	if (to >= length)
+		return;
+	const long u = to + 2;
+	const int k1 = (int)(u & 3);
+	const long t1 = u >> 2, t2 = t1 - 1;
+	float v = b[boff + co];
+	if (t1 < lin)
+		v += p[poff + ((long)k1 * cout + co) * lin + t1];
+	if (t2 >= 0 && t2 < lin)
+		v += p[poff + ((long)(k1 + 4) * cout + co) * lin + t2];
+	o[ooff + (long)co * length + to] = act ? gelu(v) : v;
+}

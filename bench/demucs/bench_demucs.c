@@ -5,11 +5,14 @@
  * run_bench.sh puts it beside the reference PyTorch run.
  *
  *   bench_demucs SHAPES_JSON [--model FILE] [--write-model FILE] [--threads N]
- *                [--seconds S] [--repeat N]
+ *                [--seconds S] [--repeat N] [--device cpu|opencl:N]
+ *
+ * --device opencl:N runs the OpenCL path on that device (the STFTs stay on the host threads).
  */
 #include "demucs/demucs.h"
 #include "demucs/gemm.h"
 #include "demucs/thread_pool.h"
+#include "opencl/cl_device.h"
 #include "random_model.h"
 
 #include <math.h>
@@ -61,7 +64,7 @@ static void progress(void *user, double fraction, const char *stage)
 
 int main(int argc, char **argv)
 {
-	const char *shapes = NULL, *model = NULL, *write_model = NULL;
+	const char *shapes = NULL, *model = NULL, *write_model = NULL, *device = "cpu";
 	int threads = 0, repeat = 1;
 	double seconds = 180;
 	for (int i = 1; i < argc; i++) {
@@ -75,11 +78,13 @@ int main(int argc, char **argv)
 			seconds = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
 			repeat = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--device") && i + 1 < argc)
+			device = argv[++i];
 		else if (argv[i][0] != '-' && !shapes)
 			shapes = argv[i];
 		else {
 			fprintf(stderr, "usage: bench_demucs SHAPES_JSON [--model FILE] [--write-model FILE] "
-			                "[--threads N] [--seconds S] [--repeat N]\n");
+			                "[--threads N] [--seconds S] [--repeat N] [--device cpu|opencl:N]\n");
 			return 2;
 		}
 	}
@@ -102,6 +107,21 @@ int main(int argc, char **argv)
 			return 1;
 	}
 	const sb_logger log = {log_fn, NULL};
+	sb_device_list *devs = NULL;
+	sb_cl_device *cl = NULL;
+	const char *dev_label = "native CPU";
+	if (strcmp(device, "cpu") != 0) {
+		sb_devices_enumerate(&log, &devs);
+		for (size_t i = 0; devs && i < sb_devices_count(devs); i++) {
+			const sb_device_props *p = sb_devices_get(devs, i);
+			if (!strcmp(p->id, device) && sb_cl_device_open(p, &log, &cl) == SB_OK)
+				dev_label = p->label;
+		}
+		if (!cl) {
+			fprintf(stderr, "bench_demucs: cannot open device %s\n", device);
+			return 1;
+		}
+	}
 	sb_model *m = NULL;
 	double t0 = sb_now();
 	if (sb_demucs_model_open(model, "htdemucs", NULL, &log, &m) != SB_OK)
@@ -119,11 +139,22 @@ int main(int argc, char **argv)
 	sb_pool *pool = NULL;
 	sb_pool_new(threads, &pool);
 	sb_htdemucs_ws *ws = sb_htdemucs_ws_new();
-	sb_htdemucs_forward(net, pool, ws, in, out, NULL, NULL, &log);
+	sb_htdemucs_cl *c = NULL;
+	if (cl && sb_htdemucs_cl_new(net, cl, &log, &c) != SB_OK)
+		return 1;
+	/* a warm-up (first touch of buffers, kernel builds), then the timed runs */
+	sb_status fst = c ? sb_htdemucs_forward_cl(c, pool, ws, in, out, NULL, NULL, &log)
+	                  : sb_htdemucs_forward(net, pool, ws, in, out, NULL, NULL, &log);
 	t0 = sb_now();
 	double c0 = cpu_seconds();
-	for (int r = 0; r < repeat; r++)
-		sb_htdemucs_forward(net, pool, ws, in, out, NULL, NULL, &log);
+	for (int r = 0; r < repeat && fst == SB_OK; r++)
+		fst = c ? sb_htdemucs_forward_cl(c, pool, ws, in, out, NULL, NULL, &log)
+		        : sb_htdemucs_forward(net, pool, ws, in, out, NULL, NULL, &log);
+	if (fst != SB_OK) {
+		fprintf(stderr, "bench_demucs: forward failed: %s\n", sb_status_str(fst));
+		return 1;
+	}
+	sb_htdemucs_cl_free(c);
 	sb_htdemucs_ws_free(ws);
 	const double seg_s = (sb_now() - t0) / repeat;
 	const double seg_cpu = (cpu_seconds() - c0) / repeat;
@@ -146,7 +177,7 @@ int main(int argc, char **argv)
 	sb_source_memory(song, n, 2, 44100, &src);
 	null_sink ns = {.sink = {.n_stems = SB_N_STEMS, .channels = 2, .write = null_write}};
 	ns.sink.impl = &ns;
-	sb_run_ctx ctx = {.log = &log, .threads = threads, .progress = progress};
+	sb_run_ctx ctx = {.log = &log, .threads = threads, .progress = progress, .cl = cl};
 	t0 = sb_now();
 	c0 = cpu_seconds();
 	const sb_status st = sb_model_separate(m, &ctx, src, &ns.sink);
@@ -161,12 +192,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_demucs: separation failed: %s\n", sb_status_str(st));
 		return 1;
 	}
-	printf("{\"impl\": \"stembridge\", \"gemm\": \"%s\", \"threads\": %d, \"load_s\": %.3f, "
+	printf("{\"impl\": \"stembridge\", \"device\": \"%s\", \"gemm\": \"%s\", \"threads\": %d, "
+	       "\"load_s\": %.3f, "
 	       "\"segment_s\": %.3f, \"segment_cpu_s\": %.3f, \"song_s\": %.3f, "
 	       "\"song_cpu_s\": %.3f, \"song_seconds\": %.1f, \"peak_rss_mb\": %.1f}\n",
-	       sb_gemm_backend(), used_threads, load_s, seg_s, seg_cpu, song_s, song_cpu, seconds,
+	       dev_label, cl ? "opencl" : sb_gemm_backend(), used_threads, load_s, seg_s, seg_cpu, song_s, song_cpu, seconds,
 	       (double)ru.ru_maxrss / 1024.0);
 	sb_model_free(m);
+	sb_cl_device_close(cl);
+	sb_devices_free(devs);
 	if (model == tmp)
 		unlink(tmp);
 	return 0;

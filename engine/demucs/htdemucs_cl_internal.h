@@ -61,7 +61,7 @@ struct sb_htdemucs_cl {
 	size_t red_wg;      /* work-group size of the reduction kernels */
 	cl_mem weights;     /* every weight array of the net, back to back */
 	const float **wptr; /* host arrays sorted by address, and their offsets in 'weights' */
-	size_t *woff;
+	size_t *woff, *wlen;
 	int n_w;
 	cl_mem stats;       /* per-batch-item mean and rstd of the norms */
 	size_t stats_n;
@@ -70,7 +70,7 @@ struct sb_htdemucs_cl {
 	sb_status st;       /* first failure of the current forward (later calls do nothing) */
 };
 
-/* the device copy of a host weight array of the net */
+/* the device copy of a host weight array of the net (or of a place inside one) */
 hd_db hd_cl_w(sb_htdemucs_cl *c, const float *host);
 
 /* Activation buffers: reused between segments; freed with the state. */

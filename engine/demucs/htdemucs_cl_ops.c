@@ -122,16 +122,19 @@ static int cmp_ptr(const void *a, const void *b)
 
 hd_db hd_cl_w(sb_htdemucs_cl *c, const float *host)
 {
-	int lo = 0, hi = c->n_w - 1;
+	/* the last array starting at or before host */
+	int lo = 0, hi = c->n_w - 1, at = -1;
 	while (lo <= hi) {
 		const int mid = (lo + hi) / 2;
-		if (c->wptr[mid] == host)
-			return (hd_db){c->weights, c->woff[mid]};
-		if (c->wptr[mid] < host)
+		if (c->wptr[mid] <= host) {
+			at = mid;
 			lo = mid + 1;
-		else
+		} else {
 			hi = mid - 1;
+		}
 	}
+	if (at >= 0 && host < c->wptr[at] + c->wlen[at])
+		return (hd_db){c->weights, c->woff[at] + (size_t)(host - c->wptr[at])};
 	/* an array that is not one of the net's: a bug, reported rather than crashing */
 	if (c->st == SB_OK) {
 		sb_log(c->log, SB_LOG_ERROR, "htdemucs: internal error: weight not on the device");
@@ -159,6 +162,7 @@ void sb_htdemucs_cl_free(sb_htdemucs_cl *c)
 		clReleaseMemObject(c->stats);
 	free(c->wptr);
 	free(c->woff);
+	free(c->wlen);
 	free(c);
 }
 
@@ -197,7 +201,8 @@ sb_status sb_htdemucs_cl_new(const sb_htdemucs *net, sb_cl_device *dev, const sb
 		c->n_w = net->n_owned;
 		c->wptr = malloc(sizeof *c->wptr * (size_t)c->n_w);
 		c->woff = malloc(sizeof *c->woff * (size_t)c->n_w);
-		if (!c->wptr || !c->woff)
+		c->wlen = malloc(sizeof *c->wlen * (size_t)c->n_w);
+		if (!c->wptr || !c->woff || !c->wlen)
 			st = SB_ERR_NOMEM;
 	}
 	if (st == SB_OK) {
@@ -209,6 +214,7 @@ sb_status sb_htdemucs_cl_new(const sb_htdemucs *net, sb_cl_device *dev, const sb
 			while (net->owned[j] != c->wptr[i])
 				j++;
 			c->woff[i] = total;
+			c->wlen[i] = net->owned_n[j];
 			total += round_up(net->owned_n[j], 16); /* 64-byte aligned starts */
 		}
 		st = sb_cl_device_alloc(dev, sizeof(float) * total, CL_MEM_READ_ONLY, &c->weights);

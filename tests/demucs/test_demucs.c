@@ -290,7 +290,10 @@ static void pipeline_case(void)
 
 /* ---- a full-size model with random weights ---- */
 
-static void full_case(void)
+static sb_cl_device *open_cl(void);
+
+/* cl: also run the segment there and compare it with the native path (within 1e-4) */
+static void full_case(sb_cl_device *cl)
 {
 	char shapes[4096], path[] = "/tmp/sb-demucs-full-XXXXXX";
 	snprintf(shapes, sizeof shapes, "%s/released-shapes.json", golden);
@@ -346,6 +349,21 @@ static void full_case(void)
 			FAIL("full-size output has %lld non-finite values", (long long)bad);
 		if (!(energy > 0))
 			FAIL("full-size output is silent");
+	}
+	sb_htdemucs_cl *c = NULL;
+	if (st == SB_OK && cl && sb_htdemucs_cl_new(net, cl, &logger, &c) == SB_OK) {
+		float *dev_out = malloc(sizeof(float) * (size_t)(8 * L));
+		t0 = sb_now();
+		st = sb_htdemucs_forward_cl(c, pool, NULL, in, dev_out, NULL, NULL, &logger);
+		const double e = rel_l2(dev_out, out, (size_t)(8 * L));
+		printf("full-size htdemucs on OpenCL: one segment in %.2f s, rel L2 to the native path "
+		       "%.3e (limit 1e-4)\n", sb_now() - t0, e);
+		if (st != SB_OK || !(e <= 1e-4))
+			FAIL("full-size OpenCL: %s, rel L2 %.3e", sb_status_str(st), e);
+		free(dev_out);
+		sb_htdemucs_cl_free(c);
+	} else if (cl) {
+		FAIL("full-size OpenCL state: %s", last_error);
 	}
 	sb_pool_free(pool);
 	free(in);
@@ -695,7 +713,7 @@ int main(int argc, char **argv)
 		segment_case("htdemucs-tiny", "htdemucs-tiny-io.safetensors", 1e-5, 1, NULL);
 	else if (!strcmp(c, "mid"))
 		segment_case("htdemucs-mid", "htdemucs-mid-io.safetensors", 1e-5, 0, NULL);
-	else if (!strcmp(c, "opencl") || !strcmp(c, "opencl-mid")) {
+	else if (!strcmp(c, "opencl") || !strcmp(c, "opencl-mid") || !strcmp(c, "opencl-full")) {
 		/* the OpenCL path: the same golden vectors within 1e-4 */
 		sb_cl_device *d = open_cl();
 		if (!d) {
@@ -708,8 +726,10 @@ int main(int argc, char **argv)
 			pipeline_cl = d;
 			pipeline_case();
 			pipeline_cl = NULL;
-		} else {
+		} else if (!strcmp(c, "opencl-mid")) {
 			segment_case("htdemucs-mid", "htdemucs-mid-io.safetensors", 1e-4, 0, d);
+		} else {
+			full_case(d);
 		}
 		sb_cl_device_close(d);
 		sb_devices_free(devices);
@@ -717,7 +737,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(c, "pipeline"))
 		pipeline_case();
 	else if (!strcmp(c, "full"))
-		full_case();
+		full_case(NULL);
 	else if (!strcmp(c, "bag"))
 		bag_case();
 	else if (!strcmp(c, "errors"))

@@ -12,20 +12,17 @@
  * values with the default parameters), where a linear scan beats a bisection, whose branches
  * audio makes unpredictable.
  */
+#include "core/fftw_lock.h"
 #include "classic/classic_ops.h"
 
 #include <fftw3.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
 #endif
-
-/* The fftw planner is not thread-safe and several jobs may start at once. */
-static pthread_mutex_t plan_lock = PTHREAD_MUTEX_INITIALIZER;
 
 typedef struct {
 	sb_classic_params p;
@@ -57,12 +54,12 @@ static void cpu_destroy(void *vs)
 	cpu_state *s = vs;
 	if (!s)
 		return;
-	pthread_mutex_lock(&plan_lock);
+	sb_fftw_plan_lock();
 	if (s->fwd)
 		fftwf_destroy_plan(s->fwd);
 	if (s->inv)
 		fftwf_destroy_plan(s->inv);
-	pthread_mutex_unlock(&plan_lock);
+	sb_fftw_plan_unlock();
 	fftwf_free(s->fbuf);
 	fftwf_free(s->cbuf);
 	fftwf_free(s->spec);
@@ -118,10 +115,10 @@ static void *cpu_create(const sb_classic_params *p, double rate, int channels, i
 		s->voice_w[k] = raised((f - p->v_lo0) / (p->v_lo1 - p->v_lo0)) *
 		                (1.f - raised((f - p->v_hi0) / (p->v_hi1 - p->v_hi0)));
 	}
-	pthread_mutex_lock(&plan_lock);
+	sb_fftw_plan_lock();
 	s->fwd = fftwf_plan_dft_r2c_1d(n, s->fbuf, s->cbuf, FFTW_ESTIMATE);
 	s->inv = fftwf_plan_dft_c2r_1d(n, s->cbuf, s->fbuf, FFTW_ESTIMATE);
-	pthread_mutex_unlock(&plan_lock);
+	sb_fftw_plan_unlock();
 	if (!s->fwd || !s->inv) {
 		cpu_destroy(s);
 		*st = SB_ERR_NOMEM;

@@ -334,6 +334,8 @@ sb_status sb_demucs_separate(const sb_demucs_bag *bag, const sb_demucs_opts *opt
 			                           grids[gi].n_nets < 64))
 				gi++;
 			if (gi == MAX_GRIDS) {
+				sb_log(log, SB_LOG_ERROR, "htdemucs: %d models x %d shifts is more than %d runs "
+				       "over the file", bag->n, shifts, MAX_GRIDS);
 				st = SB_ERR_INVALID;
 				break;
 			}

@@ -3,18 +3,15 @@
  * checked and repacked into the layout its op uses (htdemucs_internal.h). A file with a
  * tensor the architecture lacks is refused too, since it means the settings do not describe it.
  */
+#include "core/fftw_lock.h"
 #include "demucs/gemm.h"
 #include "demucs/htdemucs_internal.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* fftw's planner is not thread-safe; nets may be opened on several job threads at once. */
-static pthread_mutex_t plan_lock = PTHREAD_MUTEX_INITIALIZER;
 
 typedef struct {
 	sb_htdemucs *net;
@@ -305,12 +302,12 @@ void sb_htdemucs_free(sb_htdemucs *net)
 {
 	if (!net)
 		return;
-	pthread_mutex_lock(&plan_lock);
+	sb_fftw_plan_lock();
 	if (net->fwd)
 		fftwf_destroy_plan(net->fwd);
 	if (net->inv)
 		fftwf_destroy_plan(net->inv);
-	pthread_mutex_unlock(&plan_lock);
+	sb_fftw_plan_unlock();
 	for (int i = 0; i < net->n_owned; i++)
 		free(net->owned[i]);
 	free(net->owned);
@@ -336,10 +333,10 @@ static sb_status make_plans(sb_htdemucs *net)
 	fftwf_complex *c = fftwf_malloc(sizeof(fftwf_complex) * (HD_NFFT / 2 + 1));
 	sb_status st = SB_OK;
 	if (r && c) {
-		pthread_mutex_lock(&plan_lock);
+		sb_fftw_plan_lock();
 		net->fwd = fftwf_plan_dft_r2c_1d(HD_NFFT, r, c, FFTW_ESTIMATE);
 		net->inv = fftwf_plan_dft_c2r_1d(HD_NFFT, c, r, FFTW_ESTIMATE);
-		pthread_mutex_unlock(&plan_lock);
+		sb_fftw_plan_unlock();
 		if (!net->fwd || !net->inv)
 			st = SB_ERR_NOMEM;
 	} else {

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t rm_next(uint64_t *s)
+static inline uint64_t rm_next(uint64_t *s)
 {
 	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -25,7 +25,7 @@ static uint64_t rm_next(uint64_t *s)
  * LayerScales 0.01: the scale of a trained network's activations, so nothing overflows.
  * 'mutate' (may be NULL) may change one tensor's shape before writing (for error tests).
  * Returns 0 on success. */
-static int random_model_write(const char *shapes_json, const char *which, const char *out_path,
+static inline int random_model_write(const char *shapes_json, const char *which, const char *out_path,
                               void (*mutate)(const char *name, int *ndim, int64_t *shape))
 {
 	json_error_t err;

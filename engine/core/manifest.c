@@ -2,7 +2,6 @@
 #include "core/manifest.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
@@ -12,9 +11,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#ifndef RENAME_NOREPLACE
-#define RENAME_NOREPLACE (1 << 0)
-#endif
 
 void sb_manifest_stems_txt_path(const char *manifest_path, char *out, size_t len)
 {
@@ -74,17 +70,8 @@ static sb_status write_atomic(const char *path, const char *text, int overwrite,
 		e = errno;
 	if (close(fd) != 0 && !e)
 		e = errno;
-	if (!e) {
-		int r = overwrite ? rename(tmp, path)
-		                  : renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE);
-		if (r != 0 && !overwrite && (errno == EINVAL || errno == ENOSYS)) {
-			r = link(tmp, path);
-			if (r == 0)
-				unlink(tmp);
-		}
-		if (r != 0)
-			e = errno;
-	}
+	if (!e && sb_place_file(tmp, path, overwrite) != 0)
+		e = errno;
 	if (e) {
 		unlink(tmp);
 		if (e == EEXIST) {

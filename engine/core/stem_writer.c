@@ -328,7 +328,7 @@ static void unlink_committed(sb_stem_writer *w)
 		}
 }
 
-static int place(const char *from, const char *to, int overwrite)
+int sb_place_file(const char *from, const char *to, int overwrite)
 {
 	if (overwrite)
 		return rename(from, to);
@@ -369,7 +369,7 @@ sb_status sb_stem_writer_commit(sb_stem_writer *w)
 	}
 	for (int i = 0; i < w->n && st == SB_OK; i++) {
 		stem_file *s = &w->f[i];
-		if (place(s->temp, s->final, w->o.overwrite) != 0) {
+		if (sb_place_file(s->temp, s->final, w->o.overwrite) != 0) {
 			int e = errno;
 			if (e == EEXIST)
 				sb_log(w->log, SB_LOG_ERROR,

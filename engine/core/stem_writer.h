@@ -37,6 +37,10 @@ sb_status sb_expand_template(const char *tmpl, const char *track, const char *ta
                              const char *stem, const char *model, const char *ext,
                              char *out, size_t len);
 const char *sb_format_ext(sb_format f);
+/* Gives a finished temporary file its final name; without overwrite never replaces an existing
+ * file (RENAME_NOREPLACE, or link+unlink where the file system lacks it). 0 or -1 with errno
+ * (EEXIST when the name is taken). */
+int sb_place_file(const char *from, const char *to, int overwrite);
 /* mkdir -p of every folder above the file 'path' (path is restored). 0 or -1 with errno. */
 int sb_make_parents(char *path);
 

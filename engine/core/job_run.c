@@ -261,6 +261,8 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 			.threads = env->cpu_threads,
 			.chunk_frames = chunk,
 			.seed = 0x5eed,
+			.shifts = spec->shifts,
+			.overlap = spec->overlap,
 		};
 		use_device(&ps, dev, fell_back);
 		report(&ps, SB_JOB_RUNNING, ps.lo, "separating");
@@ -319,6 +321,8 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 		.take = take,
 		.model = model->info.name,
 		.model_description = model->info.description,
+		.shifts = spec->shifts,
+		.overlap = spec->overlap,
 		.device_requested = res->device_requested,
 		.device_used_key = dev->key,
 		.device_used_id = dev->id,

@@ -117,6 +117,8 @@ sb_status sb_manifest_write(const sb_manifest *m, const char *path, int overwrit
 	json_t *model = json_object();
 	json_object_set_new(model, "name", str_or_null(m->model));
 	json_object_set_new(model, "description", str_or_null(m->model_description));
+	json_object_set_new(model, "shifts", json_integer(m->shifts));
+	json_object_set_new(model, "overlap", m->overlap > 0 ? json_real(m->overlap) : json_null());
 	json_object_set_new(root, "model", model);
 
 	json_t *dev = json_object();

@@ -17,7 +17,13 @@ typedef struct {
 static sb_status dm_separate(sb_model *m, const sb_run_ctx *ctx, sb_source *in, sb_sink *out)
 {
 	demucs_model *dm = m->impl;
-	return sb_demucs_separate(dm->bag, &dm->opts, ctx, in, out);
+	sb_demucs_opts o = dm->opts;
+	/* the job's own choices (CLI --shifts/--overlap) win over the model's defaults */
+	if (ctx && ctx->shifts > 0)
+		o.shifts = ctx->shifts > 32 ? 32 : ctx->shifts;
+	if (ctx && ctx->overlap > 0 && ctx->overlap < 1)
+		o.overlap = ctx->overlap;
+	return sb_demucs_separate(dm->bag, &o, ctx, in, out);
 }
 
 static void dm_free(sb_model *m)

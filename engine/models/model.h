@@ -28,6 +28,8 @@ typedef struct {
 	int64_t chunk_frames;          /* input frames per chunk, 0 = the model's default (bounded
 	                                  by the device's memory); the runner lowers it after OOM */
 	uint32_t seed;                 /* for random shifts, fixed per job */
+	int shifts;                    /* random time shifts averaged (Demucs); 0 = the model's */
+	double overlap;                /* segment overlap (Demucs); 0 = the model's (0.25) */
 } sb_run_ctx;
 
 typedef struct {

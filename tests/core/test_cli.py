@@ -264,7 +264,46 @@ def group_fallback(tmp):
           f"manifest device {m['device']}")
 
 
-GROUPS = {"separate": group_separate, "formats": group_formats, "bad": group_bad,
+def group_demucs(tmp):
+    """HTDemucs through the CLI at a rate it does not run at: stems at the input's own rate and
+    exact length, seeded shifts repeat exactly and change the result."""
+    golden = sys.argv[3]
+    if not check(os.path.exists(os.path.join(golden, "htdemucs-tiny.safetensors")),
+                 f"no golden weights in {golden}"):
+        return
+    rate, frames = 48000, 48000 * 3 + 11
+    inp = os.path.join(tmp, "take.wav")
+    wavio.write_wav(inp, wavio.test_signal(frames, 2, rate), 2, rate, bits=24)
+    outs = []
+    for name, extra in (("a", []), ("b", ["--shifts", "2"]), ("c", ["--shifts", "2"])):
+        out = os.path.join(tmp, name)
+        p = run(["separate", inp, "-o", out, "--model", "htdemucs-tiny", "--model-path", golden,
+                 "--device", "cpu", "-q"] + extra)
+        check(p.returncode == 0, f"htdemucs-tiny {extra}: exit {p.returncode}: {p.stderr}")
+        outs.append(out)
+    stems = {}
+    for out in outs:
+        stems[out] = {}
+        for s in STEMS:
+            path = os.path.join(out, "take", s + ".wav")
+            if not check(os.path.exists(path), f"no {path}"):
+                return
+            x, c, r, _, _ = wavio.read_wav(path)
+            check(r == rate and c == 2 and len(x) // 2 == frames,
+                  f"{path}: {len(x)//2} frames x {c} at {r} Hz, input {frames} x 2 at {rate}")
+            check(all(math.isfinite(v) for v in x), f"{path}: non-finite samples")
+            stems[out][s] = x
+    m = json.load(open(os.path.join(outs[0], "take", "manifest.json")))
+    check(m["model"]["name"] == "htdemucs-tiny" and m["input"]["rate"] == rate,
+          f"manifest model {m['model']} rate {m['input']['rate']}")
+    check(any("44100" in e for e in m["events"]), f"the rate conversion is not recorded: {m['events']}")
+    mb = json.load(open(os.path.join(outs[1], "take", "manifest.json")))
+    check(mb["model"]["shifts"] == 2, f"manifest shifts {mb['model']}")
+    check(stems[outs[1]]["vocals"] == stems[outs[2]]["vocals"], "seeded shifts do not repeat")
+    check(stems[outs[0]]["vocals"] != stems[outs[1]]["vocals"], "--shifts changed nothing")
+
+
+GROUPS = {"demucs": group_demucs, "separate": group_separate, "formats": group_formats, "bad": group_bad,
           "devices": group_devices, "fallback": group_fallback}
 
 with tempfile.TemporaryDirectory(prefix="sb-cli-") as tmp:

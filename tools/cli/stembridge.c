@@ -39,7 +39,11 @@ static void usage(FILE *f)
 	        "  -o, --output DIR        where the stems go (required)\n"
 	        "  --device D              auto (default), cpu, opencl:N, or a comma list of them\n"
 	        "                          (the set parallel mode spreads files over)\n"
-	        "  --model NAME            builtin (default)\n"
+	        "  --model NAME            builtin (default), htdemucs, htdemucs_ft, htdemucs_6s, or\n"
+	        "                          any model 'stembridge models' lists\n"
+	        "  --shifts N              Demucs: average N random time shifts (slower, a little\n"
+	        "                          better; seeded, so runs repeat)\n"
+	        "  --overlap F             Demucs: segment overlap, above 0 up to 0.9 (default 0.25)\n"
 	        "  --stems LIST            vocals,drums,bass,other (default: all four)\n"
 	        "  --format wav|flac       file format (default wav)\n"
 	        "  --bits 16|24|32         sample format: wav 16, 24 or 32 (float, default); flac 24\n"
@@ -140,7 +144,8 @@ static int cmd_separate(int argc, char **argv)
 	const char *model_path[8] = {0};
 	int n_model_path = 0;
 	unsigned stems = 0;
-	int flac = 0, bits = 32, overwrite = 0, threads = 0, quiet = 0;
+	int flac = 0, bits = 32, overwrite = 0, threads = 0, quiet = 0, shifts = 0;
+	double overlap = 0;
 	long long timeline_start = -1;
 	sb_mode mode = SB_MODE_PARALLEL;
 	const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
@@ -200,6 +205,25 @@ static int cmd_separate(int argc, char **argv)
 			timeline_start = strtoll(v, &end, 10);
 			if (!end || *end || timeline_start < 0) {
 				fprintf(stderr, "stembridge: error: --timeline-start takes a sample count\n");
+				free(inputs);
+				return 2;
+			}
+		} else if (!strcmp(a, "--shifts")) {
+			NEED_VALUE;
+			char *end = NULL;
+			long n = strtol(v, &end, 10);
+			if (!end || *end || n < 0 || n > 32) {
+				fprintf(stderr, "stembridge: error: --shifts takes 0 to 32\n");
+				free(inputs);
+				return 2;
+			}
+			shifts = (int)n;
+		} else if (!strcmp(a, "--overlap")) {
+			NEED_VALUE;
+			char *end = NULL;
+			overlap = strtod(v, &end);
+			if (!end || *end || !(overlap > 0 && overlap <= 0.9)) {
+				fprintf(stderr, "stembridge: error: --overlap takes more than 0, up to 0.9\n");
 				free(inputs);
 				return 2;
 			}
@@ -303,6 +327,8 @@ static int cmd_separate(int argc, char **argv)
 		spec.format = fmt;
 		spec.overwrite = overwrite;
 		spec.timeline_start = timeline_start;
+		spec.shifts = shifts;
+		spec.overlap = overlap;
 		st = sb_engine_submit(e, &spec, &ids[i]);
 		if (st != SB_OK) {
 			fprintf(stderr, "stembridge: error: %s: %s\n", inputs[i], sb_status_str(st));

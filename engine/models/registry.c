@@ -39,6 +39,14 @@ sb_status sb_model_open(const char *name, const char *const *search_path, const 
 {
 	if (!name || !*name || strcmp(name, "builtin") == 0)
 		return sb_classic_model_new(log, out);
+	/* A model file named by its path (plugin state, scripts): the name is its base name. */
+	const size_t len = strlen(name);
+	if (strchr(name, '/') && len > 12 && !strcmp(name + len - 12, ".safetensors")) {
+		const char *base = strrchr(name, '/') + 1;
+		char short_name[256];
+		snprintf(short_name, sizeof short_name, "%.*s", (int)(strlen(base) - 12), base);
+		return sb_demucs_model_open(name, short_name, NULL, log, out);
+	}
 	char dirs[16][4096];
 	size_t n = sb_model_dirs(search_path, dirs, 16);
 	char where[1024] = "";

@@ -6,12 +6,29 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define BLOCK 8192
 
 static const int converter = SRC_SINC_BEST_QUALITY;
 
 /* ---- source side ---- */
+
+/* An unlinked temporary file in $TMPDIR (tmpfile() ignores it), gone when closed. */
+static FILE *temp_file(void)
+{
+	const char *dir = getenv("TMPDIR");
+	char path[4096];
+	snprintf(path, sizeof path, "%s/stembridge-resample-XXXXXX", dir && *dir ? dir : "/tmp");
+	int fd = mkstemp(path);
+	if (fd < 0)
+		return NULL;
+	unlink(path);
+	FILE *f = fdopen(fd, "w+b");
+	if (!f)
+		close(fd);
+	return f;
+}
 
 typedef struct {
 	FILE *f; /* unlinked temporary file of interleaved floats */
@@ -63,7 +80,7 @@ sb_status sb_source_resampled(sb_source *in, double rate, const sb_logger *log,
 	float *ibuf = malloc(sizeof(float) * BLOCK * (size_t)ch);
 	const long ocap = (long)(BLOCK * ratio) + 64;
 	float *obuf = malloc(sizeof(float) * (size_t)ocap * (size_t)ch);
-	FILE *f = tmpfile();
+	FILE *f = temp_file();
 	sb_source *s = calloc(1, sizeof *s);
 	rs_source *r = calloc(1, sizeof *r);
 	sb_status st = SB_OK;

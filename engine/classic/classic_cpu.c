@@ -40,15 +40,6 @@ typedef struct {
 	float *sorted;           /* sliding window, max(2Kt+1, 2Kf+1) */
 } cpu_state;
 
-static float raised(float x)
-{
-	if (x <= 0.f)
-		return 0.f;
-	if (x >= 1.f)
-		return 1.f;
-	return 0.5f - 0.5f * cosf((float)M_PI * x);
-}
-
 static void cpu_destroy(void *vs)
 {
 	cpu_state *s = vs;
@@ -107,14 +98,7 @@ static void *cpu_create(const sb_classic_params *p, double rate, int channels, i
 		*st = SB_ERR_NOMEM;
 		return NULL;
 	}
-	for (int i = 0; i < n; i++)
-		s->win[i] = sqrtf((float)(0.5 - 0.5 * cos(2.0 * M_PI * i / n)));
-	for (int k = 0; k < b; k++) {
-		float f = (float)(k * rate / n);
-		s->bass_w[k] = 1.f - raised((f - p->f_b0) / (p->f_b1 - p->f_b0));
-		s->voice_w[k] = raised((f - p->v_lo0) / (p->v_lo1 - p->v_lo0)) *
-		                (1.f - raised((f - p->v_hi0) / (p->v_hi1 - p->v_hi0)));
-	}
+	sb_classic_tables(p, rate, n, s->win, s->bass_w, s->voice_w);
 	sb_fftw_plan_lock();
 	s->fwd = fftwf_plan_dft_r2c_1d(n, s->fbuf, s->cbuf, FFTW_ESTIMATE);
 	s->inv = fftwf_plan_dft_c2r_1d(n, s->cbuf, s->fbuf, FFTW_ESTIMATE);

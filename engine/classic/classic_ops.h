@@ -46,6 +46,11 @@ typedef struct {
 /* The geometry for a rate (fills n_fft when p->n_fft is 0, scales Kf with the bin width). */
 void sb_classic_geometry(const sb_classic_params *p, double rate, sb_classic_geom *g);
 
+/* The tables both backends start from: the sqrt-Hann window (n_fft values) and the band
+ * weights b(f), v(f) (n_fft/2 + 1 values each), computed once here so they are identical. */
+void sb_classic_tables(const sb_classic_params *p, double rate, int n_fft, float *win,
+                       float *bass_w, float *voice_w);
+
 typedef struct {
 	const char *name; /* "cpu", "opencl" */
 	/* max_frames: the largest nt process() will be given. NULL + *st on failure

@@ -7,6 +7,10 @@
 
 #include <math.h>
 
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+
 void sb_classic_params_default(sb_classic_params *p)
 {
 	p->n_fft = 0;
@@ -54,4 +58,26 @@ void sb_classic_geometry(const sb_classic_params *p, double rate, sb_classic_geo
 	g->bins = g->n_fft / 2 + 1;
 	double k_lo = ceil((double)p->f_lo * g->n_fft / rate);
 	g->k_lo = k_lo < 0 ? 0 : k_lo > g->bins ? g->bins : (int)k_lo;
+}
+
+static float raised(float x)
+{
+	if (x <= 0.f)
+		return 0.f;
+	if (x >= 1.f)
+		return 1.f;
+	return 0.5f - 0.5f * cosf((float)M_PI * x);
+}
+
+void sb_classic_tables(const sb_classic_params *p, double rate, int n_fft, float *win,
+                       float *bass_w, float *voice_w)
+{
+	for (int i = 0; i < n_fft; i++)
+		win[i] = sqrtf((float)(0.5 - 0.5 * cos(2.0 * M_PI * i / n_fft)));
+	for (int k = 0; k < n_fft / 2 + 1; k++) {
+		float f = (float)(k * rate / n_fft);
+		bass_w[k] = 1.f - raised((f - p->f_b0) / (p->f_b1 - p->f_b0));
+		voice_w[k] = raised((f - p->v_lo0) / (p->v_lo1 - p->v_lo0)) *
+		             (1.f - raised((f - p->v_hi0) / (p->v_hi1 - p->v_hi0)));
+	}
 }

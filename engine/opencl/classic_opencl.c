@@ -52,16 +52,6 @@ typedef struct {
 	cl_mem win, tw, bass_w, voice_w;              /* constant tables */
 } ocl_state;
 
-/* Same as classic_cpu.c's, so both paths start from identical band weights. */
-static float raised(float x)
-{
-	if (x <= 0.f)
-		return 0.f;
-	if (x >= 1.f)
-		return 1.f;
-	return 0.5f - 0.5f * cosf((float)M_PI * x);
-}
-
 static void ocl_destroy(void *vs)
 {
 	ocl_state *s = vs;
@@ -222,16 +212,10 @@ static void *ocl_create(const sb_classic_params *p, double rate, int channels, i
 		if (!win || !tw || !bw || !vw) {
 			r = SB_ERR_NOMEM;
 		} else {
+			sb_classic_tables(p, rate, n_fft, win, bw, vw);
 			for (int i = 0; i < n_fft; i++) {
-				win[i] = sqrtf((float)(0.5 - 0.5 * cos(2.0 * M_PI * i / n_fft)));
 				tw[2 * i] = (float)cos(-2.0 * M_PI * i / n_fft);
 				tw[2 * i + 1] = (float)sin(-2.0 * M_PI * i / n_fft);
-			}
-			for (int k = 0; k < b; k++) {
-				float f = (float)(k * rate / n_fft);
-				bw[k] = 1.f - raised((f - p->f_b0) / (p->f_b1 - p->f_b0));
-				vw[k] = raised((f - p->v_lo0) / (p->v_lo1 - p->v_lo0)) *
-				        (1.f - raised((f - p->v_hi0) / (p->v_hi1 - p->v_hi0)));
 			}
 			r = upload(s, s->win, win, sizeof(float) * n_fft);
 			if (r == SB_OK)

@@ -78,6 +78,7 @@ typedef struct {
 /* Properties set through patch:Set and state. */
 typedef struct {
 	char output_dir[SB_TEXT];
+	char model_file[SB_TEXT];   /* "" none: the Model control names the model */
 	char track[256];
 	float max_minutes;
 } sb_props;
@@ -87,8 +88,8 @@ typedef struct {
 		atom_Double, atom_Bool, atom_URID, atom_Sequence, atom_Tuple, atom_eventTransfer;
 	LV2_URID time_Position, time_frame, time_speed;
 	LV2_URID patch_Set, patch_Get, patch_property, patch_value, patch_subject;
-	LV2_URID sb_outputDir, sb_manifest, sb_deviceKey, sb_deviceName, sb_deviceInUse,
-		sb_lastError, sb_recordedFrames, sb_timelineStart, sb_maxMinutes, sb_trackName,
+	LV2_URID sb_outputDir, sb_modelFile, sb_manifest, sb_deviceKey, sb_deviceName,
+		sb_deviceInUse, sb_lastError, sb_recordedFrames, sb_timelineStart, sb_maxMinutes, sb_trackName,
 		sb_devicePort, sb_mode, sb_model, sb_stemMask, sb_stems, sb_deviceList,
 		sb_devicePlatform, sb_deviceType, sb_deviceMemory, sb_deviceUnits, sb_deviceDriver;
 } sb_urids;
@@ -156,6 +157,7 @@ typedef struct sb_instance {
 	atomic_int lost_frames_alarm;
 	atomic_int no_take_alarm;   /* run() found no free take descriptor: recording skipped */
 	atomic_int props_changed;   /* restore() -> run(): announce the properties */
+	atomic_int bad_model_file_alarm; /* run() ignored a damaged patch:Set modelFile */
 
 	/* properties under a sequence lock */
 	atomic_uint props_seq;
@@ -196,6 +198,10 @@ void sb_props_read(sb_instance *self, sb_props *out);
 /* Writer side (run() or restore()). */
 SB_REALTIME void sb_props_write_begin(sb_instance *self);
 SB_REALTIME void sb_props_write_end(sb_instance *self);
+/* A modelFile value the engine can open by its path: len bytes without the NUL, either none
+ * (len 0, which clears the property) or an absolute path ending in ".safetensors" with a
+ * name before it, no NUL inside, short enough for sb_props. */
+SB_REALTIME bool sb_model_file_valid(const char *s, size_t len);
 
 /* "auto", "cpu" or "opencl:N" for a device port value. */
 const char *sb_device_port_request(int port, char *buf, size_t len);

@@ -45,6 +45,7 @@ static void map_urids(LV2_URID_Map *map, sb_urids *u)
 	u->patch_value = map->map(map->handle, LV2_PATCH__value);
 	u->patch_subject = map->map(map->handle, LV2_PATCH__subject);
 	u->sb_outputDir = map->map(map->handle, SB__outputDir);
+	u->sb_modelFile = map->map(map->handle, SB__modelFile);
 	u->sb_manifest = map->map(map->handle, SB__manifest);
 	u->sb_deviceKey = map->map(map->handle, SB__deviceKey);
 	u->sb_deviceName = map->map(map->handle, SB__deviceName);
@@ -75,6 +76,16 @@ SB_REALTIME void sb_props_write_begin(sb_instance *self)
 SB_REALTIME void sb_props_write_end(sb_instance *self)
 {
 	atomic_fetch_add_explicit(&self->props_seq, 1, memory_order_release);
+}
+
+SB_REALTIME bool sb_model_file_valid(const char *s, size_t len)
+{
+	static const char ext[] = ".safetensors";
+	const size_t k = sizeof ext - 1;
+	if (len == 0)
+		return true;
+	return len < SB_TEXT && s[0] == '/' && len > k + 1 && s[len - k - 1] != '/' &&
+	       memcmp(s + len - k, ext, k) == 0 && !memchr(s, '\0', len);
 }
 
 void sb_props_read(sb_instance *self, sb_props *out)
@@ -387,6 +398,15 @@ SB_REALTIME static void handle_set(sb_instance *self, const LV2_Atom_Object *obj
 	if (key == self->u.sb_outputDir && value->type == self->u.atom_Path) {
 		if (!atom_text(value, self->props.output_dir, sizeof self->props.output_dir))
 			self->props.output_dir[0] = '\0';
+	} else if (key == self->u.sb_modelFile) {
+		/* a damaged value leaves the model as it was; the service logs it */
+		const char *body = (const char *)LV2_ATOM_BODY_CONST(value);
+		if (value->type == self->u.atom_Path && value->size > 0 &&
+		    strnlen(body, value->size) == value->size - 1 &&
+		    sb_model_file_valid(body, value->size - 1))
+			memcpy(self->props.model_file, body, value->size);
+		else
+			atomic_store_explicit(&self->bad_model_file_alarm, 1, memory_order_relaxed);
 	} else if (key == self->u.sb_trackName && value->type == self->u.atom_String) {
 		if (!atom_text(value, self->props.track, sizeof self->props.track))
 			self->props.track[0] = '\0';
@@ -537,6 +557,7 @@ SB_REALTIME static void announce(sb_instance *self)
 	}
 	if (self->rt_announce_props) {
 		forge_set_text(self, self->u.sb_outputDir, self->u.atom_Path, self->props.output_dir);
+		forge_set_text(self, self->u.sb_modelFile, self->u.atom_Path, self->props.model_file);
 		forge_set_text(self, self->u.sb_trackName, self->u.atom_String, self->props.track);
 		forge_set_float(self, self->u.sb_maxMinutes, self->props.max_minutes);
 	}

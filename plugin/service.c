@@ -322,7 +322,11 @@ static void submit_take(sb_instance *self, sb_take *t)
 	/* Auto in parallel mode spreads jobs over the engine's device set. */
 	spec.device = (copy.device_port == SB_DEVICE_AUTO && copy.mode == SB_MODE_CTL_PARALLEL &&
 	               strcmp(req, "auto") == 0) ? NULL : req;
-	spec.model = model_names[copy.model >= 0 && copy.model < 3 ? copy.model : 0];
+	/* A Demucs choice with a model file set runs that file (the manifest names the model by
+	 * its base name); Built-in always runs the built-in model. */
+	const int model = copy.model >= 0 && copy.model < 3 ? copy.model : SB_MODEL_BUILTIN;
+	spec.model = model != SB_MODEL_BUILTIN && pr.model_file[0] ? pr.model_file
+	                                                           : model_names[model];
 	spec.stems = copy.stems ? copy.stems : 0xFu;
 	spec.out_dir = dir;
 	spec.name_template = "{track}-{take}-{stem}.{ext}";
@@ -680,6 +684,9 @@ static void tick(sb_instance *self)
 		resolve_saved_device(self, e);
 	if (e && !atomic_load(&self->device_list))
 		publish_device_list(self, e);
+	if (atomic_exchange(&self->bad_model_file_alarm, 0))
+		lv2_log_warning(&self->logger, "stembridge: ignoring a damaged modelFile (it must be "
+		                "an absolute path to a .safetensors file); the model stays as it was\n");
 	if (atomic_exchange(&self->no_take_alarm, 0))
 		lv2_log_error(&self->logger, "stembridge: a take was not recorded: four takes are "
 		              "still being handed over\n");

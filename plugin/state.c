@@ -2,16 +2,20 @@
  * through the sequence lock and the rest under nrt_lock, which run() never takes. restore()
  * accepts missing, mistyped or out-of-range values: each is ignored with a log line.
  *
+ * The output folder and the model file are paths, stored abstract through mapPath (lilv links a
+ * model file outside the session into the state folder rather than copying it).
  * The last manifest is stored as a plain string, not a path: lilv copies every scratch file a
  * state refers to into the session on each save (../shared/HOSTS.md).
  */
 #include "instance.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void free_path(const LV2_State_Free_Path *fp, char *p)
 {
@@ -87,6 +91,12 @@ static LV2_State_Status save(LV2_Handle instance, LV2_State_Store_Function store
 	if (pr.output_dir[0]) {
 		char *abs = map_path ? map_path->abstract_path(map_path->handle, pr.output_dir) : NULL;
 		store_text(store, handle, u->sb_outputDir, u->atom_Path, abs ? abs : pr.output_dir);
+		if (abs)
+			free_path(fp, abs);
+	}
+	if (pr.model_file[0]) {
+		char *abs = map_path ? map_path->abstract_path(map_path->handle, pr.model_file) : NULL;
+		store_text(store, handle, u->sb_modelFile, u->atom_Path, abs ? abs : pr.model_file);
 		if (abs)
 			free_path(fp, abs);
 	}
@@ -199,6 +209,25 @@ static LV2_State_Status restore(LV2_Handle instance, LV2_State_Retrieve_Function
 			snprintf(pr.output_dir, sizeof pr.output_dir, "%s", p);
 		else
 			lv2_log_warning(&self->logger, "stembridge: ignoring saved output folder '%s'\n", p);
+		if (abs)
+			free_path(fp, abs);
+	}
+	/* The model file is kept when it is missing here (a drive not mounted yet): the job that
+	 * needs it says so. A value the engine could not open by its path is damage. */
+	s = get_text(self, retrieve, handle, u->sb_modelFile, u->atom_Path, text, sizeof text,
+	             "model file");
+	if (s) {
+		char *abs = map_path ? map_path->absolute_path(map_path->handle, s) : NULL;
+		const char *p = abs ? abs : s;
+		if (sb_model_file_valid(p, strlen(p))) {
+			snprintf(pr.model_file, sizeof pr.model_file, "%s", p);
+			if (p[0] && access(p, R_OK) != 0)
+				lv2_log_warning(&self->logger, "stembridge: saved model file %s: %s (kept)\n",
+				                p, strerror(errno));
+		} else {
+			lv2_log_warning(&self->logger, "stembridge: ignoring saved model file '%s' (not an "
+			                "absolute path to a .safetensors file)\n", p);
+		}
 		if (abs)
 			free_path(fp, abs);
 	}

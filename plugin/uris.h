@@ -14,6 +14,9 @@
 /* patch properties (atom messages on the control/notify ports) */
 #define SB__outputDir    SB__ "outputDir"     /* atom:Path, patch:writable: where stems go when
                                                  the host's makePath is not safe */
+#define SB__modelFile    SB__ "modelFile"     /* atom:Path, patch:writable: a converted Demucs
+                                                 model (.safetensors), used when the Model
+                                                 control is not Built-in */
 #define SB__manifest     SB__ "manifest"      /* atom:Path, patch:readable: last job's manifest */
 #define SB__deviceKey    SB__ "deviceKey"     /* atom:String: stable key of the chosen device */
 #define SB__deviceName   SB__ "deviceName"    /* atom:String: its readable name */

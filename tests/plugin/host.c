@@ -255,6 +255,19 @@ void host_set_text(host_plugin *h, const char *prop, const char *type, const cha
 	seq_grow(h, &f);
 }
 
+void host_set_atom(host_plugin *h, const char *prop, const char *type, const void *body,
+                   uint32_t size)
+{
+	LV2_Atom_Forge f;
+	LV2_Atom_Forge_Frame fr;
+	set_begin(h, &f, &fr, prop);
+	lv2_atom_forge_atom(&f, size, host_map(type));
+	lv2_atom_forge_write(&f, body, size);
+	lv2_atom_forge_pad(&f, size);
+	lv2_atom_forge_pop(&f, &fr);
+	seq_grow(h, &f);
+}
+
 void host_set_float(host_plugin *h, const char *prop, float v)
 {
 	LV2_Atom_Forge f;
@@ -327,8 +340,11 @@ static void read_notify(host_plugin *h)
 			LV2_ATOM_TUPLE_FOREACH ((const LV2_Atom_Tuple *)value, it)
 				h->n_device_list += it->type == host_map(LV2_ATOM__Object);
 		}
+		if (key == host_map(SB__modelFile) && value->type == host_map(LV2_ATOM__Path))
+			snprintf(h->model_file, sizeof h->model_file, "%s", text);
 		if (key != host_map(SB__manifest) && key != host_map(SB__outputDir) &&
-		    key != host_map(SB__trackName) && key != host_map(SB__maxMinutes))
+		    key != host_map(SB__modelFile) && key != host_map(SB__trackName) &&
+		    key != host_map(SB__maxMinutes))
 			h->other_sets++;
 	}
 }

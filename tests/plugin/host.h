@@ -30,6 +30,7 @@ typedef struct {
 	char manifest[4096];
 	char device_in_use[1024];
 	char last_error[1024];
+	char model_file[4096];   /* the modelFile property as last announced */
 	int64_t timeline_start;
 	char scratch[1024];      /* makePath root */
 	host_path_mode path_mode;
@@ -60,6 +61,9 @@ void host_run(host_plugin *h);
 /* Sends a patch:Set with the given value atom type (Path/String/Float) in the next run. */
 void host_set_text(host_plugin *h, const char *prop, const char *type, const char *text);
 void host_set_float(host_plugin *h, const char *prop, float v);
+/* The same with any value atom, its body given as is (size bytes, no NUL added): for damage. */
+void host_set_atom(host_plugin *h, const char *prop, const char *type, const void *body,
+                   uint32_t size);
 void host_transport(host_plugin *h, int64_t pos, float speed);
 /* Runs silence-free idle blocks (transport stopped) until jobs_done reaches n; 0 on timeout. */
 int host_wait_jobs(host_plugin *h, int n, double timeout_s);

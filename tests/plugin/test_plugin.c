@@ -4,6 +4,9 @@
  *   freewheel                               offline bounce loses no sample
  *   state                                   save, restore into a new instance, every value
  *   damaged                                 damaged/unknown state values are ignored, logged
+ *   modelfile                               a take separated with the model file the property
+ *                                           names (the golden tiny HTDemucs, SB_GOLDEN_DIR)
+ *   modelfile-damaged                       damaged modelFile values, set or restored: ignored
  *   fallback                                a saved device missing here: fallback shown
  *   many                                    16 instances at once on 4 threads
  *   presets                                 each preset of the presets bundle loads
@@ -18,6 +21,7 @@
 #include <lv2/state/state.h>
 
 #include <dirent.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <sndfile.h>
@@ -39,6 +43,9 @@ static int failures;
 	} while (0)
 
 static const char *const stems[4] = {"vocals", "drums", "bass", "other"};
+#define ATOM_PATH "http://lv2plug.in/ns/ext/atom#Path"
+#define ATOM_STRING "http://lv2plug.in/ns/ext/atom#String"
+#define ATOM_FLOAT "http://lv2plug.in/ns/ext/atom#Float"
 static char tmp_root[512];
 
 /* A test signal with a voice-like tone, a bass line and clicks, different per channel. */
@@ -406,6 +413,18 @@ static int test_state(void)
 	host_set_text(a, SB__outputDir, "http://lv2plug.in/ns/ext/atom#Path", outdir);
 	host_set_text(a, SB__trackName, "http://lv2plug.in/ns/ext/atom#String", "Drum Bus");
 	host_set_float(a, SB__maxMinutes, 12.5f);
+	/* a model file outside the state folder, as a user converts one anywhere: lilv links it
+	 * into the state (mapPath), and what comes back leads to the same file */
+	char models[1200], model[1400];
+	make_tmp("models-for-state", models, sizeof models);
+	snprintf(model, sizeof model, "%s/My Model.safetensors", models);
+	FILE *mf = fopen(model, "wb");
+	CHECK(mf != NULL, "cannot write %s", model);
+	if (mf) {
+		fputs("a converted model would be here", mf);
+		fclose(mf);
+	}
+	host_set_text(a, SB__modelFile, ATOM_PATH, model);
 	a->ctl[SB_PORT_DEVICE] = SB_DEVICE_CPU;
 	a->ctl[SB_PORT_MODE] = SB_MODE_CTL_SEQUENTIAL;
 	a->ctl[SB_PORT_MODEL] = SB_MODEL_BUILTIN;
@@ -446,6 +465,32 @@ static int test_state(void)
 	CHECK(kv_int(&s, SB__devicePort) == SB_DEVICE_CPU, "device port");
 	CHECK(kv_int(&s, SB__mode) == SB_MODE_CTL_SEQUENTIAL, "mode");
 	CHECK(kv_int(&s, SB__stemMask) == (1 | 4 | 8), "stem mask %d", kv_int(&s, SB__stemMask));
+	char want_real[PATH_MAX], got_real[PATH_MAX];
+	const char *mv = kv_text(&s, SB__modelFile) ? kv_text(&s, SB__modelFile) : "";
+	CHECK(mv[0] == '/' && realpath(mv, got_real) && realpath(model, want_real) &&
+	      !strcmp(got_real, want_real), "modelFile came back as '%s', set %s", mv, model);
+	/* the restored value is announced, as a patch:Get would show it */
+	host_run(b);
+	CHECK(mv[0] && !strcmp(b->model_file, mv), "modelFile announced '%s' after restore, saved %s",
+	      b->model_file, mv);
+
+	/* without mapPath (a host that keeps absolute paths) the path comes back as it was */
+	kv direct;
+	save_direct(a, &direct);
+	CHECK(kv_text(&direct, SB__modelFile) && !strcmp(kv_text(&direct, SB__modelFile), model),
+	      "modelFile saved as %s, set %s", kv_text(&direct, SB__modelFile), model);
+	host_plugin *c = host_new(false, 256, HOST_PATH_NONE, NULL);
+	CHECK(c != NULL, "instantiate");
+	if (c) {
+		const LV2_State_Interface *ci =
+			lilv_instance_get_extension_data(c->inst, LV2_STATE__interface);
+		ci->restore(lilv_instance_get_handle(c->inst), kv_retrieve, &direct, 0, NULL);
+		kv back;
+		save_direct(c, &back);
+		CHECK(kv_text(&back, SB__modelFile) && !strcmp(kv_text(&back, SB__modelFile), model),
+		      "modelFile restored as %s, saved %s", kv_text(&back, SB__modelFile), model);
+		host_free(c);
+	}
 
 	/* the last manifest survives as a plain string */
 	kv m = s;
@@ -494,11 +539,12 @@ static int test_damaged(void)
 	put(&s, SB__mode, FLT, &neg, sizeof neg);                /* wrong type */
 	put(&s, SB__outputDir, "http://lv2plug.in/ns/ext/atom#Path", "relative/dir", 13);
 	put(&s, SB__manifest, INT, &big, sizeof big);            /* wrong type */
+	put(&s, SB__modelFile, "http://lv2plug.in/ns/ext/atom#Path", "/models/htdemucs.th", 20);
 	int before = host_log_warnings();
 	const LV2_State_Interface *si = lilv_instance_get_extension_data(h->inst, LV2_STATE__interface);
 	LV2_State_Status r = si->restore(lilv_instance_get_handle(h->inst), kv_retrieve, &s, 0, NULL);
 	CHECK(r == LV2_STATE_SUCCESS, "restore failed on damaged values");
-	CHECK(host_log_warnings() - before >= 7, "%d log lines for 7 damaged values",
+	CHECK(host_log_warnings() - before >= 8, "%d log lines for 8 damaged values",
 	      host_log_warnings() - before);
 	kv out;
 	save_direct(h, &out);
@@ -506,6 +552,7 @@ static int test_damaged(void)
 	CHECK(!kv_text(&out, SB__trackName), "damaged track name kept");
 	CHECK(!kv_text(&out, SB__outputDir), "relative output dir kept");
 	CHECK(!kv_text(&out, SB__manifest), "damaged manifest kept");
+	CHECK(!kv_text(&out, SB__modelFile), "a model file that is no .safetensors kept");
 	CHECK(kv_text(&out, SB__deviceKey) && !strcmp(kv_text(&out, SB__deviceKey), "auto"),
 	      "device key %s", kv_text(&out, SB__deviceKey));
 	/* still works */
@@ -739,8 +786,10 @@ static int test_rt(void)
 		}
 		CHECK(worst_in == 0.0, "audition differs from the vocals stem by %g", worst_in);
 		CHECK(worst_out == 0.0, "outside the region the input should pass (%g)", worst_out);
-		/* patch:Get and property changes go through run() too */
+		/* patch:Get and property changes go through run() too, a damaged one as well */
 		host_set_float(h, SB__maxMinutes, 20.0f);
+		host_set_text(h, SB__modelFile, ATOM_PATH, pass ? "/opt/models/rt.safetensors"
+		                                                : "/opt/models/rt.ckpt");
 	}
 	/* the mix without vocals: what is left of the recorded input once vocals are removed */
 	h->ctl[SB_PORT_AUDITION] = 5;
@@ -977,10 +1026,261 @@ static int test_close_running(void)
 	return failures;
 }
 
+/* The "name" of the manifest's "model" object, or "" (the manifest is jansson's output: keys
+ * quoted, a colon, the value). */
+static void manifest_model_name(const char *manifest, char *out, size_t len)
+{
+	out[0] = '\0';
+	char *m = slurp(manifest);
+	const char *p = m ? strstr(m, "\"model\"") : NULL;
+	p = p ? p + strspn(p + 7, " \t\r\n:") + 7 : NULL;
+	const char *n = p && *p == '{' ? strstr(p, "\"name\"") : NULL;
+	if (n) {
+		n += 6 + strspn(n + 6, " \t\r\n:");
+		if (*n == '"')
+			snprintf(out, len, "%.*s", (int)strcspn(n + 1, "\""), n + 1);
+	}
+	free(m);
+}
+
+/* The stems beside h's manifest: how many are readable WAV files of the take's exact length
+ * and channel count, named after their stem. */
+static int count_exact_stems(host_plugin *h, const recording *rec)
+{
+	char dir[4096];
+	snprintf(dir, sizeof dir, "%s", h->manifest);
+	if (!strrchr(dir, '/'))
+		return 0;
+	*strrchr(dir, '/') = '\0';
+	int found[4] = {0}, n = 0;
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		if (!strstr(e->d_name, ".wav"))
+			continue;
+		char path[4400];
+		if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path)
+			continue;
+		SF_INFO info;
+		memset(&info, 0, sizeof info);
+		SNDFILE *f = sf_open(path, SFM_READ, &info);
+		CHECK(f && info.frames == rec->frames && info.channels == rec->channels,
+		      "%s: %lld frames x %d, the take is %lld x %d", path, (long long)info.frames,
+		      info.channels, (long long)rec->frames, rec->channels);
+		for (int k = 0; k < 4 && f; k++)
+			if (strstr(e->d_name, stems[k]) && info.frames == rec->frames &&
+			    info.channels == rec->channels && !found[k]++)
+				n++;
+		if (f)
+			sf_close(f);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* Records n blocks from start with the current controls, stops, and waits for the job. */
+static int record_take(host_plugin *h, int64_t start, int blocks, int seed, recording *rec)
+{
+	rec->frames = 0;
+	rec->channels = h->channels;
+	const uint32_t jobs = (uint32_t)h->ctl[SB_PORT_JOBS_DONE_OUT];
+	h->ctl[SB_PORT_RECORD] = 1.0f;
+	host_transport(h, start, 1.0f);
+	roll(h, blocks, seed, rec, 8);
+	h->ctl[SB_PORT_RECORD] = 0.0f;
+	host_transport(h, h->pos, 0.0f);
+	host_run(h);
+	/* the state port shows the job before until the service has taken this one */
+	for (double end = host_now() + 10; host_now() < end &&
+	     (int)h->ctl[SB_PORT_STATE_OUT] == SB_STATE_ERROR;) {
+		host_sleep_ms(2);
+		host_run(h);
+	}
+	return host_wait_jobs(h, (int)jobs + 1, 600);
+}
+
+/* A user who converted a Demucs checkpoint points the plugin at the file: with the Model
+ * control on a Demucs choice the take runs that file, and the manifest names the model after
+ * it; Built-in ignores the property; a file that is not there fails the job, not the plugin.
+ * The file is the golden tiny HTDemucs (SB_GOLDEN_DIR, meson's golden_dir). */
+static int test_model_file(void)
+{
+	const char *golden = getenv("SB_GOLDEN_DIR");
+	char model[1200];
+	if (!golden || !golden[0] ||
+	    snprintf(model, sizeof model, "%s/htdemucs-tiny.safetensors", golden) >= (int)sizeof model ||
+	    access(model, R_OK) != 0) {
+		fprintf(stderr, "modelfile: no htdemucs-tiny.safetensors in SB_GOLDEN_DIR (%s): skipped\n",
+		        golden ? golden : "unset");
+		return 77;
+	}
+	char dir[1200], outdir[1300], missing[1300];
+	make_tmp("model-file", dir, sizeof dir);
+	snprintf(outdir, sizeof outdir, "%s/out", dir);
+	snprintf(missing, sizeof missing, "%s/not-here/htdemucs-gone.safetensors", dir);
+	host_plugin *h = host_new(true, 1024, HOST_PATH_NONE, NULL);
+	CHECK(h != NULL, "instantiate");
+	if (!h)
+		return 1;
+	host_set_text(h, SB__outputDir, ATOM_PATH, outdir);
+	host_set_text(h, SB__trackName, ATOM_STRING, "Tiny");
+	host_set_text(h, SB__modelFile, ATOM_PATH, model);
+	h->ctl[SB_PORT_MODEL] = SB_MODEL_HTDEMUCS;
+	h->ctl[SB_PORT_DEVICE] = SB_DEVICE_CPU;
+	host_run(h);
+	CHECK(!strcmp(h->model_file, model), "modelFile announced as '%s', set %s", h->model_file,
+	      model);
+
+	/* 3 s of stereo at 48 kHz: the model runs at 44.1 kHz, the stems come back at the take's
+	 * rate and length */
+	recording rec = {0};
+	char name[256];
+	const int64_t start = 2 * 48000 + 5;
+	double t0 = host_now();
+	CHECK(record_take(h, start, 3 * 47, 8, &rec), "take not separated with %s: %s", model,
+	      h->last_error);
+	fprintf(stderr, "modelfile: htdemucs-tiny separated %lld frames in %.1f s\n",
+	        (long long)rec.frames, host_now() - t0);
+	int n = count_exact_stems(h, &rec);
+	CHECK(n == 4, "%d of 4 stems of the take's length beside %s", n, h->manifest);
+	manifest_model_name(h->manifest, name, sizeof name);
+	CHECK(!strcmp(name, "htdemucs-tiny"), "the manifest names model '%s'", name);
+
+	/* Built-in runs the built-in model whatever the property says */
+	h->ctl[SB_PORT_MODEL] = SB_MODEL_BUILTIN;
+	const int64_t start2 = 30 * 48000;
+	CHECK(record_take(h, start2, 47, 9, &rec), "Built-in take not separated: %s", h->last_error);
+	check_take(h, "Tiny", &rec, start2);
+	manifest_model_name(h->manifest, name, sizeof name);
+	CHECK(!strcmp(name, "builtin"), "Built-in: the manifest names model '%s'", name);
+
+	/* a model file gone since it was chosen: that job fails and says so; the next one works */
+	host_set_text(h, SB__modelFile, ATOM_PATH, missing);
+	h->ctl[SB_PORT_MODEL] = SB_MODEL_HTDEMUCS;
+	h->last_error[0] = '\0';
+	CHECK(!record_take(h, 40 * 48000, 20, 10, &rec), "a job with a missing model file succeeded");
+	CHECK((int)h->ctl[SB_PORT_STATE_OUT] == SB_STATE_ERROR && h->last_error[0],
+	      "missing model file: state %g, error '%s'", h->ctl[SB_PORT_STATE_OUT], h->last_error);
+	fprintf(stderr, "modelfile: a missing file gives: %s\n", h->last_error);
+	host_set_text(h, SB__modelFile, ATOM_PATH, model);
+	CHECK(record_take(h, 50 * 48000, 47, 11, &rec), "no separation after a failed job: %s",
+	      h->last_error);
+	n = count_exact_stems(h, &rec);
+	CHECK(n == 4, "%d of 4 stems after the failed job", n);
+	manifest_model_name(h->manifest, name, sizeof name);
+	CHECK(!strcmp(name, "htdemucs-tiny"), "after the failed job the manifest names '%s'", name);
+	free(rec.data);
+	host_free(h);
+	return failures;
+}
+
+/* Waits for the service to log the warning a damaged patch:Set leaves for it. */
+static int wait_warning(host_plugin *h, int before)
+{
+	for (double end = host_now() + 5; host_now() < end;) {
+		host_run(h);
+		if (host_log_warnings() > before)
+			return 1;
+		host_sleep_ms(2);
+	}
+	return 0;
+}
+
+/* Damaged modelFile values, by patch:Set (in run(), logged by the service) and in state: each
+ * is ignored with a log line and the model file set before stays. */
+static int test_model_file_damaged(void)
+{
+	host_plugin *h = host_new(false, 256, HOST_PATH_NONE, NULL);
+	CHECK(h != NULL, "instantiate");
+	if (!h)
+		return 1;
+	const char *good = "/opt/models/htdemucs-custom.safetensors";
+	host_set_text(h, SB__modelFile, ATOM_PATH, good);
+	host_run(h);
+	CHECK(!strcmp(h->model_file, good), "modelFile announced as '%s'", h->model_file);
+
+	static char long_path[6000];
+	memset(long_path, 'a', sizeof long_path);
+	long_path[0] = '/';
+	memcpy(long_path + 5000 - 12, ".safetensors", 13);
+	const float f = 1.0f;
+	/* in_state: damage in a saved state too (there a value without its NUL is how Carla 2.5
+	 * stores any string, and the state's own slots hold at most 4096 bytes) */
+	const struct {
+		const char *what, *type;
+		const void *body;
+		uint32_t size;
+		bool in_state;
+	} bad[] = {
+		{"a string, not a path", ATOM_STRING, "/opt/models/x.safetensors", 26, true},
+		{"a float", ATOM_FLOAT, &f, sizeof f, true},
+		{"a relative path", ATOM_PATH, "models/x.safetensors", 21, true},
+		{"another kind of file", ATOM_PATH, "/opt/models/htdemucs.th", 24, true},
+		{"a folder", ATOM_PATH, "/opt/models/", 13, true},
+		{"no name before the ending", ATOM_PATH, "/opt/models/.safetensors", 25, true},
+		{"a NUL inside", ATOM_PATH, "/opt/a\0b.safetensors", 21, true},
+		{"no terminating NUL", ATOM_PATH, "/opt/x.safetensors", 18, false},
+		{"an empty atom", ATOM_PATH, "", 0, true},
+		{"longer than any path", ATOM_PATH, long_path, 5001, false},
+	};
+	const size_t n_bad = sizeof bad / sizeof bad[0];
+	for (size_t i = 0; i < n_bad; i++) {
+		int before = host_log_warnings();
+		h->model_file[0] = '\0';
+		host_set_atom(h, SB__modelFile, bad[i].type, bad[i].body, bad[i].size);
+		CHECK(wait_warning(h, before), "patch:Set %s: no log line", bad[i].what);
+		/* the property is announced back as it stands, so a host's file button reverts */
+		CHECK(!strcmp(h->model_file, good), "patch:Set %s: announced '%s'", bad[i].what,
+		      h->model_file);
+		kv out;
+		save_direct(h, &out);
+		CHECK(kv_text(&out, SB__modelFile) && !strcmp(kv_text(&out, SB__modelFile), good),
+		      "patch:Set %s: saved '%s'", bad[i].what, kv_text(&out, SB__modelFile));
+	}
+
+	/* the same damage in a saved state */
+	const LV2_State_Interface *si = lilv_instance_get_extension_data(h->inst, LV2_STATE__interface);
+	for (size_t i = 0; i < n_bad; i++) {
+		if (!bad[i].in_state)
+			continue;
+		kv s = {0};
+		put(&s, SB__modelFile, bad[i].type, bad[i].body, bad[i].size);
+		int before = host_log_warnings();
+		LV2_State_Status r = si->restore(lilv_instance_get_handle(h->inst), kv_retrieve, &s, 0,
+		                                 NULL);
+		CHECK(r == LV2_STATE_SUCCESS, "restore failed on %s", bad[i].what);
+		CHECK(host_log_warnings() > before, "restore %s: no log line", bad[i].what);
+		kv out;
+		save_direct(h, &out);
+		CHECK(kv_text(&out, SB__modelFile) && !strcmp(kv_text(&out, SB__modelFile), good),
+		      "restore %s: saved '%s'", bad[i].what, kv_text(&out, SB__modelFile));
+	}
+
+	/* an empty path clears the property: the Model control alone names the model again */
+	host_set_text(h, SB__modelFile, ATOM_PATH, "");
+	strcpy(h->model_file, "unchanged");
+	host_run(h);
+	CHECK(!h->model_file[0], "cleared modelFile announced as '%s'", h->model_file);
+	kv out;
+	save_direct(h, &out);
+	CHECK(!kv_text(&out, SB__modelFile), "a cleared modelFile is saved as '%s'",
+	      kv_text(&out, SB__modelFile));
+
+	/* still records */
+	h->ctl[SB_PORT_RECORD] = 1;
+	host_transport(h, 0, 1.0f);
+	roll(h, 10, 0, NULL, 0);
+	CHECK((int)h->ctl[SB_PORT_STATE_OUT] == SB_STATE_RECORDING, "does not record after damage");
+	host_free(h);
+	return failures;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: test_plugin record|freewheel|state|damaged|fallback|presets|many|close|rt\n");
+		fprintf(stderr, "usage: test_plugin record|freewheel|state|damaged|modelfile|"
+		        "modelfile-damaged|fallback|presets|many|close|rt\n");
 		return 2;
 	}
 	const char *t = getenv("SB_TEST_TMP");
@@ -998,6 +1298,10 @@ int main(int argc, char **argv)
 		r = test_state();
 	} else if (!strcmp(argv[1], "damaged")) {
 		r = test_damaged();
+	} else if (!strcmp(argv[1], "modelfile")) {
+		r = test_model_file();
+	} else if (!strcmp(argv[1], "modelfile-damaged")) {
+		r = test_model_file_damaged();
 	} else if (!strcmp(argv[1], "fallback")) {
 		r = test_fallback();
 	} else if (!strcmp(argv[1], "many")) {
@@ -1013,6 +1317,8 @@ int main(int argc, char **argv)
 		r = 2;
 	}
 	host_fini();
+	if (r == 77)
+		return 77;
 	if (r == 0)
 		fprintf(stderr, "%s: ok\n", argv[1]);
 	return r ? 1 : 0;

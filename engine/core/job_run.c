@@ -296,6 +296,20 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 	}
 	if (st != SB_OK)
 		goto fail;
+	/* Stems that add back to the mix: a model whose stems do not by construction gets "other"
+	 * as the input minus the rest (when all four are written), and the manifest says by how
+	 * much that changed the model's own "other". */
+	if (!model->info.stems_sum && !spec->keep_model_other &&
+	    sb_stem_writer_count(w) == SB_N_STEMS) {
+		report(&ps, SB_JOB_RUNNING, ps.hi, "mixing back");
+		double changed = 0;
+		st = sb_stem_writer_residual(w, src, SB_STEM_OTHER, env->cancel, &changed);
+		if (st != SB_OK)
+			goto fail;
+		event(&ev, log, SB_LOG_INFO,
+		      "other = input minus vocals, drums and bass, so the stems add back to the input "
+		      "(the model's own other differed by %.1f dB relative to the input)", changed);
+	}
 	const double t_separated = sb_now();
 
 	report(&ps, SB_JOB_WRITING, 0.97, "writing");

@@ -343,30 +343,125 @@ int sb_place_file(const char *from, const char *to, int overwrite)
 	return 0;
 }
 
+/* Flushes and closes a stem's temporary file and syncs it to disk; a no-op once done. */
+static sb_status finish_file(sb_stem_writer *w, stem_file *s)
+{
+	if (!s->sf && s->fd < 0)
+		return SB_OK;
+	sb_status st = SB_OK;
+	int err = 0, r = 0;
+	if (s->sf) {
+		sf_write_sync(s->sf);
+		err = sf_error(s->sf);
+		r = sf_close(s->sf);
+		s->sf = NULL;
+	}
+	errno = 0;
+	if (err || r || fsync(s->fd) != 0) {
+		int e = errno ? errno : EIO;
+		st = errno_status(e);
+		sb_log(w->log, SB_LOG_ERROR, "finishing %s failed: %s%s", s->final,
+		       st == SB_ERR_NOSPACE ? "no space left (disk full or file size limit): " : "",
+		       strerror(e));
+	}
+	if (close(s->fd) != 0 && st == SB_OK) {
+		int e = errno;
+		sb_log(w->log, SB_LOG_ERROR, "finishing %s failed: %s", s->final, strerror(e));
+		st = errno_status(e);
+	}
+	s->fd = -1;
+	return st;
+}
+
+sb_status sb_stem_writer_residual(sb_stem_writer *w, sb_source *in, int target,
+                                  const atomic_int *cancel, double *changed_db)
+{
+	enum { BLOCK = 8192 };
+	if (w->n != SB_N_STEMS || target < 0 || target >= SB_N_STEMS || in->channels != w->o.channels)
+		return SB_ERR_UNSUPPORTED;
+	sb_status st = SB_OK;
+	for (int i = 0; i < w->n && st == SB_OK; i++)
+		st = finish_file(w, &w->f[i]);
+	if (st != SB_OK)
+		return st;
+	const int ch = w->o.channels;
+	stem_file *t = &w->f[w->by_stem[target]];
+	SNDFILE *rd[SB_N_STEMS] = {0};
+	char old_temp[PATH_MAX];
+	snprintf(old_temp, sizeof old_temp, "%s", t->temp);
+	float *x = malloc(sizeof(float) * BLOCK * (size_t)ch);
+	float *y = malloc(sizeof(float) * BLOCK * (size_t)ch);
+	float *acc = malloc(sizeof(float) * BLOCK * (size_t)ch);
+	if (!x || !y || !acc)
+		st = SB_ERR_NOMEM;
+	for (int s = 0; s < SB_N_STEMS && st == SB_OK; s++) {
+		SF_INFO si;
+		memset(&si, 0, sizeof si);
+		rd[s] = sf_open(s == target ? old_temp : w->f[w->by_stem[s]].temp, SFM_READ, &si);
+		if (!rd[s]) {
+			sb_log(w->log, SB_LOG_ERROR, "cannot read back the %s stem: %s", sb_stem_names[s],
+			       sf_strerror(NULL));
+			st = SB_ERR_IO;
+		}
+	}
+	double diff = 0, ref = 0;
+	if (st == SB_OK) {
+		t->temp[0] = '\0';
+		st = open_temp(w, t); /* the new stem; the model's own stays in old_temp until done */
+	}
+	for (int64_t at = 0; st == SB_OK && at < in->frames; at += BLOCK) {
+		if (cancel && atomic_load(cancel)) {
+			st = SB_ERR_CANCELLED;
+			break;
+		}
+		const int64_t n = in->frames - at < BLOCK ? in->frames - at : BLOCK;
+		st = in->read(in, at, n, x);
+		for (int i = 0; i < n * ch && st == SB_OK; i++)
+			acc[i] = 0.f;
+		/* the other stems summed into acc; y ends with the model's own target stem */
+		for (int k = 1; k <= SB_N_STEMS && st == SB_OK; k++) {
+			const int s = (target + k) % SB_N_STEMS;
+			if (sf_readf_float(rd[s], y, n) != n) {
+				sb_log(w->log, SB_LOG_ERROR, "reading back the %s stem came up short",
+				       sb_stem_names[s]);
+				st = SB_ERR_IO;
+			} else if (s != target) {
+				for (int i = 0; i < n * ch; i++)
+					acc[i] += y[i];
+			}
+		}
+		if (st != SB_OK)
+			break;
+		for (int i = 0; i < n * ch; i++) {
+			const float v = x[i] - acc[i];
+			diff += ((double)v - y[i]) * ((double)v - y[i]);
+			ref += (double)x[i] * x[i];
+			acc[i] = v;
+		}
+		st = sink_write(&w->sink, target, acc, n);
+	}
+	for (int s = 0; s < SB_N_STEMS; s++)
+		if (rd[s])
+			sf_close(rd[s]);
+	free(x);
+	free(y);
+	free(acc);
+	if (st != SB_OK) {
+		/* the writer is failed as a whole; both temporaries go with it */
+		unlink(old_temp);
+		return st;
+	}
+	unlink(old_temp);
+	if (changed_db)
+		*changed_db = diff > 0 && ref > 0 ? 10 * log10(diff / ref) : -INFINITY;
+	return SB_OK;
+}
+
 sb_status sb_stem_writer_commit(sb_stem_writer *w)
 {
 	sb_status st = SB_OK;
-	for (int i = 0; i < w->n && st == SB_OK; i++) {
-		stem_file *s = &w->f[i];
-		sf_write_sync(s->sf);
-		int err = sf_error(s->sf);
-		int r = sf_close(s->sf);
-		s->sf = NULL;
-		errno = 0;
-		if (err || r || fsync(s->fd) != 0) {
-			int e = errno ? errno : EIO;
-			st = errno_status(e);
-			sb_log(w->log, SB_LOG_ERROR, "finishing %s failed: %s%s", s->final,
-			       st == SB_ERR_NOSPACE ? "no space left (disk full or file size limit): " : "",
-			       strerror(e));
-		}
-		if (close(s->fd) != 0 && st == SB_OK) {
-			int e = errno;
-			sb_log(w->log, SB_LOG_ERROR, "finishing %s failed: %s", s->final, strerror(e));
-			st = errno_status(e);
-		}
-		s->fd = -1;
-	}
+	for (int i = 0; i < w->n && st == SB_OK; i++)
+		st = finish_file(w, &w->f[i]);
 	for (int i = 0; i < w->n && st == SB_OK; i++) {
 		stem_file *s = &w->f[i];
 		if (sb_place_file(s->temp, s->final, w->o.overwrite) != 0) {

@@ -16,6 +16,8 @@
 #include "core/stream.h"
 #include "jobs/engine.h"
 
+#include <stdatomic.h>
+
 typedef struct sb_stem_writer sb_stem_writer;
 
 typedef struct {
@@ -51,6 +53,11 @@ sb_status sb_stem_writer_new(const sb_stem_writer_opts *o, sb_stem_writer **out)
 sb_sink *sb_stem_writer_sink(sb_stem_writer *w);
 /* Throws away what was written and starts every stem again (a retry on another device). */
 sb_status sb_stem_writer_reset(sb_stem_writer *w);
+/* Makes stem 'target' the input minus every other stem, so the stems add back to the input
+ * (for models whose stems do not by construction). Needs all four stems; streams in blocks.
+ * *changed_db: how much the model's own stem changed, in dB relative to the input. */
+sb_status sb_stem_writer_residual(sb_stem_writer *w, sb_source *in, int target,
+                                  const atomic_int *cancel, double *changed_db);
 /* Flushes, syncs and renames every stem. On failure nothing of this job keeps a final name. */
 sb_status sb_stem_writer_commit(sb_stem_writer *w);
 void sb_stem_writer_free(sb_stem_writer *w); /* removes temporary files if not committed */

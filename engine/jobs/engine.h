@@ -53,6 +53,9 @@ typedef struct {
 	int overwrite;                   /* 0: never replace an existing stem (SB_ERR_EXISTS) */
 	int64_t timeline_start;          /* sample position of the region, -1 unknown */
 	const char *manifest_name;       /* NULL: "{track}/manifest.json" beside the stems */
+	int keep_model_other;            /* 1: keep a model's own "other" even where the stems then
+	                                    do not add back to the input; 0 (default): other =
+	                                    input minus the other stems, for every model */
 	int shifts;                      /* Demucs: random shifts averaged (seeded), 0 = none */
 	double overlap;                  /* Demucs: segment overlap, 0 = the model's 0.25 */
 } sb_job_spec;

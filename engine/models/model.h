@@ -40,6 +40,7 @@ typedef struct {
 	int n_stems;
 	const char *stem_names[8];     /* SB_STEM_* order for 4-stem models */
 	int opencl;                    /* has an OpenCL path */
+	int stems_sum;                 /* 1: the stems add back to the input by construction */
 	int64_t default_chunk_frames;  /* input frames per chunk when ctx->chunk_frames is 0: where
 	                                  the job runner starts halving after a device OOM */
 } sb_model_info;

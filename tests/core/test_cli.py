@@ -275,7 +275,8 @@ def group_demucs(tmp):
     inp = os.path.join(tmp, "take.wav")
     wavio.write_wav(inp, wavio.test_signal(frames, 2, rate), 2, rate, bits=24)
     outs = []
-    for name, extra in (("a", []), ("b", ["--shifts", "2"]), ("c", ["--shifts", "2"])):
+    for name, extra in (("a", []), ("b", ["--shifts", "2"]), ("c", ["--shifts", "2"]),
+                        ("d", ["--model-other"])):
         out = os.path.join(tmp, name)
         p = run(["separate", inp, "-o", out, "--model", "htdemucs-tiny", "--model-path", golden,
                  "--device", "cpu", "-q"] + extra)
@@ -301,6 +302,21 @@ def group_demucs(tmp):
     check(mb["model"]["shifts"] == 2, f"manifest shifts {mb['model']}")
     check(stems[outs[1]]["vocals"] == stems[outs[2]]["vocals"], "seeded shifts do not repeat")
     check(stems[outs[0]]["vocals"] != stems[outs[1]]["vocals"], "--shifts changed nothing")
+    # the four stems add back to the input by default; the model's own "other" does not
+    x, _, _, _, _ = wavio.read_wav(inp)
+    ref = math.sqrt(sum(v * v for v in x))
+
+    def sum_error(out):
+        tot = [0.0] * len(x)
+        for s in STEMS:
+            for i, v in enumerate(stems[out][s]):
+                tot[i] += v
+        return math.sqrt(sum((a - b) ** 2 for a, b in zip(tot, x))) / ref
+    e_default, e_model = sum_error(outs[0]), sum_error(outs[3])
+    check(e_default < 1e-4, f"stems add back to the input with relative error {e_default}")
+    check(e_model > 1e-3, f"--model-other kept nothing of the model's own other ({e_model})")
+    check(stems[outs[0]]["vocals"] == stems[outs[3]]["vocals"], "--model-other changed vocals")
+    check(any("add back" in e for e in m["events"]), f"the residual is not recorded: {m['events']}")
 
 
 GROUPS = {"demucs": group_demucs, "separate": group_separate, "formats": group_formats, "bad": group_bad,

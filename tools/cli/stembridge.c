@@ -41,6 +41,8 @@ static void usage(FILE *f)
 	        "                          (the set parallel mode spreads files over)\n"
 	        "  --model NAME            builtin (default), htdemucs, htdemucs_ft, htdemucs_6s, or\n"
 	        "                          any model 'stembridge models' lists\n"
+	        "  --model-other           keep the model's own \"other\" (default: other = input minus\n"
+	        "                          the other stems, so the four add back to the input)\n"
 	        "  --shifts N              Demucs: average N random time shifts (slower, a little\n"
 	        "                          better; seeded, so runs repeat)\n"
 	        "  --overlap F             Demucs: segment overlap, above 0 up to 0.9 (default 0.25)\n"
@@ -144,7 +146,7 @@ static int cmd_separate(int argc, char **argv)
 	const char *model_path[8] = {0};
 	int n_model_path = 0;
 	unsigned stems = 0;
-	int flac = 0, bits = 32, overwrite = 0, threads = 0, quiet = 0, shifts = 0;
+	int flac = 0, bits = 32, overwrite = 0, threads = 0, quiet = 0, shifts = 0, model_other = 0;
 	double overlap = 0;
 	long long timeline_start = -1;
 	sb_mode mode = SB_MODE_PARALLEL;
@@ -238,6 +240,8 @@ static int cmd_separate(int argc, char **argv)
 			mode = SB_MODE_PARALLEL;
 		} else if (!strcmp(a, "--sequential")) {
 			mode = SB_MODE_SEQUENTIAL;
+		} else if (!strcmp(a, "--model-other")) {
+			model_other = 1;
 		} else if (!strcmp(a, "--overwrite")) {
 			overwrite = 1;
 		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
@@ -328,6 +332,7 @@ static int cmd_separate(int argc, char **argv)
 		spec.overwrite = overwrite;
 		spec.timeline_start = timeline_start;
 		spec.shifts = shifts;
+		spec.keep_model_other = model_other;
 		spec.overlap = overlap;
 		st = sb_engine_submit(e, &spec, &ids[i]);
 		if (st != SB_OK) {

@@ -31,6 +31,18 @@ static LV2_State_Status store_text(LV2_State_Store_Function store, LV2_State_Han
 	return store(h, key, s, strlen(s) + 1, type, LV2_STATE_IS_POD | LV2_STATE_IS_PORTABLE);
 }
 
+/* The path features save() and restore() are given (either may be absent). */
+static void path_features(const LV2_Feature *const *features, LV2_State_Map_Path **map_path,
+                          LV2_State_Free_Path **fp)
+{
+	for (int i = 0; features && features[i]; i++) {
+		if (!strcmp(features[i]->URI, LV2_STATE__mapPath))
+			*map_path = features[i]->data;
+		else if (!strcmp(features[i]->URI, LV2_STATE__freePath))
+			*fp = features[i]->data;
+	}
+}
+
 static LV2_State_Status save(LV2_Handle instance, LV2_State_Store_Function store,
                              LV2_State_Handle handle, uint32_t flags,
                              const LV2_Feature *const *features)
@@ -40,12 +52,7 @@ static LV2_State_Status save(LV2_Handle instance, LV2_State_Store_Function store
 	const sb_urids *u = &self->u;
 	LV2_State_Map_Path *map_path = NULL;
 	LV2_State_Free_Path *fp = NULL;
-	for (int i = 0; features && features[i]; i++) {
-		if (!strcmp(features[i]->URI, LV2_STATE__mapPath))
-			map_path = features[i]->data;
-		else if (!strcmp(features[i]->URI, LV2_STATE__freePath))
-			fp = features[i]->data;
-	}
+	path_features(features, &map_path, &fp);
 
 	sb_props pr;
 	sb_props_read(self, &pr);
@@ -168,12 +175,7 @@ static LV2_State_Status restore(LV2_Handle instance, LV2_State_Retrieve_Function
 	const sb_urids *u = &self->u;
 	LV2_State_Map_Path *map_path = NULL;
 	LV2_State_Free_Path *fp = NULL;
-	for (int i = 0; features && features[i]; i++) {
-		if (!strcmp(features[i]->URI, LV2_STATE__mapPath))
-			map_path = features[i]->data;
-		else if (!strcmp(features[i]->URI, LV2_STATE__freePath))
-			fp = features[i]->data;
-	}
+	path_features(features, &map_path, &fp);
 
 	/* restore() is never concurrent with run(), but the service reads props. */
 	sb_props pr;

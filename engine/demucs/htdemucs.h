@@ -83,5 +83,20 @@ void sb_htdemucs_cl_free(sb_htdemucs_cl *c);
 sb_status sb_htdemucs_forward_cl(sb_htdemucs_cl *c, sb_pool *pool, sb_htdemucs_ws *ws,
                                  const float *in, float *out, sb_htdemucs_tap tap,
                                  void *tap_user, const sb_logger *log);
+/* How its matrix products run: "CLBlast 1.5.3" or "own kernel" (see opencl/cl_blas.h). */
+const char *sb_htdemucs_cl_gemm(const sb_htdemucs_cl *c);
+
+/* Where the device's time goes, for benches. With profiling on, every launch and transfer
+ * waits for the queue before and after it (so a forward runs slower) and its wall time is
+ * added to its kernel's entry; matrix products also count their floating-point operations.
+ * Turning it on clears the totals. sb_htdemucs_cl_profile copies up to max non-empty entries,
+ * the slowest first, and returns how many. */
+typedef struct {
+	const char *name;
+	int calls;
+	double seconds, flops;
+} sb_htdemucs_cl_prof;
+void sb_htdemucs_cl_set_profiling(sb_htdemucs_cl *c, int on);
+int sb_htdemucs_cl_profile(const sb_htdemucs_cl *c, sb_htdemucs_cl_prof *out, int max);
 
 #endif

@@ -11,6 +11,7 @@
 #define SB_HTDEMUCS_CL_INTERNAL_H
 
 #include "demucs/htdemucs_internal.h"
+#include "opencl/cl_blas.h"
 #include "opencl/cl_internal.h"
 
 /* a view into a device buffer: offset in floats */
@@ -40,7 +41,8 @@ enum {
 	K_GEMM, K_BIAS_ACT, K_FILL_BIAS, K_BIAS_COLS, K_ADD, K_GLU, K_GLU_ADD, K_NORM_STATS,
 	K_GN_APPLY, K_GN_APPLY_TOKENS, K_LAYERNORM, K_SOFTMAX, K_SCALE_ADD, K_TRANSPOSE,
 	K_FTEN_TO_TOKENS, K_TOKENS_TO_FTEN, K_ADD_FREQ_EMB, K_IM2COL_TIME, K_CONVTR_GATHER,
-	K_COUNT
+	K_COUNT,
+	P_UPLOAD = K_COUNT, P_DOWNLOAD, P_COUNT /* profile entries beyond the kernels */
 };
 
 typedef struct {
@@ -68,6 +70,10 @@ struct sb_htdemucs_cl {
 	hd_dblock blocks[HD_CL_MAX_BLOCKS]; /* activation buffers kept between segments */
 	int n_blocks;
 	sb_status st;       /* first failure of the current forward (later calls do nothing) */
+	sb_cl_gemm_kind gemm; /* CLBlast or the own kernel (cl_blas.h) */
+	int profiling;      /* sb_htdemucs_cl_set_profiling */
+	int prof_calls[P_COUNT];
+	double prof_s[P_COUNT], prof_flops[P_COUNT];
 };
 
 /* the device copy of a host weight array of the net (or of a place inside one) */

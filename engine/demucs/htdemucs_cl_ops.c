@@ -11,10 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const kernel_names[K_COUNT] = {
+static const char *const kernel_names[P_COUNT] = {
 	"gemm", "bias_act", "fill_bias", "bias_cols", "add", "glu", "glu_add", "norm_stats",
 	"gn_apply", "gn_apply_tokens", "layernorm", "softmax_rows", "scale_add", "transpose",
 	"ften_to_tokens", "tokens_to_ften", "add_freq_emb", "im2col_time", "convtr_gather",
+	"upload", "download",
 };
 
 static void fail(sb_htdemucs_cl *c, cl_int err, const char *what)
@@ -28,14 +29,64 @@ static void fail(sb_htdemucs_cl *c, cl_int err, const char *what)
 typedef struct {
 	sb_htdemucs_cl *c;
 	cl_kernel k;
+	int id;
 	cl_uint i;
 	cl_int err;
 } kargs;
 
 static kargs args(sb_htdemucs_cl *c, int kernel)
 {
-	kargs a = {c, c->k[kernel], 0, CL_SUCCESS};
+	kargs a = {c, c->k[kernel], kernel, 0, CL_SUCCESS};
 	return a;
+}
+
+/* ---- profiling: the queue drained around each step, wall time per entry ---- */
+
+static double prof_begin(sb_htdemucs_cl *c)
+{
+	if (!c->profiling)
+		return 0.0;
+	clFinish(c->q);
+	return sb_now();
+}
+
+static void prof_end(sb_htdemucs_cl *c, int id, double t0, double flops)
+{
+	if (!c->profiling)
+		return;
+	clFinish(c->q);
+	c->prof_calls[id]++;
+	c->prof_s[id] += sb_now() - t0;
+	c->prof_flops[id] += flops;
+}
+
+void sb_htdemucs_cl_set_profiling(sb_htdemucs_cl *c, int on)
+{
+	c->profiling = on;
+	memset(c->prof_calls, 0, sizeof c->prof_calls);
+	memset(c->prof_s, 0, sizeof c->prof_s);
+	memset(c->prof_flops, 0, sizeof c->prof_flops);
+}
+
+int sb_htdemucs_cl_profile(const sb_htdemucs_cl *c, sb_htdemucs_cl_prof *out, int max)
+{
+	int n = 0;
+	for (int i = 0; i < P_COUNT && n < max; i++)
+		if (c->prof_calls[i]) {
+			int at = n++;
+			while (at > 0 && out[at - 1].seconds < c->prof_s[i]) {
+				out[at] = out[at - 1];
+				at--;
+			}
+			out[at] = (sb_htdemucs_cl_prof){kernel_names[i], c->prof_calls[i], c->prof_s[i],
+			                                c->prof_flops[i]};
+		}
+	return n;
+}
+
+const char *sb_htdemucs_cl_gemm(const sb_htdemucs_cl *c)
+{
+	return sb_cl_gemm_name(c->gemm);
 }
 
 static void set(kargs *a, size_t size, const void *p)
@@ -107,9 +158,11 @@ static void run(kargs *a, cl_uint dims, const size_t *global, const size_t *loca
 			l[d] = local[d];
 		g[d] = round_up(global[d] ? global[d] : 1, l[d]);
 	}
+	const double t0 = prof_begin(c);
 	const cl_int err = clEnqueueNDRangeKernel(c->q, a->k, dims, NULL, g, l, 0, NULL, NULL);
 	if (err != CL_SUCCESS)
 		fail(c, err, "htdemucs: enqueueing a kernel");
+	prof_end(c, a->id, t0, 0.0);
 }
 
 /* ---- state ---- */
@@ -177,6 +230,9 @@ sb_status sb_htdemucs_cl_new(const sb_htdemucs *net, sb_cl_device *dev, const sb
 	c->dev = dev;
 	c->q = sb_cl_device_queue(dev);
 	c->log = log;
+	c->gemm = sb_cl_gemm_choose(dev);
+	sb_log(log, SB_LOG_INFO, "htdemucs: matrix products on %s through %s",
+	       sb_cl_device_props(dev)->label, sb_cl_gemm_name(c->gemm));
 	sb_status st;
 	/* a power of two the device allows for the reductions */
 	size_t max_wg = 256;
@@ -336,20 +392,24 @@ void hd_cl_upload(sb_htdemucs_cl *c, hd_db dst, const float *src, size_t floats)
 {
 	if (c->st != SB_OK)
 		return;
+	const double t0 = prof_begin(c);
 	const cl_int err = clEnqueueWriteBuffer(c->q, dst.m, CL_TRUE, sizeof(float) * dst.off,
 	                                        sizeof(float) * floats, src, 0, NULL, NULL);
 	if (err != CL_SUCCESS)
 		fail(c, err, "htdemucs: uploading");
+	prof_end(c, P_UPLOAD, t0, 0.0);
 }
 
 void hd_cl_download(sb_htdemucs_cl *c, float *dst, hd_db src, size_t floats)
 {
 	if (c->st != SB_OK)
 		return;
+	const double t0 = prof_begin(c);
 	const cl_int err = clEnqueueReadBuffer(c->q, src.m, CL_TRUE, sizeof(float) * src.off,
 	                                       sizeof(float) * floats, dst, 0, NULL, NULL);
 	if (err != CL_SUCCESS)
 		fail(c, err, "htdemucs: downloading");
+	prof_end(c, P_DOWNLOAD, t0, 0.0);
 }
 
 /* ---- kernels ---- */
@@ -358,8 +418,24 @@ void hd_cl_gemm(sb_htdemucs_cl *c, int M, int N, int K, float alpha, hd_db A, in
                 hd_db B, int ldb, long sb, int tb, float beta, hd_db C, int ldc, long sc,
                 int batch)
 {
-	if (M <= 0 || N <= 0 || batch <= 0)
+	if (M <= 0 || N <= 0 || batch <= 0 || c->st != SB_OK)
 		return;
+	if (c->gemm == SB_CL_GEMM_CLBLAST) {
+		const double t0 = prof_begin(c);
+		const sb_status st = sb_cl_sgemm(c->dev, M, N, K, alpha, A.m, A.off, lda, sa, B.m, B.off,
+		                                 ldb, sb, tb, beta, C.m, C.off, ldc, sc, batch);
+		prof_end(c, K_GEMM, t0, 2.0 * M * N * K * batch);
+		if (st == SB_OK)
+			return;
+		if (st != SB_ERR_UNSUPPORTED) {
+			c->st = st;
+			return;
+		}
+		/* CLBlast refused (logged): the own kernel from now on, still on this device */
+		sb_log(c->log, SB_LOG_WARNING, "htdemucs: matrix products through the own kernel "
+		       "from now on");
+		c->gemm = SB_CL_GEMM_OWN;
+	}
 	kargs a = args(c, K_GEMM);
 	a_i32(&a, M);
 	a_i32(&a, N);
@@ -378,7 +454,10 @@ void hd_cl_gemm(sb_htdemucs_cl *c, int M, int N, int K, float alpha, hd_db A, in
 	a_i64(&a, sc);
 	const size_t g[3] = {(size_t)(N + 63) / 64 * 16, (size_t)(M + 63) / 64 * 16, (size_t)batch};
 	const size_t l[3] = {16, 16, 1};
+	const int calls = c->prof_calls[K_GEMM];
 	run(&a, 3, g, l);
+	if (c->prof_calls[K_GEMM] != calls)
+		c->prof_flops[K_GEMM] += 2.0 * M * N * K * batch;
 }
 
 void hd_cl_bias_act(sb_htdemucs_cl *c, hd_db x, size_t n, int C, int T, const float *b, int act)

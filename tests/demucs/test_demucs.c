@@ -9,6 +9,7 @@
  * bag, errors, inputs, safetensors.
  */
 #include "core/device.h"
+#include "opencl/cl_blas.h"
 #include "demucs/thread_pool.h"
 #include "demucs_test.h"
 #include "random_model.h"
@@ -133,6 +134,16 @@ static void segment_case(const char *model, const char *io_name, double out_tol,
 	taps t = {0};
 	sb_htdemucs_cl *c = NULL;
 	sb_status st = cl ? sb_htdemucs_cl_new(net, cl, &logger, &c) : SB_OK;
+	if (c) {
+		/* the products run where the test asked (SB_CL_GEMM), so each path is really tested */
+		const char *want = getenv("SB_CL_GEMM");
+		const char *gemm = sb_htdemucs_cl_gemm(c);
+		printf("matrix products: %s\n", gemm);
+		if (want && !strcmp(want, "own") ? strcmp(gemm, "own kernel") != 0
+		                                 : sb_cl_blas_available() && strncmp(gemm, "CLBlast", 7))
+			FAIL("matrix products through %s, not what SB_CL_GEMM=%s asks", gemm,
+			     want ? want : "(default)");
+	}
 	const double t0 = sb_now();
 	if (st == SB_OK && c)
 		st = sb_htdemucs_forward_cl(c, pool, NULL, in, got, acts ? tap_fn : NULL, &t, &logger);

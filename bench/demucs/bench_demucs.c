@@ -6,8 +6,12 @@
  *
  *   bench_demucs SHAPES_JSON [--model FILE] [--write-model FILE] [--threads N]
  *                [--seconds S] [--repeat N] [--device cpu|opencl:N]
+ *                [--gemm clblast|own] [--profile]
  *
- * --device opencl:N runs the OpenCL path on that device (the STFTs stay on the host threads).
+ * --device opencl:N runs the OpenCL path on that device (the STFTs stay on the host threads);
+ * --gemm picks its matrix products (SB_CL_GEMM, opencl/cl_blas.h); --profile adds one more
+ * segment with the queue drained around every launch and prints, on stderr, where the device's
+ * time went (kernel, calls, ms, GFLOP/s of the products) and the products' total in the JSON.
  */
 #include "demucs/demucs.h"
 #include "demucs/gemm.h"
@@ -65,7 +69,7 @@ static void progress(void *user, double fraction, const char *stage)
 int main(int argc, char **argv)
 {
 	const char *shapes = NULL, *model = NULL, *write_model = NULL, *device = "cpu";
-	int threads = 0, repeat = 1;
+	int threads = 0, repeat = 1, profile = 0;
 	double seconds = 180;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--model") && i + 1 < argc)
@@ -80,11 +84,16 @@ int main(int argc, char **argv)
 			repeat = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--device") && i + 1 < argc)
 			device = argv[++i];
+		else if (!strcmp(argv[i], "--gemm") && i + 1 < argc)
+			setenv("SB_CL_GEMM", argv[++i], 1);
+		else if (!strcmp(argv[i], "--profile"))
+			profile = 1;
 		else if (argv[i][0] != '-' && !shapes)
 			shapes = argv[i];
 		else {
 			fprintf(stderr, "usage: bench_demucs SHAPES_JSON [--model FILE] [--write-model FILE] "
-			                "[--threads N] [--seconds S] [--repeat N] [--device cpu|opencl:N]\n");
+			                "[--threads N] [--seconds S] [--repeat N] [--device cpu|opencl:N] "
+			                "[--gemm clblast|own] [--profile]\n");
 			return 2;
 		}
 	}
@@ -154,10 +163,40 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_demucs: forward failed: %s\n", sb_status_str(fst));
 		return 1;
 	}
-	sb_htdemucs_cl_free(c);
-	sb_htdemucs_ws_free(ws);
 	const double seg_s = (sb_now() - t0) / repeat;
 	const double seg_cpu = (cpu_seconds() - c0) / repeat;
+	char gemm[64];
+	snprintf(gemm, sizeof gemm, "%s", c ? sb_htdemucs_cl_gemm(c) : sb_gemm_backend());
+	double gemm_s = 0, gemm_flops = 0, prof_s = 0;
+	if (c && profile) {
+		sb_htdemucs_cl_set_profiling(c, 1);
+		t0 = sb_now();
+		fst = sb_htdemucs_forward_cl(c, pool, ws, in, out, NULL, NULL, &log);
+		prof_s = sb_now() - t0;
+		sb_htdemucs_cl_prof p[64];
+		const int np = sb_htdemucs_cl_profile(c, p, 64);
+		double dev_s = 0;
+		fprintf(stderr, "profile of one segment (%s, products through %s), %.1f ms in all:\n",
+		        dev_label, gemm, 1e3 * prof_s);
+		fprintf(stderr, "  %-16s %6s %10s %7s %9s\n", "kernel", "calls", "ms", "share", "GFLOP/s");
+		for (int i = 0; i < np; i++) {
+			dev_s += p[i].seconds;
+			char rate[32] = "";
+			if (p[i].flops > 0)
+				snprintf(rate, sizeof rate, "%9.1f", p[i].flops / p[i].seconds / 1e9);
+			fprintf(stderr, "  %-16s %6d %10.2f %6.1f%% %9s\n", p[i].name, p[i].calls,
+			        1e3 * p[i].seconds, 100 * p[i].seconds / prof_s, rate);
+			if (!strcmp(p[i].name, "gemm")) {
+				gemm_s = p[i].seconds;
+				gemm_flops = p[i].flops;
+			}
+		}
+		fprintf(stderr, "  %-16s %6s %10.2f %6.1f%%\n", "host and gaps", "",
+		        1e3 * (prof_s - dev_s), 100 * (prof_s - dev_s) / prof_s);
+		sb_htdemucs_cl_set_profiling(c, 0);
+	}
+	sb_htdemucs_cl_free(c);
+	sb_htdemucs_ws_free(ws);
 	const int used_threads = sb_pool_threads(pool);
 	sb_pool_free(pool);
 	free(in);
@@ -195,9 +234,14 @@ int main(int argc, char **argv)
 	printf("{\"impl\": \"stembridge\", \"device\": \"%s\", \"gemm\": \"%s\", \"threads\": %d, "
 	       "\"load_s\": %.3f, "
 	       "\"segment_s\": %.3f, \"segment_cpu_s\": %.3f, \"song_s\": %.3f, "
-	       "\"song_cpu_s\": %.3f, \"song_seconds\": %.1f, \"peak_rss_mb\": %.1f}\n",
-	       dev_label, cl ? "opencl" : sb_gemm_backend(), used_threads, load_s, seg_s, seg_cpu, song_s, song_cpu, seconds,
+	       "\"song_cpu_s\": %.3f, \"song_seconds\": %.1f, \"peak_rss_mb\": %.1f",
+	       dev_label, gemm, used_threads, load_s, seg_s, seg_cpu, song_s, song_cpu, seconds,
 	       (double)ru.ru_maxrss / 1024.0);
+	if (prof_s > 0)
+		printf(", \"profiled_segment_s\": %.4f, \"gemm_s\": %.4f, \"gemm_gflop\": %.1f, "
+		       "\"gemm_gflops\": %.1f", prof_s, gemm_s, gemm_flops / 1e9,
+		       gemm_s > 0 ? gemm_flops / gemm_s / 1e9 : 0.0);
+	printf("}\n");
 	sb_model_free(m);
 	sb_cl_device_close(cl);
 	sb_devices_free(devs);

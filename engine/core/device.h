@@ -33,6 +33,8 @@ typedef struct {
 	uint64_t max_alloc;    /* bytes */
 	unsigned compute_units;/* threads for the native CPU */
 	int opencl_index;      /* N of "opencl:N", -1 for the native CPU */
+	int cl_platform_index; /* the ICD loader's numbering (clinfo, CLBlast's tuners' -platform */
+	int cl_device_index;   /* and -device); -1 for the native CPU */
 	void *cl_platform;     /* cl_platform_id, NULL for the CPU */
 	void *cl_device;       /* cl_device_id, NULL for the CPU */
 } sb_device_props;

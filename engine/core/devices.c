@@ -85,6 +85,8 @@ static void fill_cpu(sb_device_props *p)
 	p->global_mem = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
 	p->max_alloc = p->global_mem;
 	p->opencl_index = -1;
+	p->cl_platform_index = -1;
+	p->cl_device_index = -1;
 	snprintf(p->label, sizeof p->label, "CPU (%u thread%s)", p->compute_units,
 	         p->compute_units == 1 ? "" : "s");
 }
@@ -152,6 +154,8 @@ static void add_opencl(sb_device_list *l, const sb_logger *log)
 			p.max_alloc = ma;
 			p.compute_units = cu;
 			p.opencl_index = index;
+			p.cl_platform_index = pe[i].order;
+			p.cl_device_index = (int)j;
 			p.cl_platform = pe[i].id;
 			p.cl_device = dv[j];
 			snprintf(p.id, sizeof p.id, "opencl:%d", index);

@@ -50,6 +50,10 @@ int sb_cli_devices(int argc, char **argv)
 			json_object_set_new(o, "global_mem", json_integer((json_int_t)d->global_mem));
 			json_object_set_new(o, "max_alloc", json_integer((json_int_t)d->max_alloc));
 			json_object_set_new(o, "compute_units", json_integer(d->compute_units));
+			if (d->opencl_index >= 0) {
+				json_object_set_new(o, "cl_platform_index", json_integer(d->cl_platform_index));
+				json_object_set_new(o, "cl_device_index", json_integer(d->cl_device_index));
+			}
 			json_object_set_new(o, "auto", json_boolean(i == autodev));
 			json_array_append_new(arr, o);
 		}

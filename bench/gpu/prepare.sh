@@ -1,0 +1,46 @@
+#!/bin/sh
+# Pack what a check on the lent GPU machine needs into .devcarry/ (git-ignored), within the
+# device tool's 64 MiB carry limit: that machine reaches no package registry and ../shared does
+# not travel there. Run here, after building; then on the device machine, carrying .devcarry:
+#   bench/gpu/run.sh
+#
+#   bench/gpu/prepare.sh [BUILD_DIR=build]
+#
+# It holds: the programs (statically linked against the engine), the Debian packages of the
+# libraries they load (extracted there with dpkg -x, never installed) plus CLBlast's tuners,
+# the golden files a GPU check needs (tiny and mid weights, htdemucs-mid-io, released shapes),
+# and the reference demucs package with its stand-ins (REF, default /tmp/demucs-ref).
+set -eu
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=$(cd "${1:-$ROOT/build}" && pwd)
+OUT=$ROOT/.devcarry
+GOLDEN=${GOLDEN:-$ROOT/../shared/golden/htdemucs}
+REF=${REF:-/tmp/demucs-ref}
+[ -d "$REF/demucs" ] || { echo "prepare.sh: no reference demucs/ package in $REF" >&2; exit 1; }
+
+rm -rf "$OUT"
+mkdir -p "$OUT/bin" "$OUT/debs" "$OUT/golden" "$OUT/ref"
+for b in bench/demucs/bench_demucs bench/opencl/bench_opencl bench/jobs/bench_jobs \
+         tools/cli/stembridge tests/demucs/test_demucs tests/opencl/test_cl_blas \
+         tests/opencl/test_opencl; do
+	cp "$BUILD/$b" "$OUT/bin/"
+done
+for f in README.md htdemucs-tiny.safetensors htdemucs-mid.safetensors \
+         htdemucs-mid-io.safetensors released-shapes.json; do
+	cp "$GOLDEN/$f" "$OUT/golden/"
+done
+cp -r "$REF/demucs" "$OUT/ref/"
+find "$OUT/ref" -name __pycache__ -prune -exec rm -rf {} +
+"$ROOT/bench/demucs/make_shims.sh" "$OUT/ref/shims"
+cp "$ROOT/bench/demucs/reference.py" "$OUT/"
+
+# the packages behind every shared library the programs load, less the C library itself
+pkgs=$(ldd "$OUT"/bin/* 2>/dev/null | awk '/=> \// {print $3}' | sort -u |
+	while read -r lib; do dpkg -S "$(readlink -f "$lib")" 2>/dev/null || dpkg -S "$lib" 2>/dev/null; done |
+	cut -d: -f1 | sort -u | grep -v -x -e libc6 -e libgcc-s1)
+pkgs="$pkgs clblast-utils ocl-icd-libopencl1"
+(cd "$OUT/debs" && apt-get download $pkgs >/dev/null)
+echo "$pkgs" | tr ' ' '\n' | sort -u > "$OUT/debs/LIST"
+size=$(du -sm "$OUT" | cut -f1)
+echo "prepare.sh: $OUT holds $size MiB ($(ls "$OUT/debs" | grep -c '\.deb$') packages)"
+[ "$size" -lt 64 ] || { echo "prepare.sh: over the 64 MiB carry limit" >&2; exit 1; }

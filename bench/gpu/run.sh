@@ -1,0 +1,119 @@
+#!/bin/bash
+# The GPU checks and benchmarks, on the lent device machine, from the repository root, with
+# .devcarry/ carried (bench/gpu/prepare.sh makes it). Each step fits one device call (10 min):
+#
+#   bench/gpu/run.sh check      golden vectors on the GPU (CLBlast and own products), CLBlast
+#   bench/gpu/run.sh classic    the built-in model: bench_opencl, bench_jobs (issue #3)
+#   bench/gpu/run.sh demucs [SECONDS=180]    HTDemucs full size: Stembridge (CLBlast, own
+#                               kernel, profiles) beside PyTorch on CUDA (float32, and TF32)
+#   bench/gpu/run.sh tune       CLBlast's tuners (--quick) for the GPU, then HTDemucs again
+#
+# It registers NVIDIA's OpenCL driver (present, not registered there), unpacks the carried
+# Debian libraries into /tmp/sbdeb (only our programs see them) and writes its logs and JSON
+# into $OUT (the device tool's folder, else .devcarry/results).
+set -u
+C=$(pwd)/.devcarry
+R=${OUT:-$C/results}
+mkdir -p "$R"
+step=${1:-check}
+[ -d "$C/bin" ] || { echo "run.sh: no .devcarry (run bench/gpu/prepare.sh here first)" >&2; exit 1; }
+
+# NVIDIA's ICD (SB_GPU=opencl:N skips this and names the device: a smoke test elsewhere)
+if [ -z "${SB_GPU:-}" ]; then
+mkdir -p /tmp/vendors
+icd=/usr/lib/libnvidia-opencl.so.1
+for p in /usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1 /usr/local/nvidia/lib64/libnvidia-opencl.so.1; do
+	[ -e "$icd" ] || { [ -e "$p" ] && icd=$p; }
+done
+echo "$icd" > /tmp/vendors/nvidia.icd
+export OCL_ICD_VENDORS=/tmp/vendors
+fi
+REPEAT=${REPEAT:-5}
+REF_DEVICE=${REF_DEVICE:-cuda}
+
+# the carried libraries, unpacked without dpkg (the machine need not have it)
+D=/tmp/sbdeb
+if [ ! -e "$D/.done" ]; then
+	python3 - "$C/debs" "$D" <<'EOF'
+import io, os, sys, tarfile
+src, dst = sys.argv[1], sys.argv[2]
+for name in sorted(os.listdir(src)):
+    if not name.endswith(".deb"):
+        continue
+    data = open(os.path.join(src, name), "rb").read()
+    assert data[:8] == b"!<arch>\n", name
+    at = 8
+    while at < len(data):
+        member = data[at:at + 16].decode().strip().rstrip("/")
+        size = int(data[at + 48:at + 58].decode())
+        body = data[at + 60:at + 60 + size]
+        if member.startswith("data.tar"):
+            tarfile.open(fileobj=io.BytesIO(body)).extractall(dst)
+        at += 60 + size + (size & 1)
+EOF
+	# a newer C++ runtime on the machine wins over Debian 12's
+	if ls /usr/lib/x86_64-linux-gnu/libstdc++.so.6 >/dev/null 2>&1; then
+		rm -f "$D"/usr/lib/x86_64-linux-gnu/libstdc++.so.6*
+	fi
+	touch "$D/.done"
+fi
+libs=$(find "$D" -name '*.so*' -printf '%h\n' | sort -u | tr '\n' ':')
+SBLD="$libs/usr/local/nvidia/lib64"
+sb() { LD_LIBRARY_PATH="$SBLD:${LD_LIBRARY_PATH:-}" "$@"; }
+export PATH="$D/usr/bin:$PATH"
+export XDG_CACHE_HOME=/tmp/sbcache XDG_DATA_HOME=/tmp/sbdata
+
+sb "$C/bin/stembridge" devices | tee "$R/devices.txt"
+gpu=${SB_GPU:-$(sb "$C/bin/stembridge" devices --json | python3 -c '
+import json, sys
+d = [x for x in json.load(sys.stdin) if "GPU" in x["type"]]
+print(d[0]["id"] if d else "")')}
+[ -n "$gpu" ] || { echo "run.sh: no OpenCL GPU (is the NVIDIA driver there?)" >&2; exit 1; }
+nvidia-smi --query-gpu=name,clocks.max.sm,memory.total,driver_version --format=csv 2>/dev/null |
+	tee "$R/nvidia-smi.txt"
+
+case "$step" in
+check)
+	# test_cl_blas and test_demucs open the first OpenCL device: the GPU, only NVIDIA registered
+	sb "$C/bin/test_cl_blas" /tmp 2>&1 | tee "$R/check-cl_blas.txt"
+	for g in clblast own; do
+		SB_CL_GEMM=$g sb "$C/bin/test_demucs" "$C/golden" opencl-mid 2>&1 | tee "$R/check-mid-$g.txt"
+	done
+	sb "$C/bin/test_demucs" "$C/golden" opencl-full 2>&1 | tee "$R/check-full.txt"
+	sb "$C/bin/test_opencl" 2>&1 | tail -n 20 | tee "$R/check-classic.txt"
+	;;
+classic)
+	sb "$C/bin/bench_opencl" --chunks 0,1024,8192 2>&1 | tee "$R/bench_opencl.txt"
+	sb "$C/bin/bench_jobs" --seconds 30 --devices "$gpu" --single "$gpu" 2>&1 | tee "$R/bench_jobs.txt"
+	;;
+demucs)
+	secs=${2:-180}
+	model=/tmp/sb-htdemucs-full.safetensors
+	for g in clblast own; do
+		m="--model $model"
+		[ -e "$model" ] || m="--write-model $model"
+		sb "$C/bin/bench_demucs" "$C/golden/released-shapes.json" $m \
+			--device "$gpu" --gemm $g --repeat "$REPEAT" --seconds "$secs" --profile \
+			> "$R/demucs-$g.json" 2> "$R/demucs-$g-profile.txt"
+		cat "$R/demucs-$g-profile.txt" "$R/demucs-$g.json"
+	done
+	python3 "$C/reference.py" --ref "$C/ref" --shims "$C/ref/shims" check "$C/golden" |
+		tee "$R/reference-check.txt"
+	for tf in off default; do
+		python3 "$C/reference.py" --ref "$C/ref" --shims "$C/ref/shims" bench "$model" "$secs" \
+			--device "$REF_DEVICE" --tf32 $tf --repeat "$REPEAT" --threads "$(nproc)" | tee "$R/pytorch-cuda-tf32-$tf.json"
+	done
+	;;
+tune)
+	STEMBRIDGE="$C/bin/stembridge" sb tools/clblast_tune.sh "$gpu" --quick --out "$R/clblast-tuning" \
+		2>&1 | tee "$R/tune.txt"
+	SB_CLBLAST_TUNING="$R/clblast-tuning" sb "$C/bin/bench_demucs" "$C/golden/released-shapes.json" \
+		--write-model /tmp/sb-htdemucs-full.safetensors --device "$gpu" --gemm clblast --repeat "$REPEAT" \
+		--seconds "${2:-180}" --profile > "$R/demucs-clblast-tuned.json" 2> "$R/demucs-clblast-tuned-profile.txt"
+	cat "$R/demucs-clblast-tuned-profile.txt" "$R/demucs-clblast-tuned.json"
+	;;
+*)
+	echo "run.sh: unknown step '$step' (check, classic, demucs, tune)" >&2
+	exit 2
+	;;
+esac

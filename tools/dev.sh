@@ -11,7 +11,7 @@ mode=${1:-demo}
 build_pkgs="build-essential meson ninja-build pkg-config libsndfile1-dev libfftw3-dev
   ocl-icd-opencl-dev opencl-headers ocl-icd-libopencl1 libjansson-dev libsamplerate0-dev lv2-dev
   zlib1g-dev
-  libopenblas-dev libcairo2-dev libx11-dev liblilv-dev lilv-utils
+  libopenblas-dev libclblast-dev libcairo2-dev libx11-dev liblilv-dev lilv-utils
   pocl-opencl-icd clinfo sox python3"
 # ardour: the headless and GUI host tests; python3-torch: checkpoints for the converter's test
 test_pkgs="sordi xvfb xdotool imagemagick libsuil-dev ardour python3-torch"

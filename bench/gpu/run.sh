@@ -11,8 +11,11 @@
 # It registers NVIDIA's OpenCL driver (present, not registered there), unpacks the carried
 # Debian libraries into /tmp/sbdeb (only our programs see them) and writes its logs and JSON
 # into $OUT (the device tool's folder, else .devcarry/results).
-set -u
+set -u -o pipefail
 C=$(pwd)/.devcarry
+PY=${PY:-python3}   # the Python that has PyTorch
+failed=0
+note() { failed=1; echo "run.sh: FAILED: $*" >&2; }
 R=${OUT:-$C/results}
 mkdir -p "$R"
 step=${1:-check}
@@ -75,16 +78,21 @@ nvidia-smi --query-gpu=name,clocks.max.sm,memory.total,driver_version --format=c
 case "$step" in
 check)
 	# test_cl_blas and test_demucs open the first OpenCL device: the GPU, only NVIDIA registered
-	sb "$C/bin/test_cl_blas" /tmp 2>&1 | tee "$R/check-cl_blas.txt"
+	sb "$C/bin/test_cl_blas" /tmp 2>&1 | tee "$R/check-cl_blas.txt" || note test_cl_blas
 	for g in clblast own; do
-		SB_CL_GEMM=$g sb "$C/bin/test_demucs" "$C/golden" opencl-mid 2>&1 | tee "$R/check-mid-$g.txt"
+		SB_CL_GEMM=$g sb "$C/bin/test_demucs" "$C/golden" opencl-mid 2>&1 |
+			tee "$R/check-mid-$g.txt" || note "opencl-mid ($g)"
 	done
-	sb "$C/bin/test_demucs" "$C/golden" opencl-full 2>&1 | tee "$R/check-full.txt"
-	sb "$C/bin/test_opencl" 2>&1 | tail -n 20 | tee "$R/check-classic.txt"
+	sb "$C/bin/test_demucs" "$C/golden" opencl-full 2>&1 | tee "$R/check-full.txt" ||
+		note opencl-full
+	sb "$C/bin/test_opencl" > "$R/check-classic.txt" 2>&1 || note test_opencl
+	tail -n 20 "$R/check-classic.txt"
 	;;
 classic)
-	sb "$C/bin/bench_opencl" --chunks 0,1024,8192 2>&1 | tee "$R/bench_opencl.txt"
-	sb "$C/bin/bench_jobs" --seconds 30 --devices "$gpu" --single "$gpu" 2>&1 | tee "$R/bench_jobs.txt"
+	sb "$C/bin/bench_opencl" --chunks 0,1024,8192 2>&1 | tee "$R/bench_opencl.txt" ||
+		note bench_opencl
+	sb "$C/bin/bench_jobs" --seconds 30 --devices "$gpu" --single "$gpu" 2>&1 |
+		tee "$R/bench_jobs.txt" || note bench_jobs
 	;;
 demucs)
 	secs=${2:-180}
@@ -94,22 +102,25 @@ demucs)
 		[ -e "$model" ] || m="--write-model $model"
 		sb "$C/bin/bench_demucs" "$C/golden/released-shapes.json" $m \
 			--device "$gpu" --gemm $g --repeat "$REPEAT" --seconds "$secs" --profile \
-			> "$R/demucs-$g.json" 2> "$R/demucs-$g-profile.txt"
+			> "$R/demucs-$g.json" 2> "$R/demucs-$g-profile.txt" || note "bench_demucs ($g)"
 		cat "$R/demucs-$g-profile.txt" "$R/demucs-$g.json"
 	done
-	python3 "$C/reference.py" --ref "$C/ref" --shims "$C/ref/shims" check "$C/golden" |
-		tee "$R/reference-check.txt"
+	"$PY" "$C/reference.py" --ref "$C/ref" --shims "$C/ref/shims" check "$C/golden" |
+		tee "$R/reference-check.txt" || note "the reference does not reproduce the golden output"
 	for tf in off default; do
-		python3 "$C/reference.py" --ref "$C/ref" --shims "$C/ref/shims" bench "$model" "$secs" \
-			--device "$REF_DEVICE" --tf32 $tf --repeat "$REPEAT" --threads "$(nproc)" | tee "$R/pytorch-cuda-tf32-$tf.json"
+		"$PY" "$C/reference.py" --ref "$C/ref" --shims "$C/ref/shims" bench "$model" "$secs" \
+			--device "$REF_DEVICE" --tf32 $tf --repeat "$REPEAT" --threads "$(nproc)" |
+			tee "$R/pytorch-$REF_DEVICE-tf32-$tf.json" || note "PyTorch (tf32 $tf)"
 	done
 	;;
 tune)
 	STEMBRIDGE="$C/bin/stembridge" sb tools/clblast_tune.sh "$gpu" --quick --out "$R/clblast-tuning" \
-		2>&1 | tee "$R/tune.txt"
+		2>&1 | tee "$R/tune.txt" || note clblast_tune.sh
 	SB_CLBLAST_TUNING="$R/clblast-tuning" sb "$C/bin/bench_demucs" "$C/golden/released-shapes.json" \
-		--write-model /tmp/sb-htdemucs-full.safetensors --device "$gpu" --gemm clblast --repeat "$REPEAT" \
-		--seconds "${2:-180}" --profile > "$R/demucs-clblast-tuned.json" 2> "$R/demucs-clblast-tuned-profile.txt"
+		$([ -e /tmp/sb-htdemucs-full.safetensors ] && echo --model || echo --write-model) \
+		/tmp/sb-htdemucs-full.safetensors --device "$gpu" --gemm clblast --repeat "$REPEAT" \
+		--seconds "${2:-180}" --profile > "$R/demucs-clblast-tuned.json" \
+		2> "$R/demucs-clblast-tuned-profile.txt" || note "bench_demucs (tuned)"
 	cat "$R/demucs-clblast-tuned-profile.txt" "$R/demucs-clblast-tuned.json"
 	;;
 *)
@@ -117,3 +128,4 @@ tune)
 	exit 2
 	;;
 esac
+exit $failed

@@ -243,6 +243,25 @@ def group_devices(tmp):
           "device details")
     check([x["auto"] for x in d] == [True, False, False],
           "auto must prefer the native CPU over an OpenCL CPU driver")
+    # the ICD's numbering, which CLBlast's tuners take (tools/clblast_tune.sh)
+    check(d[1]["cl_platform_index"] == d[2]["cl_platform_index"] >= 0 and
+          [d[1]["cl_device_index"], d[2]["cl_device_index"]] == [0, 1],
+          f"OpenCL indices {[(x.get('cl_platform_index'), x.get('cl_device_index')) for x in d]}")
+    check("cl_platform_index" not in d[0], "the native CPU has no OpenCL indices")
+    tune = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools",
+                        "clblast_tune.sh")
+    env = dict(os.environ, POCL_DEVICES="pthread pthread", STEMBRIDGE=EXE,
+               XDG_DATA_HOME=os.path.join(tmp, "data"))
+    t = subprocess.run(["sh", tune, "opencl:1", "--dry-run"], env=env, capture_output=True,
+                       text=True)
+    want = f"-platform {d[2]['cl_platform_index']} -device 1 -precision 32"
+    check(t.returncode == 0 and f"clblast_tuner_xgemm {want}" in t.stdout and
+          os.path.join(tmp, "data", "stembridge", "clblast") in t.stdout,
+          f"clblast_tune.sh --dry-run: {t.returncode} {t.stdout} {t.stderr}")
+    t = subprocess.run(["sh", tune, "opencl:9", "--dry-run"], env=env, capture_output=True,
+                       text=True)
+    check(t.returncode != 0 and "no OpenCL device 'opencl:9'" in t.stderr,
+          f"clblast_tune.sh on a missing device: {t.returncode} {t.stderr}")
     p3 = run(["devices"], env={"OCL_ICD_VENDORS": os.path.join(tmp, "none")})
     check(p3.returncode == 0 and "Available devices (1):" in p3.stdout,
           f"no OpenCL driver: {p3.stdout} {p3.stderr}")

@@ -337,6 +337,37 @@ def group_demucs(tmp):
     check(stems[outs[0]]["vocals"] == stems[outs[3]]["vocals"], "--model-other changed vocals")
     check(any("add back" in e for e in m["events"]), f"the residual is not recorded: {m['events']}")
 
+    # Two tracks on two OpenCL devices at once (two workers, CLBlast on both): each lands on
+    # its own device, none falls back, and the stems are the CPU's within 1e-4.
+    inp2 = os.path.join(tmp, "take2.wav")
+    wavio.write_wav(inp2, wavio.test_signal(frames, 2, rate, seed=7), 2, rate, bits=24)
+    cpu2 = os.path.join(tmp, "cpu2")
+    p = run(["separate", inp2, "-o", cpu2, "--model", "htdemucs-tiny", "--model-path", golden,
+             "--device", "cpu", "-q"])
+    check(p.returncode == 0, f"htdemucs-tiny take2 on the CPU: {p.stderr}")
+    par = os.path.join(tmp, "par")
+    p = run(["separate", inp, inp2, "-o", par, "--model", "htdemucs-tiny", "--model-path", golden,
+             "--device", "opencl:0,opencl:1", "--parallel", "-q"],
+            env={"POCL_DEVICES": "pthread pthread"})
+    check(p.returncode == 0, f"two takes on two OpenCL devices: exit {p.returncode}: {p.stderr}")
+    used = set()
+    for name, cpu_dir in (("take", outs[0]), ("take2", cpu2)):
+        mf = os.path.join(par, name, "manifest.json")
+        if not check(os.path.exists(mf), f"no {mf}"):
+            return
+        dev = json.load(open(mf))["device"]
+        check(not dev["fell_back"] and dev["used_id"].startswith("opencl:"),
+              f"{name} did not run on its OpenCL device: {dev}")
+        used.add(dev["used_id"])
+        for s in STEMS:
+            got, _, _, _, _ = wavio.read_wav(os.path.join(par, name, s + ".wav"))
+            want, _, _, _, _ = wavio.read_wav(os.path.join(cpu_dir, name, s + ".wav"))
+            err = math.sqrt(sum((a - b) ** 2 for a, b in zip(got, want)))
+            norm = math.sqrt(sum(b * b for b in want)) or 1.0
+            check(len(got) == len(want) and err / norm < 1e-4,
+                  f"{name} {s}: OpenCL vs CPU relative error {err / norm:.2e}")
+    check(used == {"opencl:0", "opencl:1"}, f"the two takes ran on {used}, not one per device")
+
 
 GROUPS = {"demucs": group_demucs, "separate": group_separate, "formats": group_formats, "bad": group_bad,
           "devices": group_devices, "fallback": group_fallback}

@@ -3,13 +3,14 @@
 # them (engine/opencl/cl_blas.h): CLBlast ships tuned parameters for many GPUs but none for
 # recent ones (the H100 among them), and untuned it reaches about half of what tuned kernels do.
 #
-#   tools/clblast_tune.sh [DEVICE] [--quick] [--out DIR] [--dry-run]
+#   tools/clblast_tune.sh [DEVICE] [--quick] [--out DIR] [--only T1,T2] [--dry-run]
 #
 # DEVICE is a Stembridge device name (opencl:N, as `stembridge devices` lists them; default:
 # the first GPU, else opencl:0). The tuners come from Debian's clblast-utils. Results go to
 # DIR (default ${XDG_DATA_HOME:-~/.local/share}/stembridge/clblast/<device>/), one JSON file
 # per kernel family, written by the tuners in a scratch folder and moved in when they finish.
 # --quick samples far fewer configurations (minutes instead of an hour or more on a GPU);
+# --only runs those tuners alone (names without "clblast_tuner_": xgemm, copy_fast, ...);
 # --dry-run prints the tuner commands and exits. The sizes are HTDemucs's products: the
 # transformer's 2688 x 2048 x 512 and the decoders' 384 x 2688 x 1536 are near 2048^2 x 512.
 set -eu
@@ -18,12 +19,14 @@ device=""
 quick=0
 dry=0
 out=""
+only=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--quick) quick=1 ;;
 	--dry-run) dry=1 ;;
 	--out) out="$2"; shift ;;
-	-h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+	--only) only=",$2,"; shift ;;
+	-h|--help) sed -n '2,19p' "$0"; exit 0 ;;
 	-*) echo "clblast_tune.sh: unknown option $1" >&2; exit 2 ;;
 	*) device="$1" ;;
 	esac
@@ -72,6 +75,12 @@ clblast_tuner_copy_pad|$common
 clblast_tuner_transpose_fast|$common
 clblast_tuner_transpose_pad|$common
 clblast_tuner_routine_xgemm|$common"
+if [ -n "$only" ]; then
+	runs=$(printf '%s\n' "$runs" | while IFS='|' read -r t a; do
+		case "$only" in *",${t#clblast_tuner_},"*) printf '%s|%s\n' "$t" "$a" ;; esac
+	done)
+	[ -n "$runs" ] || { echo "clblast_tune.sh: --only names no tuner" >&2; exit 2; }
+fi
 
 echo "Tuning CLBlast for $id: $name (platform $plat, device $dev) into $out"
 if [ "$dry" = 1 ]; then

@@ -85,6 +85,28 @@ static double json_num(json_t *v)
 	return -1.0;
 }
 
+/* The database name CLBlast overrides for a tuner's kernel family, by CLBlast's own rule (its
+ * GetBestParametersFromJSONFile): "xgemm_2" -> "Xgemm", "xgemm_direct_1" -> "XgemmDirect",
+ * "copy" -> "Copy", "padtranspose" -> "Padtranspose". The "best_kernel" field names the OpenCL
+ * kernel function instead ("CopyMatrixFast"), which CLBlast does not accept. */
+static const char *family_kernel(const char *family, char *out, size_t size)
+{
+	size_t n = 0;
+	for (const char *p = family; *p && n + 1 < size; p++)
+		if (*p != '_' && *p != '1' && *p != '2' && *p != '3')
+			out[n++] = *p;
+	out[n] = '\0';
+	if (!n)
+		return NULL;
+	if (out[0] >= 'a' && out[0] <= 'z')
+		out[0] = (char)(out[0] - 'a' + 'A');
+	if (!strcmp(out, "Xgemmdirect"))
+		snprintf(out, size, "XgemmDirect");
+	else if (!strcmp(out, "Gemmroutine"))
+		snprintf(out, size, "GemmRoutine");
+	return out;
+}
+
 /* One tuner file: kept as the candidate for its kernel when it is this device's and faster. */
 static void scan_file(tune_scan *s, const char *path)
 {
@@ -99,7 +121,9 @@ static void scan_file(tune_scan *s, const char *path)
 	const char *dev = json_string_value(json_object_get(root, "device"));
 	const char *ven = json_string_value(json_object_get(root, "platform_vendor"));
 	const char *prec = json_string_value(json_object_get(root, "precision"));
-	const char *kern = json_string_value(json_object_get(root, "best_kernel"));
+	const char *fam = json_string_value(json_object_get(root, "kernel_family"));
+	char kern_buf[64] = "";
+	const char *kern = fam ? family_kernel(fam, kern_buf, sizeof kern_buf) : NULL;
 	const char *par = json_string_value(json_object_get(root, "best_parameters"));
 	const double t = json_num(json_object_get(root, "best_time"));
 	if (!dev || !ven || strcmp(dev, s->device) || strcmp(ven, s->vendor) || !prec ||
@@ -108,7 +132,7 @@ static void scan_file(tune_scan *s, const char *path)
 		return;
 	}
 	if (!kern || !par || !*kern || strlen(kern) >= 64 || strlen(par) >= 1024) {
-		sb_log(s->log, SB_LOG_WARNING, "CLBlast tuning file %s has no usable best_kernel and "
+		sb_log(s->log, SB_LOG_WARNING, "CLBlast tuning file %s has no usable kernel_family and "
 		       "best_parameters: skipped", path);
 		json_decref(root);
 		return;

@@ -18,7 +18,8 @@
  *   ~/.local/share/stembridge/clblast), each of $XDG_DATA_DIRS + /stembridge/clblast,
  * directly or one folder down. Before the first product on a device, every file whose "device"
  * and "platform_vendor" are this device's name and platform vendor and whose precision is 32
- * is read; for each kernel ("best_kernel") the fastest file's "best_parameters" are given to
+ * is read; for each kernel (named from "kernel_family" by CLBlast's own rule: xgemm_1 and
+ * xgemm_2 are Xgemm) the fastest file's "best_parameters" are given to
  * CLBlastOverrideParameters. A file that is damaged or that CLBlast refuses is logged with its
  * path and skipped; nothing stops a separation.
  *

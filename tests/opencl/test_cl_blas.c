@@ -160,16 +160,18 @@ static void write_file(const char *path, const char *text)
 	}
 }
 
+/* a file as CLBlast's tuners write it (best_kernel names the kernel function, not the
+ * database entry: the family does) */
 static void tuner_file(const char *path, const char *device, const char *vendor,
-                       const char *kernel, const char *time, const char *params)
+                       const char *family, const char *time, const char *params)
 {
 	char text[4096];
 	snprintf(text, sizeof text,
-	         "{\n  \"kernel_family\": \"test\",\n  \"precision\": \"32\",\n"
-	         "  \"best_kernel\": \"%s\",\n  \"best_time\": \"%s\",\n"
+	         "{\n  \"kernel_family\": \"%s\",\n  \"precision\": \"32\",\n"
+	         "  \"best_kernel\": \"SomeKernelFunction\",\n  \"best_time\": \"%s\",\n"
 	         "  \"best_parameters\": \"%s\",\n  \"device\": \"%s\",\n"
 	         "  \"platform_vendor\": \"%s\",\n  \"results\": []\n}\n",
-	         kernel, time, params, device, vendor);
+	         family, time, params, device, vendor);
 	write_file(path, text);
 }
 
@@ -190,17 +192,24 @@ static void tuning(sb_cl_device *d, const char *dir)
 	mkdir(sub, 0755);
 	/* the fastest file for Xgemm, one folder down as tools/clblast_tune.sh leaves them */
 	snprintf(p, sizeof p, "%s/clblast_xgemm_2_32.json", sub);
-	tuner_file(p, name, vendor, "Xgemm", "0.05", XGEMM_FAST);
+	tuner_file(p, name, vendor, "xgemm_2", "0.05", XGEMM_FAST);
 	/* a slower Xgemm file whose parameters CLBlast would refuse: it must lose */
 	snprintf(p, sizeof p, "%s/clblast_xgemm_1_32.json", dir);
-	tuner_file(p, name, vendor, "Xgemm", "0.90", "KWG=32 MWG=64");
+	tuner_file(p, name, vendor, "xgemm_1", "0.90", "KWG=32 MWG=64");
 	/* a file for XgemmDirect that lacks parameters: refused, reported */
 	snprintf(p, sizeof p, "%s/clblast_xgemm_direct_1_32.json", dir);
-	tuner_file(p, name, vendor, "XgemmDirect", "0.10", "WGD=8 MDIMCD=8");
+	tuner_file(p, name, vendor, "xgemm_direct_1", "0.10", "WGD=8 MDIMCD=8");
 	/* another device's: ignored without a word */
 	snprintf(p, sizeof p, "%s/other_32.json", dir);
-	tuner_file(p, "Some Other GPU", vendor, "Copy", "0.01", "COPY_DIMX=8 COPY_DIMY=8 "
+	tuner_file(p, "Some Other GPU", vendor, "copy", "0.01", "COPY_DIMX=8 COPY_DIMY=8 "
 	           "COPY_VW=1 COPY_WPT=1");
+	/* this device's copy and transpose kernels (families copy, transpose) */
+	snprintf(p, sizeof p, "%s/clblast_copy_32.json", sub);
+	tuner_file(p, name, vendor, "copy", "0.02", "COPY_DIMX=8 COPY_DIMY=32 COPY_VW=8 COPY_WPT=1 "
+	           "PRECISION=32");
+	snprintf(p, sizeof p, "%s/clblast_transpose_32.json", sub);
+	tuner_file(p, name, vendor, "transpose", "0.02", "PRECISION=32 TRA_DIM=16 TRA_PAD=0 "
+	           "TRA_SHUFFLE=1 TRA_WPT=8");
 	/* damaged */
 	snprintf(p, sizeof p, "%s/broken.json", dir);
 	write_file(p, "{\"device\": \"half a file");
@@ -210,7 +219,7 @@ static void tuning(sb_cl_device *d, const char *dir)
 	log_text[0] = '\0';
 	const sb_cl_gemm_kind k = sb_cl_gemm_choose(d);
 	CHECK(k == SB_CL_GEMM_CLBLAST, "the default on a build with CLBlast is CLBlast");
-	CHECK(sb_cl_blas_tuned_kernels(d) == 1, "tuned kernels: %d, want 1 (Xgemm)",
+	CHECK(sb_cl_blas_tuned_kernels(d) == 3, "tuned kernels: %d, want 3 (Xgemm, Copy, Transpose)",
 	      sb_cl_blas_tuned_kernels(d));
 	char want[4400];
 	snprintf(want, sizeof want, "tuned parameters for Xgemm from %s/clblast_xgemm_2_32.json",
@@ -223,8 +232,13 @@ static void tuning(sb_cl_device *d, const char *dir)
 	CHECK(strstr(log_text, want) != NULL, "a refused file is reported:\n%s", log_text);
 	snprintf(want, sizeof want, "%s/broken.json is damaged", dir);
 	CHECK(strstr(log_text, want) != NULL, "a damaged file is reported:\n%s", log_text);
-	CHECK(!strstr(log_text, "other_32.json") && !strstr(log_text, "Copy"),
-	      "another device's file was read:\n%s", log_text);
+	snprintf(want, sizeof want, "tuned parameters for Copy from %s/clblast_copy_32.json", sub);
+	CHECK(strstr(log_text, want) != NULL, "the copy kernel's file is applied:\n%s", log_text);
+	snprintf(want, sizeof want, "tuned parameters for Transpose from %s/clblast_transpose_32.json",
+	         sub);
+	CHECK(strstr(log_text, want) != NULL, "the transpose kernel's file is applied:\n%s",
+	      log_text);
+	CHECK(!strstr(log_text, "other_32.json"), "another device's file was read:\n%s", log_text);
 	/* once per device: a second choice does not read the folder again */
 	log_len = 0;
 	log_text[0] = '\0';

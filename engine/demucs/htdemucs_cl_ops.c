@@ -30,13 +30,14 @@ typedef struct {
 	sb_htdemucs_cl *c;
 	cl_kernel k;
 	int id;
+	double flops; /* for the profile (matrix products) */
 	cl_uint i;
 	cl_int err;
 } kargs;
 
 static kargs args(sb_htdemucs_cl *c, int kernel)
 {
-	kargs a = {c, c->k[kernel], kernel, 0, CL_SUCCESS};
+	kargs a = {c, c->k[kernel], kernel, 0.0, 0, CL_SUCCESS};
 	return a;
 }
 
@@ -162,7 +163,7 @@ static void run(kargs *a, cl_uint dims, const size_t *global, const size_t *loca
 	const cl_int err = clEnqueueNDRangeKernel(c->q, a->k, dims, NULL, g, l, 0, NULL, NULL);
 	if (err != CL_SUCCESS)
 		fail(c, err, "htdemucs: enqueueing a kernel");
-	prof_end(c, a->id, t0, 0.0);
+	prof_end(c, a->id, t0, a->flops);
 }
 
 /* ---- state ---- */
@@ -454,10 +455,8 @@ void hd_cl_gemm(sb_htdemucs_cl *c, int M, int N, int K, float alpha, hd_db A, in
 	a_i64(&a, sc);
 	const size_t g[3] = {(size_t)(N + 63) / 64 * 16, (size_t)(M + 63) / 64 * 16, (size_t)batch};
 	const size_t l[3] = {16, 16, 1};
-	const int calls = c->prof_calls[K_GEMM];
+	a.flops = 2.0 * M * N * K * batch;
 	run(&a, 3, g, l);
-	if (c->prof_calls[K_GEMM] != calls)
-		c->prof_flops[K_GEMM] += 2.0 * M * N * K * batch;
 }
 
 void hd_cl_bias_act(sb_htdemucs_cl *c, hd_db x, size_t n, int C, int T, const float *b, int act)

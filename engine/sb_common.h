@@ -53,6 +53,12 @@ void sb_logv(const sb_logger *log, sb_log_level level, const char *fmt, va_list 
 /* Monotonic clock in seconds, for timings in manifests and benches. */
 double sb_now(void);
 
+/* Stembridge's data folders for 'sub' ("models", "clblast") in search order: each entry of
+ * the NULL-terminated 'extra' as given, then $XDG_DATA_HOME/stembridge/sub (default
+ * ~/.local/share/stembridge/sub), then each of $XDG_DATA_DIRS (default
+ * /usr/local/share:/usr/share) + /stembridge/sub. Returns how many of 'max' were filled. */
+size_t sb_data_dirs(const char *sub, const char *const *extra, char (*dirs)[4096], size_t max);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,6 +1,8 @@
 #include "sb_common.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 const char *sb_status_str(sb_status st)
@@ -47,4 +49,27 @@ double sb_now(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+size_t sb_data_dirs(const char *sub, const char *const *extra, char (*dirs)[4096], size_t max)
+{
+	size_t n = 0;
+	for (size_t i = 0; extra && extra[i] && n < max; i++)
+		snprintf(dirs[n++], 4096, "%s", extra[i]);
+	const char *xdg = getenv("XDG_DATA_HOME");
+	const char *home = getenv("HOME");
+	if (n < max && xdg && xdg[0] == '/')
+		snprintf(dirs[n++], 4096, "%s/stembridge/%s", xdg, sub);
+	else if (n < max && home && *home)
+		snprintf(dirs[n++], 4096, "%s/.local/share/stembridge/%s", home, sub);
+	const char *sys = getenv("XDG_DATA_DIRS");
+	if (!sys || !*sys)
+		sys = "/usr/local/share:/usr/share";
+	char buf[4096];
+	snprintf(buf, sizeof buf, "%s", sys);
+	char *save = NULL;
+	for (char *d = strtok_r(buf, ":", &save); d && n < max; d = strtok_r(NULL, ":", &save))
+		if (d[0] == '/')
+			snprintf(dirs[n++], 4096, "%s/stembridge/%s", d, sub);
+	return n;
 }

@@ -13,25 +13,7 @@
 
 size_t sb_model_dirs(const char *const *extra, char (*dirs)[4096], size_t max)
 {
-	size_t n = 0;
-	for (size_t i = 0; extra && extra[i] && n < max; i++)
-		snprintf(dirs[n++], 4096, "%s", extra[i]);
-	const char *xdg = getenv("XDG_DATA_HOME");
-	const char *home = getenv("HOME");
-	if (n < max && xdg && xdg[0] == '/')
-		snprintf(dirs[n++], 4096, "%s/stembridge/models", xdg);
-	else if (n < max && home && *home)
-		snprintf(dirs[n++], 4096, "%s/.local/share/stembridge/models", home);
-	const char *sys = getenv("XDG_DATA_DIRS");
-	if (!sys || !*sys)
-		sys = "/usr/local/share:/usr/share";
-	char buf[4096];
-	snprintf(buf, sizeof buf, "%s", sys);
-	char *save = NULL;
-	for (char *d = strtok_r(buf, ":", &save); d && n < max; d = strtok_r(NULL, ":", &save))
-		if (d[0] == '/')
-			snprintf(dirs[n++], 4096, "%s/stembridge/models", d);
-	return n;
+	return sb_data_dirs("models", extra, dirs, max);
 }
 
 sb_status sb_model_open(const char *name, const char *const *search_path, const sb_logger *log,

@@ -239,27 +239,12 @@ static int apply_tuning(sb_cl_device *d)
 	s->device = name;
 	s->vendor = vendor;
 	s->log = log;
-	char dir[4096];
 	const char *env = getenv("SB_CLBLAST_TUNING");
-	if (env && *env)
-		scan_dir(s, env, 0);
-	const char *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
-	if (xdg && xdg[0] == '/') {
-		snprintf(dir, sizeof dir, "%s/stembridge/clblast", xdg);
-		scan_dir(s, dir, 0);
-	} else if (home && *home) {
-		snprintf(dir, sizeof dir, "%s/.local/share/stembridge/clblast", home);
-		scan_dir(s, dir, 0);
-	}
-	const char *sys = getenv("XDG_DATA_DIRS");
-	char buf[4096];
-	snprintf(buf, sizeof buf, "%s", sys && *sys ? sys : "/usr/local/share:/usr/share");
-	char *save = NULL;
-	for (char *p = strtok_r(buf, ":", &save); p; p = strtok_r(NULL, ":", &save))
-		if (p[0] == '/') {
-			snprintf(dir, sizeof dir, "%s/stembridge/clblast", p);
-			scan_dir(s, dir, 0);
-		}
+	const char *const extra[] = {env && *env ? env : NULL, NULL};
+	char dirs[16][4096];
+	const size_t nd = sb_data_dirs("clblast", extra, dirs, 16);
+	for (size_t i = 0; i < nd; i++)
+		scan_dir(s, dirs[i], 0);
 	int applied = 0;
 	for (int i = 0; i < s->n; i++)
 		applied += apply_entry(id, &s->best[i], log);

@@ -28,7 +28,7 @@ sb_status sb_classic_run(const sb_classic_ops *ops, const sb_classic_params *p,
 	}
 	if (len <= 0)
 		return SB_ERR_EMPTY;
-	if (out->n_stems != SB_N_STEMS || out->channels != C) {
+	if (out->n_stems < SB_N_STEMS || out->channels != C) {
 		sb_log(log, SB_LOG_ERROR, "builtin: sink takes %d stems of %d channels, need 4 of %d",
 		       out->n_stems, out->channels, C);
 		return SB_ERR_INVALID;

@@ -51,6 +51,7 @@ sb_status sb_classic_model_new(const sb_logger *log, sb_model **out)
 	m->info.n_stems = SB_N_STEMS;
 	for (int s = 0; s < SB_N_STEMS; s++)
 		m->info.stem_names[s] = sb_stem_names[s];
+	m->info.stems = (1u << SB_N_STEMS) - 1;
 	m->info.opencl = 1;
 	m->info.stems_sum = 1; /* "other" is the input minus the three masked stems */
 	m->info.default_chunk_frames = 128 * 1024; /* classic_driver.c's 128 hops at 44.1 kHz */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef struct {
 	SNDFILE *f;
@@ -135,6 +136,11 @@ sb_status sb_source_file(const char *path, const sb_logger *log, sb_source **out
 {
 	if (!path || !*path || !out)
 		return SB_ERR_INVALID;
+	struct stat sbuf;
+	if (stat(path, &sbuf) == 0 && S_ISDIR(sbuf.st_mode)) {
+		sb_log(log, SB_LOG_ERROR, "%s: is a folder, not an audio file", path);
+		return SB_ERR_INVALID;
+	}
 	FILE *probe = fopen(path, "rb");
 	if (!probe) {
 		sb_log(log, SB_LOG_ERROR, "%s: cannot open: %s", path, strerror(errno));

@@ -23,6 +23,7 @@ const char *sb_status_str(sb_status st)
 	case SB_ERR_MODEL: return "model error";
 	case SB_ERR_UNSUPPORTED: return "unsupported";
 	case SB_ERR_TIMEOUT: return "timed out";
+	case SB_ERR_NONFINITE: return "the model produced NaN or infinite samples";
 	}
 	return "unknown status";
 }

@@ -122,6 +122,24 @@ static const char *base_name(const char *path, char *buf, size_t len)
 	return buf;
 }
 
+/* "vocals, drums, bass, other" for a mask of canonical stems */
+static void stem_list(unsigned mask, char *buf, size_t len)
+{
+	size_t at = 0;
+	buf[0] = '\0';
+	for (int k = 0; k < SB_N_KNOWN_STEMS; k++)
+		if (mask & (1u << k))
+			at += (size_t)snprintf(buf + at, at < len ? len - at : 0, "%s%s", at ? ", " : "",
+			                       sb_stem_names[k]);
+}
+
+/* m:ss.mmm of a frame, for messages */
+static void clock_of(int64_t frame, double rate, char *buf, size_t len)
+{
+	const double t = rate > 0 ? (double)frame / rate : 0;
+	snprintf(buf, len, "%d:%06.3f", (int)(t / 60), t - 60.0 * (int)(t / 60));
+}
+
 sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_result *res)
 {
 	memset(res, 0, sizeof *res);
@@ -136,6 +154,7 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 	sb_stem_writer *w = NULL;
 	sb_source *rsrc = NULL;
 	sb_resample_sink *rsink = NULL;
+	char *manifest_json = NULL, *stems_txt = NULL;
 	sb_audio_info ai;
 	memset(&ai, 0, sizeof ai);
 	sb_status st = SB_OK;
@@ -182,11 +201,23 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 	if (st != SB_OK)
 		goto fail;
 
-	/* Model */
+	/* Model, and the stems asked of it */
 	const char *model_name = spec->model ? spec->model : "builtin";
 	st = sb_model_open(model_name, env->model_path, log, &model);
 	if (st != SB_OK)
 		goto fail;
+	const unsigned model_stems = model->info.stems ? model->info.stems
+	                                               : (1u << SB_N_STEMS) - 1;
+	const unsigned stems = spec->stems ? spec->stems : model_stems;
+	if (stems & ~model_stems) {
+		char asked[128], has[128];
+		stem_list(stems & ~model_stems, asked, sizeof asked);
+		stem_list(model_stems, has, sizeof has);
+		sb_log(log, SB_LOG_ERROR, "%s makes no %s stem (its stems: %s)", model->info.name,
+		       asked, has);
+		st = SB_ERR_INVALID;
+		goto fail;
+	}
 
 	/* Stems: names are checked and temporary files opened before the long work */
 	const char *take = spec->take ? spec->take : "1";
@@ -196,15 +227,16 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 		.track = track,
 		.take = take,
 		.model = model->info.name,
-		.stems = spec->stems,
+		.stems = stems,
 		.channels = src->channels,
 		.rate = src->rate,
+		.frames = src->frames,
 		.format = spec->format,
 		.overwrite = spec->overwrite,
 		.timeline_start = spec->timeline_start,
 		.log = log,
 	};
-	char manifest_path[PATH_MAX];
+	char manifest_path[PATH_MAX], txt_path[PATH_MAX];
 	char rel[PATH_MAX];
 	st = sb_expand_template(spec->manifest_name ? spec->manifest_name : "{track}/manifest.json",
 	                        track, take, "manifest", model->info.name, "json", rel, sizeof rel);
@@ -214,20 +246,18 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 		st = SB_ERR_INVALID;
 		goto fail;
 	}
-	if (!spec->overwrite && access(manifest_path, F_OK) == 0) {
-		sb_log(log, SB_LOG_ERROR, "%s exists: not overwriting it (use overwrite)", manifest_path);
-		st = SB_ERR_EXISTS;
-		goto fail;
+	sb_manifest_stems_txt_path(manifest_path, txt_path, sizeof txt_path);
+	for (int i = 0; i < 2 && !spec->overwrite; i++) {
+		const char *p = i ? txt_path : manifest_path;
+		if (access(p, F_OK) == 0) {
+			sb_log(log, SB_LOG_ERROR, "%s exists: not overwriting it", p);
+			st = SB_ERR_EXISTS;
+			goto fail;
+		}
 	}
 	st = sb_stem_writer_new(&wo, &w);
 	if (st != SB_OK)
 		goto fail;
-	if (sb_make_parents(manifest_path) != 0) {
-		sb_log(log, SB_LOG_ERROR, "cannot create the folder for %s: %s", manifest_path,
-		       strerror(errno));
-		st = SB_ERR_IO;
-		goto fail;
-	}
 	/* A model with a fixed rate runs on a converted copy; its stems are converted back to the
 	 * input's rate and exact length before they reach the writer. */
 	sb_source *model_src = src;
@@ -247,7 +277,9 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 	}
 	const double t_loaded = sb_now();
 
-	/* Separation, down the device ladder: smaller chunks after a device OOM, then the CPU. */
+	/* Separation, down the device ladder: smaller chunks after a device OOM, then the CPU.
+	 * NaN or infinite output from a device is a device failure too (its kernels or driver);
+	 * from the CPU it is the model's, and the job fails. */
 	int64_t chunk = 0;
 	int oom_retries = 0;
 	for (;;) {
@@ -269,7 +301,8 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 		st = sb_model_separate(model, &ctx, model_src, model_sink);
 		if (st == SB_OK && rsink)
 			st = sb_resample_sink_finish(rsink);
-		if (st == SB_OK || !is_device_failure(st) || dev->opencl_index < 0)
+		const int nonfinite = st == SB_ERR_NONFINITE;
+		if (st == SB_OK || (!is_device_failure(st) && !nonfinite) || dev->opencl_index < 0)
 			break;
 		if (st == SB_ERR_DEVICE_OOM && oom_retries < MAX_OOM_RETRIES) {
 			int64_t base = chunk > 0 ? chunk : model->info.default_chunk_frames;
@@ -281,7 +314,8 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 		} else {
 			const char *why = st == SB_ERR_DEVICE_OOM ? "ran out of memory even with small chunks"
 			                : st == SB_ERR_DEVICE_LOST ? "was lost mid-job"
-			                                           : "failed";
+			                : nonfinite ? "produced NaN or infinite samples"
+			                            : "failed";
 			event(&ev, log, SB_LOG_WARNING, "%s %s: finishing on the CPU", dev->label, why);
 			snprintf(res->fallback_reason, sizeof res->fallback_reason, "%s %s", dev->label, why);
 			dev = env->cpu;
@@ -294,21 +328,35 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 		if (st != SB_OK)
 			break;
 	}
+	if (st == SB_ERR_NONFINITE) {
+		int stem = 0;
+		int64_t frame = 0;
+		char at[32];
+		sb_stem_writer_nonfinite(w, &stem, &frame);
+		clock_of(frame, src->rate, at, sizeof at);
+		sb_log(log, SB_LOG_ERROR, "%s produced NaN or infinite samples in the %s stem (first "
+		       "at %s, frame %lld): nothing was written; the model file may be damaged",
+		       model->info.name, sb_stem_names[stem], at, (long long)frame);
+	}
 	if (st != SB_OK)
 		goto fail;
-	/* Stems that add back to the mix: a model whose stems do not by construction gets "other"
-	 * as the input minus the rest (when all four are written), and the manifest says by how
-	 * much that changed the model's own "other". */
-	if (!model->info.stems_sum && !spec->keep_model_other &&
-	    sb_stem_writer_count(w) == SB_N_STEMS) {
+	/* Stems that add back to the mix: when "other" is written, it becomes the input minus
+	 * every other stem written (stems left out fold into it), unless the model's stems sum by
+	 * construction and all of them are written, or the job keeps the model's own "other". The
+	 * manifest says how much that changed the model's own "other". */
+	if ((stems & (1u << SB_STEM_OTHER)) && !spec->keep_model_other &&
+	    (!model->info.stems_sum || stems != model_stems)) {
 		report(&ps, SB_JOB_RUNNING, ps.hi, "mixing back");
 		double changed = 0;
 		st = sb_stem_writer_residual(w, src, SB_STEM_OTHER, env->cancel, &changed);
 		if (st != SB_OK)
 			goto fail;
+		char rest[128];
+		stem_list(stems & ~(1u << SB_STEM_OTHER), rest, sizeof rest);
 		event(&ev, log, SB_LOG_INFO,
-		      "other = input minus vocals, drums and bass, so the stems add back to the input "
-		      "(the model's own other differed by %.1f dB relative to the input)", changed);
+		      "other = input minus %s, so the stems add back to the input (the model's own "
+		      "other differed by %.1f dB relative to the input)", rest[0] ? rest : "nothing",
+		      changed);
 	}
 	const double t_separated = sb_now();
 
@@ -317,11 +365,6 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 		st = SB_ERR_CANCELLED;
 		goto fail;
 	}
-	st = sb_stem_writer_commit(w);
-	if (st != SB_OK)
-		goto fail;
-	const double t_done = sb_now();
-
 	snprintf(res->device_used, sizeof res->device_used, "%s", dev->key);
 	sb_manifest m = {
 		.status = "ok",
@@ -348,17 +391,20 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 		.stems = w,
 		.load_s = t_loaded - t_start,
 		.separate_s = t_separated - t_loaded,
-		.write_s = t_done - t_separated,
-		.total_s = t_done - t_start,
+		.write_s = sb_now() - t_separated,
+		.total_s = sb_now() - t_start,
 	};
-	/* The stems are in place whatever happens to the manifest: a manifest that cannot be
-	 * written is reported, and the stems stay (they are complete and the user's). */
-	st = sb_manifest_write(&m, manifest_path, spec->overwrite, log);
-	if (st != SB_OK) {
-		set_message(res, st, "stems written, but the manifest could not be: %s",
-		            cap.last[0] ? cap.last : sb_status_str(st));
-		goto out;
-	}
+	/* The manifest and stems.txt are part of the commit: all of the job's files get their
+	 * names together, or none does. */
+	st = sb_manifest_render(&m, &manifest_json, &stems_txt);
+	if (st == SB_OK)
+		st = sb_stem_writer_add_file(w, txt_path, stems_txt, strlen(stems_txt));
+	if (st == SB_OK)
+		st = sb_stem_writer_add_file(w, manifest_path, manifest_json, strlen(manifest_json));
+	if (st == SB_OK)
+		st = sb_stem_writer_commit(w);
+	if (st != SB_OK)
+		goto fail;
 	snprintf(res->manifest_path, sizeof res->manifest_path, "%s", manifest_path);
 	res->status = SB_OK;
 	report(&ps, SB_JOB_DONE, 1.0, "done");
@@ -373,6 +419,8 @@ fail:
 	report(&ps, st == SB_ERR_CANCELLED ? SB_JOB_CANCELLED : SB_JOB_FAILED, ps.p.fraction,
 	       st == SB_ERR_CANCELLED ? "cancelled" : "failed");
 out:
+	free(manifest_json);
+	free(stems_txt);
 	sb_resample_sink_free(rsink);
 	if (rsrc)
 		rsrc->close(rsrc);

@@ -34,59 +34,11 @@ static void abs_path(const char *p, char *out, size_t len)
 	free(r);
 }
 
-/* Writes text to path through a temporary file in the same folder. */
-static sb_status write_atomic(const char *path, const char *text, int overwrite,
-                              const sb_logger *log)
+sb_status sb_manifest_render(const sb_manifest *m, char **json, char **stems_txt)
 {
-	char tmp[PATH_MAX];
-	char dir[PATH_MAX];
-	snprintf(dir, sizeof dir, "%s", path);
-	char *slash = strrchr(dir, '/');
-	if (slash)
-		*slash = '\0';
-	if (snprintf(tmp, sizeof tmp, "%s/.%s.part-XXXXXX", slash ? dir : ".",
-	             slash ? slash + 1 : path) >= (int)sizeof tmp)
-		return SB_ERR_INVALID;
-	int fd = mkstemp(tmp);
-	if (fd < 0) {
-		int e = errno;
-		sb_log(log, SB_LOG_ERROR, "cannot write %s: %s", path, strerror(e));
-		return e == ENOSPC || e == EFBIG ? SB_ERR_NOSPACE : SB_ERR_IO;
-	}
-	fchmod(fd, 0644);
-	size_t n = strlen(text), at = 0;
-	int e = 0;
-	while (at < n) {
-		ssize_t w = write(fd, text + at, n - at);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			e = errno;
-			break;
-		}
-		at += (size_t)w;
-	}
-	if (!e && fsync(fd) != 0)
-		e = errno;
-	if (close(fd) != 0 && !e)
-		e = errno;
-	if (!e && sb_place_file(tmp, path, overwrite) != 0)
-		e = errno;
-	if (e) {
-		unlink(tmp);
-		if (e == EEXIST) {
-			sb_log(log, SB_LOG_ERROR, "%s exists: not overwriting it", path);
-			return SB_ERR_EXISTS;
-		}
-		sb_log(log, SB_LOG_ERROR, "cannot write %s: %s", path, strerror(e));
-		return e == ENOSPC || e == EFBIG || e == EDQUOT ? SB_ERR_NOSPACE : SB_ERR_IO;
-	}
-	return SB_OK;
-}
-
-sb_status sb_manifest_write(const sb_manifest *m, const char *path, int overwrite,
-                            const sb_logger *log)
-{
+	*json = NULL;
+	if (stems_txt)
+		*stems_txt = NULL;
 	json_t *root = json_object();
 	if (!root)
 		return SB_ERR_NOMEM;
@@ -143,10 +95,10 @@ sb_status sb_manifest_write(const sb_manifest *m, const char *path, int overwrit
 	for (int i = 0; i < n_stems; i++) {
 		sb_stem_info si;
 		sb_stem_writer_info(m->stems, i, &si);
-		abs_path(si.path, ap, sizeof ap);
+		sb_stem_writer_abs_path(si.path, ap, sizeof ap);
 		txt_cap += strlen(ap) + 2;
 		json_t *s = json_object();
-		json_object_set_new(s, "stem", json_string(sb_stem_names[si.stem]));
+		json_object_set_new(s, "stem", json_string(si.name));
 		json_object_set_new(s, "path", json_string(ap));
 		json_object_set_new(s, "frames", json_integer(si.frames));
 		json_object_set_new(s, "peak", json_real(si.peak));
@@ -179,14 +131,15 @@ sb_status sb_manifest_write(const sb_manifest *m, const char *path, int overwrit
 	}
 	text = nl;
 	memcpy(text + tl, "\n", 2);
-	sb_status st = write_atomic(path, text, overwrite, log);
-	free(text);
-	if (st != SB_OK || !m->stems)
-		return st;
-
+	if (!m->stems || !stems_txt) {
+		*json = text;
+		return SB_OK;
+	}
 	char *txt = malloc(txt_cap);
-	if (!txt)
+	if (!txt) {
+		free(text);
 		return SB_ERR_NOMEM;
+	}
 	size_t at = 0;
 	txt[0] = '\0';
 	if (m->timeline_start >= 0) /* unknown: no line, the importer places at the playhead */
@@ -195,12 +148,10 @@ sb_status sb_manifest_write(const sb_manifest *m, const char *path, int overwrit
 	for (int i = 0; i < n_stems; i++) {
 		sb_stem_info si;
 		sb_stem_writer_info(m->stems, i, &si);
-		abs_path(si.path, ap, sizeof ap);
+		sb_stem_writer_abs_path(si.path, ap, sizeof ap);
 		at += (size_t)snprintf(txt + at, txt_cap - at, "%s\n", ap);
 	}
-	char tp[PATH_MAX];
-	sb_manifest_stems_txt_path(path, tp, sizeof tp);
-	st = write_atomic(tp, txt, overwrite, log);
-	free(txt);
-	return st;
+	*json = text;
+	*stems_txt = txt;
+	return SB_OK;
 }

@@ -2,7 +2,9 @@
  * where it ran, plus a plain "stems.txt" beside it for readers without a JSON parser (Ardour
  * 7's Lua): a line "timeline_start N" then one absolute stem path per line.
  *
- * Both are written to a temporary name and renamed. The JSON keys (version 1):
+ * Both are part of the job's commit (stem_writer.h): written to temporary names with the stems
+ * and renamed only when every file is complete, so a manifest is never without its stems nor
+ * stems without their manifest. The JSON keys (version 1):
  *   stembridge, manifest_version, status ("ok" | "failed"), error,
  *   input {path, frames, channels, rate, seconds, format},
  *   timeline_start (samples or null), take, track,
@@ -43,9 +45,9 @@ typedef struct {
  * manifest path with ".stems.txt" appended. */
 void sb_manifest_stems_txt_path(const char *manifest_path, char *out, size_t len);
 
-/* Writes the JSON (and stems.txt when stems is non-NULL). overwrite 0: an existing manifest is
- * kept and SB_ERR_EXISTS returned. */
-sb_status sb_manifest_write(const sb_manifest *m, const char *path, int overwrite,
-                            const sb_logger *log);
+/* The JSON text (newline-terminated) and, when m->stems is set, stems.txt's text; stem paths
+ * are the absolute paths the stems will have once committed. The caller frees both.
+ * SB_ERR_NOMEM only. */
+sb_status sb_manifest_render(const sb_manifest *m, char **json, char **stems_txt);
 
 #endif

@@ -166,6 +166,7 @@ struct sb_resample_sink {
 	int64_t frames;
 	SRC_STATE *src[8];
 	int64_t written[8];
+	int touched[8];      /* stems the model wrote to: only these are finished */
 	float *obuf;
 	long ocap;
 };
@@ -205,6 +206,7 @@ static sb_status rsink_write(sb_sink *self, int stem, const float *data, int64_t
 	sb_resample_sink *rs = self->impl;
 	if (stem < 0 || stem >= rs->sink.n_stems)
 		return SB_ERR_INVALID;
+	rs->touched[stem] = 1;
 	return push(rs, stem, data, n, 0);
 }
 
@@ -244,6 +246,8 @@ sb_status sb_resample_sink_finish(sb_resample_sink *rs)
 {
 	const int ch = rs->out->channels;
 	for (int s = 0; s < rs->sink.n_stems; s++) {
+		if (!rs->touched[s])
+			continue; /* a stem the model does not make */
 		float zero[1] = {0};
 		sb_status st = push(rs, s, zero, 0, 1);
 		if (st != SB_OK)
@@ -267,6 +271,7 @@ sb_status sb_resample_sink_reset(sb_resample_sink *rs)
 	for (int s = 0; s < rs->sink.n_stems; s++) {
 		src_reset(rs->src[s]);
 		rs->written[s] = 0;
+		rs->touched[s] = 0;
 	}
 	return SB_OK;
 }

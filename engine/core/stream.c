@@ -4,7 +4,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const sb_stem_names[SB_N_STEMS] = {"vocals", "drums", "bass", "other"};
+const char *const sb_stem_names[SB_MAX_STEMS] = {"vocals", "drums", "bass", "other",
+                                                  "guitar", "piano", NULL, NULL};
+
+int sb_stem_index(const char *name)
+{
+	for (int i = 0; name && i < SB_N_KNOWN_STEMS; i++)
+		if (!strcmp(name, sb_stem_names[i]))
+			return i;
+	return -1;
+}
 
 typedef struct {
 	const float *data;

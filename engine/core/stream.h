@@ -36,8 +36,19 @@ struct sb_sink {
 	void *impl;
 };
 
-/* The four stems of every 4-source model, in this order everywhere (files, masks, ports). */
-enum { SB_STEM_VOCALS = 0, SB_STEM_DRUMS, SB_STEM_BASS, SB_STEM_OTHER, SB_N_STEMS };
-extern const char *const sb_stem_names[SB_N_STEMS]; /* "vocals","drums","bass","other" */
+/* Stems by canonical index, the same everywhere (files, masks, ports, manifests): the four of
+ * every 4-source model first, then the extra sources of larger models (htdemucs_6s). A model
+ * declares which of these it makes (sb_model_info.stems); a sink takes any of them by index. */
+enum {
+	SB_STEM_VOCALS = 0, SB_STEM_DRUMS, SB_STEM_BASS, SB_STEM_OTHER,
+	SB_N_STEMS,                       /* the four standard stems */
+	SB_STEM_GUITAR = SB_N_STEMS, SB_STEM_PIANO,
+	SB_N_KNOWN_STEMS,                 /* every stem name this build knows */
+	SB_MAX_STEMS = 8                  /* room in masks and tables */
+};
+/* "vocals","drums","bass","other","guitar","piano"; NULL past SB_N_KNOWN_STEMS */
+extern const char *const sb_stem_names[SB_MAX_STEMS];
+/* The canonical index of a stem name, -1 when it is none of them. */
+int sb_stem_index(const char *name);
 
 #endif

@@ -11,7 +11,6 @@
 typedef struct {
 	sb_demucs_bag *bag;
 	sb_demucs_opts opts;
-	const char *stems[SB_HTDEMUCS_MAX_SOURCES];
 } demucs_model;
 
 static sb_status dm_separate(sb_model *m, const sb_run_ctx *ctx, sb_source *in, sb_sink *out)
@@ -91,24 +90,19 @@ sb_status sb_demucs_model_open(const char *path, const char *name, const sb_demu
 		snprintf(info->description, sizeof info->description,
 		         "Hybrid Transformer Demucs (v4): %s", list);
 	info->native_rate = c->samplerate;
-	/* the four SB stems first, then any other sources in the file's order */
-	int n = 0;
-	for (int k = 0; k < SB_N_STEMS; k++)
-		for (int s = 0; s < c->n_sources; s++)
-			if (!strcmp(c->sources[s], sb_stem_names[k]))
-				dm->stems[n++] = sb_stem_names[k];
-	if (n == SB_N_STEMS || c->n_sources > SB_N_STEMS) {
-		for (int s = 0; s < c->n_sources && n < SB_HTDEMUCS_MAX_SOURCES; s++) {
-			int known = 0;
-			for (int k = 0; k < SB_N_STEMS; k++)
-				known |= !strcmp(c->sources[s], sb_stem_names[k]);
-			if (!known)
-				dm->stems[n++] = c->sources[s];
-		}
+	/* the canonical stems its sources make (a source of another name folds into "other", as
+	 * the pipeline folds it), listed in canonical order */
+	unsigned mask = 0;
+	for (int s = 0; s < c->n_sources; s++) {
+		const int k = sb_stem_index(c->sources[s]);
+		mask |= 1u << (k >= 0 ? k : SB_STEM_OTHER);
 	}
-	info->n_stems = n > SB_N_STEMS ? n : SB_N_STEMS;
-	for (int k = 0; k < info->n_stems && k < 8; k++)
-		info->stem_names[k] = k < n ? dm->stems[k] : sb_stem_names[k];
+	int n = 0;
+	for (int k = 0; k < SB_N_KNOWN_STEMS; k++)
+		if (mask & (1u << k))
+			info->stem_names[n++] = sb_stem_names[k];
+	info->n_stems = n;
+	info->stems = mask;
 	info->opencl = 1;
 	info->default_chunk_frames = c->segment_length;
 	*out = m;

@@ -134,8 +134,14 @@ static sb_status emit_until(pipe *p, int64_t F)
 					o[i] += a[i] / g->wsum[i];
 			}
 	}
-	/* stems in sink order; extra sources fold into the stem they map to */
+	/* stems in sink order; extra sources fold into the stem they map to; a sink stem that no
+	 * source maps to gets nothing */
 	for (int stem = 0; stem < p->out->n_stems; stem++) {
+		int has = 0;
+		for (int s = 0; s < S; s++)
+			has |= p->stem_of[s] == stem;
+		if (!has)
+			continue;
 		memset(p->emit, 0, sizeof(float) * (size_t)n * p->out_ch);
 		for (int s = 0; s < S; s++) {
 			if (p->stem_of[s] != stem)
@@ -220,11 +226,11 @@ static sb_status silent_input(pipe *p)
 		int has = 0;
 		for (int s = 0; s < p->S; s++)
 			has |= p->stem_of[s] == stem;
-		for (int64_t at = 0; at < p->N && st == SB_OK; at += B) {
+		for (int64_t at = 0; has && at < p->N && st == SB_OK; at += B) {
 			const int64_t nb = p->N - at < B ? p->N - at : B;
 			st = p->in->read(p->in, at, nb, buf);
 			for (int64_t i = 0; st == SB_OK && i < nb * p->in->channels; i++)
-				buf[i] = has ? buf[i] / (float)n_used : 0.f;
+				buf[i] = buf[i] / (float)n_used;
 			if (st == SB_OK)
 				st = p->out->write(p->out, stem, buf, nb);
 		}
@@ -233,32 +239,16 @@ static sb_status silent_input(pipe *p)
 	return st;
 }
 
-/* SB_STEM order for the names the four-source models use; other sources follow in file order
- * when the sink has room, else fold into "other" so that the stems keep summing to the mix. */
+/* Each source goes to the sink's stem of its canonical name (core/stream.h); a source whose
+ * name is not canonical, or whose stem the sink has no room for (a four-stem sink and
+ * htdemucs_6s's guitar and piano), folds into "other", so that the stems keep summing to the
+ * mix. Two sources of one name add up. */
 static void map_stems(pipe *p, const sb_htdemucs_config *cfg)
 {
-	int taken[16] = {0};
 	const int n_out = p->out->n_stems;
 	for (int s = 0; s < p->S; s++) {
-		p->stem_of[s] = -1;
-		for (int k = 0; k < SB_N_STEMS && k < n_out; k++)
-			if (!strcmp(cfg->sources[s], sb_stem_names[k]) && !taken[k]) {
-				p->stem_of[s] = k;
-				taken[k] = 1;
-			}
-	}
-	int next = SB_N_STEMS;
-	for (int s = 0; s < p->S; s++) {
-		if (p->stem_of[s] >= 0)
-			continue;
-		while (next < n_out && next < 16 && taken[next])
-			next++;
-		if (next < n_out && next < 16) {
-			p->stem_of[s] = next;
-			taken[next] = 1;
-		} else if (n_out > SB_STEM_OTHER) {
-			p->stem_of[s] = SB_STEM_OTHER;
-		}
+		const int k = sb_stem_index(cfg->sources[s]);
+		p->stem_of[s] = k >= 0 && k < n_out ? k : n_out > SB_STEM_OTHER ? SB_STEM_OTHER : -1;
 	}
 }
 

@@ -97,6 +97,16 @@ static float *load(loader *ld, const int64_t *shape, int ndim, const char *fmt, 
 	ld->status = sb_safetensors_read_f32(ld->st, name, shape, ndim, dst, ld->what, ld->log);
 	if (ld->status != SB_OK)
 		return NULL;
+	/* a weight that is NaN or infinite makes every stem NaN: refuse the file at load, naming
+	 * the tensor, rather than run a separation that cannot succeed */
+	for (size_t i = 0; i < n; i++)
+		if (!isfinite(dst[i])) {
+			sb_log(ld->log, SB_LOG_ERROR, "%s: %s: tensor \"%s\" holds %s at element %zu: the "
+			       "model file is damaged (download or convert it again)", ld->what,
+			       sb_safetensors_path(ld->st), name, isnan(dst[i]) ? "NaN" : "an infinity", i);
+			ld->status = SB_ERR_FORMAT;
+			return NULL;
+		}
 	ld->net->params += (int64_t)n;
 	return dst;
 }

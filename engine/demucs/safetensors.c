@@ -310,15 +310,35 @@ static sb_status parse_header(sb_safetensors *st, const char *hdr, size_t len,
 	if (status != SB_OK)
 		return status;
 
-	/* Ranges must not overlap: two tensors sharing bytes is a corrupt or hostile file. */
+	/* As the format's reference reader (safetensors' Metadata::validate) requires: the tensors
+	 * tile the data area exactly, in order of their offsets, from its first byte to its last.
+	 * Overlaps (two tensors sharing bytes), holes, and bytes the header does not declare are a
+	 * damaged or hostile file; a header length that is off by a few bytes shows up here as
+	 * such bytes, since every tensor would otherwise be read shifted. */
 	qsort_r(st->sorted, (size_t)st->n, sizeof(int), cmp_begin, st->e);
-	for (int i = 1; i < st->n; i++) {
-		const st_entry *a = &st->e[st->sorted[i - 1]], *b = &st->e[st->sorted[i]];
-		if (b->begin < a->end && b->end > b->begin) {
-			sb_log(log, SB_LOG_ERROR, "%s: tensor \"%s\": its data overlaps tensor \"%s\"",
-			       st->path, b->name, a->name);
+	uint64_t at = 0;
+	for (int i = 0; i < st->n; i++) {
+		const st_entry *b = &st->e[st->sorted[i]];
+		if (b->begin != at) {
+			if (b->begin < at)
+				sb_log(log, SB_LOG_ERROR, "%s: tensor \"%s\": its data overlaps tensor \"%s\"",
+				       st->path, b->name, st->e[st->sorted[i - 1]].name);
+			else
+				sb_log(log, SB_LOG_ERROR, "%s: tensor \"%s\": its data starts at byte %llu, but "
+				       "the tensor before it ends at %llu: the file has bytes its header does not "
+				       "declare", st->path, b->name, (unsigned long long)b->begin,
+				       (unsigned long long)at);
 			return SB_ERR_FORMAT;
 		}
+		at = b->end;
+	}
+	if (at != st->data_size) {
+		sb_log(log, SB_LOG_ERROR, "%s: not a well-formed safetensors file: its header declares "
+		       "%llu bytes of tensors, but %llu follow the header (%s)", st->path,
+		       (unsigned long long)at, (unsigned long long)st->data_size,
+		       at < st->data_size ? "a wrong header length or trailing bytes"
+		                          : "a truncated file");
+		return SB_ERR_FORMAT;
 	}
 	qsort_r(st->sorted, (size_t)st->n, sizeof(int), cmp_name, st->e);
 	return SB_OK;
@@ -371,6 +391,14 @@ sb_status sb_safetensors_open(const char *path, const sb_logger *log, sb_safeten
 		sb_log(log, SB_LOG_ERROR, "%s: not a safetensors file: header length %llu does not fit "
 		       "the file's %llu bytes", path, (unsigned long long)hlen,
 		       (unsigned long long)size);
+		sb_safetensors_close(st);
+		return SB_ERR_FORMAT;
+	}
+	/* the header is a JSON object from its first byte (trailing spaces allowed, as the format
+	 * pads it), UTF-8 throughout: jansson checks the rest */
+	if (st->map[8] != '{') {
+		sb_log(log, SB_LOG_ERROR, "%s: not a safetensors file: the header does not start with "
+		       "'{'", path);
 		sb_safetensors_close(st);
 		return SB_ERR_FORMAT;
 	}

@@ -39,6 +39,7 @@ typedef struct {
 	double native_rate;            /* 0: any rate; else input is resampled to it and back */
 	int n_stems;
 	const char *stem_names[8];     /* SB_STEM_* order for 4-stem models */
+	unsigned stems;                /* mask of the canonical stems it makes (bit SB_STEM_*) */
 	int opencl;                    /* has an OpenCL path */
 	int stems_sum;                 /* 1: the stems add back to the input by construction */
 	int64_t default_chunk_frames;  /* input frames per chunk when ctx->chunk_frames is 0: where

@@ -9,6 +9,8 @@
  */
 #include "opencl/cl_internal.h"
 
+#include "core/temp_file.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -414,23 +416,19 @@ static void write_cache(sb_cl_device *d, cl_program prog, const char *path)
 	/* A unique temporary name in the same directory, then rename(): a reader sees the old
 	 * file or the new one, never a partial write, even with two identical devices opening at
 	 * once. */
-	char tmp[4200];
-	snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
-	int fd = mkstemp(tmp);
-	int ok = fd >= 0;
+	char dir[4096];
+	sb_dir_of(path, dir, sizeof dir);
+	sb_temp_clean_stale(dir, &d->log); /* what a process killed mid-write left */
+	sb_temp t;
+	int ok = sb_temp_create(path, &t) == 0;
 	if (ok) {
-		FILE *f = fdopen(fd, "wb");
-		if (!f) {
-			close(fd);
+		ok = write(t.fd, &hd, sizeof hd) == (ssize_t)sizeof hd &&
+		     write(t.fd, bin, size) == (ssize_t)size;
+		if (ok && rename(t.path, path) == 0)
+			t.path[0] = '\0';
+		else
 			ok = 0;
-		} else {
-			ok = fwrite(&hd, sizeof hd, 1, f) == 1 && fwrite(bin, 1, size, f) == size;
-			ok = fclose(f) == 0 && ok;
-		}
-		if (ok)
-			ok = chmod(tmp, 0644) == 0 && rename(tmp, path) == 0;
-		if (!ok)
-			unlink(tmp);
+		sb_temp_discard(&t);
 	}
 	free(bin);
 	if (!ok)

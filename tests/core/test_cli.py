@@ -3,16 +3,20 @@
 length and channel count, adding back to the input; devices listed by name; every bad input
 refused with one clear line on stderr, a non-zero exit, and nothing half-written left behind.
 
-usage: test_cli.py STEMBRIDGE GROUP   (GROUP: separate, formats, bad, devices, fallback, multi)
+usage: test_cli.py STEMBRIDGE GROUP [GOLDEN_DIR]
+GROUP: separate, formats, bad, devices, fallback, demucs, damaged, signals, commit, repeat
 """
 import json
 import math
 import os
 import resource
 import shutil
+import signal
+import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import wavio  # noqa: E402
@@ -211,8 +215,14 @@ def group_bad(tmp):
     os.makedirs(os.path.join(keep, "good"))
     mine = os.path.join(keep, "good", "drums.wav")
     open(mine, "w").write("my own drums")
-    expect_refusal(["separate", good, "-o", keep], "existing stem", keep, needle="drums.wav")
+    p = expect_refusal(["separate", good, "-o", keep], "existing stem", keep, needle="drums.wav")
+    check("--overwrite" in p.stderr, f"the refusal names the option --overwrite: {p.stderr!r}")
     check(open(mine).read() == "my own drums", "an existing stem was overwritten")
+    # a folder given as input is named as one; no progress line comes before an error
+    p = expect_refusal(["separate", tmp, "-o", out], "a folder as input", out, needle="folder")
+    check("progress" not in p.stderr, f"a progress line before the error: {p.stderr!r}")
+    p = expect_refusal(["separate", trunc, "-o", out], "truncated WAV, progress", out)
+    check("progress" not in p.stderr, f"a progress line before the error: {p.stderr!r}")
     p = run(["separate", good, "-o", keep, "--overwrite", "-q"])
     check(p.returncode == 0 and open(mine, "rb").read(4) == b"RIFF", "--overwrite replaces")
     # one bad file among good ones: the good ones still separate, the exit says failure
@@ -369,7 +379,291 @@ def group_demucs(tmp):
     check(used == {"opencl:0", "opencl:1"}, f"the two takes ran on {used}, not one per device")
 
 
-GROUPS = {"demucs": group_demucs, "separate": group_separate, "formats": group_formats, "bad": group_bad,
+def temp_files(d):
+    """Files of the engine's temporary naming (.<name>.part-<pid>-XXXXXX) under d."""
+    return [f for f in files_under(d) if ".part-" in os.path.basename(f)]
+
+
+def st_read(path):
+    """A safetensors file as (header dict, header bytes length, data bytes)."""
+    raw = open(path, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    return json.loads(raw[8:8 + n]), n, raw[8 + n:]
+
+
+def st_write(path, header, data, declared=None, pad=0):
+    """Writes a safetensors file; 'declared' overrides the header length field, 'pad' adds
+    trailing spaces to the header (the format allows them)."""
+    h = json.dumps(header, separators=(",", ":")).encode() + b" " * pad
+    n = len(h) if declared is None else declared
+    open(path, "wb").write(struct.pack("<Q", n) + h + data)
+
+
+def first_f32(header, skip_bias=True):
+    """The name of the first F32 tensor with more than one dimension, and its byte range."""
+    for k, v in sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0]
+                       if kv[0] != "__metadata__" else -1):
+        if k == "__metadata__" or v["dtype"] != "F32" or len(v["shape"]) < 2:
+            continue
+        return k, v["data_offsets"]
+    return None, None
+
+
+def tiny_model_or_fail(golden):
+    path = os.path.join(golden, "htdemucs-tiny.safetensors")
+    check(os.path.exists(path), f"no tiny model at {path}")
+    return path
+
+
+def group_damaged(tmp):
+    """Damaged model files never give a false success: a header length one byte short, a NaN
+    weight, and weights that overflow to NaN output are each refused with one line, exit 1,
+    and no stems."""
+    golden = sys.argv[3]
+    tiny = tiny_model_or_fail(golden)
+    if failures:
+        return
+    header, hlen, data = st_read(tiny)
+    models = os.path.join(tmp, "models")
+    os.makedirs(models)
+    # 1. The header length one byte short of a header that ends in a padding space: the JSON
+    #    still parses, and every tensor would be read one byte off (all-NaN stems).
+    st_write(os.path.join(models, "short.safetensors"), header, data,
+             declared=len(json.dumps(header, separators=(",", ":"))) + 7, pad=8)
+    # 2. One weight is NaN.
+    name, (a, b) = first_f32(header)
+    bad = bytearray(data)
+    bad[a + 4 * 5:a + 4 * 6] = struct.pack("<f", float("nan"))
+    st_write(os.path.join(models, "nanweight.safetensors"), header, bytes(bad))
+    # 3. Finite weights so large that the network overflows: NaN stems from a model that loads.
+    big = bytearray(data)
+    for k, v in header.items():
+        if k.startswith("encoder.0.conv.weight") or k.startswith("tencoder.0.conv.weight"):
+            a2, b2 = v["data_offsets"]
+            vals = struct.unpack(f"<{(b2 - a2) // 4}f", data[a2:b2])
+            big[a2:b2] = struct.pack(f"<{len(vals)}f", *[x * 3e37 for x in vals])
+    st_write(os.path.join(models, "overflow.safetensors"), header, bytes(big))
+    # 4. Trailing bytes the header does not declare.
+    st_write(os.path.join(models, "trailing.safetensors"), header, data + b"\0" * 16)
+    rate = 44100
+    inp = os.path.join(tmp, "take.wav")
+    wavio.write_wav(inp, wavio.test_signal(rate * 3, 2, rate), 2, rate)
+    for model, needle in (("short", "header"), ("nanweight", name), ("trailing", "header"),
+                          ("overflow", "NaN or infinite samples")):
+        out = os.path.join(tmp, "out-" + model)
+        os.makedirs(out)
+        p = expect_refusal(["separate", inp, "-o", out, "--model", model, "--model-path", models,
+                            "--device", "cpu"], f"damaged model '{model}'", out, needle=needle)
+        check(p.returncode == 1, f"{model}: exit {p.returncode}, expected 1")
+        check(files_under(out) == [], f"{model}: files left: {files_under(out)}")
+        if model == "overflow":
+            check("overflow" in p.stderr and "stem" in p.stderr,
+                  f"the NaN message names the model and the stem: {p.stderr!r}")
+    # the untouched model still separates (the checks refuse damage, not the model)
+    out = os.path.join(tmp, "out-good")
+    p = run(["separate", inp, "-o", out, "--model", "htdemucs-tiny", "--model-path", golden,
+             "--device", "cpu", "-q"])
+    check(p.returncode == 0, f"good tiny model: exit {p.returncode}: {p.stderr}")
+
+
+def long_input(tmp, seconds=300):
+    """A stereo clip long enough that a job is still running when a test signals it."""
+    rate = 44100
+    path = os.path.join(tmp, "long.wav")
+    if not os.path.exists(path):
+        seed = os.path.join(tmp, "seed5s.wav")
+        wavio.write_wav(seed, wavio.test_signal(rate * 5, 2, rate), 2, rate)
+        data = wavio.chunks(seed)[b"data"] * (seconds // 5)
+        fmt = struct.pack("<HHIIHH", 1, 2, rate, rate * 4, 4, 16)
+        with open(path, "wb") as f:
+            f.write(b"RIFF" + struct.pack("<I", 4 + 8 + len(fmt) + 8 + len(data)) + b"WAVE")
+            f.write(b"fmt " + struct.pack("<I", len(fmt)) + fmt)
+            f.write(b"data" + struct.pack("<I", len(data)) + data)
+    return path
+
+
+def start_job(args):
+    e = dict(os.environ)
+    return subprocess.Popen([EXE] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=e)
+
+
+def wait_for_temp(d, proc, timeout=60):
+    """Waits until the job writes its temporary files (it is mid-job); False if it ended."""
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        if proc.poll() is not None:
+            return False
+        if os.path.isdir(d) and temp_files(d):
+            time.sleep(0.2)
+            return proc.poll() is None
+        time.sleep(0.02)
+    return False
+
+
+def group_signals(tmp):
+    """SIGTERM and SIGINT cancel: exit 143 / 130, one line saying what was not written, nothing
+    left behind. After SIGKILL, the same command removes the dead run's temporary files (and
+    says so) and completes. A live concurrent writer's temporary files are never touched."""
+    inp = long_input(tmp)
+    for sig, code, word in ((signal.SIGTERM, 143, "SIGTERM"), (signal.SIGINT, 130, "SIGINT")):
+        out = os.path.join(tmp, "out-" + word)
+        p = start_job(["separate", inp, "-o", out, "--threads", "1"])
+        if not check(wait_for_temp(out, p), f"{word}: the job ended before it could be signalled"):
+            p.kill()
+            continue
+        p.send_signal(sig)
+        _, err = p.communicate(timeout=120)
+        check(p.returncode == code, f"{word}: exit {p.returncode}, expected {code}")
+        lines = [l for l in err.splitlines() if l.startswith("stembridge:")]
+        check(len(lines) == 1 and word in lines[0] and "long.wav" in lines[0] and
+              "no stems written" in lines[0], f"{word}: one line naming what was not written: {err!r}")
+        check(not os.path.exists(out) or files_under(out) == [],
+              f"{word}: left {files_under(out) if os.path.exists(out) else ''}")
+    # SIGKILL leaves temporary files; the same command then cleans them up and completes
+    out = os.path.join(tmp, "out-kill")
+    p = start_job(["separate", inp, "-o", out, "--threads", "1"])
+    if check(wait_for_temp(out, p), "SIGKILL: the job ended before it could be killed"):
+        p.kill()
+        p.wait()
+        left = temp_files(out)
+        check(left, "a killed job leaves temporary files (the test needs some)")
+        q = run(["separate", inp, "-o", out, "--threads", "1"])
+        check(q.returncode == 0, f"after SIGKILL: exit {q.returncode}: {q.stderr}")
+        check(f"removed {len(left)} temporary files" in q.stderr,
+              f"the clean-up is said in one line: {q.stderr!r}")
+        check(temp_files(out) == [], f"temporary files after the re-run: {temp_files(out)}")
+        check(all(os.path.exists(os.path.join(out, "long", s + ".wav")) for s in STEMS),
+              "the re-run wrote every stem")
+    # a live writer in the same folder: a second job there must not touch its files
+    shared = os.path.join(tmp, "shared")
+    tmpl = ["--template", "{stem}-{track}.{ext}"]
+    a = start_job(["separate", inp, "-o", shared, "--threads", "1"] + tmpl)
+    if check(wait_for_temp(shared, a), "concurrent: the first job ended too soon"):
+        before = set(temp_files(shared))
+        small = os.path.join(tmp, "small.wav")
+        wavio.write_wav(small, wavio.test_signal(44100, 2, 44100), 2, 44100)
+        q = run(["separate", small, "-o", shared, "-q"] + tmpl)
+        check(q.returncode == 0, f"concurrent: second job exit {q.returncode}: {q.stderr}")
+        check(a.poll() is None and before <= set(temp_files(shared)),
+              "the second job removed the running job's temporary files")
+        _, err = a.communicate(timeout=600)
+        check(a.returncode == 0, f"concurrent: the first job failed: {err}")
+        check(all(os.path.exists(os.path.join(shared, f"{s}-long.wav")) for s in STEMS),
+              "concurrent: the first job's stems are all there")
+        check(temp_files(shared) == [], f"concurrent: temporary files left {temp_files(shared)}")
+    else:
+        a.kill()
+
+
+def all_or_nothing(out, p, what, expect=6):
+    """exit 0 with every file (4 stems, manifest, stems.txt), or non-zero with none."""
+    got = files_under(out) if os.path.isdir(out) else []
+    if p.returncode == 0:
+        return check(len(got) == expect and not temp_files(out),
+                     f"{what}: exit 0 with {len(got)} files: {got}")
+    return check(got == [], f"{what}: exit {p.returncode} but files left: {got}")
+
+
+def group_commit(tmp):
+    """A disk that fills at any byte gives exit 0 with every file or non-zero with none: a
+    small tmpfs swept across the size of the output (root only), a file size limit swept across
+    a stem's size, and injected failures of each rename and of the folder sync. With
+    --overwrite, a failed commit gives back the stems it was replacing."""
+    rate = 44100
+    inp = os.path.join(tmp, "clip.wav")
+    wavio.write_wav(inp, wavio.test_signal(rate, 2, rate), 2, rate)
+    ref = os.path.join(tmp, "ref")
+    p = run(["separate", inp, "-o", ref, "-q"])
+    check(p.returncode == 0, f"reference run: {p.stderr}")
+    sizes = {os.path.basename(f): os.path.getsize(f) for f in files_under(ref)}
+    stem_bytes = sizes.get("vocals.wav", 0)
+    total = sum(sizes.values())
+    # a small tmpfs, swept from a little room to more than enough
+    mnt = os.path.join(tmp, "mnt")
+    os.makedirs(mnt)
+    can_mount = os.geteuid() == 0 and subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", mnt], capture_output=True).returncode == 0
+    if can_mount:
+        subprocess.run(["umount", mnt])
+        kib = list(range(4, total // 1024 + 64, 64)) + \
+            list(range(max(4, (total - 4 * stem_bytes // 3) // 1024), total // 1024 + 48, 4))
+        ok_runs = fail_runs = 0
+        for k in sorted(set(kib)):
+            subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={k}k", "tmpfs", mnt], check=True)
+            try:
+                out = os.path.join(mnt, "o")
+                p = run(["separate", inp, "-o", out, "-q"])
+                all_or_nothing(out, p, f"tmpfs of {k} KiB")
+                if p.returncode == 0:
+                    ok_runs += 1
+                else:
+                    fail_runs += 1
+                    check("space" in p.stderr, f"tmpfs of {k} KiB: the error says why: {p.stderr!r}")
+            finally:
+                subprocess.run(["umount", mnt], check=True)
+        check(ok_runs and fail_runs, f"the sweep saw both outcomes ({ok_runs} ok, {fail_runs} failed)")
+        print(f"tmpfs sweep: {ok_runs} complete, {fail_runs} refused, nothing partial")
+    else:
+        print("SKIP part: mounting a tmpfs needs root (the RLIMIT_FSIZE sweep still runs)")
+    # a file size limit around a stem's size, byte by byte at the edge
+    for lim in [stem_bytes // 2, stem_bytes - 2, stem_bytes - 1, stem_bytes, stem_bytes + 1,
+                stem_bytes * 2]:
+        out = os.path.join(tmp, f"fsize{lim}")
+
+        def limit(lim=lim):
+            resource.setrlimit(resource.RLIMIT_FSIZE, (lim, lim))
+        p = run(["separate", inp, "-o", out, "-q"], preexec=limit)
+        all_or_nothing(out, p, f"RLIMIT_FSIZE {lim}")
+        check((p.returncode == 0) == (lim >= stem_bytes), f"RLIMIT_FSIZE {lim}: exit {p.returncode}")
+    # each rename of the commit, and the folder sync, failing in turn
+    for fault in [f"io:rename:{k}" for k in range(1, 7)] + ["io:dirsync:1"]:
+        out = os.path.join(tmp, "f-" + fault.replace(":", "_"))
+        p = run(["separate", inp, "-o", out], env={"SB_FAULT_INJECT": fault})
+        check(p.returncode == 1, f"{fault}: exit {p.returncode}")
+        all_or_nothing(out, p, fault)
+    # --overwrite whose commit fails: the old stems come back unchanged
+    keep = os.path.join(tmp, "keep")
+    p = run(["separate", inp, "-o", keep, "-q", "--bits", "16"])
+    before = {f: open(f, "rb").read() for f in files_under(keep)}
+    p = run(["separate", inp, "-o", keep, "-q", "--overwrite"], env={"SB_FAULT_INJECT": "io:rename:5"})
+    check(p.returncode == 1, f"overwrite with a failing rename: exit {p.returncode}")
+    after = {f: open(f, "rb").read() for f in files_under(keep)}
+    check(after == before, "a failed --overwrite commit changed or lost the files it replaced: "
+          f"{sorted(set(before) ^ set(after))}")
+
+
+def group_repeat(tmp):
+    """Output bytes depend only on input and options: two runs give byte-identical stems, and
+    common readers take every WAV we write without a warning."""
+    rate = 48000
+    inp = os.path.join(tmp, "in.wav")
+    wavio.write_wav(inp, wavio.test_signal(rate * 2, 2, rate), 2, rate, bits=24)
+    for extra in ([], ["--bits", "16"], ["--bits", "24"], ["--timeline-start", "96000"],
+                  ["--format", "flac"]):
+        runs = []
+        for k in range(2):
+            out = os.path.join(tmp, f"r{k}-" + "_".join(extra))
+            p = run(["separate", inp, "-o", out, "-q"] + extra)
+            check(p.returncode == 0, f"{extra}: {p.stderr}")
+            runs.append(out)
+        ext = "flac" if "flac" in extra else "wav"
+        for s in STEMS:
+            a = open(os.path.join(runs[0], "in", f"{s}.{ext}"), "rb").read()
+            b = open(os.path.join(runs[1], "in", f"{s}.{ext}"), "rb").read()
+            check(a == b, f"{extra}: {s} differs between two identical runs")
+        if SOX and ext == "wav":
+            w = subprocess.run([SOX, os.path.join(runs[0], "in", "vocals.wav"), "-n"],
+                               capture_output=True, text=True)
+            check(w.returncode == 0 and "WARN" not in w.stderr and "FAIL" not in w.stderr,
+                  f"sox on our {extra or 'float'} WAV: {w.stderr!r}")
+        if "--timeline-start" in extra:
+            check(wavio.time_reference(os.path.join(runs[0], "in", "vocals.wav")) == 96000,
+                  "float WAV time reference")
+
+
+GROUPS = {"damaged": group_damaged, "signals": group_signals, "commit": group_commit,
+          "repeat": group_repeat, "demucs": group_demucs, "separate": group_separate, "formats": group_formats, "bad": group_bad,
           "devices": group_devices, "fallback": group_fallback}
 
 with tempfile.TemporaryDirectory(prefix="sb-cli-") as tmp:

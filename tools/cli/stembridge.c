@@ -7,9 +7,14 @@
  *   stembridge models
  *
  * Exit status: 0 only when every requested stem of every input was written; 1 when a job
- * failed; 2 for a usage error. Every failure is one line on stderr that names the file and
- * the reason. Inputs are checked before any separation starts, so one bad file among many
- * costs nothing but its own line.
+ * failed; 2 for a usage error; 130 / 143 when SIGINT (Ctrl-C) / SIGTERM cancelled the run.
+ * Every failure is one line on stderr that names the file and the reason. Inputs are checked
+ * before any separation starts, so one bad file among many costs nothing but its own line.
+ *
+ * SIGINT and SIGTERM cancel: running jobs stop at their next chunk, their temporary files are
+ * removed, files that were already finished keep their stems, and one line says what was not
+ * written. A second signal ends the process at once; the next run in that folder removes what
+ * it left (core/temp_file.h).
  */
 #include "commands.h"
 
@@ -66,6 +71,24 @@ typedef struct {
 } cli_state;
 
 static cli_state g_cli;
+static volatile sig_atomic_t g_signal; /* the signal that asked to stop, 0 none */
+
+static void on_stop_signal(int sig)
+{
+	g_signal = sig;
+}
+
+/* SIGINT and SIGTERM set g_signal once; SA_RESETHAND lets a second one end the process. */
+static void catch_stop_signals(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_stop_signal;
+	sa.sa_flags = SA_RESETHAND;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
 
 /* Engine messages: warnings at once (a fallback is never silent); an error that belongs to a
  * job comes back in its result and is printed once, with the file it belongs to. */
@@ -102,7 +125,7 @@ static int parse_stems(const char *s, unsigned *mask)
 
 static void draw_progress(sb_engine *e, const sb_job_id *ids, const int *ok, int n, int tty)
 {
-	static double last_plain = -1;
+	static double last_plain = 0; /* the first plain line comes at 25 %, never a bare 0 % */
 	double sum = 0;
 	int done = 0;
 	char stage[64] = "", dev[64] = "";
@@ -319,6 +342,7 @@ static int cmd_separate(int argc, char **argv)
 	}
 	int failures = 0;
 	g_cli.jobs_running = 1;
+	catch_stop_signals();
 	for (int i = 0; i < n_inputs; i++) {
 		sb_job_spec spec;
 		memset(&spec, 0, sizeof spec);
@@ -343,30 +367,46 @@ static int cmd_separate(int argc, char **argv)
 		}
 	}
 	const int tty = !quiet && isatty(2);
+	int cancelling = 0;
 	for (;;) {
 		int pending = 0;
 		for (int i = 0; i < n_inputs; i++)
 			if (ok[i] && sb_engine_wait(e, ids[i], 0.1) == SB_ERR_TIMEOUT)
 				pending++;
-		if (!quiet)
+		if (g_signal && !cancelling) {
+			cancelling = 1;
+			for (int i = 0; i < n_inputs; i++)
+				if (ok[i])
+					sb_engine_cancel(e, ids[i]);
+		}
+		if (!quiet && !cancelling)
 			draw_progress(e, ids, ok, n_inputs, tty);
 		if (!pending)
 			break;
 	}
 	if (tty)
 		fputc('\n', stderr);
+	char not_written[1024] = "";
+	int n_cancelled = 0;
 	for (int i = 0; i < n_inputs; i++) {
 		if (!ok[i])
 			continue;
 		sb_job_result r;
 		if (sb_engine_result(e, ids[i], &r) != SB_OK)
 			continue;
-		if (r.status != SB_OK) {
+		if (r.status == SB_ERR_CANCELLED && g_signal) {
+			/* said once for all of them below */
+			const size_t at = strlen(not_written);
+			snprintf(not_written + at, sizeof not_written - at, "%s%s", n_cancelled ? ", " : "",
+			         inputs[i]);
+			n_cancelled++;
+		} else if (r.status != SB_OK) {
 			/* the message usually names the file already; add it when it does not */
+			const char *hint = r.status == SB_ERR_EXISTS ? " (use --overwrite to replace it)" : "";
 			if (strstr(r.message, inputs[i]))
-				fprintf(stderr, "stembridge: error: %s\n", r.message);
+				fprintf(stderr, "stembridge: error: %s%s\n", r.message, hint);
 			else
-				fprintf(stderr, "stembridge: error: %s: %s\n", inputs[i], r.message);
+				fprintf(stderr, "stembridge: error: %s: %s%s\n", inputs[i], r.message, hint);
 			failures++;
 		} else if (!quiet) {
 			printf("%s -> %s%s%s%s\n", inputs[i], r.manifest_path,
@@ -380,6 +420,17 @@ static int cmd_separate(int argc, char **argv)
 	free(ids);
 	free(ok);
 	free(inputs);
+	if (g_signal) {
+		const int sig = g_signal;
+		if (n_cancelled)
+			fprintf(stderr, "stembridge: %s: cancelled; no stems written for %s%s\n",
+			        sig == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)", not_written,
+			        n_cancelled < n_inputs ? " (the other files are complete)" : "");
+		else
+			fprintf(stderr, "stembridge: %s: every file had already finished\n",
+			        sig == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)");
+		return 128 + sig;
+	}
 	return failures ? 1 : 0;
 }
 

@@ -3,7 +3,8 @@
 #   tools/dev.sh demo   install what is missing, build, separate a short clip with the
 #                       built-in model on the auto device
 #   tools/dev.sh test   install what is missing, build, run every test (also what CI runs);
-#                       the last line is "N passed, N failed" counted from meson's test logs
+#                       the last line is "N passed, N failed" counted from meson's test logs,
+#                       after one line per skipped test with its reason
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-demo}
@@ -13,8 +14,9 @@ build_pkgs="build-essential meson ninja-build pkg-config libsndfile1-dev libfftw
   zlib1g-dev
   libopenblas-dev libclblast-dev libcairo2-dev libx11-dev liblilv-dev lilv-utils
   pocl-opencl-icd clinfo sox python3"
-# ardour: the headless and GUI host tests; python3-torch: checkpoints for the converter's test
-test_pkgs="sordi xvfb xdotool imagemagick libsuil-dev ardour python3-torch"
+# ardour: the headless and GUI host tests; python3-torch: checkpoints for the converter's test;
+# clang and its runtime: the fuzz targets under libFuzzer
+test_pkgs="sordi xvfb xdotool imagemagick libsuil-dev ardour python3-torch clang libclang-rt-14-dev"
 
 install_missing() {
 	local missing=()
@@ -58,8 +60,15 @@ test)
 	ninja -C build-tsan
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(pwd)/tests/jobs/tsan.supp" \
 		meson test -C build-tsan --suite jobs --print-errorlogs --num-processes 1 || rc=1
+	# Every parser a user or a download reaches, under libFuzzer with ASan and UBSan, for a
+	# fixed number of inputs from its seed corpus (tools/fuzz.sh runs them longer).
+	[ -d build-fuzz ] || CC=clang meson setup build-fuzz -Dfuzz=true \
+		-Db_sanitize=address,undefined -Db_lundef=false -Dgui=disabled -Dtests=false \
+		-Dbuildtype=debugoptimized
+	ninja -C build-fuzz
+	meson test -C build-fuzz --suite fuzz --print-errorlogs --num-processes 2 || rc=1
 	python3 tools/count_tests.py build-test/meson-logs/testlog.json \
-		build-tsan/meson-logs/testlog.json
+		build-tsan/meson-logs/testlog.json build-fuzz/meson-logs/testlog.json
 	exit $rc
 	;;
 *)

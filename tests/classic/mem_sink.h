@@ -1,4 +1,5 @@
-/* A memory sink for the classic tests and benches: four growable stems. */
+/* A memory sink for the tests and benches: growable stems, four unless mem_sink_init_n asks
+ * for more (up to SB_MAX_STEMS, by canonical index). */
 #ifndef SB_TEST_MEM_SINK_H
 #define SB_TEST_MEM_SINK_H
 
@@ -9,14 +10,14 @@
 
 typedef struct {
 	sb_sink sink;
-	float *data[SB_N_STEMS];
-	int64_t frames[SB_N_STEMS], cap[SB_N_STEMS];
+	float *data[SB_MAX_STEMS];
+	int64_t frames[SB_MAX_STEMS], cap[SB_MAX_STEMS];
 } mem_sink;
 
-static sb_status mem_sink_write(sb_sink *self, int stem, const float *d, int64_t n)
+static inline sb_status mem_sink_write(sb_sink *self, int stem, const float *d, int64_t n)
 {
 	mem_sink *m = self->impl;
-	if (stem < 0 || stem >= SB_N_STEMS)
+	if (stem < 0 || stem >= self->n_stems)
 		return SB_ERR_INVALID;
 	if (m->frames[stem] + n > m->cap[stem]) {
 		int64_t cap = (m->frames[stem] + n) * 2;
@@ -32,18 +33,23 @@ static sb_status mem_sink_write(sb_sink *self, int stem, const float *d, int64_t
 	return SB_OK;
 }
 
-static void mem_sink_init(mem_sink *m, int channels)
+static inline void mem_sink_init_n(mem_sink *m, int channels, int n_stems)
 {
 	memset(m, 0, sizeof *m);
-	m->sink.n_stems = SB_N_STEMS;
+	m->sink.n_stems = n_stems;
 	m->sink.channels = channels;
 	m->sink.write = mem_sink_write;
 	m->sink.impl = m;
 }
 
-static void mem_sink_free(mem_sink *m)
+static inline void mem_sink_init(mem_sink *m, int channels)
 {
-	for (int s = 0; s < SB_N_STEMS; s++)
+	mem_sink_init_n(m, channels, SB_N_STEMS);
+}
+
+static inline void mem_sink_free(mem_sink *m)
+{
+	for (int s = 0; s < SB_MAX_STEMS; s++)
 		free(m->data[s]);
 }
 

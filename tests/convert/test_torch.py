@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """The converter against checkpoints torch makes now (Debian's python3-torch), not only the
 committed ones: the fixtures are made afresh and every check of test_convert.py runs on them;
-a checkpoint holding the golden htdemucs-tiny weights converts to the golden file's tensors
-and metadata strings; and full-size htdemucs and htdemucs_6s checkpoints (every tensor of
+a checkpoint holding a golden model's weights (the repository's htdemucs-mini, and
+shared/golden's htdemucs-tiny when given) converts to the golden file's tensors and metadata
+strings; and full-size htdemucs and htdemucs_6s checkpoints (every tensor of
 released-shapes.json, F16 like the release) convert and pass --check-shapes.
 
 Exits 77 (meson's SKIP) when no python with torch is found.
 
-usage: test_torch.py CONVERTER [--golden DIR]
+usage: test_torch.py CONVERTER [--golden DIR] [--golden-model NAME] [--more-golden DIR NAME]
 """
 import os
 import sys
@@ -94,17 +95,16 @@ def test_fresh_fixtures(exe, golden, tmp):
           torch.__version__)
 
 
-def test_golden_tiny(exe, golden, tmp):
-    path = os.path.join(golden, "htdemucs-tiny.safetensors")
-    if not os.path.exists(path):
-        print("note: %s not found, golden check skipped" % path)
+def test_golden_tiny(exe, golden, tmp, model="htdemucs-tiny"):
+    path = os.path.join(golden, model + ".safetensors")
+    if not tc.check(os.path.exists(path), "no golden model %s" % path):
         return
     meta, state = read_golden(path)
     kw = settings_from_strings(meta)
-    ckpt = os.path.join(tmp, "golden-tiny.th")
+    ckpt = os.path.join(tmp, "golden-%s.th" % model)
     mf.save(mf.package(mf.HTDemucs, kw, state, mf.training_config()), ckpt,
             fraction_as_str=True)
-    out = os.path.join(tmp, "golden-tiny.safetensors")
+    out = os.path.join(tmp, "golden-%s.safetensors" % model)
     p = tc.run(exe, [ckpt, "-o", out])
     if not tc.check(p.returncode == 0, "golden tiny: %s" % p.stderr.strip()):
         return
@@ -123,8 +123,8 @@ def test_golden_tiny(exe, golden, tmp):
         a, b = t["data_offsets"]
         tc.check(tensors[name] == (t["dtype"], t["shape"], blob[8 + n + a:8 + n + b]),
                  "golden tiny: %s differs from the golden file" % name)
-    print("golden htdemucs-tiny: %d tensors and the metadata strings as in the golden file" %
-          len(state))
+    print("golden %s: %d tensors and the metadata strings as in the golden file" %
+          (model, len(state)))
 
 
 def test_full_size(exe, golden, tmp):
@@ -177,14 +177,18 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("converter")
     ap.add_argument("--golden", default="")
+    ap.add_argument("--golden-model", default="htdemucs-tiny")
+    ap.add_argument("--more-golden", nargs=2, default=None)
     a = ap.parse_args()
     exe = os.path.abspath(a.converter)
     tmp = tempfile.mkdtemp(prefix="sb-convert-torch-")
     try:
         test_fresh_fixtures(exe, a.golden, tmp)
         if a.golden:
-            test_golden_tiny(exe, a.golden, tmp)
+            test_golden_tiny(exe, a.golden, tmp, a.golden_model)
             test_full_size(exe, a.golden, tmp)
+        if a.more_golden:
+            test_golden_tiny(exe, a.more_golden[0], tmp, a.more_golden[1])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if tc.failures:

@@ -23,6 +23,8 @@ import wavio  # noqa: E402
 
 EXE = os.path.abspath(sys.argv[1])
 GROUP = sys.argv[2]
+# the compact golden models in the repository (tests/fixtures/htdemucs)
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "htdemucs")
 SOX = shutil.which("sox")
 failures = []
 STEMS = ["vocals", "drums", "bass", "other"]
@@ -296,9 +298,9 @@ def group_fallback(tmp):
 def group_demucs(tmp):
     """HTDemucs through the CLI at a rate it does not run at: stems at the input's own rate and
     exact length, seeded shifts repeat exactly and change the result."""
-    golden = sys.argv[3]
-    if not check(os.path.exists(os.path.join(golden, "htdemucs-tiny.safetensors")),
-                 f"no golden weights in {golden}"):
+    golden = FIXTURES
+    if not check(os.path.exists(os.path.join(golden, "htdemucs-mini.safetensors")),
+                 f"no fixture model in {golden}"):
         return
     rate, frames = 48000, 48000 * 3 + 11
     inp = os.path.join(tmp, "take.wav")
@@ -307,9 +309,9 @@ def group_demucs(tmp):
     for name, extra in (("a", []), ("b", ["--shifts", "2"]), ("c", ["--shifts", "2"]),
                         ("d", ["--model-other"])):
         out = os.path.join(tmp, name)
-        p = run(["separate", inp, "-o", out, "--model", "htdemucs-tiny", "--model-path", golden,
+        p = run(["separate", inp, "-o", out, "--model", "htdemucs-mini", "--model-path", golden,
                  "--device", "cpu", "-q"] + extra)
-        check(p.returncode == 0, f"htdemucs-tiny {extra}: exit {p.returncode}: {p.stderr}")
+        check(p.returncode == 0, f"htdemucs-mini {extra}: exit {p.returncode}: {p.stderr}")
         outs.append(out)
     stems = {}
     for out in outs:
@@ -324,7 +326,7 @@ def group_demucs(tmp):
             check(all(math.isfinite(v) for v in x), f"{path}: non-finite samples")
             stems[out][s] = x
     m = json.load(open(os.path.join(outs[0], "take", "manifest.json")))
-    check(m["model"]["name"] == "htdemucs-tiny" and m["input"]["rate"] == rate,
+    check(m["model"]["name"] == "htdemucs-mini" and m["input"]["rate"] == rate,
           f"manifest model {m['model']} rate {m['input']['rate']}")
     check(any("44100" in e for e in m["events"]), f"the rate conversion is not recorded: {m['events']}")
     mb = json.load(open(os.path.join(outs[1], "take", "manifest.json")))
@@ -352,11 +354,11 @@ def group_demucs(tmp):
     inp2 = os.path.join(tmp, "take2.wav")
     wavio.write_wav(inp2, wavio.test_signal(frames, 2, rate, seed=7), 2, rate, bits=24)
     cpu2 = os.path.join(tmp, "cpu2")
-    p = run(["separate", inp2, "-o", cpu2, "--model", "htdemucs-tiny", "--model-path", golden,
+    p = run(["separate", inp2, "-o", cpu2, "--model", "htdemucs-mini", "--model-path", golden,
              "--device", "cpu", "-q"])
-    check(p.returncode == 0, f"htdemucs-tiny take2 on the CPU: {p.stderr}")
+    check(p.returncode == 0, f"htdemucs-mini take2 on the CPU: {p.stderr}")
     par = os.path.join(tmp, "par")
-    p = run(["separate", inp, inp2, "-o", par, "--model", "htdemucs-tiny", "--model-path", golden,
+    p = run(["separate", inp, inp2, "-o", par, "--model", "htdemucs-mini", "--model-path", golden,
              "--device", "opencl:0,opencl:1", "--parallel", "-q"],
             env={"POCL_DEVICES": "pthread pthread"})
     check(p.returncode == 0, f"two takes on two OpenCL devices: exit {p.returncode}: {p.stderr}")
@@ -385,66 +387,80 @@ def temp_files(d):
 
 
 def st_read(path):
-    """A safetensors file as (header dict, header bytes length, data bytes)."""
+    """A safetensors file as (metadata, [(name, dtype, shape, bytes)...]) in file order."""
     raw = open(path, "rb").read()
     n = struct.unpack("<Q", raw[:8])[0]
-    return json.loads(raw[8:8 + n]), n, raw[8 + n:]
+    header = json.loads(raw[8:8 + n])
+    meta = header.pop("__metadata__", {})
+    data = raw[8 + n:]
+    items = sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0])
+    return meta, [(k, v["dtype"], v["shape"], data[v["data_offsets"][0]:v["data_offsets"][1]])
+                  for k, v in items]
 
 
-def st_write(path, header, data, declared=None, pad=0):
+def st_write(path, meta, tensors, declared=None, pad=0):
     """Writes a safetensors file; 'declared' overrides the header length field, 'pad' adds
     trailing spaces to the header (the format allows them)."""
+    header, at, body = {"__metadata__": meta}, 0, b""
+    for name, dtype, shape, raw in tensors:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [at, at + len(raw)]}
+        at += len(raw)
+        body += raw
     h = json.dumps(header, separators=(",", ":")).encode() + b" " * pad
     n = len(h) if declared is None else declared
-    open(path, "wb").write(struct.pack("<Q", n) + h + data)
+    open(path, "wb").write(struct.pack("<Q", n) + h + body)
 
 
-def first_f32(header, skip_bias=True):
-    """The name of the first F32 tensor with more than one dimension, and its byte range."""
-    for k, v in sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0]
-                       if kv[0] != "__metadata__" else -1):
-        if k == "__metadata__" or v["dtype"] != "F32" or len(v["shape"]) < 2:
-            continue
-        return k, v["data_offsets"]
-    return None, None
+def as_floats(dtype, raw):
+    if dtype == "F32":
+        return list(struct.unpack(f"<{len(raw) // 4}f", raw))
+    return list(struct.unpack(f"<{len(raw) // 2}e", raw))
 
 
-def tiny_model_or_fail(golden):
-    path = os.path.join(golden, "htdemucs-tiny.safetensors")
-    check(os.path.exists(path), f"no tiny model at {path}")
+def fixture_model(name="htdemucs-mini"):
+    path = os.path.join(FIXTURES, name + ".safetensors")
+    check(os.path.exists(path), f"no fixture model at {path}")
     return path
 
 
 def group_damaged(tmp):
     """Damaged model files never give a false success: a header length one byte short, a NaN
-    weight, and weights that overflow to NaN output are each refused with one line, exit 1,
-    and no stems."""
-    golden = sys.argv[3]
-    tiny = tiny_model_or_fail(golden)
+    weight, trailing bytes, and weights that overflow to NaN output are each refused with one
+    line, exit 1, and no stems."""
+    good = fixture_model()
     if failures:
         return
-    header, hlen, data = st_read(tiny)
+    meta, tensors = st_read(good)
     models = os.path.join(tmp, "models")
     os.makedirs(models)
     # 1. The header length one byte short of a header that ends in a padding space: the JSON
     #    still parses, and every tensor would be read one byte off (all-NaN stems).
-    st_write(os.path.join(models, "short.safetensors"), header, data,
-             declared=len(json.dumps(header, separators=(",", ":"))) + 7, pad=8)
+    plain = os.path.join(tmp, "plain.safetensors")
+    st_write(plain, meta, tensors)
+    hlen = struct.unpack("<Q", open(plain, "rb").read(8))[0]
+    st_write(os.path.join(models, "short.safetensors"), meta, tensors, declared=hlen + 7, pad=8)
     # 2. One weight is NaN.
-    name, (a, b) = first_f32(header)
-    bad = bytearray(data)
-    bad[a + 4 * 5:a + 4 * 6] = struct.pack("<f", float("nan"))
-    st_write(os.path.join(models, "nanweight.safetensors"), header, bytes(bad))
+    name, dtype, shape, raw = next(t for t in tensors if len(t[2]) >= 2)
+    vals = as_floats(dtype, raw)
+    vals[5] = float("nan")
+    bad = [(n, d, sh, struct.pack(f"<{len(vals)}f", *vals) if n == name else r)
+           for n, d, sh, r in tensors]
+    bad = [(n, "F32" if n == name else d, sh, r) for n, d, sh, r in bad]
+    st_write(os.path.join(models, "nanweight.safetensors"), meta, bad)
     # 3. Finite weights so large that the network overflows: NaN stems from a model that loads.
-    big = bytearray(data)
-    for k, v in header.items():
-        if k.startswith("encoder.0.conv.weight") or k.startswith("tencoder.0.conv.weight"):
-            a2, b2 = v["data_offsets"]
-            vals = struct.unpack(f"<{(b2 - a2) // 4}f", data[a2:b2])
-            big[a2:b2] = struct.pack(f"<{len(vals)}f", *[x * 3e37 for x in vals])
-    st_write(os.path.join(models, "overflow.safetensors"), header, bytes(big))
+    big = []
+    for n, d, sh, r in tensors:
+        if n in ("encoder.0.conv.weight", "tencoder.0.conv.weight"):
+            v = [x * 3e37 for x in as_floats(d, r)]
+            big.append((n, "F32", sh, struct.pack(f"<{len(v)}f", *v)))
+        else:
+            big.append((n, d, sh, r))
+    st_write(os.path.join(models, "overflow.safetensors"), meta, big)
     # 4. Trailing bytes the header does not declare.
-    st_write(os.path.join(models, "trailing.safetensors"), header, data + b"\0" * 16)
+    tail = list(tensors)
+    st_write(os.path.join(models, "trailing.safetensors"), meta, tail)
+    with open(os.path.join(models, "trailing.safetensors"), "ab") as f:
+        f.write(b"\0" * 16)
     rate = 44100
     inp = os.path.join(tmp, "take.wav")
     wavio.write_wav(inp, wavio.test_signal(rate * 3, 2, rate), 2, rate)
@@ -461,9 +477,9 @@ def group_damaged(tmp):
                   f"the NaN message names the model and the stem: {p.stderr!r}")
     # the untouched model still separates (the checks refuse damage, not the model)
     out = os.path.join(tmp, "out-good")
-    p = run(["separate", inp, "-o", out, "--model", "htdemucs-tiny", "--model-path", golden,
+    p = run(["separate", inp, "-o", out, "--model", "htdemucs-mini", "--model-path", FIXTURES,
              "--device", "cpu", "-q"])
-    check(p.returncode == 0, f"good tiny model: exit {p.returncode}: {p.stderr}")
+    check(p.returncode == 0, f"good model: exit {p.returncode}: {p.stderr}")
 
 
 def long_input(tmp, seconds=300):

@@ -13,6 +13,12 @@
 #include <stdio.h>
 
 extern const char *golden;
+/* the models the cases run on, in 'golden': a small one with activations and a pipeline clip
+ * (htdemucs-tiny in shared/golden, htdemucs-mini in tests/fixtures) and a second one with F16
+ * weights and the released transformer depth (htdemucs-mid, htdemucs-mini2) */
+extern const char *small_name, *second_name;
+/* "<golden>/<name><suffix>" when that file is there, else NULL (and a SKIP line printed) */
+const char *golden_file(const char *name, const char *suffix, char *buf, size_t len);
 extern int failures;
 extern char last_error[2048];
 extern const sb_logger logger;

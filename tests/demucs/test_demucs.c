@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 const char *golden;
+const char *small_name = "htdemucs-tiny", *second_name = "htdemucs-mid";
 int failures;
 char last_error[2048];
 
@@ -57,6 +58,12 @@ float *read_all(const sb_safetensors *st, const char *name, int64_t *numel)
 	if (numel)
 		*numel = t->numel;
 	return d;
+}
+
+const char *golden_file(const char *name, const char *suffix, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%s%s", golden, name, suffix);
+	return access(buf, R_OK) == 0 ? buf : NULL;
 }
 
 sb_status open_golden_model(const char *name, sb_model **m)
@@ -217,7 +224,7 @@ sb_status run_pipeline(sb_model *m, const float *in, int ch, int64_t n, mem_sink
 	float *il = interleave(in, ch, n);
 	sb_source *src = NULL;
 	sb_status st = sb_source_memory(il, n, ch, 44100, &src);
-	mem_sink_init(sink, ch);
+	mem_sink_init_n(sink, ch, SB_MAX_STEMS);
 	sb_run_ctx ctx = {.log = &logger, .threads = 0, .seed = 1, .cl = pipeline_cl};
 	const double t0 = sb_now();
 	if (st == SB_OK)
@@ -230,35 +237,38 @@ sb_status run_pipeline(sb_model *m, const float *in, int ch, int64_t n, mem_sink
 	return st;
 }
 
-/* the sink's stems (SB order, interleaved) as the reference's [source][ch][n] */
+/* the sink's stems (canonical order, interleaved) as the reference's [source][ch][n], the
+ * sources in the model file's order */
 static float *sink_as_reference(const mem_sink *s, const sb_model *m, int ch, int64_t n)
 {
-	static const char *const ref_order[4] = {"drums", "bass", "other", "vocals"};
-	float *o = malloc(sizeof(float) * (size_t)(4 * ch * n));
-	for (int r = 0; r < 4; r++) {
-		int k = 0;
-		while (k < SB_N_STEMS && strcmp(m->info.stem_names[k], ref_order[r]))
-			k++;
+	const sb_htdemucs_config *cfg = sb_htdemucs_cfg(sb_demucs_bag_net(sb_demucs_model_bag(m), 0));
+	const int S = cfg->n_sources;
+	float *o = malloc(sizeof(float) * (size_t)(S * ch * n));
+	for (int r = 0; r < S; r++) {
+		const int k = sb_stem_index(cfg->sources[r]);
 		for (int c = 0; c < ch; c++)
 			for (int64_t i = 0; i < n; i++)
 				o[((size_t)r * ch + c) * n + i] =
-					k < SB_N_STEMS && s->frames[k] == n ? s->data[k][i * ch + c] : NAN;
+					k >= 0 && s->frames[k] == n ? s->data[k][i * ch + c] : NAN;
 	}
 	return o;
 }
 
-static void pipeline_case(void)
+/* separate() of 'model' on its io file's pipeline.input against pipeline.output (F16), every
+ * source of the model into a sink with room for all of them */
+static void pipeline_case_of(const char *model)
 {
 	char path[4096];
-	snprintf(path, sizeof path, "%s/htdemucs-tiny-io.safetensors", golden);
+	snprintf(path, sizeof path, "%s/%s-io.safetensors", golden, model);
 	sb_model *m = NULL;
 	sb_safetensors *io = NULL;
-	if (open_golden_model("htdemucs-tiny", &m) != SB_OK ||
+	if (open_golden_model(model, &m) != SB_OK ||
 	    sb_safetensors_open(path, &logger, &io) != SB_OK) {
-		FAIL("cannot open htdemucs-tiny or %s", path);
+		FAIL("cannot open %s or %s", model, path);
 		sb_model_free(m);
 		return;
 	}
+	const sb_htdemucs_config *cfg = sb_htdemucs_cfg(sb_demucs_bag_net(sb_demucs_model_bag(m), 0));
 	int64_t n_in = 0, n_out = 0;
 	float *in = read_all(io, "pipeline.input", &n_in), *want = read_all(io, "pipeline.output", &n_out);
 	const int64_t n = n_in / 2;
@@ -267,15 +277,22 @@ static void pipeline_case(void)
 	sb_status st = run_pipeline(m, in, 2, n, &sink, &secs);
 	if (st != SB_OK) {
 		FAIL("pipeline failed: %s (%s)", sb_status_str(st), last_error);
+	} else if (n_out != (int64_t)cfg->n_sources * 2 * n) {
+		FAIL("pipeline.output holds %lld values, expected %d sources of %lld", (long long)n_out,
+		     cfg->n_sources, (long long)n);
 	} else {
 		float *got = sink_as_reference(&sink, m, 2, n);
 		const double e = rel_l2(got, want, (size_t)n_out);
-		printf("htdemucs-tiny pipeline, %.1f s of audio in %.2f s\n", (double)n / 44100, secs);
+		printf("%s pipeline, %.1f s of audio in %.2f s, %d stems\n", model, (double)n / 44100,
+		       secs, cfg->n_sources);
 		printf("  %-28s rel L2 %.3e (limit 2e-3)\n", "pipeline.output", e);
-		static const char *const names[4] = {"drums", "bass", "other", "vocals"};
-		for (int s = 0; s < 4; s++)
-			printf("    %-26s rel L2 %.3e\n", names[s],
-			       rel_l2(got + (size_t)s * 2 * n, want + (size_t)s * 2 * n, (size_t)(2 * n)));
+		for (int s = 0; s < cfg->n_sources; s++) {
+			const double es = rel_l2(got + (size_t)s * 2 * n, want + (size_t)s * 2 * n,
+			                         (size_t)(2 * n));
+			printf("    %-26s rel L2 %.3e\n", cfg->sources[s], es);
+			if (!(es <= 2e-3))
+				FAIL("pipeline stem %s rel L2 %.3e > 2e-3", cfg->sources[s], es);
+		}
 		if (!(e <= 2e-3))
 			FAIL("pipeline.output rel L2 %.3e > 2e-3", e);
 		free(got);
@@ -285,6 +302,11 @@ static void pipeline_case(void)
 	free(want);
 	sb_safetensors_close(io);
 	sb_model_free(m);
+}
+
+static void pipeline_case(void)
+{
+	pipeline_case_of(small_name);
 }
 
 /* ---- a full-size model with random weights ---- */
@@ -371,23 +393,54 @@ static void full_case(sb_cl_device *cl)
 
 int main(int argc, char **argv)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: test_demucs GOLDEN_DIR tiny|pipeline|mid|full|bag|errors|safetensors\n");
+	if (argc < 3 || argc > 5) {
+		fprintf(stderr, "usage: test_demucs GOLDEN_DIR CASE [SMALL_MODEL [SECOND_MODEL]]\n"
+		        "CASE: tiny|pipeline|mid|full|bag|errors|inputs|safetensors|six|opencl|"
+		        "opencl-mid|opencl-full|opencl-six\n");
 		return 2;
 	}
 	golden = argv[1];
-	char probe[4096];
-	snprintf(probe, sizeof probe, "%s/htdemucs-tiny.safetensors", golden);
-	if (access(probe, R_OK) != 0) {
-		printf("SKIP: no golden files in %s\n", golden);
-		return 77;
-	}
 	const char *c = argv[2];
+	if (argc > 3)
+		small_name = argv[3];
+	if (argc > 4)
+		second_name = argv[4];
+	/* each case names the files it needs; one that is not there is a skip that says which
+	 * file and where it comes from, never a failure */
+	char probe[4096];
+	const int needs_second = !strcmp(c, "mid") || !strcmp(c, "opencl-mid") || !strcmp(c, "bag") ||
+	                         !strcmp(c, "safetensors");
+	const int needs_shapes = !strcmp(c, "full") || !strcmp(c, "opencl-full");
+	const int needs_six = !strcmp(c, "six") || !strcmp(c, "opencl-six");
+	const char *need = needs_shapes ? "released-shapes.json" : NULL;
+	if (!needs_shapes && !needs_six && !golden_file(small_name, ".safetensors", probe, sizeof probe))
+		need = small_name;
+	else if (needs_second && !golden_file(second_name, "-io.safetensors", probe, sizeof probe))
+		need = second_name;
+	else if (needs_six && !golden_file(small_name, "-io.safetensors", probe, sizeof probe))
+		need = small_name;
+	if (need) {
+		snprintf(probe, sizeof probe, "%s/%s", golden, need);
+		if (!needs_shapes || access(probe, R_OK) != 0) {
+			printf("SKIP: %s%s is not in %s (the large golden files: meson setup "
+			       "-Dgolden_dir=PATH, PATH = shared/golden/htdemucs; the small ones are in "
+			       "tests/fixtures/htdemucs, remade by tests/fixtures/make_golden.py)\n", need,
+			       needs_shapes ? "" : ".safetensors", golden);
+			return 77;
+		}
+	}
+	char io[4096];
+	snprintf(io, sizeof io, "%s-io.safetensors", small_name);
+	char io2[4096];
+	snprintf(io2, sizeof io2, "%s-io.safetensors", second_name);
 	if (!strcmp(c, "tiny"))
-		segment_case("htdemucs-tiny", "htdemucs-tiny-io.safetensors", 1e-5, 1, NULL);
+		segment_case(small_name, io, 1e-5, 1, NULL);
 	else if (!strcmp(c, "mid"))
-		segment_case("htdemucs-mid", "htdemucs-mid-io.safetensors", 1e-5, 0, NULL);
-	else if (!strcmp(c, "opencl") || !strcmp(c, "opencl-mid") || !strcmp(c, "opencl-full")) {
+		segment_case(second_name, io2, 1e-5, 0, NULL);
+	else if (!strcmp(c, "six"))
+		pipeline_case_of(small_name);
+	else if (!strcmp(c, "opencl") || !strcmp(c, "opencl-mid") || !strcmp(c, "opencl-full") ||
+	         !strcmp(c, "opencl-six")) {
 		/* the OpenCL path: the same golden vectors within 1e-4 */
 		sb_cl_device *d = open_cl();
 		if (!d) {
@@ -396,12 +449,16 @@ int main(int argc, char **argv)
 			return 77;
 		}
 		if (!strcmp(c, "opencl")) {
-			segment_case("htdemucs-tiny", "htdemucs-tiny-io.safetensors", 1e-4, 1, d);
+			segment_case(small_name, io, 1e-4, 1, d);
 			pipeline_cl = d;
 			pipeline_case();
 			pipeline_cl = NULL;
+		} else if (!strcmp(c, "opencl-six")) {
+			pipeline_cl = d;
+			pipeline_case_of(small_name);
+			pipeline_cl = NULL;
 		} else if (!strcmp(c, "opencl-mid")) {
-			segment_case("htdemucs-mid", "htdemucs-mid-io.safetensors", 1e-4, 0, d);
+			segment_case(second_name, io2, 1e-4, 0, d);
 		} else {
 			full_case(d);
 		}

@@ -31,7 +31,8 @@ typedef enum {
 	SB_ERR_MODEL,        /* model missing or inconsistent */
 	SB_ERR_UNSUPPORTED,
 	SB_ERR_TIMEOUT,      /* a wait ran out before the job ended */
-	SB_ERR_NONFINITE     /* a model produced NaN or infinite samples: never written */
+	SB_ERR_NONFINITE,    /* a model produced NaN or infinite samples: never written */
+	SB_ERR_NETWORK       /* a download failed: offline, an HTTP error, a stalled transfer */
 } sb_status;
 
 /* A short constant English phrase for a status ("device out of memory"). */

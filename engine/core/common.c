@@ -24,6 +24,7 @@ const char *sb_status_str(sb_status st)
 	case SB_ERR_UNSUPPORTED: return "unsupported";
 	case SB_ERR_TIMEOUT: return "timed out";
 	case SB_ERR_NONFINITE: return "the model produced NaN or infinite samples";
+	case SB_ERR_NETWORK: return "download failed";
 	}
 	return "unknown status";
 }

@@ -202,7 +202,7 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 		goto fail;
 
 	/* Model, and the stems asked of it */
-	const char *model_name = spec->model ? spec->model : "builtin";
+	const char *model_name = spec->model && *spec->model ? spec->model : "auto";
 	st = sb_model_open(model_name, env->model_path, log, &model);
 	if (st != SB_OK)
 		goto fail;
@@ -377,6 +377,7 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 		.track = track,
 		.take = take,
 		.model = model->info.name,
+		.model_requested = model_name,
 		.model_description = model->info.description,
 		.shifts = spec->shifts,
 		.overlap = spec->overlap,

@@ -68,6 +68,7 @@ sb_status sb_manifest_render(const sb_manifest *m, char **json, char **stems_txt
 
 	json_t *model = json_object();
 	json_object_set_new(model, "name", str_or_null(m->model));
+	json_object_set_new(model, "requested", str_or_null(m->model_requested));
 	json_object_set_new(model, "description", str_or_null(m->model_description));
 	json_object_set_new(model, "shifts", json_integer(m->shifts));
 	json_object_set_new(model, "overlap", m->overlap > 0 ? json_real(m->overlap) : json_null());

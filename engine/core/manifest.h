@@ -8,7 +8,8 @@
  *   stembridge, manifest_version, status ("ok" | "failed"), error,
  *   input {path, frames, channels, rate, seconds, format},
  *   timeline_start (samples or null), take, track,
- *   model {name, description, shifts, overlap},
+ *   model {name, requested, description, shifts, overlap}: name is the model that ran, never
+ *   "auto"; requested is what the job asked for,
  *   device {requested, used, used_id, used_name, fell_back, reason},
  *   events [ {t, what} ... ]  every step down the device ladder, in order,
  *   stems [ {stem, path, frames, peak, rms, peak_dbfs} ... ],
@@ -30,6 +31,7 @@ typedef struct {
 	int64_t timeline_start;
 	const char *track, *take;
 	const char *model, *model_description;
+	const char *model_requested;  /* what the job asked for ("auto", a name, a path) */
 	int shifts;                 /* as the job asked; 0 = none */
 	double overlap;             /* 0 = the model's default */
 	const char *device_requested, *device_used_key, *device_used_id, *device_used_name;

@@ -6,7 +6,7 @@
  * segment, audio_channels) as "__metadata__" strings. A bag of K models: metadata "bag" = K,
  * each model's tensors and settings prefixed "<k>." (k = 0..K-1), and "bag_weights" = K rows
  * separated by ';' of per-source weights separated by ',' (in the "sources" order); no
- * "bag_weights" means all ones. tools/convert writes both.
+ * "bag_weights" means all ones. engine/convert (stembridge-convert) writes both.
  *
  * Threads: an opened model is read-only; separate() may run for several jobs at once.
  */

@@ -148,8 +148,8 @@ sb_status sb_demucs_model_find(const char *name, const char *const *search_path,
 		snprintf(where + at, sizeof where - at, "%s%s", i ? ", " : "", dirs[i]);
 	}
 	sb_log(log, SB_LOG_ERROR,
-	       "model '%s' is not installed: no %s.safetensors in %s. Download the released "
-	       "checkpoint (see 'stembridge models'), convert it with stembridge-convert and put it "
-	       "in one of those folders", name, name, where);
+	       "model '%s' is not installed (no %s.safetensors in %s): install it with "
+	       "`stembridge models install %s`, or convert a checkpoint with stembridge-convert into "
+	       "one of those folders", name, name, where, name);
 	return SB_ERR_MODEL;
 }

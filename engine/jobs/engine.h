@@ -45,8 +45,8 @@ typedef struct {
 	const char *track;               /* {track} in the template; default: input's base name */
 	const char *take;                /* {take}; default "1" */
 	const char *device;              /* NULL: the engine's set; else as sb_devices_resolve() */
-	const char *model;               /* NULL: "builtin" */
-	unsigned stems;                  /* bit mask of SB_STEM_*; 0 = all */
+	const char *model;               /* NULL: "auto" (the best installed model) */
+	unsigned stems;                  /* bit mask of SB_STEM_*; 0 = all the model makes */
 	const char *out_dir;             /* required */
 	const char *name_template;       /* NULL: "{track}/{stem}.{ext}"; also {take} {model} */
 	sb_format format;

@@ -58,11 +58,16 @@ struct sb_model {
 	void *impl;
 };
 
-/* Open a model by name ("builtin" or a name found in the search path, see models/registry.c).
- * search_path: NULL-terminated list of extra folders tried first (CLI --model-path, plugin
- * state), then $XDG_DATA_HOME/stembridge/models, then the system data dirs. */
+/* Open a model by name: "auto" (or NULL, ""), "builtin", a name found in the search path, or
+ * a .safetensors path (see models/registry.c). search_path: NULL-terminated list of extra
+ * folders tried first (CLI --model-path, plugin state), then $XDG_DATA_HOME/stembridge/models,
+ * then the system data dirs. info.name is always the real model's name, never "auto". */
 sb_status sb_model_open(const char *name, const char *const *search_path, const sb_logger *log,
                         sb_model **out);
+/* What "auto" stands for now: the installed catalogue model of the best 'auto' rank
+ * (models/catalog.h: htdemucs first), else "builtin". Written into buf, returned. */
+const char *sb_model_auto(const char *const *search_path, const sb_logger *log, char *buf,
+                          size_t len);
 /* The model folders in search order (see registry.c); returns how many were filled. */
 size_t sb_model_dirs(const char *const *extra, char (*dirs)[4096], size_t max);
 

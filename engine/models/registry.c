@@ -4,6 +4,7 @@
  * $XDG_DATA_DIRS (default /usr/local/share:/usr/share) + /stembridge/models. */
 #include "classic/classic.h"
 #include "demucs/demucs.h"
+#include "models/catalog.h"
 #include "models/model.h"
 
 #include <limits.h>
@@ -16,10 +17,33 @@ size_t sb_model_dirs(const char *const *extra, char (*dirs)[4096], size_t max)
 	return sb_data_dirs("models", extra, dirs, max);
 }
 
+const char *sb_model_auto(const char *const *search_path, const sb_logger *log, char *buf,
+                          size_t len)
+{
+	snprintf(buf, len, "builtin");
+	sb_catalog *cat = NULL;
+	if (sb_catalog_load(log, &cat) != SB_OK)
+		return buf;
+	int best = 0;
+	for (int i = 0; i < sb_catalog_count(cat); i++) {
+		const sb_catalog_model *m = sb_catalog_at(cat, i);
+		if (m->auto_rank > 0 && (!best || m->auto_rank < best) &&
+		    sb_demucs_model_installed(m->name, search_path)) {
+			best = m->auto_rank;
+			snprintf(buf, len, "%s", m->name);
+		}
+	}
+	sb_catalog_free(cat);
+	return buf;
+}
+
 sb_status sb_model_open(const char *name, const char *const *search_path, const sb_logger *log,
                         sb_model **out)
 {
-	if (!name || !*name || strcmp(name, "builtin") == 0)
+	char chosen[64];
+	if (!name || !*name || !strcmp(name, "auto"))
+		name = sb_model_auto(search_path, log, chosen, sizeof chosen);
+	if (strcmp(name, "builtin") == 0)
 		return sb_classic_model_new(log, out);
 	/* A model file named by its path (plugin state, scripts): the name is its base name. */
 	const size_t len = strlen(name);

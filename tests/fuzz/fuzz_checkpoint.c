@@ -3,7 +3,7 @@
  * resolved and bounds-checked). */
 #include "fuzz_common.h"
 
-#include "demucs_package.h"
+#include "convert/demucs_package.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,9 +1,9 @@
-/* Fuzz target: the pickle reader of the checkpoint converter (tools/convert/pickle_reader.c),
+/* Fuzz target: the pickle reader of the checkpoint converter (engine/convert/pickle_reader.c),
  * which interprets a checkpoint's data.pkl and runs nothing; the tree it builds is walked with
  * a depth limit, as its callers do. */
 #include "fuzz_common.h"
 
-#include "pickle_reader.h"
+#include "convert/pickle_reader.h"
 
 static void walk(const sbc_pk *v, int depth)
 {

@@ -1,9 +1,9 @@
-/* Fuzz target: the zip reader of the checkpoint converter (tools/convert/zip_reader.c), which a
+/* Fuzz target: the zip reader of the checkpoint converter (engine/convert/zip_reader.c), which a
  * downloaded checkpoint reaches first: central directory, zip64 records, every entry read
  * (stored or inflated) with its CRC checked. */
 #include "fuzz_common.h"
 
-#include "zip_reader.h"
+#include "convert/zip_reader.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,41 +1,40 @@
-/* stembridge models [--model-path DIR]: the installed models and where the others come from.
+/* stembridge models: what can separate, installed or not, and how to get the rest.
  *
- * A model is a `<name>.safetensors` file in one of the model folders (sb_model_dirs, searched in
- * order; the first file of a name wins). Its settings are read from the file's `__metadata__`
- * as stembridge-convert writes it (tools/convert/convert_main.c); only the header is read. For
- * each released Demucs v4 model that is missing, the user is told which checkpoint files to get
- * from the Demucs release and the exact command that converts them. */
+ *   stembridge models [--model-path DIR] [--json]
+ *   stembridge models install NAME... [--base-url URL] [--model-dir DIR] [--force]
+ *                     [--keep-downloads] [--timeout S] [-q]
+ *   stembridge models remove NAME... [--model-dir DIR]
+ *
+ * The list joins the catalogue (engine/models/catalog.json: the Demucs models that can be
+ * downloaded) with the model folders (sb_model_dirs, searched in order; the first file of a name
+ * wins): each model's stems and size, where it is installed or the exact command that installs
+ * it, and what 'auto' stands for. A model file's settings are read from its header only.
+ *
+ * install downloads, checks and converts (models/install.h) with a progress bar on a terminal
+ * and plain lines otherwise; SIGINT and SIGTERM stop it (exit 130 / 143), and the download
+ * resumes where it stopped next time. Exit status: 0 when every model asked for is installed,
+ * 1 when one failed, 2 for a usage error or a name the catalogue does not have.
+ */
 #include "commands.h"
 
+#include "models/catalog.h"
+#include "models/install.h"
 #include "models/model.h"
 
 #include <dirent.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* safetensors caps its header at 100 MB; ours are a few hundred KB */
 #define MAX_HEADER ((uint64_t)100 << 20)
-
-typedef struct {
-	const char *name;
-	const char *what;
-	const char *files[4];
-} released_model;
-
-/* The checkpoints of facebookresearch/demucs's remote/files.txt ("Hybrid Transformer models"
- * and the experimental 6-source one); the bag's models in the order of htdemucs_ft.yaml. */
-static const released_model released[] = {
-	{"htdemucs", "Hybrid Transformer Demucs v4, 4 stems", {"955717e8-8726e21a.th"}},
-	{"htdemucs_ft", "htdemucs fine-tuned per stem: a bag of 4 models, 4x slower, a little better",
-	 {"f7e0c4bc-ba3fe64a.th", "d12395a8-e57c48e6.th", "92cfc3b6-ef3bcb9c.th",
-	  "04573f0d-f3cf25b2.th"}},
-	{"htdemucs_6s", "6 stems (adds guitar and piano)", {"5c90dfd2-34c22ccb.th"}},
-};
 
 typedef struct {
 	char name[256];
@@ -150,21 +149,36 @@ static int cmp_found(const void *a, const void *b)
 	return strcmp(((const found_model *)a)->name, ((const found_model *)b)->name);
 }
 
-int sb_cli_models(int argc, char **argv)
+static void log_plain(void *user, sb_log_level level, const char *msg)
 {
-	const char *extra[8] = {0};
-	int n_extra = 0;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--model-path") && i + 1 < argc && n_extra < 7) {
-			extra[n_extra++] = argv[++i];
-		} else {
-			fprintf(stderr, "stembridge: models: unknown option '%s' (--model-path DIR)\n",
-			        argv[i]);
-			return 2;
-		}
-	}
-	char dirs[16][4096];
-	size_t nd = sb_model_dirs(extra, dirs, 16);
+	const int quiet = user ? *(const int *)user : 0;
+	if (level == SB_LOG_ERROR)
+		fprintf(stderr, "stembridge: error: %s\n", msg);
+	else if (level == SB_LOG_WARNING && !quiet)
+		fprintf(stderr, "stembridge: warning: %s\n", msg);
+}
+
+static void stems_str(unsigned mask, char *buf, size_t len)
+{
+	size_t at = 0;
+	buf[0] = '\0';
+	for (int k = 0; k < SB_N_KNOWN_STEMS; k++)
+		if (mask & (1u << k))
+			at += (size_t)snprintf(buf + at, at < len ? len - at : 0, "%s%s", at ? ", " : "",
+			                       sb_stem_names[k]);
+}
+
+static void size_str(const sb_catalog_model *m, char *buf, size_t len)
+{
+	int approx = 0;
+	for (int i = 0; i < m->n_files; i++)
+		approx |= m->files[i].approximate || !m->files[i].bytes;
+	snprintf(buf, len, "%s%.0f MB download", approx ? "about " : "", (double)m->bytes / 1e6);
+}
+
+/* The installed model files in the folders, the first of each name. */
+static size_t scan(char (*dirs)[4096], size_t nd, found_model **out)
+{
 	found_model *found = NULL;
 	size_t n_found = 0;
 	for (size_t i = 0; i < nd; i++) {
@@ -184,7 +198,6 @@ int sb_cli_models(int argc, char **argv)
 			         (int)(dot - e->d_name), e->d_name);
 			snprintf(found[n_found].path, sizeof found[n_found].path, "%s/%s", dirs[i],
 			         e->d_name);
-			/* the first folder in search order wins; later files of that name are shadowed */
 			int shadowed = 0;
 			for (size_t k = 0; k < n_found; k++)
 				shadowed |= !strcmp(found[k].name, found[n_found].name);
@@ -194,50 +207,329 @@ int sb_cli_models(int argc, char **argv)
 		closedir(d);
 	}
 	qsort(found, n_found, sizeof *found, cmp_found);
+	*out = found;
+	return n_found;
+}
 
-	printf("Installed models:\n");
-	printf("  builtin: classic signal processing (median-filter HPSS, centre panning, low band);\n"
-	       "      4 stems, any rate, CPU and OpenCL; no download\n");
+static const found_model *find(const found_model *f, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(f[i].name, name))
+			return &f[i];
+	return NULL;
+}
+
+static int cmd_list(int argc, char **argv)
+{
+	const char *extra[8] = {0};
+	int n_extra = 0, as_json = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--model-path") && i + 1 < argc && n_extra < 7) {
+			extra[n_extra++] = argv[++i];
+		} else if (!strcmp(argv[i], "--json")) {
+			as_json = 1;
+		} else {
+			fprintf(stderr, "stembridge: error: models: unknown option '%s' (--model-path DIR, "
+			        "--json; or: models install NAME, models remove NAME)\n", argv[i]);
+			return 2;
+		}
+	}
+	sb_logger log = {log_plain, NULL};
+	sb_catalog *cat = NULL;
+	if (sb_catalog_load(&log, &cat) != SB_OK)
+		return 1;
+	char dirs[16][4096];
+	const size_t nd = sb_model_dirs(extra, dirs, 16);
+	found_model *found = NULL;
+	const size_t n_found = scan(dirs, nd, &found);
+	char auto_name[64], stems[128], size[64];
+	sb_model_auto(extra, &log, auto_name, sizeof auto_name);
+	if (as_json) {
+		json_t *root = json_object(), *list = json_array();
+		json_object_set_new(root, "auto", json_string(auto_name));
+		json_t *b = json_pack("{s:s, s:b, s:s, s:[s,s,s,s]}", "name", "builtin", "installed", 1,
+		                      "path", "", "stems", "vocals", "drums", "bass", "other");
+		json_array_append_new(list, b);
+		for (int i = 0; i < sb_catalog_count(cat); i++) {
+			const sb_catalog_model *m = sb_catalog_at(cat, i);
+			const found_model *f = find(found, n_found, m->name);
+			json_t *st = json_array();
+			for (int k = 0; k < SB_N_KNOWN_STEMS; k++)
+				if (m->stems & (1u << k))
+					json_array_append_new(st, json_string(sb_stem_names[k]));
+			json_t *o = json_pack("{s:s, s:s, s:b, s:s, s:o, s:I, s:s}", "name", m->name, "title",
+			                      m->title, "installed", f != NULL, "path", f ? f->path : "",
+			                      "stems", st, "download_bytes", (json_int_t)m->bytes,
+			                      "install", "");
+			char cmd[128];
+			snprintf(cmd, sizeof cmd, "stembridge models install %s", m->name);
+			json_object_set_new(o, "install", json_string(f ? "" : cmd));
+			json_array_append_new(list, o);
+		}
+		for (size_t i = 0; i < n_found; i++)
+			if (!sb_catalog_find(cat, found[i].name))
+				json_array_append_new(list, json_pack("{s:s, s:b, s:s}", "name", found[i].name,
+				                                      "installed", 1, "path", found[i].path));
+		json_object_set_new(root, "models", list);
+		char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		printf("%s\n", text ? text : "{}");
+		free(text);
+		json_decref(root);
+		free(found);
+		sb_catalog_free(cat);
+		return 0;
+	}
+	printf("auto: %s (the best installed model: %s, else the built-in one)\n\n", auto_name,
+	       "htdemucs first");
+	printf("builtin: built in, no download\n"
+	       "    classic signal processing (median-filter HPSS, centre panning, low band): any "
+	       "rate, CPU and OpenCL\n    stems: vocals, drums, bass, other\n");
+	for (int i = 0; i < sb_catalog_count(cat); i++) {
+		const sb_catalog_model *m = sb_catalog_at(cat, i);
+		const found_model *f = find(found, n_found, m->name);
+		stems_str(m->stems, stems, sizeof stems);
+		size_str(m, size, sizeof size);
+		printf("%s: %s\n    %s\n    stems: %s; %s\n", m->name,
+		       f ? "installed" : "not installed", m->description, stems, size);
+		if (f) {
+			char what[1024];
+			describe(f->path, what, sizeof what);
+			printf("    file: %s\n          %s\n", f->path, what);
+		} else {
+			printf("    install: stembridge models install %s\n", m->name);
+		}
+	}
 	for (size_t i = 0; i < n_found; i++) {
+		if (sb_catalog_find(cat, found[i].name))
+			continue;
 		char what[1024];
 		describe(found[i].path, what, sizeof what);
-		printf("  %s: %s\n      %s\n", found[i].name, found[i].path, what);
+		printf("%s: installed (not in the catalogue)\n    file: %s\n          %s\n",
+		       found[i].name, found[i].path, what);
 	}
 	printf("\nModel folders searched, in order:\n");
 	for (size_t i = 0; i < nd; i++)
 		printf("  %s\n", dirs[i]);
-
-	/* where a converted model should go: the user's folder (the first after --model-path) */
-	const char *target = nd > (size_t)n_extra ? dirs[n_extra] : nd ? dirs[0] : ".";
-	struct stat sb;
-	int missing_dir = stat(target, &sb) != 0;
-	int header = 0;
-	for (size_t r = 0; r < sizeof released / sizeof released[0]; r++) {
-		const released_model *m = &released[r];
-		int have = 0;
-		for (size_t i = 0; i < n_found; i++)
-			have |= !strcmp(found[i].name, m->name);
-		if (have)
-			continue;
-		if (!header++)
-			printf("\nNot installed (Demucs v4 models, converted from the released PyTorch "
-			       "checkpoints):\n");
-		int n_files = 0;
-		while (n_files < 4 && m->files[n_files])
-			n_files++;
-		printf("  %s: %s\n", m->name, m->what);
-		printf("    1. download ");
-		for (int f = 0; f < n_files; f++)
-			printf("%s%s", f == 0 ? "" : f + 1 == n_files ? " and " : ", ", m->files[f]);
-		printf(" from the Demucs release page (facebookresearch/demucs, remote/files.txt)\n");
-		int step = 2;
-		if (missing_dir)
-			printf("    %d. mkdir -p '%s'\n", step++, target);
-		printf("    %d. stembridge-convert", step);
-		for (int f = 0; f < n_files; f++)
-			printf(" %s", m->files[f]);
-		printf(" -o '%s/%s.safetensors'\n", target, m->name);
-	}
+	printf("\nCatalogue: %s; downloads from %s\n", sb_catalog_origin(cat),
+	       sb_catalog_base_url(cat));
+	printf("Without a network: fetch a model's files from there by hand and convert them with "
+	       "stembridge-convert FILE... -o DIR/NAME.safetensors\n");
 	free(found);
+	sb_catalog_free(cat);
 	return 0;
+}
+
+/* ---- install ---- */
+
+typedef struct {
+	int quiet, tty;
+	int last_stage, last_file;
+	double last_quarter;
+	char line[160];
+} install_view;
+
+static atomic_int stop_asked;
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop(int sig)
+{
+	stop_signal = sig;
+	atomic_store(&stop_asked, 1);
+}
+
+static void clock_str(double s, char *buf, size_t len)
+{
+	if (s < 0 || s > 359999)
+		snprintf(buf, len, "?");
+	else
+		snprintf(buf, len, "%d:%02d", (int)s / 60, (int)s % 60);
+}
+
+static void on_progress(void *user, const sb_install_progress *p)
+{
+	install_view *v = user;
+	if (v->quiet)
+		return;
+	const int new_step = (int)p->stage != v->last_stage || p->file_index != v->last_file;
+	if (new_step && v->tty && v->line[0])
+		fputc('\n', stderr);
+	if (new_step) {
+		v->line[0] = '\0';
+		v->last_quarter = 0; /* the first plain line at 25 %, never a bare 0 % */
+		if (p->stage == SB_INSTALL_DOWNLOADING)
+			fprintf(stderr, "%s: downloading %s (%d of %d)%s\n", p->model, p->file,
+			        p->file_index, p->n_files, p->resumed ? ", resuming" : "");
+		else if (p->stage == SB_INSTALL_VERIFYING)
+			fprintf(stderr, "%s: checking %s\n", p->model, p->file);
+		else if (p->stage == SB_INSTALL_CONVERTING)
+			fprintf(stderr, "%s: converting\n", p->model);
+	}
+	v->last_stage = (int)p->stage;
+	v->last_file = p->file_index;
+	if (p->stage != SB_INSTALL_DOWNLOADING)
+		return;
+	const double total = (double)(p->file_total ? p->file_total : 0);
+	const double f = total > 0 ? (double)p->file_done / total : 0;
+	char eta[16];
+	clock_str(p->eta_s, eta, sizeof eta);
+	if (v->tty) {
+		char bar[31];
+		const int fill = (int)(f * 30 + 0.5);
+		for (int i = 0; i < 30; i++)
+			bar[i] = i < fill ? '#' : '.';
+		bar[30] = '\0';
+		snprintf(v->line, sizeof v->line, "\r  [%s] %6.1f / %.1f MB  %5.1f MB/s  %s left ", bar,
+		         (double)p->file_done / 1e6, total / 1e6, p->rate / 1e6, eta);
+		fputs(v->line, stderr);
+		fflush(stderr);
+	} else if (total > 0 && f - v->last_quarter >= 0.25) {
+		v->last_quarter = (double)(int)(f * 4) / 4;
+		fprintf(stderr, "%s: %s %d%% (%.1f of %.1f MB, %.1f MB/s, %s left)\n", p->model, p->file,
+		        (int)(f * 100), (double)p->file_done / 1e6, total / 1e6, p->rate / 1e6, eta);
+	}
+}
+
+static void log_install(void *user, sb_log_level level, const char *msg)
+{
+	install_view *v = user;
+	if (v->tty && v->line[0] && level <= SB_LOG_WARNING) {
+		fputc('\n', stderr);
+		v->line[0] = '\0';
+	}
+	if (level == SB_LOG_ERROR)
+		fprintf(stderr, "stembridge: error: %s\n", msg);
+	else if (level == SB_LOG_WARNING && !v->quiet)
+		fprintf(stderr, "stembridge: warning: %s\n", msg);
+	else if (level == SB_LOG_INFO && !v->quiet && strstr(msg, "installed"))
+		printf("%s\n", msg);
+}
+
+static int cmd_install(int argc, char **argv)
+{
+	sb_install_opts o;
+	memset(&o, 0, sizeof o);
+	const char *names[32];
+	int n = 0;
+	install_view v = {0};
+	v.last_stage = v.last_file = -1;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+		if ((!strcmp(a, "--base-url") || !strcmp(a, "--model-dir") || !strcmp(a, "--timeout") ||
+		     !strcmp(a, "--cache-dir")) && !val) {
+			fprintf(stderr, "stembridge: error: %s needs a value\n", a);
+			return 2;
+		}
+		if (!strcmp(a, "--base-url")) {
+			o.base_url = argv[++i];
+		} else if (!strcmp(a, "--model-dir")) {
+			o.model_dir = argv[++i];
+		} else if (!strcmp(a, "--cache-dir")) {
+			o.cache_dir = argv[++i];
+		} else if (!strcmp(a, "--timeout")) {
+			char *end = NULL;
+			o.stall_s = strtod(argv[++i], &end);
+			if (!end || *end || !(o.stall_s >= 1 && o.stall_s <= 3600)) {
+				fprintf(stderr, "stembridge: error: --timeout takes 1 to 3600 seconds\n");
+				return 2;
+			}
+		} else if (!strcmp(a, "--force")) {
+			o.force = 1;
+		} else if (!strcmp(a, "--keep-downloads")) {
+			o.keep_downloads = 1;
+		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+			v.quiet = 1;
+		} else if (a[0] == '-') {
+			fprintf(stderr, "stembridge: error: models install: unknown option '%s'\n", a);
+			return 2;
+		} else if (n < 32) {
+			names[n++] = a;
+		}
+	}
+	if (!n) {
+		fprintf(stderr, "usage: stembridge models install NAME... [--base-url URL] "
+		        "[--model-dir DIR] [--force] [--keep-downloads] [--timeout S] [-q]\n");
+		return 2;
+	}
+	sb_logger log = {log_install, &v};
+	sb_catalog *cat = NULL;
+	if (sb_catalog_load(&log, &cat) != SB_OK)
+		return 1;
+	for (int i = 0; i < n; i++)
+		if (!sb_catalog_find(cat, names[i])) {
+			char list[512] = "";
+			for (int k = 0, at = 0; k < sb_catalog_count(cat); k++)
+				at += snprintf(list + at, sizeof list - (size_t)at, "%s%s", k ? ", " : "",
+				               sb_catalog_at(cat, k)->name);
+			fprintf(stderr, "stembridge: error: no model '%s' to install (the catalogue has: "
+			        "%s)\n", names[i], list);
+			sb_catalog_free(cat);
+			return 2;
+		}
+	v.tty = !v.quiet && isatty(2);
+	o.cancel = &stop_asked;
+	o.progress = on_progress;
+	o.progress_user = &v;
+	o.log = &log;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_stop;
+	sa.sa_flags = SA_RESETHAND;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	int failed = 0;
+	for (int i = 0; i < n && !stop_signal; i++) {
+		v.last_stage = v.last_file = -1;
+		v.line[0] = '\0';
+		const sb_status st = sb_model_install(cat, names[i], &o, NULL, 0);
+		if (v.tty && v.line[0])
+			fputc('\n', stderr);
+		if (st == SB_ERR_CANCELLED && stop_signal) {
+			fprintf(stderr, "stembridge: %s: %s was not installed; its download resumes where it "
+			        "stopped next time\n", stop_signal == SIGINT ? "interrupted (SIGINT)"
+			                                                       : "terminated (SIGTERM)",
+			        names[i]);
+			break;
+		}
+		failed += st != SB_OK;
+	}
+	sb_catalog_free(cat);
+	if (stop_signal)
+		return 128 + stop_signal;
+	return failed ? 1 : 0;
+}
+
+static int cmd_remove(int argc, char **argv)
+{
+	const char *dir = NULL;
+	int n = 0, failed = 0;
+	sb_logger log = {log_plain, NULL};
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--model-dir") && i + 1 < argc)
+			dir = argv[++i];
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--model-dir")) {
+			i++;
+			continue;
+		}
+		n++;
+		if (sb_model_remove(argv[i], dir, &log) == SB_OK)
+			printf("%s removed\n", argv[i]);
+		else
+			failed++;
+	}
+	if (!n) {
+		fprintf(stderr, "usage: stembridge models remove NAME... [--model-dir DIR]\n");
+		return 2;
+	}
+	return failed ? 1 : 0;
+}
+
+int sb_cli_models(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "install"))
+		return cmd_install(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "remove"))
+		return cmd_remove(argc - 1, argv + 1);
+	return cmd_list(argc, argv);
 }

@@ -38,20 +38,25 @@ static void usage(FILE *f)
 	fprintf(f,
 	        "usage: stembridge separate IN... -o DIR [options]\n"
 	        "       stembridge devices [--json]     list the devices (also --list-devices)\n"
-	        "       stembridge models                list the installed models\n"
+	        "       stembridge models [--json]       the models, installed or not, and 'auto'\n"
+	        "       stembridge models install NAME  download, check and install a model\n"
+	        "       stembridge models remove NAME   remove an installed model\n"
 	        "\n"
 	        "separate options:\n"
 	        "  -o, --output DIR        where the stems go (required)\n"
 	        "  --device D              auto (default), cpu, opencl:N, or a comma list of them\n"
 	        "                          (the set parallel mode spreads files over)\n"
-	        "  --model NAME            builtin (default), htdemucs, htdemucs_ft, htdemucs_6s, or\n"
-	        "                          any model 'stembridge models' lists\n"
+	        "  --model NAME            auto (default: the best installed model, htdemucs first, else\n"
+	        "                          builtin), builtin, htdemucs, htdemucs_ft, htdemucs_6s, any\n"
+	        "                          model 'stembridge models' lists, or a .safetensors file\n"
 	        "  --model-other           keep the model's own \"other\" (default: other = input minus\n"
-	        "                          the other stems, so the four add back to the input)\n"
+	        "                          the other stems written, so they add back to the input)\n"
 	        "  --shifts N              Demucs: average N random time shifts (slower, a little\n"
 	        "                          better; seeded, so runs repeat)\n"
 	        "  --overlap F             Demucs: segment overlap, above 0 up to 0.9 (default 0.25)\n"
-	        "  --stems LIST            vocals,drums,bass,other (default: all four)\n"
+	        "  --stems LIST            which of the model's stems to write (default: all of them):\n"
+	        "                          vocals,drums,bass,other, and guitar,piano with htdemucs_6s;\n"
+	        "                          stems left out fold into other (vocals,other = karaoke)\n"
 	        "  --format wav|flac       file format (default wav)\n"
 	        "  --bits 16|24|32         sample format: wav 16, 24 or 32 (float, default); flac 24\n"
 	        "  --parallel              files run at once, one per device of the set (default)\n"
@@ -108,17 +113,13 @@ static int parse_stems(const char *s, unsigned *mask)
 	snprintf(buf, sizeof buf, "%s", s);
 	char *save = NULL;
 	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		int found = 0;
-		for (int k = 0; k < SB_N_STEMS; k++)
-			if (!strcmp(t, sb_stem_names[k])) {
-				*mask |= 1u << k;
-				found = 1;
-			}
-		if (!found) {
-			fprintf(stderr, "stembridge: error: unknown stem '%s' (vocals, drums, bass, other)\n",
-			        t);
+		const int k = sb_stem_index(t);
+		if (k < 0) {
+			fprintf(stderr, "stembridge: error: unknown stem '%s' (stems: vocals, drums, bass, "
+			        "other, guitar, piano; a model makes some of them)\n", t);
 			return 0;
 		}
+		*mask |= 1u << k;
 	}
 	return *mask != 0;
 }

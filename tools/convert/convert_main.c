@@ -13,24 +13,14 @@
  * Exit status: 0 written (or checked, with --dry-run), 1 refused or failed, 2 usage. Every
  * failure is one line on stderr naming the file and the reason.
  */
-#include "demucs_package.h"
-#include "safetensors_writer.h"
-#include "settings_format.h"
-#include "shape_check.h"
+#include "convert/convert.h"
 
-#include <assert.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #define PROG "stembridge-convert"
-#define MAX_INPUTS 16
-
-/* demucs/remote/htdemucs_ft.yaml: its four models by signature, each weighted 1 for its own
- * source (drums, bass, other, vocals) and 0 for the others */
-static const char *const ft_signatures[4] = {"f7e0c4bc", "d12395a8", "92cfc3b6", "04573f0d"};
+#define MAX_INPUTS SBC_MAX_INPUTS
 
 static void usage(FILE *f)
 {
@@ -56,106 +46,6 @@ static void usage(FILE *f)
 	        "\n"
 	        "'stembridge models' lists the installed models, and for each missing one the files\n"
 	        "to download and the command that converts them.\n");
-}
-
-typedef struct {
-	const char *input; /* the file messages are about */
-	int quiet;
-} log_ctx;
-
-static void log_stderr(void *user, sb_log_level level, const char *msg)
-{
-	const log_ctx *c = user;
-	if (level == SB_LOG_ERROR || (level == SB_LOG_WARNING && !c->quiet))
-		fprintf(stderr, PROG ": %s: %s: %s\n", level == SB_LOG_ERROR ? "error" : "warning",
-		        c->input ? c->input : "", msg);
-}
-
-static const char *base_name(const char *path)
-{
-	const char *s = strrchr(path, '/');
-	return s ? s + 1 : path;
-}
-
-static int ft_index(const char *path)
-{
-	const char *b = base_name(path);
-	for (int k = 0; k < 4; k++)
-		if (!strncmp(b, ft_signatures[k], 8) && (b[8] == '-' || b[8] == '.'))
-			return k;
-	return -1;
-}
-
-static int count_items(const char *s, char sep)
-{
-	int n = 1;
-	for (; *s; s++)
-		n += *s == sep;
-	return n;
-}
-
-/* "1,0,0,0;0,1,0,0;..." into k rows of s weights */
-static int parse_weights(const char *text, int k, int s, double *w, char *why, size_t whylen)
-{
-	if (count_items(text, ';') != k) {
-		snprintf(why, whylen, "%d rows for %d models", count_items(text, ';'), k);
-		return 0;
-	}
-	const char *p = text;
-	for (int r = 0; r < k; r++) {
-		for (int c = 0; c < s; c++) {
-			char *end;
-			w[r * s + c] = strtod(p, &end);
-			if (end == p || !isfinite(w[r * s + c])) {
-				snprintf(why, whylen, "row %d, weight %d is not a number", r + 1, c + 1);
-				return 0;
-			}
-			p = end;
-			char want = c + 1 < s ? ',' : r + 1 < k ? ';' : '\0';
-			if (*p != want) {
-				snprintf(why, whylen, "row %d does not have %d weights (one per source)", r + 1,
-				         s);
-				return 0;
-			}
-			if (*p)
-				p++;
-		}
-	}
-	for (int c = 0; c < s; c++) {
-		double total = 0;
-		for (int r = 0; r < k; r++)
-			total += w[r * s + c];
-		if (!(total > 0)) {
-			snprintf(why, whylen, "source %d's weights do not add up to more than 0", c + 1);
-			return 0;
-		}
-	}
-	return 1;
-}
-
-static char *weights_str(const double *w, int k, int s)
-{
-	size_t cap = (size_t)k * (size_t)s * 32 + 1;
-	char *out = malloc(cap), num[32];
-	if (!out)
-		return NULL;
-	size_t used = 0;
-	for (int r = 0; r < k; r++)
-		for (int c = 0; c < s; c++) {
-			sbc_format_double(w[r * s + c], num, sizeof num);
-			used += (size_t)snprintf(out + used, cap - used, "%s%s",
-			                         c ? "," : r ? ";" : "", num);
-		}
-	return out;
-}
-
-static int is_reserved(const char *key)
-{
-	static const char *const reserved[] = {"klass", "name", "checkpoint", "bag", "bag_weights"};
-	for (size_t k = 0; k < sizeof reserved / sizeof reserved[0]; k++)
-		if (!strcmp(key, reserved[k]))
-			return 1;
-	return 0;
 }
 
 typedef struct {
@@ -215,225 +105,16 @@ static int parse_args(int argc, char **argv, options *o)
 	return 0;
 }
 
-/* The bag's weights: given, htdemucs_ft's, or all 1. 0 on a refusal (reported). */
-static int bag_weights(const options *o, int n_sources, double *w)
+/* errors and warnings on stderr, what was done on stdout (unless --quiet) */
+static void log_cli(void *user, sb_log_level level, const char *msg)
 {
-	char why[200];
-	int k = o->n_inputs;
-	if (o->weights) {
-		if (!parse_weights(o->weights, k, n_sources, w, why, sizeof why)) {
-			fprintf(stderr, PROG ": error: --bag-weights '%s': %s\n", o->weights, why);
-			return 0;
-		}
-		return 1;
-	}
-	int ft = 0, seen[4] = {0};
-	for (int m = 0; m < k; m++) {
-		int f = ft_index(o->inputs[m]);
-		if (f >= 0 && !seen[f]++)
-			ft++;
-	}
-	if (ft == 4 && k == 4 && n_sources == 4) {
-		for (int m = 0; m < k; m++)
-			for (int c = 0; c < 4; c++)
-				w[m * 4 + c] = ft_index(o->inputs[m]) == c;
-		if (!o->quiet)
-			printf("bag weights: htdemucs_ft's (demucs/remote/htdemucs_ft.yaml: each model "
-			       "weighs 1 for its own source)\n");
-		return 1;
-	}
-	if (ft) {
-		fprintf(stderr, PROG ": error: %d of the inputs are htdemucs_ft models, which each "
-		        "predict one source: give all four (f7e0c4bc, d12395a8, 92cfc3b6, 04573f0d) and "
-		        "nothing else, or the weights with --bag-weights\n", ft);
-		return 0;
-	}
-	for (int i = 0; i < k * n_sources; i++)
-		w[i] = 1;
-	if (!o->quiet)
-		printf("bag weights: 1 for every model and source (give --bag-weights to change)\n");
-	return 1;
-}
-
-static int add_metadata(sbc_st_writer *w, const char *prefix, const char *key, const char *value)
-{
-	char full[512];
-	snprintf(full, sizeof full, "%s%s", prefix, key);
-	if (sbc_st_set_metadata(w, full, value) != SB_OK) {
-		fprintf(stderr, PROG ": error: metadata '%s' is not valid UTF-8\n", full);
-		return 0;
-	}
-	return 1;
-}
-
-/* One model's tensors and settings into the writer, under prefix ("" or "<k>."). */
-static int add_model(sbc_st_writer *w, const char *prefix, const char *input,
-                     const sbc_package *p, int quiet)
-{
-	char err[512], name[1024];
-	for (size_t i = 0; i < sbc_package_n_tensors(p); i++) {
-		const sbc_named_tensor *nt = sbc_package_tensor_at(p, i);
-		snprintf(name, sizeof name, "%s%s", prefix, nt->name);
-		if (sbc_st_add(w, name, &nt->t, err, sizeof err) != SB_OK) {
-			fprintf(stderr, PROG ": error: %s: %s\n", input, err);
-			return 0;
-		}
-	}
-	for (size_t i = 0; i < sbc_package_n_settings(p); i++) {
-		const sbc_setting *s = sbc_package_setting_at(p, i);
-		if (is_reserved(s->key)) {
-			if (!quiet)
-				fprintf(stderr, PROG ": warning: %s: setting '%s' has a reserved name: left "
-				        "out of the metadata\n", input, s->key);
-			continue;
-		}
-		if (!add_metadata(w, prefix, s->key, s->value))
-			return 0;
-	}
-	return add_metadata(w, prefix, "klass", sbc_package_klass(p)) &&
-	       add_metadata(w, prefix, "checkpoint", base_name(input));
-}
-
-static const char *dtypes_str(const sbc_package *const *pk, int n, char *buf, size_t len)
-{
-	int seen[SBC_DT_BOOL + 1] = {0};
-	for (int m = 0; m < n; m++)
-		for (size_t i = 0; i < sbc_package_n_tensors(pk[m]); i++)
-			seen[sbc_package_tensor_at(pk[m], i)->t.dtype] = 1;
-	size_t used = 0;
-	buf[0] = '\0';
-	for (int d = 0; d <= SBC_DT_BOOL; d++)
-		if (seen[d] && used < len)
-			used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? "+" : "",
-			                         sbc_dtype_name((sbc_dtype)d));
-	return buf;
-}
-
-/* The bag's models must agree on what they separate. */
-static int shared_settings_agree(const options *o, const sbc_package *const *pk)
-{
-	static const char *const shared[] = {"sources", "samplerate", "audio_channels"};
-	for (size_t s = 0; s < 3; s++)
-		for (int m = 1; m < o->n_inputs; m++) {
-			const char *a = sbc_package_setting(pk[0], shared[s]);
-			const char *b = sbc_package_setting(pk[m], shared[s]);
-			if ((a || b) && (!a || !b || strcmp(a, b))) {
-				fprintf(stderr, PROG ": error: %s: %s is %s, but %s has %s: the models of a "
-				        "bag must agree\n", o->inputs[m], shared[s], b ? b : "unset",
-				        o->inputs[0], a ? a : "unset");
-				return 0;
-			}
-		}
-	return 1;
-}
-
-static int run(const options *o, sbc_package **pk)
-{
-	char err[768];
-	log_ctx lc = {NULL, o->quiet};
-	sb_logger log = {log_stderr, &lc};
-	struct stat sb;
-	if (o->output && !o->overwrite && !o->dry_run && lstat(o->output, &sb) == 0) {
-		fprintf(stderr, PROG ": error: %s: exists (use --overwrite to replace it)\n", o->output);
-		return 1;
-	}
-	for (int m = 0; m < o->n_inputs; m++) {
-		lc.input = o->inputs[m];
-		if (sbc_package_open(o->inputs[m], &log, &pk[m], err, sizeof err) != SB_OK) {
-			fprintf(stderr, PROG ": error: %s: %s\n", o->inputs[m], err);
-			return 1;
-		}
-	}
-	for (int m = 0; o->shapes && m < o->n_inputs; m++) {
-		char matched[64], note[1024];
-		sb_status st = sbc_shapes_check(o->shapes, pk[m], matched, sizeof matched, note,
-		                                sizeof note, err, sizeof err);
-		if (st != SB_OK) {
-			fprintf(stderr, PROG ": error: %s: %s\n", st == SB_ERR_MODEL ? o->inputs[m] : "",
-			        err);
-			return 1;
-		}
-		if (o->quiet)
-			continue;
-		if (matched[0])
-			printf("%s: names and shapes match the released %s\n", o->inputs[m], matched);
-		else
-			printf("%s: shapes not checked: the settings are not a released model's (%s)\n",
-			       o->inputs[m], note);
-	}
-	int bag = o->n_inputs > 1;
-	const char *sources = sbc_package_setting(pk[0], "sources");
-	assert(sources); /* sbc_package_open refuses a model without them */
-	int n_sources = count_items(sources, ',');
-	if (bag && !shared_settings_agree(o, (const sbc_package *const *)pk))
-		return 1;
-	double *weights = bag ? calloc((size_t)o->n_inputs * (size_t)n_sources, sizeof *weights) : NULL;
-	if (bag && (!weights || !bag_weights(o, n_sources, weights))) {
-		free(weights);
-		return 1;
-	}
-
-	sbc_st_writer *w = sbc_st_writer_new();
-	char *wstr = bag ? weights_str(weights, o->n_inputs, n_sources) : NULL;
-	free(weights);
-	if (!w || (bag && !wstr)) {
-		fprintf(stderr, PROG ": error: out of memory\n");
-		sbc_st_writer_free(w);
-		free(wstr);
-		return 1;
-	}
-	/* the name: --name, or the output's file name without its extension */
-	char name[256];
-	const char *from = o->output ? o->output : o->inputs[0];
-	snprintf(name, sizeof name, "%s", o->name ? o->name : base_name(from));
-	char *dot = o->name ? NULL : strrchr(name, '.');
-	if (dot && dot != name)
-		*dot = '\0';
-	int ok = add_metadata(w, "", "name", name);
-	if (ok && bag) {
-		char num[16];
-		snprintf(num, sizeof num, "%d", o->n_inputs);
-		ok = add_metadata(w, "", "bag", num) && add_metadata(w, "", "sources", sources) &&
-		     add_metadata(w, "", "bag_weights", wstr);
-		for (size_t s = 1; ok && s < 3; s++) {
-			const char *key = s == 1 ? "samplerate" : "audio_channels";
-			const char *v = sbc_package_setting(pk[0], key);
-			if (v)
-				ok = add_metadata(w, "", key, v);
-		}
-	}
-	for (int m = 0; ok && m < o->n_inputs; m++) {
-		char prefix[16] = "";
-		if (bag)
-			snprintf(prefix, sizeof prefix, "%d.", m);
-		ok = add_model(w, prefix, o->inputs[m], pk[m], o->quiet);
-	}
-	free(wstr);
-	if (!ok) {
-		sbc_st_writer_free(w);
-		return 1;
-	}
-	char dts[64];
-	dtypes_str((const sbc_package *const *)pk, o->n_inputs, dts, sizeof dts);
-	double mb = (double)sbc_st_data_bytes(w) / 1e6;
-	if (!o->dry_run) {
-		sb_status st = sbc_st_write(w, o->output, o->overwrite, err, sizeof err);
-		if (st != SB_OK) {
-			fprintf(stderr, PROG ": error: %s: %s\n", o->output, err);
-			sbc_st_writer_free(w);
-			return 1;
-		}
-	}
-	if (!o->quiet) {
-		char what[64] = "";
-		if (bag)
-			snprintf(what, sizeof what, "a bag of %d models, ", o->n_inputs);
-		printf("%s%s: '%s', %s%zu tensors (%s, %.1f MB), sources %s\n",
-		       o->dry_run ? "checked, not written: " : "wrote ",
-		       o->output ? o->output : o->inputs[0], name, what, sbc_st_count(w), dts, mb, sources);
-	}
-	sbc_st_writer_free(w);
-	return 0;
+	const int quiet = *(const int *)user;
+	if (level == SB_LOG_ERROR)
+		fprintf(stderr, PROG ": error: %s\n", msg);
+	else if (level == SB_LOG_WARNING && !quiet)
+		fprintf(stderr, PROG ": warning: %s\n", msg);
+	else if (level == SB_LOG_INFO && !quiet)
+		printf("%s\n", msg);
 }
 
 int main(int argc, char **argv)
@@ -442,9 +123,17 @@ int main(int argc, char **argv)
 	int rc = parse_args(argc, argv, &o);
 	if (rc)
 		return rc < 0 ? 0 : rc;
-	sbc_package *pk[MAX_INPUTS] = {0};
-	rc = run(&o, pk);
-	for (int m = 0; m < o.n_inputs; m++)
-		sbc_package_free(pk[m]);
-	return rc;
+	sb_logger log = {log_cli, &o.quiet};
+	sbc_convert_opts co = {
+		.inputs = o.inputs,
+		.n_inputs = o.n_inputs,
+		.output = o.output,
+		.name = o.name,
+		.weights = o.weights,
+		.shapes = o.shapes,
+		.overwrite = o.overwrite,
+		.dry_run = o.dry_run,
+		.log = &log,
+	};
+	return sbc_convert(&co) == SB_OK ? 0 : 1;
 }

@@ -10,7 +10,7 @@
 #define SBC_SAFETENSORS_WRITER_H
 
 #include "sb_common.h"
-#include "tensor.h"
+#include "convert/tensor.h"
 
 typedef struct sbc_st_writer sbc_st_writer;
 

@@ -1,9 +1,9 @@
 /* The package layout of facebookresearch/demucs `demucs/states.py` (serialize_model,
  * save_with_checksum, load_model) for the HTDemucs class of `demucs/htdemucs.py`. */
-#include "demucs_package.h"
+#include "convert/demucs_package.h"
 
-#include "settings_format.h"
-#include "torch_load.h"
+#include "convert/settings_format.h"
+#include "convert/torch_load.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
-#include "shape_check.h"
+#include "convert/shape_check.h"
 
-#include "settings_format.h"
+#include "convert/settings_format.h"
 
 #include <jansson.h>
 #include <stdarg.h>

@@ -5,7 +5,7 @@
 #ifndef SBC_SETTINGS_FORMAT_H
 #define SBC_SETTINGS_FORMAT_H
 
-#include "pickle_reader.h"
+#include "convert/pickle_reader.h"
 
 #include <stddef.h>
 

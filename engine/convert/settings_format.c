@@ -1,6 +1,6 @@
 /* Float repr follows Python's float_repr_style 'short' (David Gay's shortest round trip):
  * fixed notation for decimal exponents -4..15, scientific otherwise, and ".0" on integers. */
-#include "settings_format.h"
+#include "convert/settings_format.h"
 
 #include <inttypes.h>
 #include <math.h>

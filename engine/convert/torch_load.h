@@ -8,9 +8,9 @@
 #ifndef SBC_TORCH_LOAD_H
 #define SBC_TORCH_LOAD_H
 
-#include "pickle_reader.h"
+#include "convert/pickle_reader.h"
 #include "sb_common.h"
-#include "tensor.h"
+#include "convert/tensor.h"
 
 typedef struct sbc_torch sbc_torch;
 

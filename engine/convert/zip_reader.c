@@ -3,7 +3,7 @@
  * and offsets. torch's writer (miniz) sets the data-descriptor flag and leaves the sizes in the
  * local headers zero, so sizes come from the central directory only; the local header is read
  * just for the length of its name and extra field. */
-#include "zip_reader.h"
+#include "convert/zip_reader.h"
 
 #include <errno.h>
 #include <fcntl.h>

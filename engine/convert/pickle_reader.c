@@ -2,7 +2,7 @@
  * Lib/pickletools.py, with every call replaced by a record of the call: `find_class` yields a
  * GLOBAL node, REDUCE a CALL node, NEWOBJ/OBJ/INST an OBJECT node, BUILD attaches its state to
  * the node under it. Nothing is imported, called or looked up. */
-#include "pickle_reader.h"
+#include "convert/pickle_reader.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -6,7 +6,7 @@
 #ifndef SBC_SHAPE_CHECK_H
 #define SBC_SHAPE_CHECK_H
 
-#include "demucs_package.h"
+#include "convert/demucs_package.h"
 
 /* SB_OK: checked (*matched names the model) or not applicable (*matched is "", and note says
  * why). SB_ERR_MODEL: a tensor differs (err names it and what was expected). SB_ERR_IO /

@@ -9,7 +9,7 @@
 #define SBC_DEMUCS_PACKAGE_H
 
 #include "sb_common.h"
-#include "tensor.h"
+#include "convert/tensor.h"
 
 typedef struct {
 	char *key;

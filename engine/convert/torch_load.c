@@ -1,8 +1,8 @@
 /* torch.save's zip format as torch/serialization.py (`_save`, `_load`) and torch/_utils.py
  * (`_rebuild_tensor_v2`, `_rebuild_parameter`) write and read it. */
-#include "torch_load.h"
+#include "convert/torch_load.h"
 
-#include "zip_reader.h"
+#include "convert/zip_reader.h"
 
 #include <fcntl.h>
 #include <stdarg.h>

@@ -333,49 +333,53 @@ def test_shapes(exe, fixtures, expected, golden, tmp):
 
 
 def test_models_command(cli, exe, fixtures, tmp):
-    """stembridge models: the converted files with their settings, and for each released model
-    that is missing, the files to download and the command that converts them."""
+    """stembridge models: every model of the catalogue with its stems and size, installed (with
+    the file's settings) or not (with the command that installs it), converted files that the
+    catalogue does not know, and what 'auto' stands for."""
     home = tempfile.mkdtemp(dir=tmp)
     models = os.path.join(home, "data", "stembridge", "models")
     env = {"XDG_DATA_HOME": os.path.join(home, "data"), "HOME": home,
            "XDG_DATA_DIRS": os.path.join(home, "sys")}
     p = run(cli, ["models"], env)
     check(p.returncode == 0, "models: exit %d" % p.returncode)
-    for want in ["builtin", "955717e8-8726e21a.th", "5c90dfd2-34c22ccb.th",
-                 "f7e0c4bc-ba3fe64a.th, d12395a8-e57c48e6.th, 92cfc3b6-ef3bcb9c.th and "
-                 "04573f0d-f3cf25b2.th",
-                 "from the Demucs release page (facebookresearch/demucs, remote/files.txt)",
-                 "mkdir -p '%s'" % models,
-                 "stembridge-convert 955717e8-8726e21a.th -o '%s/htdemucs.safetensors'" % models,
-                 "stembridge-convert f7e0c4bc-ba3fe64a.th d12395a8-e57c48e6.th "
-                 "92cfc3b6-ef3bcb9c.th 04573f0d-f3cf25b2.th -o '%s/htdemucs_ft.safetensors'"
-                 % models]:
+    for want in ["auto: builtin", "builtin: built in, no download",
+                 "htdemucs: not installed", "install: stembridge models install htdemucs\n",
+                 "htdemucs_ft: not installed", "install: stembridge models install htdemucs_ft",
+                 "htdemucs_6s: not installed",
+                 "stems: vocals, drums, bass, other, guitar, piano; about 55 MB download",
+                 "stems: vocals, drums, bass, other; 84 MB download",
+                 "Model folders searched, in order:\n  %s" % models,
+                 "downloads from https://dl.fbaipublicfiles.com/demucs/",
+                 "stembridge-convert FILE..."]:
         check(want in p.stdout, "models (none installed): missing %r in\n%s" % (want, p.stdout))
-    check("http" not in p.stdout, "models names a download host")
     os.makedirs(models)
     ft = ["f7e0c4bc-tiny.th", "d12395a8-tiny.th", "92cfc3b6-tiny.th", "04573f0d-tiny.th"]
     r1 = run(exe, [os.path.join(fixtures, "htdemucs-f16.th"), "-o",
                    os.path.join(models, "htdemucs.safetensors")])
     r2 = run(exe, [os.path.join(fixtures, f) for f in ft] +
              ["-o", os.path.join(models, "htdemucs_ft.safetensors")])
-    check(r1.returncode == 0 and r2.returncode == 0, "models: conversions failed")
+    r3 = run(exe, [os.path.join(fixtures, "htdemucs-f16.th"), "-o",
+                   os.path.join(models, "mine.safetensors")])
+    check(r1.returncode == 0 and r2.returncode == 0 and r3.returncode == 0,
+          "models: conversions failed")
     with open(os.path.join(models, "broken.safetensors"), "wb") as f:
         f.write(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json}      ")
     p = run(cli, ["models"], env)
     check(p.returncode == 0, "models: exit %d" % p.returncode)
-    for want in ["htdemucs: %s/htdemucs.safetensors" % models,
+    for want in ["auto: htdemucs", "htdemucs: installed",
+                 "file: %s/htdemucs.safetensors" % models,
                  "demucs.htdemucs.HTDemucs, 4 stems (drums,bass,other,vocals), 44100 Hz, "
                  "segment 39/5 s, channels 8, bottom_channels 32, t_layers 2, dconv_mode 3; "
                  "11 tensors F16",
-                 "htdemucs_ft: %s/htdemucs_ft.safetensors" % models,
-                 "a bag of 4 models, demucs.htdemucs.HTDemucs",
-                 "broken: %s/broken.safetensors" % models,
+                 "htdemucs_ft: installed", "a bag of 4 models, demucs.htdemucs.HTDemucs",
+                 "mine: installed (not in the catalogue)",
+                 "broken: installed (not in the catalogue)",
                  "unreadable: not a safetensors file (bad header)",
-                 "htdemucs_6s: 6 stems"]:
+                 "htdemucs_6s: not installed", "install: stembridge models install htdemucs_6s"]:
         check(want in p.stdout, "models: missing %r in\n%s" % (want, p.stdout))
-    check("955717e8" not in p.stdout and "mkdir" not in p.stdout,
-          "models: asks for an installed model\n%s" % p.stdout)
-    print("stembridge models: none installed, two installed and a broken file")
+    check("install: stembridge models install htdemucs\n" not in p.stdout,
+          "models: asks to install an installed model\n%s" % p.stdout)
+    print("stembridge models: none installed, three installed and a broken file")
 
 
 def main():

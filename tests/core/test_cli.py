@@ -683,6 +683,10 @@ GROUPS = {"damaged": group_damaged, "signals": group_signals, "commit": group_co
           "devices": group_devices, "fallback": group_fallback}
 
 with tempfile.TemporaryDirectory(prefix="sb-cli-") as tmp:
+    # the machine's installed models and catalogue stay out: 'auto' is the built-in model here
+    os.environ["XDG_DATA_HOME"] = os.path.join(tmp, "xdg-data")
+    os.environ["XDG_DATA_DIRS"] = os.path.join(tmp, "xdg-sys")
+    os.environ.pop("STEMBRIDGE_CATALOG", None)
     GROUPS[GROUP](tmp)
 print(f"{GROUP}: {len(failures)} failure(s)")
 sys.exit(1 if failures else 0)

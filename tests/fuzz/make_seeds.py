@@ -84,8 +84,11 @@ def seeds_checkpoints():
     # a zip with a deflated entry and one with a wrong CRC
     path = os.path.join(CORPUS, "zip", "deflated.zip")
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
-        z.writestr("archive/data.pkl", pickle.dumps({"a": [1, 2, 3]}, protocol=2) * 4)
-        z.writestr("archive/data/0", b"\0" * 256)
+        for name, data in (("archive/data.pkl", pickle.dumps({"a": [1, 2, 3]}, protocol=2) * 4),
+                           ("archive/data/0", b"\0" * 256)):
+            info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))  # the same bytes each run
+            info.compress_type = zipfile.ZIP_DEFLATED
+            z.writestr(info, data)
     raw = bytearray(open(path, "rb").read())
     raw[-30] ^= 0x55
     out("zip", "damaged-directory.zip", bytes(raw))
@@ -100,7 +103,7 @@ def seeds_pickle():
 
 
 def sox(args, path):
-    subprocess.run(["sox", "-n"] + args + [path, "synth", "0.05", "sine", "440", "vol", "0.5"],
+    subprocess.run(["sox", "-D", "-n"] + args + [path, "synth", "0.05", "sine", "440", "vol", "0.5"],
                    check=True, capture_output=True)
 
 
@@ -123,6 +126,20 @@ def seeds_audio():
     f = bytearray(open(os.path.join(d, "f32.wav"), "rb").read())
     f[-8:-4] = struct.pack("<f", float("nan"))
     out("audio", "nan.wav", bytes(f))
+
+
+def seeds_catalog():
+    shipped = open(os.path.join(HERE, "..", "..", "engine", "models", "catalog.json"), "rb").read()
+    out("catalog", "shipped.json", shipped)
+    small = {"catalog_version": 1, "base_url": "http://127.0.0.1:8000/good/", "models": [
+        {"name": "htdemucs", "stems": ["vocals", "drums", "bass", "other"], "auto": 1,
+         "files": [{"path": "hybrid_transformer/955717e8-f7e4610f.th", "bytes": 750000}]},
+        {"name": "x6", "stems": ["vocals", "guitar", "piano", "other"], "bag_weights": "1;1",
+         "files": [{"path": "a/1-0123456789abcdef.th", "sha256": "0123456789abcdef" * 4},
+                   {"path": "a/2-abcdef01.bin", "approximate": True, "bytes": 1}]}]}
+    out("catalog", "small.json", json.dumps(small).encode())
+    out("catalog", "bad-path.json", json.dumps(dict(small, models=[dict(
+        small["models"][0], files=[{"path": "../x-01234567.th"}])])).encode())
 
 
 def rec(key, typ, value):
@@ -158,6 +175,7 @@ if __name__ == "__main__":
     seeds_pickle()
     seeds_audio()
     seeds_state()
+    seeds_catalog()
     for t in sorted(os.listdir(CORPUS)):
         files = os.listdir(os.path.join(CORPUS, t))
         size = sum(os.path.getsize(os.path.join(CORPUS, t, f)) for f in files)

@@ -49,13 +49,20 @@ typedef struct {
 	uint32_t serial;
 } sb_take;
 
+/* What run() asks of the service besides takes. */
+typedef struct {
+	char install[64];       /* a model's name to install */
+} sb_request;
+
 /* Status from the service to run(). */
 typedef enum {
 	SB_MSG_STATUS = 0,
 	SB_MSG_MANIFEST,        /* text: the manifest path; start, frames: the region */
 	SB_MSG_STEMS,           /* text: the stem paths, one per line */
 	SB_MSG_DEVICE_IN_USE,   /* text: the device's label, the fallback reason when there is one */
-	SB_MSG_ERROR            /* text: the error in words */
+	SB_MSG_ERROR,           /* text: the error in words */
+	SB_MSG_MODELS,          /* text: the model list (SB__modelList's lines) */
+	SB_MSG_INSTALL          /* text: the install's status; progress: its fraction */
 } sb_msg_kind;
 typedef struct {
 	sb_msg_kind kind;
@@ -72,7 +79,7 @@ typedef struct {
 typedef struct {
 	int64_t start, frames;
 	int channels;
-	float *stem[4];         /* interleaved, NULL where the stem was not written */
+	float *stem[SB_PLUGIN_STEMS]; /* interleaved, by canonical index; NULL where not written */
 } sb_audition;
 
 /* Properties set through patch:Set and state. */
@@ -91,7 +98,8 @@ typedef struct {
 	LV2_URID sb_outputDir, sb_modelFile, sb_manifest, sb_deviceKey, sb_deviceName,
 		sb_deviceInUse, sb_lastError, sb_recordedFrames, sb_timelineStart, sb_maxMinutes, sb_trackName,
 		sb_devicePort, sb_mode, sb_model, sb_stemMask, sb_stems, sb_deviceList,
-		sb_devicePlatform, sb_deviceType, sb_deviceMemory, sb_deviceUnits, sb_deviceDriver;
+		sb_devicePlatform, sb_deviceType, sb_deviceMemory, sb_deviceUnits, sb_deviceDriver,
+		sb_modelList, sb_installModel, sb_installStatus;
 } sb_urids;
 
 typedef struct sb_instance {
@@ -115,6 +123,7 @@ typedef struct sb_instance {
 	const float *in[2];
 	float *out[2];
 	const float *freewheel;
+	const float *ctl_stem_extra[2]; /* the guitar and piano toggles (ports after the audio) */
 
 	/* run() only */
 	int64_t rt_pos;
@@ -134,13 +143,15 @@ typedef struct sb_instance {
 	char rt_device_in_use[SB_TEXT];
 	char rt_error[SB_TEXT];
 	char rt_stems[SB_TEXT];
+	char rt_models[SB_TEXT];    /* the model list, as the service sent it */
+	char rt_install[SB_TEXT];   /* the install's status */
 	int64_t rt_start, rt_frames;
 	int64_t rt_reported_frames; /* recordedFrames last announced while recording */
 	const LV2_Atom *rt_device_list; /* the list last announced */
 	sb_msg rt_msg;          /* where read_status() copies each message */
 	bool rt_announce;       /* patch:Set manifest etc. pending on notify */
 	bool rt_announce_device, rt_announce_error, rt_announce_props, rt_announce_stems,
-		rt_announce_devices, rt_announce_limit;
+		rt_announce_devices, rt_announce_limit, rt_announce_models, rt_announce_install;
 	bool rt_listener;       /* a patch:Get arrived: someone (the UI) reads the messages */
 
 	/* rings */
@@ -148,6 +159,7 @@ typedef struct sb_instance {
 	sb_ring free_takes;     /* service -> run(): sb_take* */
 	sb_ring finished;       /* run() -> service: sb_take* */
 	sb_ring status;         /* service -> run(): sb_msg */
+	sb_ring requests;       /* run() -> service: sb_request (an install asked for by the UI) */
 	_Atomic(sb_audition *) audition_pending; /* service -> run() */
 	_Atomic(sb_audition *) audition_retired; /* run() -> service, freed there */
 	/* patch:Set deviceList, forged by the service once the engine knows its devices; freed
@@ -158,6 +170,7 @@ typedef struct sb_instance {
 	atomic_int no_take_alarm;   /* run() found no free take descriptor: recording skipped */
 	atomic_int props_changed;   /* restore() -> run(): announce the properties */
 	atomic_int bad_model_file_alarm; /* run() ignored a damaged patch:Set modelFile */
+	atomic_int model_port;      /* run() -> service: the Model control's value, -1 unknown */
 
 	/* properties under a sequence lock */
 	atomic_uint props_seq;
@@ -185,6 +198,19 @@ typedef struct sb_instance {
 	} jobs[SB_MAX_JOBS];
 	uint32_t jobs_done;
 	int nrt_state, nrt_dev, nrt_fallback;
+	int nrt_model_port;         /* the Model control value last looked at, -1 none */
+	bool nrt_model_missing;     /* the chosen model is not installed (said in lastError) */
+	unsigned nrt_models_gen;    /* the model list run() has: +1, as sb_models_generation() */
+	unsigned nrt_install_gen;   /* the install status run() has */
+	/* takes whose model is being installed: they go to the engine when it is, or fail */
+	struct {
+		float *samples;         /* NULL: free slot */
+		int64_t frames, timeline_start;
+		int device_port, mode, model;
+		unsigned stems;
+		uint32_t serial;
+		char waits_for[64];
+	} waiting[SB_TAKES];
 	char nrt_dev_label[384];    /* the label of the device the last job ran on */
 	bool nrt_have_keys;         /* nrt_keys/nrt_names filled from the device table */
 	char nrt_keys[SB_DEVICE_N_CL][640];  /* stable key of Device k+1, "" when absent */

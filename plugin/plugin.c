@@ -66,6 +66,9 @@ static void map_urids(LV2_URID_Map *map, sb_urids *u)
 	u->sb_deviceMemory = map->map(map->handle, SB__deviceMemory);
 	u->sb_deviceUnits = map->map(map->handle, SB__deviceUnits);
 	u->sb_deviceDriver = map->map(map->handle, SB__deviceDriver);
+	u->sb_modelList = map->map(map->handle, SB__modelList);
+	u->sb_installModel = map->map(map->handle, SB__installModel);
+	u->sb_installStatus = map->map(map->handle, SB__installStatus);
 }
 
 SB_REALTIME void sb_props_write_begin(sb_instance *self)
@@ -132,12 +135,15 @@ static LV2_Handle instantiate(const LV2_Descriptor *d, double rate, const char *
 	self->nrt_device_port = -1;
 	self->rt_device = -1;
 	self->nrt_dev = -1;
+	self->nrt_model_port = -1;
+	atomic_init(&self->model_port, -1);
 	atomic_init(&self->audition_pending, NULL);
 	atomic_init(&self->audition_retired, NULL);
 	if (!sb_ring_init(&self->free_blocks, 1024, sizeof(sb_block *)) ||
 	    !sb_ring_init(&self->free_takes, 8, sizeof(sb_take *)) ||
 	    !sb_ring_init(&self->finished, 8, sizeof(sb_take *)) ||
-	    !sb_ring_init(&self->status, 32, sizeof(sb_msg))) {
+	    !sb_ring_init(&self->status, 32, sizeof(sb_msg)) ||
+	    !sb_ring_init(&self->requests, 8, sizeof(sb_request))) {
 		lv2_log_error(&self->logger, "stembridge: out of memory\n");
 		goto fail;
 	}
@@ -153,6 +159,7 @@ fail:
 	sb_ring_free(&self->free_takes);
 	sb_ring_free(&self->finished);
 	sb_ring_free(&self->status);
+	sb_ring_free(&self->requests);
 	pthread_mutex_destroy(&self->nrt_lock);
 	free(self);
 	return NULL;
@@ -184,6 +191,8 @@ static void connect_port(LV2_Handle h, uint32_t port, void *data)
 			self->out[0] = data;
 		else if (port == SB_PORT_FREEWHEEL_MONO)
 			self->freewheel = data;
+		else if (port == SB_PORT_STEM_GUITAR_MONO || port == SB_PORT_STEM_PIANO_MONO)
+			self->ctl_stem_extra[port - SB_PORT_STEM_GUITAR_MONO] = data;
 	} else {
 		if (port == SB_PORT_AUDIO_IN_1 || port == SB_PORT_AUDIO_IN_1 + 1)
 			self->in[port - SB_PORT_AUDIO_IN_1] = data;
@@ -191,6 +200,8 @@ static void connect_port(LV2_Handle h, uint32_t port, void *data)
 			self->out[port - SB_PORT_AUDIO_OUT_1_STEREO] = data;
 		else if (port == SB_PORT_FREEWHEEL_STEREO)
 			self->freewheel = data;
+		else if (port == SB_PORT_STEM_GUITAR_STEREO || port == SB_PORT_STEM_PIANO_STEREO)
+			self->ctl_stem_extra[port - SB_PORT_STEM_GUITAR_STEREO] = data;
 	}
 }
 
@@ -239,11 +250,14 @@ SB_REALTIME static void take_start(sb_instance *self)
 	t->timeline_start = self->rt_pos;
 	t->device_port = ctl_int(self, SB_PORT_DEVICE, 0);
 	t->mode = ctl_int(self, SB_PORT_MODE, 0);
-	t->model = ctl_int(self, SB_PORT_MODEL, 0);
+	t->model = ctl_int(self, SB_PORT_MODEL, SB_MODEL_AUTO);
 	t->stems = 0;
 	for (int s = 0; s < 4; s++)
 		if (ctl(self, SB_PORT_STEM_VOCALS + s, 1.0f) > 0.5f)
 			t->stems |= 1u << s;
+	for (int s = 0; s < 2; s++) /* guitar, piano: on unless the host says off */
+		if (!self->ctl_stem_extra[s] || *self->ctl_stem_extra[s] > 0.5f)
+			t->stems |= 1u << (4 + s);
 	t->serial = ++self->rt_take_serial;
 	self->rt_take = t;
 	self->rt_recording = true;
@@ -324,9 +338,11 @@ SB_REALTIME static void render(sb_instance *self, uint32_t from, uint32_t to)
 		take_append(self, from, n);
 
 	const sb_audition *a = self->rt_audition;
-	const int sel = ctl_int(self, SB_PORT_AUDITION, 0);
-	const bool audition = a && rolling && sel >= 1 && sel <= 8 && a->channels == self->channels &&
-	                      self->rt_pos + n > a->start && self->rt_pos < a->start + a->frames;
+	int without = 0;
+	const int sel = sb_audition_stem(ctl_int(self, SB_PORT_AUDITION, 0), &without);
+	const bool audition = a && rolling && sel >= 0 && a->channels == self->channels &&
+	                      (without || a->stem[sel]) && self->rt_pos + n > a->start &&
+	                      self->rt_pos < a->start + a->frames;
 	for (int c = 0; c < self->channels; c++) {
 		if (!self->out[c])
 			continue;
@@ -342,11 +358,11 @@ SB_REALTIME static void render(sb_instance *self, uint32_t from, uint32_t to)
 				continue;
 			size_t at = (size_t)f * a->channels + c;
 			float v = 0.0f;
-			if (sel <= 4) {
-				v = a->stem[sel - 1] ? a->stem[sel - 1][at] : 0.0f;
+			if (!without) {
+				v = a->stem[sel][at];
 			} else {
-				for (int s = 0; s < 4; s++)
-					if (s != sel - 5 && a->stem[s])
+				for (int s = 0; s < SB_PLUGIN_STEMS; s++)
+					if (s != sel && a->stem[s])
 						v += a->stem[s][at];
 			}
 			self->out[c][from + i] = v;
@@ -414,6 +430,13 @@ SB_REALTIME static void handle_set(sb_instance *self, const LV2_Atom_Object *obj
 		float m = ((const LV2_Atom_Float *)value)->body;
 		if (m >= 0.1f && m <= 240.0f)
 			self->props.max_minutes = m;
+	} else if (key == self->u.sb_installModel && value->type == self->u.atom_String) {
+		/* the service downloads and installs it, off this thread */
+		sb_request r;
+		if (atom_text(value, r.install, sizeof r.install))
+			sb_ring_push(&self->requests, &r);
+		sb_props_write_end(self);
+		return;
 	}
 	sb_props_write_end(self);
 	self->rt_announce_props = true;
@@ -528,6 +551,12 @@ SB_REALTIME static void read_status(sb_instance *self)
 		} else if (m->kind == SB_MSG_ERROR) {
 			memcpy(self->rt_error, m->text, sizeof self->rt_error);
 			self->rt_announce_error = true;
+		} else if (m->kind == SB_MSG_MODELS) {
+			memcpy(self->rt_models, m->text, sizeof self->rt_models);
+			self->rt_announce_models = true;
+		} else if (m->kind == SB_MSG_INSTALL) {
+			memcpy(self->rt_install, m->text, sizeof self->rt_install);
+			self->rt_announce_install = true;
 		}
 	}
 	/* Take a new audition only once the service has freed the one retired before. */
@@ -574,6 +603,11 @@ SB_REALTIME static void announce(sb_instance *self)
 			               self->rt_device_in_use);
 		if (self->rt_announce_error && self->rt_error[0])
 			forge_set_text(self, self->u.sb_lastError, self->u.atom_String, self->rt_error);
+		if (self->rt_announce_models && self->rt_models[0])
+			forge_set_text(self, self->u.sb_modelList, self->u.atom_String, self->rt_models);
+		if (self->rt_announce_install && self->rt_install[0])
+			forge_set_text(self, self->u.sb_installStatus, self->u.atom_String,
+			               self->rt_install);
 		if (self->rt_announce_limit)
 			forge_set_text(self, self->u.sb_lastError, self->u.atom_String,
 			               "recording limit reached: the take ends here (maxMinutes)");
@@ -586,7 +620,7 @@ SB_REALTIME static void announce(sb_instance *self)
 	}
 	self->rt_announce = self->rt_announce_device = self->rt_announce_error = false;
 	self->rt_announce_props = self->rt_announce_stems = self->rt_announce_devices = false;
-	self->rt_announce_limit = false;
+	self->rt_announce_limit = self->rt_announce_models = self->rt_announce_install = false;
 }
 
 SB_REALTIME static void run(LV2_Handle h, uint32_t n_frames)
@@ -605,6 +639,9 @@ SB_REALTIME static void run(LV2_Handle h, uint32_t n_frames)
 	if (atomic_exchange_explicit(&self->props_changed, 0, memory_order_acq_rel))
 		self->rt_announce_props = true;
 
+	/* the service watches the Model control: a missing model is said before a take needs it */
+	atomic_store_explicit(&self->model_port, ctl_int(self, SB_PORT_MODEL, SB_MODEL_AUTO),
+	                      memory_order_relaxed);
 	const bool armed = ctl(self, SB_PORT_RECORD, 0.0f) > 0.5f;
 	if (!armed) {
 		take_finish(self);
@@ -632,7 +669,8 @@ SB_REALTIME static void run(LV2_Handle h, uint32_t n_frames)
 			else if (obj->body.otype == self->u.patch_Get)
 				self->rt_listener = self->rt_announce = self->rt_announce_device =
 					self->rt_announce_error = self->rt_announce_props =
-					self->rt_announce_stems = self->rt_announce_devices = true;
+					self->rt_announce_stems = self->rt_announce_devices =
+					self->rt_announce_models = self->rt_announce_install = true;
 		}
 	}
 	if (armed && !self->rt_recording && !self->rt_limit_hit && self->rt_have_pos &&
@@ -672,6 +710,7 @@ static void cleanup(LV2_Handle h)
 	sb_ring_free(&self->free_takes);
 	sb_ring_free(&self->finished);
 	sb_ring_free(&self->status);
+	sb_ring_free(&self->requests);
 	pthread_mutex_destroy(&self->nrt_lock);
 	free(self);
 }

@@ -10,8 +10,10 @@
  * Locks: life (attach/detach) > svc.lock (list, engine) > instance nrt_lock; log_lock alone.
  */
 #include "instance.h"
+#include "models.h"
 
 #include "core/device.h"
+#include "core/stream.h"
 #include "jobs/engine.h"
 
 #include <errno.h>
@@ -37,8 +39,6 @@ static struct {
 } svc = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
          0, false, 0, NULL, NULL, false, PTHREAD_MUTEX_INITIALIZER, NULL};
 
-static const char *const stem_names[4] = {"vocals", "drums", "bass", "other"};
-static const char *const model_names[3] = {"builtin", "htdemucs", "htdemucs_ft"};
 
 /* Engine messages go to the LV2 log of some live instance: the engine is shared. */
 static void engine_log(void *user, sb_log_level level, const char *msg)
@@ -226,6 +226,168 @@ static void sanitize(char *s)
 			*s = '_';
 }
 
+/* A take in memory with what its job needs, until it goes to the engine. */
+typedef struct {
+	float *samples;
+	int64_t frames, timeline_start;
+	int device_port, mode, model;
+	unsigned stems;
+	uint32_t serial;
+} ready_take;
+
+static void fail_take(sb_instance *self, ready_take *r, const char *msg)
+{
+	free(r->samples);
+	r->samples = NULL;
+	lv2_log_error(&self->logger, "stembridge: take %u: %s\n", r->serial, msg);
+	self->nrt_state = SB_STATE_ERROR;
+	post(self, SB_MSG_ERROR, msg);
+}
+
+/* Keeps a take until the install of its model ends (wait_end() then runs or fails it). */
+static void wait_for_install(sb_instance *self, ready_take *r, const char *name)
+{
+	for (int i = 0; i < SB_TAKES; i++) {
+		if (self->waiting[i].samples)
+			continue;
+		self->waiting[i].samples = r->samples;
+		self->waiting[i].frames = r->frames;
+		self->waiting[i].timeline_start = r->timeline_start;
+		self->waiting[i].device_port = r->device_port;
+		self->waiting[i].mode = r->mode;
+		self->waiting[i].model = r->model;
+		self->waiting[i].stems = r->stems;
+		self->waiting[i].serial = r->serial;
+		snprintf(self->waiting[i].waits_for, sizeof self->waiting[i].waits_for, "%s", name);
+		r->samples = NULL;
+		lv2_log_note(&self->logger, "stembridge: take %u waits for %s to install\n", r->serial,
+		             name);
+		self->nrt_state = SB_STATE_QUEUED;
+		self->nrt_progress = 0.0f;
+		post(self, SB_MSG_STATUS, NULL);
+		return;
+	}
+	fail_take(self, r, "too many takes wait for a model to install");
+}
+
+/* Submits a take to the engine with the model its Model control chose (or waits for that
+ * model's install, or fails saying how to install it: never another model in its place). */
+static void start_take(sb_instance *self, ready_take *r)
+{
+	int slot = -1;
+	for (int i = 0; i < SB_MAX_JOBS && slot < 0; i++)
+		if (!self->jobs[i].active)
+			slot = i;
+	sb_engine *e = engine_get();
+	if (slot < 0 || !e) {
+		fail_take(self, r, !e ? "the separation engine did not start"
+		                      : "too many jobs queued for this track");
+		return;
+	}
+	sb_props pr;
+	sb_props_read(self, &pr);
+	const sb_logger log = {NULL, NULL};
+	sb_model_choice mc;
+	sb_models_resolve(r->model, pr.model_file, &log, &mc);
+	if (mc.missing[0]) {
+		if (sb_models_installing(mc.missing)) {
+			wait_for_install(self, r, mc.missing);
+			return;
+		}
+		char msg[512], hint[256];
+		sb_models_install_hint(mc.missing, hint, sizeof hint);
+		snprintf(msg, sizeof msg, "%s is not installed: %s; take %u was not separated",
+		         mc.title, hint, r->serial);
+		fail_take(self, r, msg);
+		return;
+	}
+	/* stems the model does not make (guitar and piano of a four-stem model) are left out */
+	unsigned stems = r->stems ? r->stems : (1u << SB_PLUGIN_STEMS) - 1;
+	if (mc.stems && (stems & ~mc.stems)) {
+		char dropped[96] = "";
+		for (int s = 0, at = 0; s < SB_PLUGIN_STEMS; s++)
+			if (stems & ~mc.stems & (1u << s))
+				at += snprintf(dropped + at, sizeof dropped - (size_t)at, "%s%s", at ? " and " : "",
+				               sb_stem_names[s]);
+		lv2_log_note(&self->logger, "stembridge: %s makes no %s stem: that toggle is ignored\n",
+		             mc.title, dropped);
+		stems &= mc.stems;
+	}
+	if (!stems) {
+		fail_take(self, r, "no stem chosen that the model makes: turn on at least one");
+		return;
+	}
+
+	char track[256];
+	if (pr.track[0])
+		snprintf(track, sizeof track, "%s", pr.track);
+	else
+		snprintf(track, sizeof track, "track%u", self->serial);
+	sanitize(track);
+	char take[64];
+	time_t now = time(NULL);
+	struct tm tmv;
+	localtime_r(&now, &tmv);
+	snprintf(take, sizeof take, "take%u-%04d%02d%02d-%02d%02d%02d-i%u", r->serial,
+	         tmv.tm_year + 1900, tmv.tm_mon + 1, tmv.tm_mday, tmv.tm_hour, tmv.tm_min,
+	         tmv.tm_sec, self->serial);
+	char dir[SB_TEXT];
+	if (!take_folder(self, &pr, take, dir, sizeof dir)) {
+		fail_take(self, r, "cannot create the stems folder");
+		return;
+	}
+
+	/* The saved stable key wins while the port still shows the value it was saved with. */
+	char req[640];
+	pthread_mutex_lock(&self->nrt_lock);
+	if (self->nrt_device_key[0] && self->nrt_device_port == r->device_port)
+		snprintf(req, sizeof req, "%s", self->nrt_device_key);
+	else
+		sb_device_port_request(r->device_port, req, sizeof req);
+	pthread_mutex_unlock(&self->nrt_lock);
+
+	sb_job_spec spec;
+	memset(&spec, 0, sizeof spec);
+	spec.samples = r->samples;
+	spec.frames = r->frames;
+	spec.channels = self->channels;
+	spec.rate = self->rate;
+	spec.input_free = free_samples;
+	spec.track = track;
+	spec.take = take;
+	/* Auto in parallel mode spreads jobs over the engine's device set. */
+	spec.device = (r->device_port == SB_DEVICE_AUTO && r->mode == SB_MODE_CTL_PARALLEL &&
+	               strcmp(req, "auto") == 0) ? NULL : req;
+	spec.model = mc.run;
+	spec.stems = stems;
+	spec.out_dir = dir;
+	spec.name_template = "{track}-{take}-{stem}.{ext}";
+	spec.manifest_name = "{track}-{take}-manifest.json";
+	spec.format = SB_FORMAT_WAVF32;
+	spec.overwrite = 0;
+	spec.timeline_start = r->timeline_start;
+	sb_job_id id = 0;
+	sb_status st = sb_engine_submit(e, &spec, &id);
+	if (st != SB_OK) {
+		char msg[300];
+		snprintf(msg, sizeof msg, "job not accepted: %s", sb_status_str(st));
+		fail_take(self, r, msg);
+		return;
+	}
+	r->samples = NULL; /* the engine's now */
+	self->jobs[slot].id = id;
+	self->jobs[slot].active = true;
+	self->jobs[slot].start = r->timeline_start;
+	self->jobs[slot].frames = r->frames;
+	self->jobs[slot].stems = stems;
+	self->jobs[slot].last_state = -1;
+	self->jobs[slot].last_progress = -1.0f;
+	snprintf(self->jobs[slot].take, sizeof self->jobs[slot].take, "%s", take);
+	self->nrt_state = SB_STATE_QUEUED;
+	self->nrt_progress = 0.0f;
+	post(self, SB_MSG_STATUS, NULL);
+}
+
 static void submit_take(sb_instance *self, sb_take *t)
 {
 	const int ch = self->channels;
@@ -265,103 +427,37 @@ static void submit_take(sb_instance *self, sb_take *t)
 		post(self, SB_MSG_ERROR, "out of memory for the take");
 		return;
 	}
-	int slot = -1;
-	for (int i = 0; i < SB_MAX_JOBS && slot < 0; i++)
-		if (!self->jobs[i].active)
-			slot = i;
-	sb_engine *e = engine_get();
-	if (slot < 0 || !e) {
-		free(samples);
-		self->nrt_state = SB_STATE_ERROR;
-		post(self, SB_MSG_ERROR, !e ? "the separation engine did not start"
-		                            : "too many jobs queued for this track");
-		return;
-	}
+	ready_take r = {samples, frames, copy.timeline_start, copy.device_port, copy.mode,
+	                copy.model, copy.stems, copy.serial};
+	start_take(self, &r);
+}
 
-	sb_props pr;
-	sb_props_read(self, &pr);
-	char track[256];
-	if (pr.track[0])
-		snprintf(track, sizeof track, "%s", pr.track);
-	else
-		snprintf(track, sizeof track, "track%u", self->serial);
-	sanitize(track);
-	char take[64];
-	time_t now = time(NULL);
-	struct tm tmv;
-	localtime_r(&now, &tmv);
-	snprintf(take, sizeof take, "take%u-%04d%02d%02d-%02d%02d%02d-i%u", copy.serial,
-	         tmv.tm_year + 1900, tmv.tm_mon + 1, tmv.tm_mday, tmv.tm_hour, tmv.tm_min,
-	         tmv.tm_sec, self->serial);
-	char dir[SB_TEXT];
-	if (!take_folder(self, &pr, take, dir, sizeof dir)) {
-		free(samples);
-		self->nrt_state = SB_STATE_ERROR;
-		post(self, SB_MSG_ERROR, "cannot create the stems folder");
-		return;
+/* An install ended: the takes that waited for that model run now, or fail with its reason. */
+static void install_ended(sb_instance *self, const char *name, sb_status result, const char *why)
+{
+	for (int i = 0; i < SB_TAKES; i++) {
+		if (!self->waiting[i].samples || strcmp(self->waiting[i].waits_for, name))
+			continue;
+		ready_take r = {self->waiting[i].samples, self->waiting[i].frames,
+		                self->waiting[i].timeline_start, self->waiting[i].device_port,
+		                self->waiting[i].mode, self->waiting[i].model, self->waiting[i].stems,
+		                self->waiting[i].serial};
+		self->waiting[i].samples = NULL;
+		if (result == SB_OK) {
+			start_take(self, &r);
+		} else {
+			char msg[600];
+			snprintf(msg, sizeof msg, "take %u was not separated: %.500s", r.serial, why);
+			fail_take(self, &r, msg);
+		}
 	}
-
-	/* The saved stable key wins while the port still shows the value it was saved with. */
-	char req[640];
-	pthread_mutex_lock(&self->nrt_lock);
-	if (self->nrt_device_key[0] && self->nrt_device_port == copy.device_port)
-		snprintf(req, sizeof req, "%s", self->nrt_device_key);
-	else
-		sb_device_port_request(copy.device_port, req, sizeof req);
-	pthread_mutex_unlock(&self->nrt_lock);
-
-	sb_job_spec spec;
-	memset(&spec, 0, sizeof spec);
-	spec.samples = samples;
-	spec.frames = frames;
-	spec.channels = ch;
-	spec.rate = self->rate;
-	spec.input_free = free_samples;
-	spec.track = track;
-	spec.take = take;
-	/* Auto in parallel mode spreads jobs over the engine's device set. */
-	spec.device = (copy.device_port == SB_DEVICE_AUTO && copy.mode == SB_MODE_CTL_PARALLEL &&
-	               strcmp(req, "auto") == 0) ? NULL : req;
-	/* A Demucs choice with a model file set runs that file (the manifest names the model by
-	 * its base name); Built-in always runs the built-in model. */
-	const int model = copy.model >= 0 && copy.model < 3 ? copy.model : SB_MODEL_BUILTIN;
-	spec.model = model != SB_MODEL_BUILTIN && pr.model_file[0] ? pr.model_file
-	                                                           : model_names[model];
-	spec.stems = copy.stems ? copy.stems : 0xFu;
-	spec.out_dir = dir;
-	spec.name_template = "{track}-{take}-{stem}.{ext}";
-	spec.manifest_name = "{track}-{take}-manifest.json";
-	spec.format = SB_FORMAT_WAVF32;
-	spec.overwrite = 0;
-	spec.timeline_start = copy.timeline_start;
-	sb_job_id id = 0;
-	sb_status st = sb_engine_submit(e, &spec, &id);
-	if (st != SB_OK) {
-		free(samples);
-		char msg[300];
-		snprintf(msg, sizeof msg, "job not accepted: %s", sb_status_str(st));
-		self->nrt_state = SB_STATE_ERROR;
-		post(self, SB_MSG_ERROR, msg);
-		return;
-	}
-	self->jobs[slot].id = id;
-	self->jobs[slot].active = true;
-	self->jobs[slot].start = copy.timeline_start;
-	self->jobs[slot].frames = frames;
-	self->jobs[slot].stems = spec.stems;
-	self->jobs[slot].last_state = -1;
-	self->jobs[slot].last_progress = -1.0f;
-	snprintf(self->jobs[slot].take, sizeof self->jobs[slot].take, "%s", take);
-	self->nrt_state = SB_STATE_QUEUED;
-	self->nrt_progress = 0.0f;
-	post(self, SB_MSG_STATUS, NULL);
 }
 
 static void audition_free(sb_audition *a)
 {
 	if (!a)
 		return;
-	for (int s = 0; s < 4; s++)
+	for (int s = 0; s < SB_PLUGIN_STEMS; s++)
 		free(a->stem[s]);
 	free(a);
 }
@@ -369,7 +465,7 @@ static void audition_free(sb_audition *a)
 /* The stems of a finished job, from the stems.txt the engine writes beside the manifest
  * ("<...>manifest.json" -> "<...>stems.txt": a "timeline_start N" line, then one absolute path
  * per line). Each path lands in paths[stem] by the stem name that ends its file name. */
-static int read_stems_txt(const char *manifest, char paths[4][SB_TEXT])
+static int read_stems_txt(const char *manifest, char paths[SB_PLUGIN_STEMS][SB_TEXT])
 {
 	char txt[SB_TEXT];
 	const char *tail = "manifest.json";
@@ -389,9 +485,9 @@ static int read_stems_txt(const char *manifest, char paths[4][SB_TEXT])
 			continue;
 		const char *base = strrchr(line, '/') + 1;
 		const char *dot = strrchr(base, '.');
-		for (int s = 0; s < 4 && dot; s++) {
-			size_t sl = strlen(stem_names[s]);
-			if ((size_t)(dot - base) >= sl && !strncmp(dot - sl, stem_names[s], sl) &&
+		for (int s = 0; s < SB_PLUGIN_STEMS && dot; s++) {
+			size_t sl = strlen(sb_stem_names[s]);
+			if ((size_t)(dot - base) >= sl && !strncmp(dot - sl, sb_stem_names[s], sl) &&
 			    !paths[s][0]) {
 				snprintf(paths[s], SB_TEXT, "%s", line);
 				found++;
@@ -407,11 +503,11 @@ static int read_stems_txt(const char *manifest, char paths[4][SB_TEXT])
 #define SB_AUDITION_MAX_BYTES ((int64_t)1 << 30)
 
 /* Reads a finished take's stems into memory and offers them to run(). */
-static void audition_load(sb_instance *self, int slot, char paths[4][SB_TEXT])
+static void audition_load(sb_instance *self, int slot, char paths[SB_PLUGIN_STEMS][SB_TEXT])
 {
 	const int64_t frames = self->jobs[slot].frames;
 	int n = 0;
-	for (int s = 0; s < 4; s++)
+	for (int s = 0; s < SB_PLUGIN_STEMS; s++)
 		n += paths[s][0] != '\0';
 	if (frames * self->channels * (int64_t)sizeof(float) * n > SB_AUDITION_MAX_BYTES) {
 		lv2_log_note(&self->logger, "stembridge: take too long to audition in memory (%lld "
@@ -424,7 +520,7 @@ static void audition_load(sb_instance *self, int slot, char paths[4][SB_TEXT])
 	a->start = self->jobs[slot].start;
 	a->frames = frames;
 	a->channels = self->channels;
-	for (int s = 0; s < 4; s++) {
+	for (int s = 0; s < SB_PLUGIN_STEMS; s++) {
 		if (!paths[s][0])
 			continue;
 		SF_INFO info;
@@ -506,14 +602,14 @@ static void poll_jobs(sb_instance *self, sb_engine *e)
 			pthread_mutex_lock(&self->nrt_lock);
 			snprintf(self->nrt_manifest, sizeof self->nrt_manifest, "%s", r->manifest_path);
 			pthread_mutex_unlock(&self->nrt_lock);
-			char paths[4][SB_TEXT];
+			char paths[SB_PLUGIN_STEMS][SB_TEXT];
 			memset(paths, 0, sizeof paths);
 			if (read_stems_txt(r->manifest_path, paths) == 0)
 				lv2_log_warning(&self->logger, "stembridge: no stems listed beside %s\n",
 				                r->manifest_path);
 			audition_load(self, i, paths);
 			char list[SB_TEXT] = "";
-			for (int s = 0, at = 0; s < 4; s++) {
+			for (int s = 0, at = 0; s < SB_PLUGIN_STEMS; s++) {
 				if (!paths[s][0])
 					continue;
 				int w = snprintf(list + at, sizeof list - (size_t)at, "%s\n", paths[s]);
@@ -665,8 +761,71 @@ static void refill(sb_instance *self)
 	}
 }
 
+/* The Model control names a model that is not installed: say so, with how to install it,
+ * before a take needs it (a generic host UI shows the state and lastError, the log has it). */
+static void watch_models(sb_instance *self)
+{
+	const unsigned gen = sb_models_generation() + 1;
+	if (self->nrt_models_gen != gen) {
+		char *text = malloc(SB_TEXT);
+		if (text) {
+			sb_models_list_text(text, SB_TEXT);
+			post(self, SB_MSG_MODELS, text);
+			free(text);
+		}
+		self->nrt_models_gen = gen;
+		self->nrt_model_port = -1; /* look at the choice again: it may be installed now */
+	}
+	char status[512];
+	float fraction = 0;
+	const unsigned ig = sb_models_status(status, sizeof status, &fraction);
+	if (ig != self->nrt_install_gen) {
+		char text[600];
+		snprintf(text, sizeof text, "%.3f\t%s", (double)fraction, status);
+		post(self, SB_MSG_INSTALL, text);
+		self->nrt_install_gen = ig;
+	}
+	const int mp = atomic_load(&self->model_port);
+	if (mp < 0 || mp == self->nrt_model_port)
+		return;
+	self->nrt_model_port = mp;
+	sb_props pr;
+	sb_props_read(self, &pr);
+	const sb_logger quiet = {NULL, NULL};
+	sb_model_choice mc;
+	sb_models_resolve(mp, pr.model_file, &quiet, &mc);
+	const bool missing = mc.missing[0] && !sb_models_installing(mc.missing);
+	if (missing) {
+		char msg[512], hint[256];
+		sb_models_install_hint(mc.missing, hint, sizeof hint);
+		snprintf(msg, sizeof msg, "%s is not installed: %s", mc.title, hint);
+		lv2_log_warning(&self->logger, "stembridge: %s\n", msg);
+		if (self->nrt_state != SB_STATE_QUEUED && self->nrt_state != SB_STATE_SEPARATING)
+			self->nrt_state = SB_STATE_ERROR;
+		post(self, SB_MSG_ERROR, msg);
+	} else if (self->nrt_model_missing && self->nrt_state == SB_STATE_ERROR) {
+		self->nrt_state = SB_STATE_IDLE;
+		post(self, SB_MSG_STATUS, NULL);
+	}
+	self->nrt_model_missing = missing;
+}
+
 static void tick(sb_instance *self)
 {
+	sb_request req;
+	while (sb_ring_pop(&self->requests, &req)) {
+		req.install[sizeof req.install - 1] = '\0';
+		const sb_logger log = {engine_log, NULL};
+		char why[256];
+		if (sb_models_request(req.install, &log, why, sizeof why)) {
+			lv2_log_note(&self->logger, "stembridge: installing %s\n", req.install);
+		} else {
+			char text[300];
+			snprintf(text, sizeof text, "0\t%s", why);
+			post(self, SB_MSG_INSTALL, text);
+		}
+	}
+	watch_models(self);
 	refill(self);
 	sb_take *t;
 	while (sb_ring_pop(&self->finished, &t))
@@ -700,6 +859,12 @@ static void *service_main(void *arg)
 	pthread_mutex_lock(&svc.lock);
 	engine_get();
 	while (!svc.stop) {
+		char done[64], why[600];
+		sb_status result = SB_OK;
+		const sb_logger log = {engine_log, NULL};
+		if (sb_models_poll(&log, done, sizeof done, &result, why, sizeof why))
+			for (sb_instance *i = svc.list; i; i = i->next)
+				install_ended(i, done, result, why);
 		for (sb_instance *i = svc.list; i; i = i->next)
 			tick(i);
 		struct timespec ts;
@@ -787,6 +952,10 @@ void sb_service_detach(sb_instance *self)
 	sb_take *t;
 	while (sb_ring_pop(&self->finished, &t))
 		free_take_blocks(t->first);
+	for (int i = 0; i < SB_TAKES; i++) {
+		free(self->waiting[i].samples);
+		self->waiting[i].samples = NULL;
+	}
 	sb_block *b;
 	while (sb_ring_pop(&self->free_blocks, &b))
 		free(b);
@@ -805,6 +974,7 @@ void sb_service_detach(sb_instance *self)
 	pthread_mutex_unlock(&svc.lock);
 	if (last) {
 		pthread_join(svc.thread, NULL);
+		sb_models_stop();
 		if (svc.engine)
 			sb_engine_free(svc.engine);
 		svc.engine = NULL;

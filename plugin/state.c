@@ -58,11 +58,15 @@ static LV2_State_Status save(LV2_Handle instance, LV2_State_Store_Function store
 	sb_props_read(self, &pr);
 	const int port = self->ctl[SB_PORT_DEVICE] ? (int)lrintf(*self->ctl[SB_PORT_DEVICE]) : 0;
 	const int mode = self->ctl[SB_PORT_MODE] ? (int)lrintf(*self->ctl[SB_PORT_MODE]) : 0;
-	const int model = self->ctl[SB_PORT_MODEL] ? (int)lrintf(*self->ctl[SB_PORT_MODEL]) : 0;
+	const int model = self->ctl[SB_PORT_MODEL] ? (int)lrintf(*self->ctl[SB_PORT_MODEL])
+	                                            : SB_MODEL_AUTO;
 	int stems = 0;
 	for (int s = 0; s < 4; s++)
 		if (!self->ctl[SB_PORT_STEM_VOCALS + s] || *self->ctl[SB_PORT_STEM_VOCALS + s] > 0.5f)
 			stems |= 1 << s;
+	for (int s = 0; s < 2; s++)
+		if (!self->ctl_stem_extra[s] || *self->ctl_stem_extra[s] > 0.5f)
+			stems |= 1 << (4 + s);
 
 	char key[640], name[256], manifest[SB_TEXT];
 	int saved_port;
@@ -250,8 +254,9 @@ static LV2_State_Status restore(LV2_Handle instance, LV2_State_Retrieve_Function
 	/* Mode, model and stems live in the host's port values; these are checked for damage
 	 * only, so a bad one is reported rather than silently carried. */
 	get_int(self, retrieve, handle, u->sb_mode, 0, 1, &dummy, "mode");
-	get_int(self, retrieve, handle, u->sb_model, 0, 2, &dummy, "model");
-	get_int(self, retrieve, handle, u->sb_stemMask, 0, 15, &dummy, "stem mask");
+	get_int(self, retrieve, handle, u->sb_model, 0, SB_N_MODEL_CHOICES - 1, &dummy, "model");
+	get_int(self, retrieve, handle, u->sb_stemMask, 0, (1 << SB_PLUGIN_STEMS) - 1, &dummy,
+	        "stem mask");
 	if (key && !valid_device_key(key)) {
 		lv2_log_warning(&self->logger, "stembridge: ignoring unknown saved device '%s'\n", key);
 		key = NULL;

@@ -27,6 +27,12 @@
                                                  the keys below */
 #define SB__lastError    SB__ "lastError"     /* atom:String */
 #define SB__stems        SB__ "stems"         /* atom:Tuple of atom:Path: last job's stems */
+#define SB__modelList    SB__ "modelList"     /* atom:String: the models, one per line: name,
+                                                 title, stems (comma-separated), installed (0/1),
+                                                 download bytes, separated by tabs */
+#define SB__installModel SB__ "installModel"  /* atom:String, UI -> plugin: install this model */
+#define SB__installStatus SB__ "installStatus" /* atom:String: the install in progress or how the
+                                                  last one ended */
 #define SB__recordedFrames SB__ "recordedFrames" /* atom:Long */
 #define SB__timelineStart  SB__ "timelineStart"  /* atom:Long: region start, samples */
 #define SB__maxMinutes   SB__ "maxMinutes"    /* atom:Float, patch:writable: recording limit */
@@ -46,9 +52,30 @@
 /* Control values */
 enum { SB_DEVICE_AUTO = 0, SB_DEVICE_CPU = 1, SB_DEVICE_FIRST_CL = 2, SB_DEVICE_N_CL = 8 };
 enum { SB_MODE_CTL_PARALLEL = 0, SB_MODE_CTL_SEQUENTIAL = 1 };
-enum { SB_MODEL_BUILTIN = 0, SB_MODEL_HTDEMUCS = 1, SB_MODEL_HTDEMUCS_FT = 2 };
-/* audition: 0 off (input passes), 1..4 one stem, 5..8 the mix without that stem */
-enum { SB_AUDITION_OFF = 0 };
+/* Model control values; Auto (the default) is the best installed model, htdemucs first. */
+enum {
+	SB_MODEL_BUILTIN = 0, SB_MODEL_HTDEMUCS = 1, SB_MODEL_HTDEMUCS_FT = 2, SB_MODEL_HTDEMUCS_6S = 3,
+	SB_MODEL_AUTO = 4, SB_N_MODEL_CHOICES
+};
+/* The engine's name of each Model control value ("auto" resolves to an installed model). */
+static const char *const sb_model_choice_names[SB_N_MODEL_CHOICES] = {
+	"builtin", "htdemucs", "htdemucs_ft", "htdemucs_6s", "auto"};
+
+/* Stems by canonical index (engine/core/stream.h): vocals, drums, bass, other, guitar, piano. */
+#define SB_PLUGIN_STEMS 6
+/* audition: 0 off (input passes); 1..4 vocals, drums, bass, other; 5..8 the mix without one of
+ * them; 9, 10 guitar, piano; 11, 12 the mix without one of those */
+enum { SB_AUDITION_OFF = 0, SB_AUDITION_MAX = 12 };
+/* The stem an audition value plays (or leaves out, *without = 1), -1 for off. */
+static inline int sb_audition_stem(int sel, int *without)
+{
+	*without = (sel >= 5 && sel <= 8) || sel >= 11;
+	return sel >= 1 && sel <= 4   ? sel - 1
+	     : sel >= 5 && sel <= 8   ? sel - 5
+	     : sel >= 9 && sel <= 10  ? sel - 5
+	     : sel >= 11 && sel <= 12 ? sel - 7
+	                              : -1;
+}
 enum {
 	SB_STATE_IDLE = 0, SB_STATE_RECORDING, SB_STATE_QUEUED, SB_STATE_SEPARATING, SB_STATE_DONE,
 	SB_STATE_ERROR
@@ -79,8 +106,24 @@ typedef enum {
 	SB_N_PORTS_STEREO
 } sb_port_index;
 #define SB_N_PORTS_MONO (SB_PORT_AUDIO_IN_1 + 2)
-/* lv2:freeWheeling input, after the audio ports (optional connection) */
+/* After the audio ports, so that no index a saved session uses ever moves: the
+ * lv2:freeWheeling input (optional connection), then the guitar and piano stem toggles. */
 #define SB_PORT_FREEWHEEL_MONO   SB_N_PORTS_MONO
 #define SB_PORT_FREEWHEEL_STEREO SB_N_PORTS_STEREO
+#define SB_PORT_STEM_GUITAR_MONO   (SB_N_PORTS_MONO + 1)
+#define SB_PORT_STEM_PIANO_MONO    (SB_N_PORTS_MONO + 2)
+#define SB_PORT_STEM_GUITAR_STEREO (SB_N_PORTS_STEREO + 1)
+#define SB_PORT_STEM_PIANO_STEREO  (SB_N_PORTS_STEREO + 2)
+#define SB_N_PORTS_ALL_MONO   (SB_N_PORTS_MONO + 3)
+#define SB_N_PORTS_ALL_STEREO (SB_N_PORTS_STEREO + 3)
+
+/* The stem toggle port of canonical stem s (0..5) in the plugin with 'channels' channels. */
+static inline unsigned sb_port_stem(int channels, int s)
+{
+	if (s < 4)
+		return (unsigned)(SB_PORT_STEM_VOCALS + s);
+	return (unsigned)((channels == 1 ? SB_PORT_STEM_GUITAR_MONO : SB_PORT_STEM_GUITAR_STEREO) +
+	                  (s - 4));
+}
 
 #endif

@@ -6,7 +6,10 @@
  *
  * Bounds: the value stack, the mark stack and the memo are limited (the memo by the length of
  * the stream, since each PUT takes bytes of it), so memory is linear in the input. The tree may
- * share nodes (the memo), and a malicious stream may make it cyclic: walk it with a depth limit.
+ * share nodes (the memo), and a malicious stream may make it cyclic: walk it with a depth limit
+ * AND a budget of nodes visited, since a node shared twice at every level gives a tree of depth
+ * d 2^d paths (tests/fuzz/fuzz_pickle found it). The converter's readers only look at fixed
+ * paths and flat lists.
  */
 #ifndef SBC_PICKLE_READER_H
 #define SBC_PICKLE_READER_H

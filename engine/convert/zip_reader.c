@@ -335,6 +335,15 @@ static sb_status inflate_entry(const sbc_zip *z, const sbc_zip_entry *e, uint8_t
 		     e->name, (unsigned long long)e->size);
 		return SB_ERR_FORMAT;
 	}
+	/* deflate cannot expand a byte to more than 1032 (258-byte matches at one bit or so
+	 * each): a directory that claims more is damaged or hostile, and its size must not be
+	 * trusted with an allocation (found by tests/fuzz/fuzz_zip) */
+	if (e->size > e->comp_size * 1032u + 1024u) {
+		fail(err, errlen, "zip entry '%s' claims %llu bytes from %llu compressed, more than "
+		     "deflate can give (a damaged archive)", e->name, (unsigned long long)e->size,
+		     (unsigned long long)e->comp_size);
+		return SB_ERR_FORMAT;
+	}
 	uint8_t *buf = malloc(e->size ? (size_t)e->size : 1);
 	if (!buf) {
 		fail(err, errlen, "out of memory inflating '%s'", e->name);

@@ -68,6 +68,9 @@ sb_status sb_model_open(const char *name, const char *const *search_path, const 
  * (models/catalog.h: htdemucs first), else "builtin". Written into buf, returned. */
 const char *sb_model_auto(const char *const *search_path, const sb_logger *log, char *buf,
                           size_t len);
+/* The canonical stems (bit SB_STEM_*) the model 'name' (as sb_model_open takes it) makes,
+ * read from its file's header only; 0 when it is not installed or unreadable. */
+unsigned sb_model_stems(const char *name, const char *const *search_path);
 /* The model folders in search order (see registry.c); returns how many were filled. */
 size_t sb_model_dirs(const char *const *extra, char (*dirs)[4096], size_t max);
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 size_t sb_model_dirs(const char *const *extra, char (*dirs)[4096], size_t max)
 {
@@ -35,6 +36,43 @@ const char *sb_model_auto(const char *const *search_path, const sb_logger *log, 
 	}
 	sb_catalog_free(cat);
 	return buf;
+}
+
+unsigned sb_model_stems(const char *name, const char *const *search_path)
+{
+	char chosen[64], path[4352];
+	if (!name || !*name || !strcmp(name, "auto"))
+		name = sb_model_auto(search_path, NULL, chosen, sizeof chosen);
+	if (!strcmp(name, "builtin"))
+		return (1u << SB_N_STEMS) - 1;
+	if (strchr(name, '/')) {
+		snprintf(path, sizeof path, "%s", name);
+	} else {
+		char dirs[16][4096];
+		const size_t n = sb_model_dirs(search_path, dirs, 16);
+		path[0] = '\0';
+		for (size_t i = 0; i < n && !path[0]; i++) {
+			snprintf(path, sizeof path, "%s/%s.safetensors", dirs[i], name);
+			if (access(path, R_OK) != 0)
+				path[0] = '\0';
+		}
+	}
+	sb_safetensors *st = NULL;
+	if (!path[0] || sb_safetensors_open(path, NULL, &st) != SB_OK)
+		return 0;
+	const char *sources = sb_safetensors_meta(st, "sources");
+	if (!sources)
+		sources = sb_safetensors_meta(st, "0.sources");
+	unsigned mask = 0;
+	char buf[512];
+	snprintf(buf, sizeof buf, "%s", sources ? sources : "");
+	char *save = NULL;
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		const int k = sb_stem_index(t);
+		mask |= 1u << (k >= 0 ? k : SB_STEM_OTHER);
+	}
+	sb_safetensors_close(st);
+	return mask;
 }
 
 sb_status sb_model_open(const char *name, const char *const *search_path, const sb_logger *log,

@@ -30,20 +30,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BASE_W 520
-#define BASE_H 380
+#define BASE_W 540
+#define BASE_H 440
 
 typedef struct {
 	LV2_URID atom_eventTransfer, atom_Object, atom_Tuple, atom_String, atom_Path, atom_Long,
 	    atom_Int, atom_Float, atom_URID, patch_Set, patch_Get, patch_property, patch_value, device_list,
 	    device_in_use, stems, last_error, manifest, recorded_frames, dev_key, dev_name,
-	    dev_platform, dev_type, dev_memory, dev_units, dev_driver;
+	    dev_platform, dev_type, dev_memory, dev_units, dev_driver, model_list, install_model,
+	    install_status;
 } ui_uris;
 
 /* Clickable areas, in unscaled units, laid out by layout(). */
 typedef enum {
-	HIT_NONE = -1, HIT_DEVICE, HIT_RECORD, HIT_MODE, HIT_MODEL, HIT_STEM0, HIT_STEM1, HIT_STEM2,
-	HIT_STEM3, HIT_COUNT
+	HIT_NONE = -1, HIT_DEVICE, HIT_RECORD, HIT_MODE, HIT_MODEL, HIT_INSTALL, HIT_STEM0, HIT_STEM1,
+	HIT_STEM2, HIT_STEM3, HIT_STEM4, HIT_STEM5, HIT_COUNT
 } hit_id;
 
 typedef struct { double x, y, w, h; } rect;
@@ -66,14 +67,15 @@ typedef struct {
 	bool closed;
 
 	sbui_model model;
-	float ports[SB_N_PORTS_STEREO];
+	int channels;             /* 1 or 2: where the guitar and piano ports are */
+	float ports[SB_N_PORTS_ALL_STEREO];
 	rect hits[HIT_COUNT];
 	int hover;                /* hit_id under the pointer */
 	double mouse_x, mouse_y;  /* unscaled */
 } sb_ui;
 
-static const char* const stem_names[4] = {"Vocals", "Drums", "Bass", "Other"};
-static const char* const model_names[3] = {"Built-in", "HT-Demucs", "HT-Demucs FT"};
+static const char* const stem_names[SB_PLUGIN_STEMS] = {"Vocals", "Drums", "Bass", "Other",
+                                                         "Guitar", "Piano"};
 
 static void map_uris(ui_uris* u, LV2_URID_Map* map)
 {
@@ -104,6 +106,9 @@ static void map_uris(ui_uris* u, LV2_URID_Map* map)
 	M(dev_memory, SB__deviceMemory);
 	M(dev_units, SB__deviceUnits);
 	M(dev_driver, SB__deviceDriver);
+	M(model_list, SB__modelList);
+	M(install_model, SB__installModel);
+	M(install_status, SB__installStatus);
 #undef M
 }
 
@@ -115,6 +120,23 @@ static void write_port(sb_ui* ui, uint32_t port, float v)
 	sbui_set_port(&ui->model, port, v);
 	ui->write(ui->controller, port, sizeof v, 0, &v);
 	ui->dirty = true;
+}
+
+/* Asks the plugin to install a model (patch:Set installModel): the download runs on the
+ * plugin's side, off the audio thread; installStatus tells how it goes. */
+static void send_install(sb_ui* ui, const char* name)
+{
+	uint8_t buf[256];
+	lv2_atom_forge_set_buffer(&ui->forge, buf, sizeof buf);
+	LV2_Atom_Forge_Frame frame;
+	LV2_Atom* msg = (LV2_Atom*)lv2_atom_forge_object(&ui->forge, &frame, 0, ui->u.patch_Set);
+	lv2_atom_forge_key(&ui->forge, ui->u.patch_property);
+	lv2_atom_forge_urid(&ui->forge, ui->u.install_model);
+	lv2_atom_forge_key(&ui->forge, ui->u.patch_value);
+	lv2_atom_forge_string(&ui->forge, name, (uint32_t)strlen(name));
+	lv2_atom_forge_pop(&ui->forge, &frame);
+	ui->write(ui->controller, SB_PORT_CONTROL, lv2_atom_total_size(msg),
+	          ui->u.atom_eventTransfer, msg);
 }
 
 /* Asks the plugin for every property (answered with patch:Set messages on notify). */
@@ -204,6 +226,16 @@ static void on_patch_set(sb_ui* ui, const LV2_Atom_Object* obj)
 		copy_text(m->manifest, value);
 	} else if (key == u->recorded_frames) {
 		m->recorded_frames = atom_number(u, value, m->recorded_frames);
+	} else if (key == u->model_list && is_text(u, value)) {
+		char text[4096];
+		const char* b = (const char*)LV2_ATOM_BODY_CONST(value);
+		snprintf(text, sizeof text, "%.*s", (int)strnlen(b, value->size), b);
+		sbui_set_model_list(m, text);
+	} else if (key == u->install_status && is_text(u, value)) {
+		char text[SBUI_TEXT + 16];
+		const char* b = (const char*)LV2_ATOM_BODY_CONST(value);
+		snprintf(text, sizeof text, "%.*s", (int)strnlen(b, value->size), b);
+		sbui_set_install_status(m, text);
 	}
 	ui->dirty = true;
 }
@@ -372,24 +404,60 @@ static void draw(sb_ui* ui)
 	}
 	y += 24;
 
-	/* record, mode, model */
-	double bw = (w - 16) / 3;
+	/* record, mode */
+	double bw = (w - 8) / 2;
 	const bool armed = ui->ports[SB_PORT_RECORD] > 0.5f;
 	button_rgb(ui, HIT_RECORD, (rect){x, y, bw, 28}, armed ? "● Armed" : "○ Record", armed,
 	           0xa82b2b);
 	button(ui, HIT_MODE, (rect){x + bw + 8, y, bw, 28},
 	       ui->ports[SB_PORT_MODE] > 0.5f ? "Sequential" : "Parallel", false);
-	int mi = (int)lrintf(ui->ports[SB_PORT_MODEL]);
-	button(ui, HIT_MODEL, (rect){x + 2 * (bw + 8), y, bw, 28},
-	       mi >= 0 && mi < 3 ? model_names[mi] : "?", false);
 	y += 36;
 
-	/* stems */
-	double sw = (w - 24) / 4;
-	for (int s = 0; s < 4; s++) {
-		bool on = ui->ports[SB_PORT_STEM_VOCALS + s] > 0.5f;
+	/* model, and what it takes to get it */
+	text_at(cr, x, y + 19, "Model", 13, 0xb0b6bf);
+	char offer[64];
+	int64_t bytes = 0;
+	const bool can_install = sbui_model_install_offer(m, offer, sizeof offer, &bytes);
+	const double iw = can_install ? 150 : 0;
+	sbui_model_label(m, ui->ports[SB_PORT_MODEL], buf, sizeof buf);
+	button(ui, HIT_MODEL, (rect){x + 64, y, w - 64 - (iw ? iw + 8 : 0), 28}, buf, false);
+	ui->hits[HIT_INSTALL] = (rect){0, 0, 0, 0};
+	if (can_install) {
+		snprintf(buf, sizeof buf, "Install (%.0f MB)", (double)bytes / 1e6);
+		button_rgb(ui, HIT_INSTALL, (rect){x + w - iw, y, iw, 28}, buf, true, 0x2f7a3f);
+	}
+	y += 34;
+	if (m->install_status[0]) {
+		const bool busy = sbui_installing(m);
+		if (busy) {
+			rect ib = {x + 64, y + 2, w - 64, 4};
+			set_rgb(cr, 0x2c3036);
+			cairo_rectangle(cr, ib.x, ib.y, ib.w, ib.h);
+			cairo_fill(cr);
+			set_rgb(cr, 0x3f8f5f);
+			cairo_rectangle(cr, ib.x, ib.y, ib.w * m->install_fraction, ib.h);
+			cairo_fill(cr);
+		}
+		const bool failed = strstr(m->install_status, "not installed") != NULL;
+		text_fit_end(cr, x + 64, y + 18, w - 64, m->install_status, 11.5,
+		             failed ? 0xff7070 : busy ? 0xd8dce2 : 0x8fd18f, false);
+		y += 24;
+	}
+
+	/* stems: guitar and piano dimmed (and ignored) when the model makes only four */
+	double sw = (w - 5 * 6) / SB_PLUGIN_STEMS;
+	for (int s = 0; s < SB_PLUGIN_STEMS; s++) {
+		const unsigned port = sb_port_stem(ui->channels, s);
+		bool on = ui->ports[port] > 0.5f;
+		const bool makes = sbui_model_makes(m, s);
 		snprintf(buf, sizeof buf, "%s %s", on ? "☑" : "☐", stem_names[s]);
-		button(ui, (hit_id)(HIT_STEM0 + s), (rect){x + s * (sw + 8), y, sw, 26}, buf, on);
+		button_rgb(ui, (hit_id)(HIT_STEM0 + s), (rect){x + s * (sw + 6), y, sw, 26}, buf,
+		           on && makes, 0x2e6e9e);
+		if (!makes) {
+			rounded(cr, ui->hits[HIT_STEM0 + s], 4);
+			cairo_set_source_rgba(cr, 0.11, 0.12, 0.14, 0.55);
+			cairo_fill(cr);
+		}
 	}
 	y += 36;
 
@@ -475,13 +543,22 @@ static void on_press(sb_ui* ui, int id, unsigned button)
 	case HIT_DEVICE: write_port(ui, SB_PORT_DEVICE, sbui_device_step(&ui->model, dir)); break;
 	case HIT_RECORD: if (button == 1) toggle(ui, SB_PORT_RECORD); break;
 	case HIT_MODE: if (button == 1 || button == 3) toggle(ui, SB_PORT_MODE); break;
-	case HIT_MODEL: {
-		int v = ((int)lrintf(ui->ports[SB_PORT_MODEL]) + dir + 3) % 3;
-		write_port(ui, SB_PORT_MODEL, (float)v);
+	case HIT_MODEL:
+		write_port(ui, SB_PORT_MODEL, sbui_model_step(ui->ports[SB_PORT_MODEL], dir));
+		break;
+	case HIT_INSTALL: {
+		char name[64];
+		if (button == 1 && sbui_model_install_offer(&ui->model, name, sizeof name, NULL)) {
+			send_install(ui, name);
+			snprintf(ui->model.install_status, sizeof ui->model.install_status,
+			         "%s: waiting to install", name);
+			ui->dirty = true;
+		}
 		break;
 	}
-	case HIT_STEM0: case HIT_STEM1: case HIT_STEM2: case HIT_STEM3:
-		if (button == 1) toggle(ui, SB_PORT_STEM_VOCALS + (uint32_t)(id - HIT_STEM0));
+	case HIT_STEM0: case HIT_STEM1: case HIT_STEM2: case HIT_STEM3: case HIT_STEM4:
+	case HIT_STEM5:
+		if (button == 1) toggle(ui, sb_port_stem(ui->channels, id - HIT_STEM0));
 		break;
 	default: break;
 	}
@@ -577,9 +654,10 @@ static LV2UI_Handle instantiate(const LV2UI_Descriptor* desc, const char* plugin
 		}
 	}
 	sbui_model_init(&ui->model, rate);
-	for (int i = 0; i < SB_N_PORTS_STEREO; i++) ui->ports[i] = 0.0f;
-	ui->ports[SB_PORT_STEM_VOCALS] = ui->ports[SB_PORT_STEM_DRUMS] = 1.0f;
-	ui->ports[SB_PORT_STEM_BASS] = ui->ports[SB_PORT_STEM_OTHER] = 1.0f;
+	ui->channels = strcmp(plugin_uri, SB_URI_MONO) == 0 ? 1 : 2;
+	for (int i = 0; i < SB_N_PORTS_ALL_STEREO; i++) ui->ports[i] = 0.0f;
+	for (int s = 0; s < SB_PLUGIN_STEMS; s++) ui->ports[sb_port_stem(ui->channels, s)] = 1.0f;
+	ui->ports[SB_PORT_MODEL] = (float)SB_MODEL_AUTO;
 
 	ui->dpy = XOpenDisplay(NULL);
 	if (!ui->dpy) {
@@ -631,7 +709,7 @@ static void port_event(LV2UI_Handle handle, uint32_t port, uint32_t size, uint32
                        const void* buffer)
 {
 	sb_ui* ui = handle;
-	if (format == 0 && size == sizeof(float) && port < SB_N_PORTS_STEREO) {
+	if (format == 0 && size == sizeof(float) && port < SB_N_PORTS_ALL_STEREO) {
 		float v = *(const float*)buffer;
 		if (ui->ports[port] != v) ui->dirty = true;
 		ui->ports[port] = v;

@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void sbui_set_text(char* dst, const char* src, int len)
@@ -20,6 +21,7 @@ void sbui_model_init(sbui_model* m, double sample_rate)
 {
 	memset(m, 0, sizeof *m);
 	m->device_out_port = -1.0f;
+	m->model_port = (float)SB_MODEL_AUTO;
 	m->sample_rate = sample_rate > 0 ? sample_rate : 48000.0;
 }
 
@@ -172,10 +174,126 @@ float sbui_progress(const sbui_model* m)
 	}
 }
 
+static const char* const stem_keys[SB_PLUGIN_STEMS] = {"vocals", "drums", "bass", "other",
+                                                        "guitar", "piano"};
+
+/* the order the Model button steps through */
+static const int model_order[SB_N_MODEL_CHOICES] = {SB_MODEL_AUTO, SB_MODEL_BUILTIN,
+                                                    SB_MODEL_HTDEMUCS, SB_MODEL_HTDEMUCS_FT,
+                                                    SB_MODEL_HTDEMUCS_6S};
+
+float sbui_model_step(float port_value, int dir)
+{
+	int v = port_to_int(port_value), at = 0;
+	for (int i = 0; i < SB_N_MODEL_CHOICES; i++)
+		if (model_order[i] == v)
+			at = i;
+	at = ((at + (dir > 0 ? 1 : -1)) % SB_N_MODEL_CHOICES + SB_N_MODEL_CHOICES) % SB_N_MODEL_CHOICES;
+	return (float)model_order[at];
+}
+
+const sbui_modelinfo* sbui_model_info(const sbui_model* m, float port_value)
+{
+	const int v = port_to_int(port_value);
+	if (v < 0 || v >= SB_N_MODEL_CHOICES)
+		return NULL;
+	for (int i = 0; i < m->n_models; i++)
+		if (!strcmp(m->models[i].name, sb_model_choice_names[v]))
+			return &m->models[i];
+	return NULL;
+}
+
+void sbui_model_label(const sbui_model* m, float port_value, char* out, int size)
+{
+	static const char* const fallback[SB_N_MODEL_CHOICES] = {
+		"Built-in", "HTDemucs", "HTDemucs fine-tuned", "HTDemucs 6 stems", "Auto"};
+	const int v = port_to_int(port_value);
+	const sbui_modelinfo* i = sbui_model_info(m, port_value);
+	if (v < 0 || v >= SB_N_MODEL_CHOICES)
+		snprintf(out, (size_t)size, "?");
+	else if (!i)
+		snprintf(out, (size_t)size, "%s", fallback[v]);
+	else
+		snprintf(out, (size_t)size, "%s%s", i->title, i->installed ? "" : " (not installed)");
+}
+
+bool sbui_installing(const sbui_model* m)
+{
+	const char* s = m->install_status;
+	return strstr(s, ": downloading") || strstr(s, ": checking") || strstr(s, ": converting") ||
+	       strstr(s, ": waiting to install");
+}
+
+bool sbui_model_install_offer(const sbui_model* m, char* out, int size, int64_t* bytes)
+{
+	const sbui_modelinfo* i = sbui_model_info(m, m->model_port);
+	if (!i || i->installed)
+		return false;
+	/* an install of it in progress: its status shows, no button */
+	char head[80];
+	snprintf(head, sizeof head, "%s:", i->name);
+	if (sbui_installing(m) && !strncmp(m->install_status, head, strlen(head)))
+		return false;
+	snprintf(out, (size_t)size, "%s", i->name);
+	if (bytes)
+		*bytes = i->bytes;
+	return true;
+}
+
+bool sbui_model_makes(const sbui_model* m, int stem)
+{
+	const sbui_modelinfo* i = sbui_model_info(m, m->model_port);
+	return !i || !i->stems || (i->stems & (1u << stem));
+}
+
+void sbui_set_model_list(sbui_model* m, const char* text)
+{
+	m->n_models = 0;
+	for (const char* line = text; *line && m->n_models < SBUI_MAX_MODELS;) {
+		const char* end = strchr(line, '\n');
+		const size_t len = end ? (size_t)(end - line) : strlen(line);
+		char buf[512];
+		snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf ? len : sizeof buf - 1), line);
+		char* f[5] = {0};
+		char* p = buf;
+		for (int k = 0; k < 5 && p; k++) {
+			f[k] = p;
+			p = strchr(p, '\t');
+			if (p)
+				*p++ = '\0';
+		}
+		if (f[4]) {
+			sbui_modelinfo* i = &m->models[m->n_models++];
+			memset(i, 0, sizeof *i);
+			snprintf(i->name, sizeof i->name, "%.63s", f[0]);
+			snprintf(i->title, sizeof i->title, "%.63s", f[1]);
+			for (int s = 0; s < SB_PLUGIN_STEMS; s++) {
+				const char* at = strstr(f[2], stem_keys[s]);
+				const size_t n = strlen(stem_keys[s]);
+				if (at && (at == f[2] || at[-1] == ',') && (at[n] == ',' || at[n] == '\0'))
+					i->stems |= 1u << s;
+			}
+			i->installed = f[3][0] == '1';
+			i->bytes = strtoll(f[4], NULL, 10);
+		}
+		line += len + (end ? 1 : 0);
+	}
+}
+
+void sbui_set_install_status(sbui_model* m, const char* text)
+{
+	const char* tab = strchr(text, '\t');
+	m->install_fraction = tab ? strtof(text, NULL) : 0.0f;
+	if (!(m->install_fraction >= 0.0f && m->install_fraction <= 1.0f))
+		m->install_fraction = 0.0f;
+	sbui_set_text(m->install_status, tab ? tab + 1 : text, -1);
+}
+
 void sbui_set_port(sbui_model* m, uint32_t port, float value)
 {
 	switch (port) {
 	case SB_PORT_DEVICE: m->device_port = value; break;
+	case SB_PORT_MODEL: m->model_port = value; break;
 	case SB_PORT_STATE_OUT:
 		if (port_to_int(value) == SB_STATE_RECORDING && port_to_int(m->state_port) != SB_STATE_RECORDING)
 			m->recorded_frames = 0;

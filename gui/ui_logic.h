@@ -25,6 +25,16 @@ typedef struct {
 	char driver[SBUI_TEXT];
 } sbui_device;
 
+typedef struct {
+	char name[64];            /* "htdemucs", "auto", "builtin" */
+	char title[64];           /* "HTDemucs", "Auto: HTDemucs" */
+	unsigned stems;           /* bit s: canonical stem s (vocals, drums, bass, other, guitar, piano) */
+	bool installed;
+	int64_t bytes;            /* download size, 0 none */
+} sbui_modelinfo;
+
+#define SBUI_MAX_MODELS 12
+
 typedef enum {
 	SBUI_IDLE = 0, SBUI_RECORDING, SBUI_QUEUED, SBUI_SEPARATING, SBUI_DONE, SBUI_ERROR,
 	SBUI_WRITING /* separating at 100 %: stems are being written */
@@ -47,6 +57,12 @@ typedef struct {
 	int n_stems;
 	char last_error[SBUI_TEXT];
 	char manifest[SBUI_TEXT];
+	/* models: the plugin's list, the Model control, the install in progress */
+	sbui_modelinfo models[SBUI_MAX_MODELS];
+	int n_models;
+	float model_port;          /* SB_MODEL_* */
+	char install_status[SBUI_TEXT];
+	float install_fraction;    /* 0..1 */
 } sbui_model;
 
 void sbui_model_init(sbui_model* m, double sample_rate);
@@ -74,6 +90,25 @@ sbui_stage sbui_model_stage(const sbui_model* m);
 void sbui_stage_text(const sbui_model* m, char* out, int size);
 /* 0..1 for the progress bar. */
 float sbui_progress(const sbui_model* m);
+
+/* The Model button cycles Auto, Built-in, HTDemucs, HTDemucs fine-tuned, HTDemucs 6 stems. */
+float sbui_model_step(float port_value, int dir);
+/* "Auto: HTDemucs", "Built-in", "HTDemucs", "HTDemucs 6 stems (not installed)" */
+void sbui_model_label(const sbui_model* m, float port_value, char* out, int size);
+/* The model a Model control value stands for in the plugin's list (NULL before it came). */
+const sbui_modelinfo* sbui_model_info(const sbui_model* m, float port_value);
+/* The model to offer an Install button for: the chosen one when it is not installed and no
+ * install of it runs. Its name into out; false when there is none. */
+bool sbui_model_install_offer(const sbui_model* m, char* out, int size, int64_t* bytes);
+/* Whether the chosen model makes canonical stem s (guitar and piano: six-stem models only);
+ * true while unknown. */
+bool sbui_model_makes(const sbui_model* m, int stem);
+/* An install runs (its status says what it is doing). */
+bool sbui_installing(const sbui_model* m);
+/* The plugin's modelList text (lines: name, title, stems, installed, bytes, tab-separated) and
+ * installStatus text ("fraction<TAB>words"). */
+void sbui_set_model_list(sbui_model* m, const char* text);
+void sbui_set_install_status(sbui_model* m, const char* text);
 
 /* Setters the LV2 glue calls from port_event. A state port entering "recording" restarts the
  * recording clock. sbui_clear_devices marks the list as known. */

@@ -201,6 +201,8 @@ typedef struct sb_instance {
 	int nrt_model_port;         /* the Model control value last looked at, -1 none */
 	bool nrt_model_missing;     /* the chosen model is not installed (said in lastError) */
 	unsigned nrt_models_gen;    /* the model list run() has: +1, as sb_models_generation() */
+	double nrt_models_checked;  /* when the model list was last read */
+	char nrt_models_text[SB_TEXT]; /* the list run() has */
 	unsigned nrt_install_gen;   /* the install status run() has */
 	/* takes whose model is being installed: they go to the engine when it is, or fail */
 	struct {

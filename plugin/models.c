@@ -62,9 +62,13 @@ void sb_models_resolve(int choice, const char *model_file, const sb_logger *log,
 		/* a converted model the user pointed at wins over the Demucs choices and Auto */
 		snprintf(out->run, sizeof out->run, "%s", model_file);
 	} else if (choice == SB_MODEL_AUTO) {
+		/* the engine resolves "auto" itself, so the manifest says what was asked for */
 		char name[64];
 		sb_model_auto(NULL, log, name, sizeof name);
-		snprintf(out->run, sizeof out->run, "%s", name);
+		snprintf(out->run, sizeof out->run, "auto");
+		snprintf(out->title, sizeof out->title, "%s", title_of(name));
+		out->stems = sb_model_stems(name, NULL);
+		return;
 	} else {
 		const char *name = sb_model_choice_names[choice];
 		snprintf(out->run, sizeof out->run, "%s", name);

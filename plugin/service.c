@@ -765,16 +765,23 @@ static void refill(sb_instance *self)
  * before a take needs it (a generic host UI shows the state and lastError, the log has it). */
 static void watch_models(sb_instance *self)
 {
+	/* the list again after each install here, and every two seconds for models installed
+	 * outside the plugin (the CLI, by hand); run() hears of it only when it changed */
 	const unsigned gen = sb_models_generation() + 1;
-	if (self->nrt_models_gen != gen) {
+	const double now = sb_now();
+	if (self->nrt_models_gen != gen || now - self->nrt_models_checked > 2.0) {
 		char *text = malloc(SB_TEXT);
 		if (text) {
 			sb_models_list_text(text, SB_TEXT);
-			post(self, SB_MSG_MODELS, text);
+			if (strcmp(text, self->nrt_models_text)) {
+				snprintf(self->nrt_models_text, sizeof self->nrt_models_text, "%s", text);
+				post(self, SB_MSG_MODELS, text);
+				self->nrt_model_port = -1; /* look at the choice again: installed now? */
+			}
 			free(text);
 		}
 		self->nrt_models_gen = gen;
-		self->nrt_model_port = -1; /* look at the choice again: it may be installed now */
+		self->nrt_models_checked = now;
 	}
 	char status[512];
 	float fraction = 0;
@@ -784,6 +791,7 @@ static void watch_models(sb_instance *self)
 		snprintf(text, sizeof text, "%.3f\t%s", (double)fraction, status);
 		post(self, SB_MSG_INSTALL, text);
 		self->nrt_install_gen = ig;
+		self->nrt_model_port = -1; /* a missing model being installed is no longer an error */
 	}
 	const int mp = atomic_load(&self->model_port);
 	if (mp < 0 || mp == self->nrt_model_port)
@@ -800,9 +808,13 @@ static void watch_models(sb_instance *self)
 		sb_models_install_hint(mc.missing, hint, sizeof hint);
 		snprintf(msg, sizeof msg, "%s is not installed: %s", mc.title, hint);
 		lv2_log_warning(&self->logger, "stembridge: %s\n", msg);
-		if (self->nrt_state != SB_STATE_QUEUED && self->nrt_state != SB_STATE_SEPARATING)
-			self->nrt_state = SB_STATE_ERROR;
-		post(self, SB_MSG_ERROR, msg);
+		/* a take that just failed with its reason (a failed install) keeps that message */
+		const bool other_error = self->nrt_state == SB_STATE_ERROR && !self->nrt_model_missing;
+		if (!other_error) {
+			if (self->nrt_state != SB_STATE_QUEUED && self->nrt_state != SB_STATE_SEPARATING)
+				self->nrt_state = SB_STATE_ERROR;
+			post(self, SB_MSG_ERROR, msg);
+		}
 	} else if (self->nrt_model_missing && self->nrt_state == SB_STATE_ERROR) {
 		self->nrt_state = SB_STATE_IDLE;
 		post(self, SB_MSG_STATUS, NULL);

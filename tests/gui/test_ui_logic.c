@@ -5,6 +5,7 @@
 
 #include "../../plugin/uris.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -258,8 +259,65 @@ static void test_port_events(void)
 	CHECK(!strcmp(m.manifest, "abc"), "'%s'", m.manifest);
 }
 
+/* The Model button, the model list the plugin sends, the install offer and the stems a model
+ * makes. */
+static void test_models(void)
+{
+	sbui_model m;
+	sbui_model_init(&m, 48000);
+	char buf[SBUI_TEXT];
+	/* the button's order: Auto, Built-in, HTDemucs, fine-tuned, 6 stems, and around */
+	float v = (float)SB_MODEL_AUTO;
+	const int want[] = {SB_MODEL_BUILTIN, SB_MODEL_HTDEMUCS, SB_MODEL_HTDEMUCS_FT,
+	                    SB_MODEL_HTDEMUCS_6S, SB_MODEL_AUTO};
+	for (int i = 0; i < 5; i++) {
+		v = sbui_model_step(v, +1);
+		CHECK((int)v == want[i], "step %d: %g, want %d", i, v, want[i]);
+	}
+	CHECK((int)sbui_model_step(SB_MODEL_AUTO, -1) == SB_MODEL_HTDEMUCS_6S, "back from Auto");
+	/* before the list: plain names, nothing to install, every stem allowed */
+	sbui_model_label(&m, SB_MODEL_HTDEMUCS, buf, sizeof buf);
+	CHECK(!strcmp(buf, "HTDemucs"), "label before the list: %s", buf);
+	CHECK(sbui_model_makes(&m, 4), "guitar allowed while the model is unknown");
+	sbui_set_model_list(&m, "auto\tAuto: HTDemucs\tvocals,drums,bass,other\t1\t0\n"
+	                        "builtin\tBuilt-in\tvocals,drums,bass,other\t1\t0\n"
+	                        "htdemucs\tHTDemucs\tvocals,drums,bass,other\t1\t84141911\n"
+	                        "htdemucs_ft\tHTDemucs fine-tuned\tvocals,drums,bass,other\t0\t336000000\n"
+	                        "htdemucs_6s\tHTDemucs 6 stems\tvocals,drums,bass,other,guitar,piano\t0\t55000000\n"
+	                        "broken line without fields\n");
+	CHECK(m.n_models == 5, "%d models parsed", m.n_models);
+	sbui_model_label(&m, SB_MODEL_AUTO, buf, sizeof buf);
+	CHECK(!strcmp(buf, "Auto: HTDemucs"), "Auto's label: %s", buf);
+	sbui_model_label(&m, SB_MODEL_HTDEMUCS_6S, buf, sizeof buf);
+	CHECK(!strcmp(buf, "HTDemucs 6 stems (not installed)"), "6 stems' label: %s", buf);
+	int64_t bytes = 0;
+	sbui_set_port(&m, SB_PORT_MODEL, SB_MODEL_HTDEMUCS);
+	CHECK(!sbui_model_install_offer(&m, buf, sizeof buf, &bytes), "an installed model offered");
+	CHECK(!sbui_model_makes(&m, 4) && !sbui_model_makes(&m, 5) && sbui_model_makes(&m, 3),
+	      "htdemucs makes no guitar or piano, and makes other");
+	sbui_set_port(&m, SB_PORT_MODEL, SB_MODEL_HTDEMUCS_6S);
+	CHECK(sbui_model_install_offer(&m, buf, sizeof buf, &bytes) && !strcmp(buf, "htdemucs_6s") &&
+	      bytes == 55000000, "install offer: %s, %lld bytes", buf, (long long)bytes);
+	CHECK(sbui_model_makes(&m, 4) && sbui_model_makes(&m, 5), "htdemucs_6s makes guitar and piano");
+	/* while it installs, no button: its status instead, with the fraction */
+	sbui_set_install_status(&m, "0.420\thtdemucs_6s: downloading 42% (23.1 of 55.0 MB, 11.0 MB/s, 0:02 left)");
+	CHECK(sbui_installing(&m) && fabsf(m.install_fraction - 0.42f) < 1e-6f &&
+	      !strncmp(m.install_status, "htdemucs_6s: downloading 42%", 28), "status %s %g",
+	      m.install_status, m.install_fraction);
+	CHECK(!sbui_model_install_offer(&m, buf, sizeof buf, NULL), "offered while installing");
+	/* another model installing does not hide this one's button */
+	sbui_set_install_status(&m, "0.1\thtdemucs_ft: downloading 10%");
+	CHECK(sbui_model_install_offer(&m, buf, sizeof buf, NULL), "hidden by another's install");
+	sbui_set_install_status(&m, "0\thtdemucs_6s not installed: the server answered HTTP 404");
+	CHECK(!sbui_installing(&m) && sbui_model_install_offer(&m, buf, sizeof buf, NULL),
+	      "a failed install offers the button again");
+	sbui_set_install_status(&m, "9.5\tgarbage fraction");
+	CHECK(m.install_fraction == 0.0f, "a fraction out of range: %g", m.install_fraction);
+}
+
 int main(void)
 {
+	test_models();
 	test_no_devices();
 	test_with_devices();
 	test_stage_from_ports();

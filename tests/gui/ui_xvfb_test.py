@@ -28,10 +28,12 @@ shutil.rmtree(OUT, ignore_errors=True)
 os.makedirs(OUT)
 
 # Layout of gui/stembridge_ui.c in unscaled units: the device button spans x 78..506, y 44..72
-# of a 520 x 380 window.
-BASE_W, BASE_H = 520, 380
+# of a 540 x 440 window.
+BASE_W, BASE_H = 540, 440
 DEVICE_BUTTON = (200, 58)
-PORT_RECORD, PORT_DEVICE = 2, 3
+PORT_RECORD, PORT_DEVICE, PORT_MODEL = 2, 3, 5
+# the Model button, below the device row and the two lines of a fallback with its reason
+MODEL_BUTTON = (300, 168)
 fails = []
 
 
@@ -263,6 +265,17 @@ def run_scale_1(env):
         time.sleep(0.5)
         screenshot(env, geo, "ui-scale1-fallback.png")
 
+        # the Model button steps Auto -> Built-in -> HTDemucs; HTDemucs is not installed here:
+        # the button says so and an Install button appears beside it (screenshot)
+        click(env, geo, 1.0, where=MODEL_BUTTON)
+        check(wait_write(h, PORT_MODEL) == 0.0, "the Model button steps from Auto to Built-in")
+        click(env, geo, 1.0, where=MODEL_BUTTON)
+        check(wait_write(h, PORT_MODEL) == 1.0, "and from Built-in to HTDemucs")
+        xdo(env, "mousemove", str(geo[0] + geo[2] - 5), str(geo[1] + geo[3] - 5))
+        time.sleep(1.0)
+        screenshot(env, geo, "ui-scale1-model-missing.png")
+        h.ask("set %d 4" % PORT_MODEL, r"SET")
+
         # the host makes the window larger: the UI follows, and its button grows with it
         check(h.ask("resize 760 460", r"RESIZED 760 460") is not None,
               "the UI offers ui:resize to the host")
@@ -271,7 +284,7 @@ def run_scale_1(env):
         check(geo[2:] == (760, 460), "host window %dx%d" % geo[2:])
         h.ask("set %d 0" % PORT_DEVICE, r"SET")
         time.sleep(0.3)
-        click(env, geo, 1.0, where=(700, 58))  # beyond the 520-wide layout's button
+        click(env, geo, 1.0, where=(700, 58))  # beyond the 540-wide layout's button
         check(wait_write(h, PORT_DEVICE) == 1.0, "the widened device button takes a click at x=700")
         xdo(env, "mousemove", str(geo[0] + geo[2] - 5), str(geo[1] + geo[3] - 5))
         time.sleep(0.5)

@@ -12,7 +12,10 @@ full disk (download folder and model folder) and unwritable folder each one clea
 from http_proxy; SIGTERM and SIGKILL mid-download leave nothing installed and the next run
 resumes; remove; progress as a bar on a terminal and as plain lines otherwise.
 
-usage: test_models.py STEMBRIDGE STEMBRIDGE_CONVERT      (exits 77 without torch)
+And through the plugin (tests/plugin's lilv host, `test_plugin modelinstall`): a model installed
+from the plugin's UI while a take waits for it, and a failed install failing its waiting take.
+
+usage: test_models.py STEMBRIDGE STEMBRIDGE_CONVERT [TEST_PLUGIN]   (exits 77 without torch)
 """
 import os
 import sys
@@ -50,6 +53,7 @@ import wavio  # noqa: E402
 
 CLI = os.path.abspath(sys.argv[1])
 CONVERT = os.path.abspath(sys.argv[2])
+TEST_PLUGIN = os.path.abspath(sys.argv[3]) if len(sys.argv) > 3 else None
 FIXTURES = os.path.join(HERE, "..", "fixtures", "htdemucs")
 failures = []
 
@@ -448,6 +452,21 @@ def main(tmp):
     text = seen.decode(errors="replace")
     check(os.waitstatus_to_exitcode(status) == 0 and "\r" in text and "MB/s" in text and
           "left" in text and "[#" in text, f"terminal progress bar: {text!r}")
+
+    # 10. the plugin installs a model from its UI while a take waits for it
+    if TEST_PLUGIN:
+        # paths below the server's modes: htdemucs arrives slowly, htdemucs_6s never does
+        pcat = dict(cat, base_url=url + "/")
+        slow = dict(cat["models"][0])
+        slow["files"] = [dict(f, path="slow/" + f["path"]) for f in slow["files"]]
+        broken = dict(cat["models"][2])
+        broken["files"] = [dict(f, path="alwayscut/" + f["path"]) for f in broken["files"]]
+        pcat["models"] = [slow, broken]
+        plugin_cat = os.path.join(tmp, "plugin-catalog.json")
+        json.dump(pcat, open(plugin_cat, "w"))
+        p = subprocess.run([TEST_PLUGIN, "modelinstall"], capture_output=True, text=True,
+                           env=dict(os.environ, STEMBRIDGE_CATALOG=plugin_cat), timeout=300)
+        check(p.returncode == 0, f"the plugin's install: {p.returncode}\n{p.stderr[-3000:]}")
     srv.shutdown()
 
 

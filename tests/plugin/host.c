@@ -187,12 +187,16 @@ static host_plugin *host_new_full(bool stereo, uint32_t block, host_path_mode mo
 		lilv_instance_connect_port(h->inst, SB_PORT_AUDIO_IN_1, h->in[0]);
 		lilv_instance_connect_port(h->inst, SB_PORT_AUDIO_IN_1 + 1, h->out[0]);
 		lilv_instance_connect_port(h->inst, SB_PORT_FREEWHEEL_MONO, &h->freewheel);
+		for (uint32_t p = SB_PORT_STEM_GUITAR_MONO; p <= SB_PORT_STEM_PIANO_MONO; p++)
+			lilv_instance_connect_port(h->inst, p, &h->ctl[p]);
 	} else {
 		lilv_instance_connect_port(h->inst, SB_PORT_AUDIO_IN_1, h->in[0]);
 		lilv_instance_connect_port(h->inst, SB_PORT_AUDIO_IN_1 + 1, h->in[1]);
 		lilv_instance_connect_port(h->inst, SB_PORT_AUDIO_OUT_1_STEREO, h->out[0]);
 		lilv_instance_connect_port(h->inst, SB_PORT_AUDIO_OUT_2_STEREO, h->out[1]);
 		lilv_instance_connect_port(h->inst, SB_PORT_FREEWHEEL_STEREO, &h->freewheel);
+		for (uint32_t p = SB_PORT_STEM_GUITAR_STEREO; p <= SB_PORT_STEM_PIANO_STEREO; p++)
+			lilv_instance_connect_port(h->inst, p, &h->ctl[p]);
 	}
 	LV2_Atom_Sequence *seq = (LV2_Atom_Sequence *)h->control_buf;
 	seq->atom.type = host_map(LV2_ATOM__Sequence);
@@ -342,6 +346,10 @@ static void read_notify(host_plugin *h)
 		}
 		if (key == host_map(SB__modelFile) && value->type == host_map(LV2_ATOM__Path))
 			snprintf(h->model_file, sizeof h->model_file, "%s", text);
+		if (key == host_map(SB__modelList) && value->type == host_map(LV2_ATOM__String))
+			snprintf(h->model_list, sizeof h->model_list, "%s", text);
+		if (key == host_map(SB__installStatus) && value->type == host_map(LV2_ATOM__String))
+			snprintf(h->install_status, sizeof h->install_status, "%s", text);
 		if (key != host_map(SB__manifest) && key != host_map(SB__outputDir) &&
 		    key != host_map(SB__modelFile) && key != host_map(SB__trackName) &&
 		    key != host_map(SB__maxMinutes))

@@ -31,6 +31,8 @@ typedef struct {
 	char device_in_use[1024];
 	char last_error[1024];
 	char model_file[4096];   /* the modelFile property as last announced */
+	char model_list[4096];   /* the modelList property as last announced */
+	char install_status[1024]; /* the installStatus property as last announced */
 	int64_t timeline_start;
 	char scratch[1024];      /* makePath root */
 	host_path_mode path_mode;

@@ -12,6 +12,13 @@
  *   presets                                 each preset of the presets bundle loads
  *   close                                   removing the plugin while its job runs
  *   rt                                      no allocation/lock/wait/file I/O inside run()
+ *   auto                                    Auto runs the best installed model; a missing
+ *                                           model is said before and at the take; six stems,
+ *                                           guitar audition; guitar ignored for 4-stem models
+ *   modelinstall                            a model installed from the UI (patch:Set
+ *                                           installModel) while a take waits for it; a failed
+ *                                           install fails its waiting take (run by
+ *                                           tests/models/test_models.py, which serves the files)
  */
 #include "host.h"
 
@@ -42,7 +49,7 @@ static int failures;
 		}                                                              \
 	} while (0)
 
-static const char *const stems[4] = {"vocals", "drums", "bass", "other"};
+static const char *const stems[6] = {"vocals", "drums", "bass", "other", "guitar", "piano"};
 #define ATOM_PATH "http://lv2plug.in/ns/ext/atom#Path"
 #define ATOM_STRING "http://lv2plug.in/ns/ext/atom#String"
 #define ATOM_FLOAT "http://lv2plug.in/ns/ext/atom#Float"
@@ -1054,7 +1061,7 @@ static int count_exact_stems(host_plugin *h, const recording *rec)
 	if (!strrchr(dir, '/'))
 		return 0;
 	*strrchr(dir, '/') = '\0';
-	int found[4] = {0}, n = 0;
+	int found[6] = {0}, n = 0;
 	DIR *d = opendir(dir);
 	struct dirent *e;
 	while (d && (e = readdir(d))) {
@@ -1069,7 +1076,7 @@ static int count_exact_stems(host_plugin *h, const recording *rec)
 		CHECK(f && info.frames == rec->frames && info.channels == rec->channels,
 		      "%s: %lld frames x %d, the take is %lld x %d", path, (long long)info.frames,
 		      info.channels, (long long)rec->frames, rec->channels);
-		for (int k = 0; k < 4 && f; k++)
+		for (int k = 0; k < 6 && f; k++)
 			if (strstr(e->d_name, stems[k]) && info.frames == rec->frames &&
 			    info.channels == rec->channels && !found[k]++)
 				n++;
@@ -1278,6 +1285,241 @@ static int test_model_file_damaged(void)
 	return failures;
 }
 
+
+/* The "requested" field of a manifest's "model" object, as manifest_model_name reads "name". */
+static void manifest_model_requested(const char *manifest, char *out, size_t len)
+{
+	out[0] = '\0';
+	char *m = slurp(manifest);
+	const char *p = m ? strstr(m, "\"requested\"") : NULL;
+	if (p) {
+		p += 11 + strspn(p + 11, " \t\r\n:");
+		if (*p == '"')
+			snprintf(out, len, "%.*s", (int)strcspn(p + 1, "\""), p + 1);
+	}
+	free(m);
+}
+
+static int copy_file(const char *from, const char *to)
+{
+	char cmd[9000];
+	snprintf(cmd, sizeof cmd, "mkdir -p \"$(dirname '%s')\" && cp '%s' '%s'", to, from, to);
+	return system(cmd) == 0;
+}
+
+/* Runs idle blocks until the plugin has announced what 'done' looks for, or the time is up. */
+static int wait_for(host_plugin *h, double seconds, int (*done)(host_plugin *h, const void *arg),
+                    const void *arg)
+{
+	for (double end = host_now() + seconds; host_now() < end;) {
+		host_run(h);
+		if (done(h, arg))
+			return 1;
+		host_sleep_ms(2);
+	}
+	return done(h, arg);
+}
+
+static int error_has(host_plugin *h, const void *arg)
+{
+	return strstr(h->last_error, arg) != NULL;
+}
+
+static int list_has(host_plugin *h, const void *arg)
+{
+	return strstr(h->model_list, arg) != NULL;
+}
+
+static int status_has(host_plugin *h, const void *arg)
+{
+	return strstr(h->install_status, arg) != NULL;
+}
+
+/* Auto, the default, runs the best installed model (the built-in one when none is); a Demucs
+ * choice that is not installed is said (log, lastError, state) when it is chosen and fails its
+ * take with the command that installs it; htdemucs_6s gives six stems, which audition plays;
+ * the guitar and piano toggles are ignored for a four-stem model. The models are the compact
+ * golden ones of the repository, installed under the names of the released models. */
+static int test_auto(void)
+{
+	const char *fix = getenv("SB_FIXTURES_DIR");
+	char dir[1200], data[1300], models[1400], outdir[1300], src[1400], dst[1500], name[256];
+	make_tmp("auto", dir, sizeof dir);
+	snprintf(data, sizeof data, "%s/data", dir);
+	snprintf(models, sizeof models, "%s/stembridge/models", data);
+	snprintf(outdir, sizeof outdir, "%s/out", dir);
+	setenv("XDG_DATA_HOME", data, 1); /* this process's own model folder, empty for now */
+	if (!fix) {
+		fprintf(stderr, "auto: SB_FIXTURES_DIR is not set\n");
+		return 1;
+	}
+	host_plugin *h = host_new(true, 1024, HOST_PATH_NONE, NULL);
+	CHECK(h != NULL, "instantiate");
+	if (!h)
+		return 1;
+	host_set_text(h, SB__outputDir, ATOM_PATH, outdir);
+	h->ctl[SB_PORT_DEVICE] = SB_DEVICE_CPU;
+	CHECK((int)h->ctl[SB_PORT_MODEL] == SB_MODEL_AUTO, "the Model control's default is %g, not Auto",
+	      h->ctl[SB_PORT_MODEL]);
+	CHECK(wait_for(h, 10, list_has, "auto\tAuto: Built-in"), "model list: %s", h->model_list);
+	CHECK(strstr(h->model_list, "htdemucs\tHTDemucs\tvocals,drums,bass,other\t0") &&
+	      strstr(h->model_list, "htdemucs_6s\tHTDemucs 6 stems\tvocals,drums,bass,other,guitar,"
+	                            "piano\t0"), "model list: %s", h->model_list);
+	recording rec = {0};
+	CHECK(record_take(h, 48000, 47, 1, &rec), "Auto with nothing installed: %s", h->last_error);
+	manifest_model_name(h->manifest, name, sizeof name);
+	CHECK(!strcmp(name, "builtin"), "Auto with nothing installed ran '%s'", name);
+	manifest_model_requested(h->manifest, name, sizeof name);
+	CHECK(!strcmp(name, "auto"), "the manifest's requested model is '%s'", name);
+
+	/* a model the control names but that is not installed: said at once, and at the take */
+	h->ctl[SB_PORT_MODEL] = SB_MODEL_HTDEMUCS_6S;
+	CHECK(wait_for(h, 10, error_has, "stembridge models install htdemucs_6s"),
+	      "choosing a missing model: lastError '%s'", h->last_error);
+	CHECK(strstr(h->last_error, "HTDemucs 6 stems is not installed") &&
+	      (int)h->ctl[SB_PORT_STATE_OUT] == SB_STATE_ERROR, "state %g, lastError '%s'",
+	      h->ctl[SB_PORT_STATE_OUT], h->last_error);
+	const uint32_t jobs = (uint32_t)h->ctl[SB_PORT_JOBS_DONE_OUT];
+	h->last_error[0] = '\0';
+	h->ctl[SB_PORT_RECORD] = 1.0f;
+	host_transport(h, 20 * 48000, 1.0f);
+	roll(h, 20, 2, NULL, 8);
+	h->ctl[SB_PORT_RECORD] = 0.0f;
+	host_transport(h, h->pos, 0.0f);
+	CHECK(wait_for(h, 10, error_has, "was not separated"), "a take with a missing model: '%s'",
+	      h->last_error);
+	CHECK((uint32_t)h->ctl[SB_PORT_JOBS_DONE_OUT] == jobs, "a take ran without its model");
+
+	/* installed: Auto takes htdemucs, the 6-stem choice gives six stems */
+	snprintf(src, sizeof src, "%s/htdemucs-mini.safetensors", fix);
+	snprintf(dst, sizeof dst, "%s/htdemucs.safetensors", models);
+	CHECK(copy_file(src, dst), "cannot install %s", dst);
+	snprintf(src, sizeof src, "%s/htdemucs_6s-mini.safetensors", fix);
+	snprintf(dst, sizeof dst, "%s/htdemucs_6s.safetensors", models);
+	CHECK(copy_file(src, dst), "cannot install %s", dst);
+	h->ctl[SB_PORT_MODEL] = SB_MODEL_AUTO;
+	host_get(h); /* a UI opening again: the list is asked for */
+	CHECK(wait_for(h, 10, list_has, "auto\tAuto: HTDemucs\t"), "model list: %s", h->model_list);
+	CHECK(record_take(h, 30 * 48000, 47, 3, &rec), "Auto with htdemucs installed: %s",
+	      h->last_error);
+	manifest_model_name(h->manifest, name, sizeof name);
+	CHECK(!strcmp(name, "htdemucs"), "Auto with htdemucs installed ran '%s'", name);
+	/* guitar and piano on, a four-stem model: four stems, no failure */
+	CHECK(count_exact_stems(h, &rec) == 4, "four stems from htdemucs with guitar on");
+
+	h->ctl[SB_PORT_MODEL] = SB_MODEL_HTDEMUCS_6S;
+	const int64_t start6 = 40 * 48000;
+	CHECK(record_take(h, start6, 47, 4, &rec), "htdemucs_6s: %s", h->last_error);
+	CHECK(count_exact_stems(h, &rec) == 6, "six stems of the take's length beside %s", h->manifest);
+	CHECK(h->n_stems == 6, "the stems message listed %d files", h->n_stems);
+	/* audition plays the guitar stem in place of the input inside the take */
+	char guitar[4096] = "";
+	for (int k = 0; k < h->n_stems; k++)
+		if (strstr(h->stems[k], "guitar"))
+			snprintf(guitar, sizeof guitar, "%s", h->stems[k]);
+	SF_INFO info;
+	memset(&info, 0, sizeof info);
+	SNDFILE *f = guitar[0] ? sf_open(guitar, SFM_READ, &info) : NULL;
+	CHECK(f != NULL, "no guitar stem to audition");
+	if (f) {
+		const int64_t at = 10 * 1024;
+		float want[2 * 1024];
+		sf_seek(f, at, SEEK_SET);
+		sf_readf_float(f, want, 1024);
+		sf_close(f);
+		h->ctl[SB_PORT_AUDITION] = 9; /* Guitar */
+		host_transport(h, start6 + at, 1.0f);
+		roll(h, 1, 5, NULL, 0);
+		double worst = 0;
+		for (int i = 0; i < 1024; i++)
+			for (int c = 0; c < 2; c++)
+				worst = fmax(worst, fabs(h->out[c][i] - want[i * 2 + c]));
+		CHECK(worst < 1e-6, "audition of the guitar stem is off by %g", worst);
+		host_transport(h, h->pos, 0.0f);
+		h->ctl[SB_PORT_AUDITION] = 0;
+	}
+	free(rec.data);
+	host_free(h);
+	return failures;
+}
+
+/* From the plugin's UI: a model chosen that is not installed is installed with patch:Set
+ * installModel; a take recorded meanwhile waits for it and then runs with it; an install that
+ * fails fails the take that waited, with the reason. The catalogue and the files come from
+ * tests/models/test_models.py (STEMBRIDGE_CATALOG, a loopback server). */
+static int test_model_install(void)
+{
+	char dir[1200], data[1300], cache[1300], outdir[1300], name[256];
+	if (!getenv("STEMBRIDGE_CATALOG")) {
+		fprintf(stderr, "modelinstall: run by tests/models/test_models.py (no STEMBRIDGE_CATALOG)\n");
+		return 1;
+	}
+	make_tmp("model-install", dir, sizeof dir);
+	snprintf(data, sizeof data, "%s/data", dir);
+	snprintf(cache, sizeof cache, "%s/cache", dir);
+	snprintf(outdir, sizeof outdir, "%s/out", dir);
+	setenv("XDG_DATA_HOME", data, 1);
+	setenv("XDG_CACHE_HOME", cache, 1);
+	host_plugin *h = host_new(true, 1024, HOST_PATH_NONE, NULL);
+	CHECK(h != NULL, "instantiate");
+	if (!h)
+		return 1;
+	host_set_text(h, SB__outputDir, ATOM_PATH, outdir);
+	h->ctl[SB_PORT_DEVICE] = SB_DEVICE_CPU;
+	h->ctl[SB_PORT_MODEL] = SB_MODEL_HTDEMUCS;
+	CHECK(wait_for(h, 10, error_has, "HTDemucs is not installed"), "lastError '%s'", h->last_error);
+
+	host_set_text(h, SB__installModel, ATOM_STRING, "htdemucs");
+	CHECK(wait_for(h, 30, status_has, "htdemucs: downloading"), "install status '%s'",
+	      h->install_status);
+	/* the model being installed, its choice is no error any more */
+	for (double end = host_now() + 10;
+	     host_now() < end && (int)h->ctl[SB_PORT_STATE_OUT] == SB_STATE_ERROR;) {
+		host_sleep_ms(2);
+		host_run(h);
+	}
+	CHECK((int)h->ctl[SB_PORT_STATE_OUT] != SB_STATE_ERROR, "state Error while installing");
+	/* a take recorded while the model installs waits for it */
+	const uint32_t jobs = (uint32_t)h->ctl[SB_PORT_JOBS_DONE_OUT];
+	recording rec = {0};
+	rec.channels = 2;
+	h->ctl[SB_PORT_RECORD] = 1.0f;
+	host_transport(h, 48000, 1.0f);
+	roll(h, 47, 6, &rec, 8);
+	h->ctl[SB_PORT_RECORD] = 0.0f;
+	host_transport(h, h->pos, 0.0f);
+	CHECK(host_wait_jobs(h, (int)jobs + 1, 120), "the take that waited did not run: status '%s', "
+	      "error '%s'", h->install_status, h->last_error);
+	CHECK(strstr(h->install_status, "htdemucs installed"), "install status '%s'", h->install_status);
+	manifest_model_name(h->manifest, name, sizeof name);
+	CHECK(!strcmp(name, "htdemucs"), "the waiting take ran '%s'", name);
+	CHECK(count_exact_stems(h, &rec) == 4, "four stems of the take's length");
+	CHECK(wait_for(h, 10, list_has, "htdemucs\tHTDemucs\tvocals,drums,bass,other\t1"),
+	      "model list after the install: %s", h->model_list);
+
+	/* an install that fails (its connection always breaks: three tries): the take that waited
+	 * for it fails with the reason */
+	h->ctl[SB_PORT_MODEL] = SB_MODEL_HTDEMUCS_6S;
+	host_set_text(h, SB__installModel, ATOM_STRING, "htdemucs_6s");
+	CHECK(wait_for(h, 10, status_has, "htdemucs_6s: downloading"), "install status '%s'",
+	      h->install_status);
+	h->last_error[0] = '\0';
+	h->ctl[SB_PORT_RECORD] = 1.0f;
+	host_transport(h, 20 * 48000, 1.0f);
+	roll(h, 20, 7, NULL, 8);
+	h->ctl[SB_PORT_RECORD] = 0.0f;
+	host_transport(h, h->pos, 0.0f);
+	CHECK(wait_for(h, 60, error_has, "was not separated"), "the failed install's take: '%s'",
+	      h->last_error);
+	CHECK(wait_for(h, 10, status_has, "htdemucs_6s not installed"), "install status '%s'",
+	      h->install_status);
+	CHECK(strstr(h->last_error, "connection broke") && strstr(h->install_status, "not installed"),
+	      "the reason: error '%s', status '%s'", h->last_error, h->install_status);
+	free(rec.data);
+	host_free(h);
+	return failures;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -1314,6 +1556,10 @@ int main(int argc, char **argv)
 		r = test_close_running();
 	} else if (!strcmp(argv[1], "rt")) {
 		r = test_rt();
+	} else if (!strcmp(argv[1], "auto")) {
+		r = test_auto();
+	} else if (!strcmp(argv[1], "modelinstall")) {
+		r = test_model_install();
 	} else {
 		fprintf(stderr, "unknown test %s\n", argv[1]);
 		r = 2;

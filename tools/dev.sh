@@ -11,7 +11,7 @@ mode=${1:-demo}
 
 build_pkgs="build-essential meson ninja-build pkg-config libsndfile1-dev libfftw3-dev
   ocl-icd-opencl-dev opencl-headers ocl-icd-libopencl1 libjansson-dev libsamplerate0-dev lv2-dev
-  zlib1g-dev
+  zlib1g-dev libcurl4-openssl-dev libssl-dev
   libopenblas-dev libclblast-dev libcairo2-dev libx11-dev liblilv-dev lilv-utils
   pocl-opencl-icd clinfo sox python3"
 # ardour: the headless and GUI host tests; python3-torch: checkpoints for the converter's test;
@@ -42,8 +42,12 @@ demo)
 	mkdir -p demo
 	tools/make_demo_clip.sh demo/clip.wav
 	build/tools/cli/stembridge devices
-	build/tools/cli/stembridge separate demo/clip.wav -o demo/stems --device auto --overwrite
+	build/tools/cli/stembridge separate demo/clip.wav -o demo/stems --device auto --model builtin \
+		--overwrite
 	echo "Stems and manifest: $(pwd)/demo/stems/clip/"
+	echo "For Demucs quality (about 9 dB SDR where the built-in model gives a few):"
+	echo "  build/tools/cli/stembridge models install htdemucs   # 84 MB, checked and converted"
+	echo "  build/tools/cli/stembridge separate demo/clip.wav -o demo/stems-htdemucs  # auto: htdemucs"
 	;;
 test)
 	# shellcheck disable=SC2086

@@ -14,7 +14,8 @@ sed -i 's|<Protocol name="Open Sound Control (OSC)" active="0"/>|<Protocol name=
 mkdir -p take
 START=48000
 printf 'timeline_start %s\n' "$START" > take/Guitar-take1-stems.txt
-for s in vocals drums bass other; do
+# six stems, as htdemucs_6s writes them: the importer makes one track per stem
+for s in vocals drums bass other guitar piano; do
 	sox -n -r 48000 -c 2 -b 24 "take/Guitar-take1-$s.wav" synth 2 sine 330 vol 0.2
 	printf '%s\n' "$W/take/Guitar-take1-$s.wav" >> take/Guitar-take1-stems.txt
 done

@@ -11,7 +11,7 @@ local src_order = src:presentation_info_ptr():order()
 for r in src:to_track():playlist():region_list():iter() do
 	if not r:muted() then fail("source region not muted") end
 end
-for _, stem in ipairs({ "vocals", "drums", "bass", "other" }) do
+for _, stem in ipairs({ "vocals", "drums", "bass", "other", "guitar", "piano" }) do
 	local r = Session:route_by_name("Guitar - " .. stem)
 	if not r or r:isnil() then
 		fail("no track Guitar - " .. stem)

@@ -3,8 +3,10 @@
  *
  * It talks to the plugin only through ports and atoms (the URIs in plugin/uris.h): control
  * ports it writes with write_function, a patch:Get it sends on the control port when it opens,
- * and the patch:Set messages the plugin sends on its notify port (deviceList, deviceInUse,
- * stems, manifest, recordedFrames, lastError). Every call here runs on the host's UI thread;
+ * and the messages the plugin sends on its notify port: patch:Set for writable properties,
+ * patch:Put for read-only ones (deviceList, deviceInUse, stems, manifest, recordedFrames,
+ * lastError). Its size is its window's (XSizeHints; the host embeds it through suil), not the
+ * deprecated ui:resize. Every call here runs on the host's UI thread;
  * idle() only drains pending X events (XPending never blocks) and redraws, so the host's thread
  * is never held.
  */
@@ -35,7 +37,8 @@
 
 typedef struct {
 	LV2_URID atom_eventTransfer, atom_Object, atom_Tuple, atom_String, atom_Path, atom_Long,
-	    atom_Int, atom_Float, atom_URID, patch_Set, patch_Get, patch_property, patch_value, device_list,
+	    atom_Int, atom_Float, atom_URID, patch_Set, patch_Get, patch_Put, patch_body, patch_property,
+	    patch_value, device_list,
 	    device_in_use, stems, last_error, manifest, recorded_frames, dev_key, dev_name,
 	    dev_platform, dev_type, dev_memory, dev_units, dev_driver, model_list, install_model,
 	    install_status;
@@ -53,7 +56,6 @@ typedef struct {
 	LV2UI_Write_Function write;
 	LV2UI_Controller controller;
 	LV2_URID_Map* map;
-	LV2UI_Resize* resize;
 	ui_uris u;
 	LV2_Atom_Forge forge;
 
@@ -91,6 +93,8 @@ static void map_uris(ui_uris* u, LV2_URID_Map* map)
 	M(atom_URID, LV2_ATOM__URID);
 	M(patch_Set, LV2_PATCH__Set);
 	M(patch_Get, LV2_PATCH__Get);
+	M(patch_Put, LV2_PATCH__Put);
+	M(patch_body, LV2_PATCH__body);
 	M(patch_property, LV2_PATCH__property);
 	M(patch_value, LV2_PATCH__value);
 	M(device_list, SB__deviceList);
@@ -139,7 +143,7 @@ static void send_install(sb_ui* ui, const char* name)
 	          ui->u.atom_eventTransfer, msg);
 }
 
-/* Asks the plugin for every property (answered with patch:Set messages on notify). */
+/* Asks the plugin for every property (answered with patch:Set and patch:Put messages on notify). */
 static void send_get(sb_ui* ui)
 {
 	uint8_t buf[128];
@@ -196,14 +200,11 @@ static void read_device(sb_ui* ui, const LV2_Atom_Object* obj)
 	sbui_add_device(&ui->model, &d);
 }
 
-static void on_patch_set(sb_ui* ui, const LV2_Atom_Object* obj)
+/* One property the plugin announced: a patch:Set's (writable properties) or one key of a
+ * patch:Put's body (read-only ones). */
+static void on_property(sb_ui* ui, LV2_URID key, const LV2_Atom* value)
 {
 	const ui_uris* u = &ui->u;
-	const LV2_Atom *prop = NULL, *value = NULL;
-	lv2_atom_object_get(obj, u->patch_property, &prop, u->patch_value, &value, 0);
-	if (!prop || prop->type != u->atom_URID || !value)
-		return;
-	LV2_URID key = ((const LV2_Atom_URID*)prop)->body;
 	sbui_model* m = &ui->model;
 	if (key == u->device_list && value->type == u->atom_Tuple) {
 		sbui_clear_devices(m);
@@ -238,6 +239,23 @@ static void on_patch_set(sb_ui* ui, const LV2_Atom_Object* obj)
 		sbui_set_install_status(m, text);
 	}
 	ui->dirty = true;
+}
+
+static void on_patch(sb_ui* ui, const LV2_Atom_Object* obj)
+{
+	const ui_uris* u = &ui->u;
+	if (obj->body.otype == u->patch_Set) {
+		const LV2_Atom *prop = NULL, *value = NULL;
+		lv2_atom_object_get(obj, u->patch_property, &prop, u->patch_value, &value, 0);
+		if (prop && prop->type == u->atom_URID && value)
+			on_property(ui, ((const LV2_Atom_URID*)prop)->body, value);
+	} else if (obj->body.otype == u->patch_Put) {
+		const LV2_Atom* body = NULL;
+		lv2_atom_object_get(obj, u->patch_body, &body, 0);
+		if (body && body->type == u->atom_Object)
+			LV2_ATOM_OBJECT_FOREACH ((const LV2_Atom_Object*)body, p)
+				on_property(ui, p->key, &p->value);
+	}
 }
 
 /* ---- drawing ---- */
@@ -302,6 +320,39 @@ static void text_fit(cairo_t* cr, double x, double y, double w, const char* s, d
                      unsigned rgb)
 {
 	text_fit_end(cr, x, y, w, s, size, rgb, true);
+}
+
+/* Splits a sentence into at most max_lines lines of width w at spaces (the last one ends in an
+ * ellipsis when the rest does not fit). Returns the number of lines. */
+#define WRAP_MAX 3
+static int text_wrap(cairo_t* cr, double w, const char* s, double size,
+                     char lines[WRAP_MAX][SBUI_TEXT * 2 + 8])
+{
+	cairo_set_font_size(cr, size);
+	int n = 0;
+	while (*s && n < WRAP_MAX) {
+		while (*s == ' ')
+			s++;
+		size_t len = strlen(s), fit = 0;
+		for (size_t i = 0; i <= len && i < SBUI_TEXT * 2; i++) {
+			if (s[i] != ' ' && s[i] != '\0')
+				continue;
+			char buf[SBUI_TEXT * 2 + 8];
+			snprintf(buf, sizeof buf, "%.*s", (int)i, s);
+			cairo_text_extents_t ext;
+			cairo_text_extents(cr, buf, &ext);
+			if (ext.x_advance > w && fit)
+				break;
+			fit = i;
+			if (ext.x_advance > w)
+				break;
+		}
+		if (!fit || n == WRAP_MAX - 1)
+			fit = len; /* one long word, or the last line: text_fit_end cuts it */
+		snprintf(lines[n++], SBUI_TEXT * 2 + 8, "%.*s", (int)fit, s);
+		s += fit;
+	}
+	return n;
 }
 
 /* A button; 'on' fills it with on_rgb (blue for a chosen stem, red for record armed). */
@@ -494,16 +545,25 @@ static void draw(sb_ui* ui)
 		text_at(cr, x, y + 12, "Stems: none yet", 12, 0xb0b6bf);
 	}
 	y += 18;
-	for (int i = 0; i < m->n_stems && y + 14 < lh - 24; i++, y += 16) {
+	/* the last error (a silent take's says why) wraps over up to three lines at the bottom */
+	char err[WRAP_MAX][SBUI_TEXT * 2 + 8];
+	int n_err = 0;
+	if (m->last_error[0]) {
+		char full[SBUI_TEXT + 16];
+		snprintf(full, sizeof full, "%s%s", sbui_model_stage(m) == SBUI_SILENT ? "" : "Last error: ",
+		         m->last_error);
+		n_err = text_wrap(cr, w, full, 12, err);
+	}
+	for (int i = 0; i < m->n_stems && y + 14 < lh - 24 - 16 * (n_err > 1 ? n_err - 1 : 0);
+	     i++, y += 16) {
 		const char* base = strrchr(m->stems[i], '/');
 		text_fit(cr, x + 8, y + 12, w - 8, base ? base + 1 : m->stems[i], 11.5, 0xd8dce2);
 	}
 
 	/* last error, pinned to the bottom */
-	if (m->last_error[0]) {
-		snprintf(buf, sizeof buf, "Last error: %s", m->last_error);
-		text_fit_end(cr, x, lh - 10, w, buf, 12, 0xff7070, false);
-	}
+	for (int i = 0; i < n_err; i++)
+		text_fit_end(cr, x, lh - 10 - 16 * (n_err - 1 - i), w, err[i], 12,
+		             sbui_model_stage(m) == SBUI_SILENT ? 0xe0b050 : 0xff7070, false);
 
 	if (ui->hover == HIT_DEVICE)
 		draw_tooltip(ui);
@@ -630,7 +690,6 @@ static LV2UI_Handle instantiate(const LV2UI_Descriptor* desc, const char* plugin
 	for (int i = 0; features && features[i]; i++) {
 		if (!strcmp(features[i]->URI, LV2_URID__map)) ui->map = features[i]->data;
 		else if (!strcmp(features[i]->URI, LV2_UI__parent)) parent = (Window)(uintptr_t)features[i]->data;
-		else if (!strcmp(features[i]->URI, LV2_UI__resize)) ui->resize = features[i]->data;
 		else if (!strcmp(features[i]->URI, LV2_OPTIONS__options)) options = features[i]->data;
 	}
 	if (!ui->map) {
@@ -686,8 +745,6 @@ static LV2UI_Handle instantiate(const LV2UI_Descriptor* desc, const char* plugin
 	ui->surface = cairo_xlib_surface_create(ui->dpy, ui->win, DefaultVisual(ui->dpy, screen),
 	                                        ui->width, ui->height);
 	ui->cr = cairo_create(ui->surface);
-	if (ui->resize)
-		ui->resize->ui_resize(ui->resize->handle, ui->width, ui->height);
 	XFlush(ui->dpy);
 	*widget = (LV2UI_Widget)(uintptr_t)ui->win;
 	ui->dirty = true;
@@ -718,8 +775,7 @@ static void port_event(LV2UI_Handle handle, uint32_t port, uint32_t size, uint32
 		const LV2_Atom* a = buffer;
 		if (a->type == ui->u.atom_Object && lv2_atom_total_size(a) <= size) {
 			const LV2_Atom_Object* obj = buffer;
-			if (obj->body.otype == ui->u.patch_Set)
-				on_patch_set(ui, obj);
+			on_patch(ui, obj);
 		}
 	}
 }
@@ -735,20 +791,10 @@ static int ui_idle(LV2UI_Handle handle)
 	return 0;
 }
 
-static int ui_resize(LV2UI_Feature_Handle handle, int w, int h)
-{
-	sb_ui* ui = handle;
-	XResizeWindow(ui->dpy, ui->win, (unsigned)w, (unsigned)h);
-	resize_surface(ui, w, h);
-	return 0;
-}
-
 static const void* extension_data(const char* uri)
 {
 	static const LV2UI_Idle_Interface idle = {ui_idle};
-	static const LV2UI_Resize resize = {NULL, ui_resize};
 	if (!strcmp(uri, LV2_UI__idleInterface)) return &idle;
-	if (!strcmp(uri, LV2_UI__resize)) return &resize;
 	return NULL;
 }
 

@@ -136,6 +136,7 @@ sbui_stage sbui_model_stage(const sbui_model* m)
 	case SB_STATE_SEPARATING: return m->progress_port >= 0.999f ? SBUI_WRITING : SBUI_SEPARATING;
 	case SB_STATE_DONE: return SBUI_DONE;
 	case SB_STATE_ERROR: return SBUI_ERROR;
+	case SB_STATE_SILENT: return SBUI_SILENT;
 	default: return SBUI_IDLE;
 	}
 }
@@ -157,6 +158,7 @@ void sbui_stage_text(const sbui_model* m, char* out, int size)
 	case SBUI_ERROR:
 		snprintf(out, (size_t)size, "Error%s%s", m->last_error[0] ? ": " : "", m->last_error);
 		break;
+	case SBUI_SILENT: snprintf(out, (size_t)size, "Silent take: not separated"); break;
 	default: snprintf(out, (size_t)size, "Idle"); break;
 	}
 }

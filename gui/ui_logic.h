@@ -37,7 +37,8 @@ typedef struct {
 
 typedef enum {
 	SBUI_IDLE = 0, SBUI_RECORDING, SBUI_QUEUED, SBUI_SEPARATING, SBUI_DONE, SBUI_ERROR,
-	SBUI_WRITING /* separating at 100 %: stems are being written */
+	SBUI_WRITING, /* separating at 100 %: stems are being written */
+	SBUI_SILENT   /* the last take was silent and not separated (the plugin says why) */
 } sbui_stage;
 
 typedef struct {
@@ -86,7 +87,8 @@ void sbui_in_use_label(const sbui_model* m, char* out, int size, bool* warn);
 void sbui_in_use_parts(const sbui_model* m, char* device, char* reason, int size, bool* warn);
 
 sbui_stage sbui_model_stage(const sbui_model* m);
-/* "Idle", "Recording 0:12", "Queued", "Separating 42 %", "Writing stems", "Done", "Error: …" */
+/* "Idle", "Recording 0:12", "Queued", "Separating 42 %", "Writing stems", "Done", "Error: …",
+ * "Silent take: not separated" */
 void sbui_stage_text(const sbui_model* m, char* out, int size);
 /* 0..1 for the progress bar. */
 float sbui_progress(const sbui_model* m);

@@ -20,6 +20,7 @@
 #include <lv2/log/logger.h>
 #include <lv2/state/state.h>
 #include <lv2/urid/urid.h>
+#include <lv2/worker/worker.h>
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -44,6 +45,7 @@ typedef struct {
 	int64_t frames;
 	int64_t timeline_start;
 	int64_t lost;           /* frames dropped because the block pool ran dry (never expected) */
+	float peak;             /* the largest |sample| recorded: a silent take is not separated */
 	int device_port, mode, model;
 	unsigned stems;
 	uint32_t serial;
@@ -62,7 +64,8 @@ typedef enum {
 	SB_MSG_DEVICE_IN_USE,   /* text: the device's label, the fallback reason when there is one */
 	SB_MSG_ERROR,           /* text: the error in words */
 	SB_MSG_MODELS,          /* text: the model list (SB__modelList's lines) */
-	SB_MSG_INSTALL          /* text: the install's status; progress: its fraction */
+	SB_MSG_INSTALL,         /* text: the install's status; progress: its fraction */
+	SB_MSG_SILENT           /* text: why the take was not separated (SB_STATE_SILENT) */
 } sb_msg_kind;
 typedef struct {
 	sb_msg_kind kind;
@@ -94,12 +97,13 @@ typedef struct {
 	LV2_URID atom_Blank, atom_Object, atom_Path, atom_String, atom_Float, atom_Long, atom_Int,
 		atom_Double, atom_Bool, atom_URID, atom_Sequence, atom_Tuple, atom_eventTransfer;
 	LV2_URID time_Position, time_frame, time_speed;
-	LV2_URID patch_Set, patch_Get, patch_property, patch_value, patch_subject;
+	LV2_URID patch_Set, patch_Get, patch_Put, patch_body, patch_property, patch_value,
+		patch_subject;
 	LV2_URID sb_outputDir, sb_modelFile, sb_manifest, sb_deviceKey, sb_deviceName,
 		sb_deviceInUse, sb_lastError, sb_recordedFrames, sb_timelineStart, sb_maxMinutes, sb_trackName,
 		sb_devicePort, sb_mode, sb_model, sb_stemMask, sb_stems, sb_deviceList,
 		sb_devicePlatform, sb_deviceType, sb_deviceMemory, sb_deviceUnits, sb_deviceDriver,
-		sb_modelList, sb_installModel, sb_installStatus;
+		sb_modelList, sb_installModel, sb_installStatus, sb_instanceId, sb_lastTake;
 } sb_urids;
 
 typedef struct sb_instance {
@@ -108,12 +112,13 @@ typedef struct sb_instance {
 	LV2_Log_Logger logger;
 	LV2_State_Make_Path *make_path;
 	LV2_State_Free_Path *free_path;
+	LV2_Worker_Schedule *schedule; /* starts the service thread when first needed */
 	sb_urids u;
 	LV2_Atom_Forge forge;
 	LV2_Atom_Forge_Frame notify_frame; /* the sequence being written during run() */
 	double rate;
 	int channels;
-	unsigned serial;        /* process-wide instance number, for default names */
+	unsigned serial;        /* process-wide instance number, for log lines */
 
 	/* ports */
 	const LV2_Atom_Sequence *control;
@@ -149,10 +154,12 @@ typedef struct sb_instance {
 	int64_t rt_reported_frames; /* recordedFrames last announced while recording */
 	const LV2_Atom *rt_device_list; /* the list last announced */
 	sb_msg rt_msg;          /* where read_status() copies each message */
-	bool rt_announce;       /* patch:Set manifest etc. pending on notify */
+	bool rt_announce;       /* manifest etc. pending on notify */
 	bool rt_announce_device, rt_announce_error, rt_announce_props, rt_announce_stems,
 		rt_announce_devices, rt_announce_limit, rt_announce_models, rt_announce_install;
 	bool rt_listener;       /* a patch:Get arrived: someone (the UI) reads the messages */
+	bool rt_service_asked;  /* run() scheduled the work that starts the service */
+	float rt_peak;          /* of the take being recorded */
 
 	/* rings */
 	sb_ring free_blocks;    /* service -> run(): sb_block* */
@@ -162,15 +169,17 @@ typedef struct sb_instance {
 	sb_ring requests;       /* run() -> service: sb_request (an install asked for by the UI) */
 	_Atomic(sb_audition *) audition_pending; /* service -> run() */
 	_Atomic(sb_audition *) audition_retired; /* run() -> service, freed there */
-	/* patch:Set deviceList, forged by the service once the engine knows its devices; freed
+	/* patch:Put of the deviceList, forged by the service once the engine knows its devices; freed
 	 * only at cleanup, so run() may keep reading it */
 	_Atomic(const LV2_Atom *) device_list;
 	atomic_int freewheeling;
 	atomic_int lost_frames_alarm;
 	atomic_int no_take_alarm;   /* run() found no free take descriptor: recording skipped */
 	atomic_int props_changed;   /* restore() -> run(): announce the properties */
-	atomic_int bad_model_file_alarm; /* run() ignored a damaged patch:Set modelFile */
+	atomic_int bad_path_alarm;  /* run() ignored a damaged patch:Set: 1 modelFile, 2 outputDir */
+	atomic_int folder_from_model_slot; /* a folder came through modelFile (Carla's one slot) */
 	atomic_int model_port;      /* run() -> service: the Model control's value, -1 unknown */
+	atomic_int service_running; /* the service thread has this instance in its care */
 
 	/* properties under a sequence lock */
 	atomic_uint props_seq;
@@ -183,6 +192,9 @@ typedef struct sb_instance {
 	char nrt_device_name[256];
 	int nrt_device_port;    /* the device port value nrt_device_key stands for, -1 none */
 	char nrt_manifest[SB_TEXT];
+	char nrt_id[16];        /* instanceId: stems are named after it when no trackName is set */
+	uint32_t nrt_last_take; /* the last take number used (saved: a reopened session goes on) */
+	int nrt_scratch;        /* the host's makePath folder: 0 not asked yet, 1 lasting, -1 not */
 	bool nrt_resolve;       /* restore asked the service to resolve the saved device */
 	sb_take takes[SB_TAKES];
 	sb_block *spare;        /* service's list of returned blocks */
@@ -192,6 +204,8 @@ typedef struct sb_instance {
 		bool active;
 		int64_t start, frames;
 		char take[64];
+		char dir[SB_TEXT];      /* the take's folder, reserved before the job */
+		bool made_root;         /* the take made the folder above it too */
 		unsigned stems;
 		int last_state;
 		float last_progress;
@@ -235,7 +249,12 @@ SB_REALTIME bool sb_model_file_valid(const char *s, size_t len);
 const char *sb_device_port_request(int port, char *buf, size_t len);
 
 /* service.c */
-int sb_service_attach(sb_instance *self);   /* 0 on failure (logged) */
+/* The service thread is started when an instance first needs it (armed, a UI listening, a
+ * device chosen, an install asked for: run() schedules the start through the worker); never
+ * in instantiate() or activate(), so that a host or a checker that instantiates a plugin only
+ * to look at it starts no thread and waits for none. */
+int sb_service_attach(sb_instance *self);   /* 0 on failure (logged); starts no thread */
+int sb_service_start(sb_instance *self);    /* idempotent; 0 on failure (logged) */
 void sb_service_detach(sb_instance *self);  /* cancels its jobs, frees its memory */
 /* Stable key and readable name for a device port value, for state: from the instance's copy
  * of the device table once the service made it, so save() does not wait for the service. */

@@ -13,11 +13,14 @@
 #include <lv2/patch/patch.h>
 #include <lv2/time/time.h>
 
+#include <fcntl.h>
 #include <math.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static atomic_uint instance_counter;
 
@@ -41,6 +44,8 @@ static void map_urids(LV2_URID_Map *map, sb_urids *u)
 	u->time_speed = map->map(map->handle, LV2_TIME__speed);
 	u->patch_Set = map->map(map->handle, LV2_PATCH__Set);
 	u->patch_Get = map->map(map->handle, LV2_PATCH__Get);
+	u->patch_Put = map->map(map->handle, LV2_PATCH__Put);
+	u->patch_body = map->map(map->handle, LV2_PATCH__body);
 	u->patch_property = map->map(map->handle, LV2_PATCH__property);
 	u->patch_value = map->map(map->handle, LV2_PATCH__value);
 	u->patch_subject = map->map(map->handle, LV2_PATCH__subject);
@@ -69,6 +74,8 @@ static void map_urids(LV2_URID_Map *map, sb_urids *u)
 	u->sb_modelList = map->map(map->handle, SB__modelList);
 	u->sb_installModel = map->map(map->handle, SB__installModel);
 	u->sb_installStatus = map->map(map->handle, SB__installStatus);
+	u->sb_instanceId = map->map(map->handle, SB__instanceId);
+	u->sb_lastTake = map->map(map->handle, SB__lastTake);
 }
 
 SB_REALTIME void sb_props_write_begin(sb_instance *self)
@@ -104,6 +111,26 @@ void sb_props_read(sb_instance *self, sb_props *out)
 	}
 }
 
+/* Six hex digits that name this instance's stems while no trackName is set; saved with the
+ * state, so a reopened session names its takes as before. */
+static void new_instance_id(sb_instance *self)
+{
+	unsigned char b[3] = {0, 0, 0};
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	bool got = fd >= 0 && read(fd, b, sizeof b) == (ssize_t)sizeof b;
+	if (fd >= 0)
+		close(fd);
+	if (!got) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		unsigned x = (unsigned)ts.tv_nsec ^ ((unsigned)getpid() << 8) ^ (self->serial * 2654435761u);
+		b[0] = (unsigned char)x;
+		b[1] = (unsigned char)(x >> 8);
+		b[2] = (unsigned char)(x >> 16);
+	}
+	snprintf(self->nrt_id, sizeof self->nrt_id, "%02x%02x%02x", b[0], b[1], b[2]);
+}
+
 static LV2_Handle instantiate(const LV2_Descriptor *d, double rate, const char *bundle,
                               const LV2_Feature *const *features)
 {
@@ -116,6 +143,7 @@ static LV2_Handle instantiate(const LV2_Descriptor *d, double rate, const char *
 		LV2_URID__map, &self->map, true,
 		LV2_STATE__makePath, &self->make_path, false,
 		LV2_STATE__freePath, &self->free_path, false,
+		LV2_WORKER__schedule, &self->schedule, true,
 		NULL);
 	lv2_log_logger_set_map(&self->logger, self->map);
 	if (missing) {
@@ -126,6 +154,7 @@ static LV2_Handle instantiate(const LV2_Descriptor *d, double rate, const char *
 	self->rate = rate;
 	self->channels = strcmp(d->URI, SB_URI_STEREO) == 0 ? 2 : 1;
 	self->serial = atomic_fetch_add(&instance_counter, 1) + 1;
+	new_instance_id(self);
 	map_urids(self->map, &self->u);
 	lv2_atom_forge_init(&self->forge, self->map);
 	lv2_atom_forge_init(&self->nrt_forge, self->map);
@@ -247,6 +276,7 @@ SB_REALTIME static void take_start(sb_instance *self)
 	t->first = t->last = NULL;
 	t->frames = 0;
 	t->lost = 0;
+	t->peak = 0.0f;
 	t->timeline_start = self->rt_pos;
 	t->device_port = ctl_int(self, SB_PORT_DEVICE, 0);
 	t->mode = ctl_int(self, SB_PORT_MODE, 0);
@@ -309,9 +339,15 @@ SB_REALTIME static void take_append(sb_instance *self, uint32_t from, uint32_t n
 		if ((int64_t)k > limit - t->frames)
 			k = (uint32_t)(limit - t->frames);
 		float *dst = b->data + (size_t)b->used * ch;
+		float peak = t->peak;
 		for (uint32_t i = 0; i < k; i++)
-			for (int c = 0; c < ch; c++)
-				dst[(size_t)i * ch + c] = self->in[c] ? self->in[c][from + i] : 0.0f;
+			for (int c = 0; c < ch; c++) {
+				const float v = self->in[c] ? self->in[c][from + i] : 0.0f;
+				dst[(size_t)i * ch + c] = v;
+				/* NaN compares false: a NaN input is caught by the engine, not here */
+				peak = fabsf(v) > peak ? fabsf(v) : peak;
+			}
+		t->peak = peak;
 		b->used += k;
 		t->frames += k;
 		from += k;
@@ -392,15 +428,95 @@ SB_REALTIME static void handle_position(sb_instance *self, const LV2_Atom_Object
 	self->rt_have_pos = true;
 }
 
+/* The length of a string atom's text: the bytes before its terminating NUL, which may be
+ * followed by more NULs only (Carla 2.5 forges a path with strlen + 1 as its length, so its
+ * atoms end in two). -1 when there is no NUL, or something follows one (damage). */
+SB_REALTIME static int64_t atom_text_len(const LV2_Atom *v)
+{
+	const char *s = (const char *)LV2_ATOM_BODY_CONST(v);
+	const size_t len = strnlen(s, v->size);
+	if (len == v->size)
+		return -1;
+	for (size_t i = len + 1; i < v->size; i++)
+		if (s[i] != '\0')
+			return -1;
+	return (int64_t)len;
+}
+
 SB_REALTIME static bool atom_text(const LV2_Atom *v, char *dst, size_t cap)
 {
-	if (v->size == 0 || v->size > cap)
+	const int64_t len = v->size ? atom_text_len(v) : -1;
+	if (len < 0 || (size_t)len >= cap)
 		return false;
-	const char *s = (const char *)LV2_ATOM_BODY_CONST(v);
-	if (s[v->size - 1] != '\0')
-		return false;
-	memcpy(dst, s, v->size);
+	memcpy(dst, LV2_ATOM_BODY_CONST(v), (size_t)len);
+	dst[len] = '\0';
 	return true;
+}
+
+/* A value's last path component has an extension ("song.wav"): a file, not a folder. */
+SB_REALTIME static bool names_a_file(const char *s, size_t len)
+{
+	size_t i = len;
+	while (i > 0 && s[i - 1] != '/')
+		i--;
+	const char *dot = memchr(s + i, '.', len - i);
+	return dot && dot > s + i && dot < s + len - 1;
+}
+
+SB_REALTIME static bool ends_with(const char *s, size_t len, const char *tail)
+{
+	const size_t k = strlen(tail);
+	return len >= k && memcmp(s + len - k, tail, k) == 0;
+}
+
+/* patch:Set outputDir or modelFile. Generic host UIs reach these through file dialogs that
+ * pick existing files only (Ardour's file buttons, ui:requestValue) and Carla offers one file
+ * slot for the plugin, on whichever path property it lists first (modelFile): so either
+ * property takes either meaning. A converted model (.safetensors) sets the model file; any other
+ * file stands for its folder, and a folder is the output folder. "" clears the property set.
+ * Damage (not a path, relative, no NUL, too long, a PyTorch checkpoint) changes nothing and is
+ * logged by the service. No I/O here: a file without an extension is told from a folder when
+ * the folder is used (service.c). */
+SB_REALTIME static void set_path(sb_instance *self, LV2_URID key, const LV2_Atom *value)
+{
+	const char *body = (const char *)LV2_ATOM_BODY_CONST(value);
+	const int64_t tl = value->type == self->u.atom_Path && value->size > 0 ? atom_text_len(value)
+	                                                                      : -1;
+	const bool text = tl >= 0;
+	const size_t len = text ? (size_t)tl : 0;
+	if (text && len == 0) {
+		if (key == self->u.sb_outputDir)
+			self->props.output_dir[0] = '\0';
+		else
+			self->props.model_file[0] = '\0';
+		return;
+	}
+	static const char *const checkpoints[] = {".th", ".pt", ".pth", ".ckpt", ".yaml", ".onnx"};
+	bool checkpoint = false;
+	for (size_t i = 0; text && i < sizeof checkpoints / sizeof checkpoints[0]; i++)
+		checkpoint = checkpoint || ends_with(body, len, checkpoints[i]);
+	if (!text || body[0] != '/' || len >= SB_TEXT || checkpoint) {
+		atomic_store_explicit(&self->bad_path_alarm, key == self->u.sb_modelFile ? 1 : 2,
+		                      memory_order_relaxed);
+		return;
+	}
+	if (ends_with(body, len, ".safetensors")) {
+		if (sb_model_file_valid(body, len))
+			memcpy(self->props.model_file, body, len + 1);
+		else
+			atomic_store_explicit(&self->bad_path_alarm, 1, memory_order_relaxed);
+		return;
+	}
+	size_t n = len;
+	if (names_a_file(body, len))
+		while (n > 1 && body[n - 1] != '/')
+			n--;
+	while (n > 1 && body[n - 1] == '/')
+		n--;
+	memcpy(self->props.output_dir, body, n);
+	self->props.output_dir[n] = '\0';
+	if (key == self->u.sb_modelFile)
+		atomic_store_explicit(&self->folder_from_model_slot, 1, memory_order_relaxed);
 }
 
 SB_REALTIME static void handle_set(sb_instance *self, const LV2_Atom_Object *obj)
@@ -411,18 +527,8 @@ SB_REALTIME static void handle_set(sb_instance *self, const LV2_Atom_Object *obj
 		return;
 	const LV2_URID key = ((const LV2_Atom_URID *)prop)->body;
 	sb_props_write_begin(self);
-	if (key == self->u.sb_outputDir && value->type == self->u.atom_Path) {
-		if (!atom_text(value, self->props.output_dir, sizeof self->props.output_dir))
-			self->props.output_dir[0] = '\0';
-	} else if (key == self->u.sb_modelFile) {
-		/* a damaged value leaves the model as it was; the service logs it */
-		const char *body = (const char *)LV2_ATOM_BODY_CONST(value);
-		if (value->type == self->u.atom_Path && value->size > 0 &&
-		    strnlen(body, value->size) == value->size - 1 &&
-		    sb_model_file_valid(body, value->size - 1))
-			memcpy(self->props.model_file, body, value->size);
-		else
-			atomic_store_explicit(&self->bad_model_file_alarm, 1, memory_order_relaxed);
+	if (key == self->u.sb_outputDir || key == self->u.sb_modelFile) {
+		set_path(self, key, value);
 	} else if (key == self->u.sb_trackName && value->type == self->u.atom_String) {
 		if (!atom_text(value, self->props.track, sizeof self->props.track))
 			self->props.track[0] = '\0';
@@ -449,58 +555,89 @@ SB_REALTIME static uint32_t notify_room(const sb_instance *self)
 	return self->forge.size > self->forge.offset ? self->forge.size - self->forge.offset : 0;
 }
 
-/* Event header, patch:Set object with property and value keys and the property URID. */
-#define SB_SET_OVERHEAD 96u
+/* Event header and message object up to the value: for a writable property
+ * [patch:Set; patch:property P; patch:value ...], for a read-only one
+ * [patch:Put; patch:body [P ...]] (Ardour 7.3 keeps patch:Set for writable properties only and
+ * warns about every other one; it passes patch:Put to the UI without a word). */
+#define SB_MSG_OVERHEAD 96u
 
-SB_REALTIME static void set_head(sb_instance *self, LV2_Atom_Forge_Frame *fr, LV2_URID key)
+typedef struct {
+	LV2_Atom_Forge_Frame msg, body;
+	bool put;
+} msg_frames;
+
+SB_REALTIME static bool is_writable(const sb_instance *self, LV2_URID key)
 {
+	const sb_urids *u = &self->u;
+	return key == u->sb_outputDir || key == u->sb_modelFile || key == u->sb_trackName ||
+	       key == u->sb_maxMinutes;
+}
+
+SB_REALTIME static void msg_head(sb_instance *self, msg_frames *fr, LV2_URID key)
+{
+	fr->put = !is_writable(self, key);
 	lv2_atom_forge_frame_time(&self->forge, 0);
-	lv2_atom_forge_object(&self->forge, fr, 0, self->u.patch_Set);
-	lv2_atom_forge_key(&self->forge, self->u.patch_property);
-	lv2_atom_forge_urid(&self->forge, key);
-	lv2_atom_forge_key(&self->forge, self->u.patch_value);
+	if (fr->put) {
+		lv2_atom_forge_object(&self->forge, &fr->msg, 0, self->u.patch_Put);
+		lv2_atom_forge_key(&self->forge, self->u.patch_body);
+		lv2_atom_forge_object(&self->forge, &fr->body, 0, 0);
+		lv2_atom_forge_key(&self->forge, key);
+	} else {
+		lv2_atom_forge_object(&self->forge, &fr->msg, 0, self->u.patch_Set);
+		lv2_atom_forge_key(&self->forge, self->u.patch_property);
+		lv2_atom_forge_urid(&self->forge, key);
+		lv2_atom_forge_key(&self->forge, self->u.patch_value);
+	}
+}
+
+SB_REALTIME static void msg_end(sb_instance *self, msg_frames *fr)
+{
+	if (fr->put)
+		lv2_atom_forge_pop(&self->forge, &fr->body);
+	lv2_atom_forge_pop(&self->forge, &fr->msg);
 }
 
 SB_REALTIME static void forge_set_text(sb_instance *self, LV2_URID key, LV2_URID type,
                                        const char *text)
 {
 	const uint32_t len = (uint32_t)strnlen(text, SB_TEXT - 1);
-	if (notify_room(self) < SB_SET_OVERHEAD + len + 16)
+	if (notify_room(self) < SB_MSG_OVERHEAD + len + 16)
 		return;
-	LV2_Atom_Forge_Frame fr;
-	set_head(self, &fr, key);
+	msg_frames fr;
+	msg_head(self, &fr, key);
 	lv2_atom_forge_typed_string(&self->forge, type, text, len);
-	lv2_atom_forge_pop(&self->forge, &fr);
+	msg_end(self, &fr);
 }
 
 SB_REALTIME static void forge_set_long(sb_instance *self, LV2_URID key, int64_t v)
 {
-	if (notify_room(self) < SB_SET_OVERHEAD + 16)
+	if (notify_room(self) < SB_MSG_OVERHEAD + 16)
 		return;
-	LV2_Atom_Forge_Frame fr;
-	set_head(self, &fr, key);
+	msg_frames fr;
+	msg_head(self, &fr, key);
 	lv2_atom_forge_long(&self->forge, v);
-	lv2_atom_forge_pop(&self->forge, &fr);
+	msg_end(self, &fr);
 }
 
 SB_REALTIME static void forge_set_float(sb_instance *self, LV2_URID key, float v)
 {
-	if (notify_room(self) < SB_SET_OVERHEAD + 16)
+	if (notify_room(self) < SB_MSG_OVERHEAD + 16)
 		return;
-	LV2_Atom_Forge_Frame fr;
-	set_head(self, &fr, key);
+	msg_frames fr;
+	msg_head(self, &fr, key);
 	lv2_atom_forge_float(&self->forge, v);
-	lv2_atom_forge_pop(&self->forge, &fr);
+	msg_end(self, &fr);
 }
 
-/* patch:Set stems: a tuple of paths from the service's one-per-line text. */
+/* stems: a tuple of paths from the service's one-per-line text. */
 SB_REALTIME static void forge_set_stems(sb_instance *self, const char *lines)
 {
 	const uint32_t len = (uint32_t)strnlen(lines, SB_TEXT - 1);
-	if (notify_room(self) < SB_SET_OVERHEAD + len + 16 * 9)
+	if (notify_room(self) < SB_MSG_OVERHEAD + len + 16 * 9)
 		return;
-	LV2_Atom_Forge_Frame fr, tup;
-	set_head(self, &fr, self->u.sb_stems);
+	msg_frames fr;
+	LV2_Atom_Forge_Frame tup;
+	msg_head(self, &fr, self->u.sb_stems);
 	lv2_atom_forge_tuple(&self->forge, &tup);
 	for (const char *p = lines; *p;) {
 		const char *e = strchr(p, '\n');
@@ -510,10 +647,10 @@ SB_REALTIME static void forge_set_stems(sb_instance *self, const char *lines)
 		p += n + (e ? 1 : 0);
 	}
 	lv2_atom_forge_pop(&self->forge, &tup);
-	lv2_atom_forge_pop(&self->forge, &fr);
+	msg_end(self, &fr);
 }
 
-/* The service's ready-made patch:Set deviceList, copied as one event. */
+/* The service's ready-made patch:Put of the deviceList, copied as one event. */
 SB_REALTIME static void forge_atom(sb_instance *self, const LV2_Atom *a)
 {
 	const uint32_t size = lv2_atom_total_size(a);
@@ -548,7 +685,7 @@ SB_REALTIME static void read_status(sb_instance *self)
 		} else if (m->kind == SB_MSG_DEVICE_IN_USE) {
 			memcpy(self->rt_device_in_use, m->text, sizeof self->rt_device_in_use);
 			self->rt_announce_device = true;
-		} else if (m->kind == SB_MSG_ERROR) {
+		} else if (m->kind == SB_MSG_ERROR || m->kind == SB_MSG_SILENT) {
 			memcpy(self->rt_error, m->text, sizeof self->rt_error);
 			self->rt_announce_error = true;
 		} else if (m->kind == SB_MSG_MODELS) {
@@ -572,9 +709,9 @@ SB_REALTIME static void read_status(sb_instance *self)
 }
 
 /* What goes out on notify. The manifest (with its region) is for the host and the UI alike and
- * always goes. The rest is for a UI and goes only once someone asked with patch:Get (the UI does
- * when it opens): Ardour 7.3 prints a warning for every patch:Set of a property that is not
- * patch:writable, so a session without the UI open stays quiet. */
+ * always goes; the rest is for a UI and goes only once someone asked with patch:Get (the UI does
+ * when it opens), so a session without the UI open carries nothing it does not need. Read-only
+ * properties go as patch:Put, writable ones as patch:Set (msg_head). */
 SB_REALTIME static void announce(sb_instance *self)
 {
 	if (self->rt_announce && self->rt_manifest[0]) {
@@ -623,6 +760,27 @@ SB_REALTIME static void announce(sb_instance *self)
 	self->rt_announce_limit = self->rt_announce_models = self->rt_announce_install = false;
 }
 
+/* The service thread starts when this instance first needs it: armed for recording, a UI
+ * listening, a device chosen (save() then has its stable key), an install asked for. The start
+ * is handed to the host's worker (work:schedule is a required feature: a thread is never
+ * created here, nor in instantiate() or activate(), where a host that only looks at a plugin
+ * would have to wait for it). */
+SB_REALTIME static void want_service(sb_instance *self)
+{
+	if (self->rt_service_asked ||
+	    atomic_load_explicit(&self->service_running, memory_order_acquire))
+		return;
+	const bool need = ctl(self, SB_PORT_RECORD, 0.0f) > 0.5f || self->rt_listener ||
+	                  ctl_int(self, SB_PORT_DEVICE, 0) >= SB_DEVICE_FIRST_CL ||
+	                  sb_ring_count(&self->requests) > 0;
+	if (!need)
+		return;
+	static const uint8_t start = 1;
+	if (self->schedule->schedule_work(self->schedule->handle, sizeof start, &start) ==
+	    LV2_WORKER_SUCCESS)
+		self->rt_service_asked = true; /* otherwise asked again next cycle */
+}
+
 SB_REALTIME static void run(LV2_Handle h, uint32_t n_frames)
 {
 	sb_instance *self = h;
@@ -638,6 +796,7 @@ SB_REALTIME static void run(LV2_Handle h, uint32_t n_frames)
 	read_status(self);
 	if (atomic_exchange_explicit(&self->props_changed, 0, memory_order_acq_rel))
 		self->rt_announce_props = true;
+	want_service(self);
 
 	/* the service watches the Model control: a missing model is said before a take needs it */
 	atomic_store_explicit(&self->model_port, ctl_int(self, SB_PORT_MODEL, SB_MODEL_AUTO),
@@ -695,6 +854,27 @@ SB_REALTIME static void run(LV2_Handle h, uint32_t n_frames)
 		*self->out_jobs = (float)self->rt_jobs_done;
 }
 
+/* The worker's one job: start the service (want_service). Ardour runs it inline while
+ * freewheeling, inside run(); it only creates a thread and returns. */
+static LV2_Worker_Status work(LV2_Handle h, LV2_Worker_Respond_Function respond,
+                              LV2_Worker_Respond_Handle rh, uint32_t size, const void *data)
+{
+	(void)respond;
+	(void)rh;
+	sb_instance *self = h;
+	if (size == 1 && *(const uint8_t *)data == 1)
+		return sb_service_start(self) ? LV2_WORKER_SUCCESS : LV2_WORKER_ERR_UNKNOWN;
+	return LV2_WORKER_ERR_UNKNOWN;
+}
+
+static LV2_Worker_Status work_response(LV2_Handle h, uint32_t size, const void *body)
+{
+	(void)h;
+	(void)size;
+	(void)body;
+	return LV2_WORKER_SUCCESS;
+}
+
 static void deactivate(LV2_Handle h)
 {
 	/* A take still open when the host stops processing is complete as far as it goes. */
@@ -717,8 +897,11 @@ static void cleanup(LV2_Handle h)
 
 static const void *extension_data(const char *uri)
 {
+	static const LV2_Worker_Interface worker = {work, work_response, NULL};
 	if (strcmp(uri, LV2_STATE__interface) == 0)
 		return &sb_state_interface;
+	if (strcmp(uri, LV2_WORKER__interface) == 0)
+		return &worker;
 	return NULL;
 }
 

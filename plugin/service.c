@@ -14,21 +14,26 @@
 
 #include "core/device.h"
 #include "core/stream.h"
+#include "core/temp_file.h"
 #include "jobs/engine.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <sndfile.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 static struct {
 	pthread_mutex_t life;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
 	pthread_t thread;
+	bool started;           /* the thread runs (sb_service_start) */
 	bool stop;
 	int refs;
 	sb_instance *list;
@@ -37,7 +42,7 @@ static struct {
 	pthread_mutex_t log_lock;
 	sb_instance *log_target;
 } svc = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
-         0, false, 0, NULL, NULL, false, PTHREAD_MUTEX_INITIALIZER, NULL};
+         0, false, false, 0, NULL, NULL, false, PTHREAD_MUTEX_INITIALIZER, NULL};
 
 
 /* Engine messages go to the LV2 log of some live instance: the engine is shared. */
@@ -73,6 +78,16 @@ static sb_engine *engine_get(void)
 		}
 	}
 	return svc.engine;
+}
+
+/* The name state saves for a device: its name and platform, and no figure that changes from
+ * one save to the next (the label's memory, which some drivers report as what is free). */
+static void sb_device_saved_name(const sb_device_props *d, char *name, size_t len)
+{
+	if (d->platform[0])
+		snprintf(name, len, "%.200s (%.120s)", d->name, d->platform);
+	else
+		snprintf(name, len, "%s", d->name);
 }
 
 const char *sb_device_port_request(int port, char *buf, size_t len)
@@ -115,19 +130,21 @@ void sb_service_device_key(sb_instance *self, int port, char *key, size_t klen, 
 	pthread_mutex_unlock(&self->nrt_lock);
 	if (have)
 		return;
-	/* the service has not seen the engine yet (a save right after instantiate) */
+	/* The service has not listed this instance's devices yet: read the engine's table when
+	 * there is one, but never start the engine from save() (a host that saves a plugin it only
+	 * looked at starts nothing); the port value's own form ("opencl:N") stands in. */
 	pthread_mutex_lock(&svc.lock);
-	sb_engine *e = engine_get();
-	const sb_device_list *l = e ? sb_engine_devices(e) : NULL;
+	const sb_device_list *l = svc.engine ? sb_engine_devices(svc.engine) : NULL;
 	for (size_t i = 0; l && i < sb_devices_count(l); i++) {
 		const sb_device_props *d = sb_devices_get(l, i);
 		if (d->opencl_index == k) {
 			snprintf(key, klen, "%s", d->key);
-			snprintf(name, nlen, "%s", d->label);
+			sb_device_saved_name(d, name, nlen);
 		}
 	}
 	pthread_mutex_unlock(&svc.lock);
 }
+
 
 static void post(sb_instance *self, sb_msg_kind kind, const char *text)
 {
@@ -144,63 +161,226 @@ static void post(sb_instance *self, sb_msg_kind kind, const char *text)
 		lv2_log_warning(&self->logger, "stembridge: status ring full, message dropped\n");
 }
 
-static int mkdir_p(const char *path)
+/* Removes the folders makePath made for a path we will not use (Carla's
+ * "<project or cwd>/<client>.tmp/<plugin>/stembridge"): ours, the plugin's folder when it is
+ * empty, and the client's ".tmp" folder when that is empty too. rmdir() leaves anything that is
+ * not empty. */
+static void unmake_host_path(char *p)
 {
-	char buf[SB_TEXT];
-	snprintf(buf, sizeof buf, "%s", path);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-			return 0;
-		*p = '/';
+	for (int level = 0; level < 3; level++) {
+		char *slash = strrchr(p, '/');
+		if (!slash || slash == p)
+			return;
+		*slash = '\0';
+		if (level == 2) {
+			size_t n = strlen(p);
+			if (n < 4 || strcmp(p + n - 4, ".tmp") != 0)
+				return;
+		}
+		if (rmdir(p) != 0)
+			return;
 	}
-	return mkdir(buf, 0777) == 0 || errno == EEXIST;
 }
 
-/* Ardour's makePath gives <session>/plugins/<insert id>/scratch/<path>, which lasts with the
- * session. Other hosts' folders may not (Carla deletes its own: ../shared/HOSTS.md), so only a
- * path of that shape is trusted; anything else uses the outputDir property or the default. */
-static bool take_folder(sb_instance *self, const sb_props *pr, const char *take, char *dir,
-                        size_t len)
+/* The folder this instance's take folders go in. Ardour's makePath gives
+ * <session>/plugins/<insert id>/scratch/<path>, which lasts with the session; other hosts'
+ * folders may not (Carla deletes its own: ../shared/HOSTS.md), so only a path of that shape is
+ * used, and what another host's makePath created is removed again and not asked for twice.
+ * Otherwise the outputDir property, or the default under $XDG_DATA_HOME. *session gets the
+ * Ardour session folder ("" elsewhere): its imported files count for take numbers too. */
+static bool take_root(sb_instance *self, const sb_props *pr, char *root, size_t len,
+                      char *session, size_t slen)
 {
-	if (self->make_path) {
-		char rel[256];
-		snprintf(rel, sizeof rel, "stembridge/%s/manifest", take);
-		char *p = self->make_path->path(self->make_path->handle, rel);
-		bool safe = p && strstr(p, "/plugins/") && strstr(p, "/scratch/stembridge/");
-		if (safe) {
-			snprintf(dir, len, "%s", p);
-			char *slash = strrchr(dir, '/');
-			if (slash)
-				*slash = '\0';
+	session[0] = '\0';
+	if (self->make_path && self->nrt_scratch >= 0) {
+		char *p = self->make_path->path(self->make_path->handle, "stembridge/takes");
+		const char *plugins = p ? strstr(p, "/plugins/") : NULL;
+		const size_t n = p ? strlen(p) : 0;
+		static const char tail[] = "/scratch/stembridge/takes";
+		const bool lasting = p && p[0] == '/' && plugins && n > sizeof tail &&
+		                     strcmp(p + n - (sizeof tail - 1), tail) == 0 && n < len;
+		if (lasting) {
+			snprintf(root, len, "%.*s", (int)(n - strlen("/takes")), p);
+			snprintf(session, slen, "%.*s", (int)(plugins - p), p);
+			self->nrt_scratch = 1;
+		} else if (p && p[0] == '/') {
+			lv2_log_note(&self->logger, "stembridge: the host's scratch folder (%s) does not "
+			             "last with a project; stems go to the output folder\n", p);
+			unmake_host_path(p);
+			self->nrt_scratch = -1;
 		}
 		if (p && self->free_path)
 			self->free_path->free_path(self->free_path->handle, p);
 		else
 			free(p);
-		if (safe && mkdir_p(dir))
+		if (lasting)
 			return true;
 	}
+	int w;
+	struct stat st;
 	if (pr->output_dir[0] == '/') {
-		if (snprintf(dir, len, "%s/%s", pr->output_dir, take) >= (int)len) {
-			lv2_log_error(&self->logger, "stembridge: output folder name too long\n");
-			return false;
-		}
+		w = snprintf(root, len, "%s", pr->output_dir);
+		/* a file (one without an extension: set_path() took it for a folder) stands for the
+		 * folder it is in */
+		char *slash = strrchr(root, '/');
+		if (stat(root, &st) == 0 && !S_ISDIR(st.st_mode) && slash)
+			*(slash == root ? slash + 1 : slash) = '\0';
 	} else {
 		const char *xdg = getenv("XDG_DATA_HOME");
 		const char *home = getenv("HOME");
 		if (xdg && xdg[0] == '/')
-			snprintf(dir, len, "%s/stembridge/stems/%s", xdg, take);
+			w = snprintf(root, len, "%s/stembridge/stems", xdg);
 		else
-			snprintf(dir, len, "%s/.local/share/stembridge/stems/%s", home ? home : "/tmp", take);
+			w = snprintf(root, len, "%s/.local/share/stembridge/stems", home ? home : "/tmp");
 	}
-	if (!mkdir_p(dir)) {
-		lv2_log_error(&self->logger, "stembridge: cannot create %s: %s\n", dir, strerror(errno));
+	return w > 0 && (size_t)w < len;
+}
+
+/* N of a name "<track>-take<N>" or "<track>-take<N>-...", 0 for any other name. */
+static uint32_t take_number_of(const char *name, const char *track)
+{
+	const size_t tl = strlen(track);
+	if (strncmp(name, track, tl) != 0 || strncmp(name + tl, "-take", 5) != 0)
+		return 0;
+	const char *q = name + tl + 5;
+	char *end;
+	unsigned long n = strtoul(q, &end, 10);
+	if (end == q || *q == '0' || (*end && *end != '-' && *end != '.') || n > 9999999)
+		return 0;
+	return (uint32_t)n;
+}
+
+static uint32_t max_take_in(const char *dir, const char *track)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	uint32_t best = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		uint32_t n = take_number_of(e->d_name, track);
+		best = n > best ? n : best;
+	}
+	closedir(d);
+	return best;
+}
+
+/* Ardour copies imported stems into <session>/interchange/<name>/audiofiles under their own
+ * names: a take number used there is used (importing a name the session holds asks a modal
+ * question). */
+static uint32_t max_take_in_session(const char *session, const char *track)
+{
+	char dir[SB_TEXT];
+	if (snprintf(dir, sizeof dir, "%s/interchange", session) >= (int)sizeof dir)
+		return 0;
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	uint32_t best = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char sub[SB_TEXT];
+		if (snprintf(sub, sizeof sub, "%s/%s/audiofiles", dir, e->d_name) >= (int)sizeof sub)
+			continue;
+		uint32_t n = max_take_in(sub, track);
+		best = n > best ? n : best;
+	}
+	closedir(d);
+	return best;
+}
+
+/* What a host killed mid-take left in this track's take folders: temporary files (removed when
+ * their writer is gone; never a live writer's), and the folder when that emptied it (its number
+ * is free again: nothing was written under it). */
+static void clean_take_folders(const char *root, const char *track)
+{
+	DIR *d = opendir(root);
+	if (!d)
+		return;
+	const sb_logger log = {engine_log, NULL};
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char sub[SB_TEXT];
+		if (!take_number_of(e->d_name, track) ||
+		    snprintf(sub, sizeof sub, "%s/%s", root, e->d_name) >= (int)sizeof sub)
+			continue;
+		struct stat st;
+		if (stat(sub, &st) != 0 || !S_ISDIR(st.st_mode))
+			continue;
+		/* a folder emptied here was a killed take's; an empty one is another take's */
+		if (sb_temp_clean_stale(sub, &log) > 0)
+			rmdir(sub);
+	}
+	closedir(d);
+}
+
+/* The name a take's files carry: the trackName, or "track-<instanceId>" (stable: the id is
+ * saved with the session). File-name safe. */
+static void stem_track_name(sb_instance *self, const sb_props *pr, char *out, size_t len)
+{
+	if (pr->track[0]) {
+		snprintf(out, len, "%s", pr->track);
+	} else {
+		pthread_mutex_lock(&self->nrt_lock);
+		snprintf(out, len, "track-%s", self->nrt_id);
+		pthread_mutex_unlock(&self->nrt_lock);
+	}
+	for (char *c = out; *c; c++)
+		if (*c == '/' || *c == '\\' || *c == ':' || (unsigned char)*c < 32)
+			*c = '_';
+	if (out[0] == '.')
+		out[0] = '_';
+}
+
+/* Makes the take's own folder "<root>/<track>-take<N>", N one past any this instance, the
+ * folder or (Ardour) the session used: the folder is reserved before the job writes into it, so
+ * two takes never share one. *made_root: the root did not exist before. */
+static bool make_take_folder(sb_instance *self, const char *root, const char *session,
+                             const char *track, char *take, size_t tlen, char *dir, size_t dlen,
+                             bool *made_root)
+{
+	struct stat st;
+	*made_root = stat(root, &st) != 0;
+	char tmp[SB_TEXT + 8];
+	snprintf(tmp, sizeof tmp, "%s/x", root);
+	if (sb_make_parents(tmp) != 0) {
+		lv2_log_error(&self->logger, "stembridge: cannot create %s: %s\n", root, strerror(errno));
 		return false;
 	}
-	return true;
+	clean_take_folders(root, track);
+	pthread_mutex_lock(&self->nrt_lock);
+	uint32_t n = self->nrt_last_take;
+	pthread_mutex_unlock(&self->nrt_lock);
+	uint32_t m = max_take_in(root, track);
+	n = m > n ? m : n;
+	if (session[0]) {
+		m = max_take_in_session(session, track);
+		n = m > n ? m : n;
+	}
+	for (int tries = 0; tries < 1000; tries++) {
+		n++;
+		snprintf(take, tlen, "take%u", n);
+		if (snprintf(dir, dlen, "%s/%s-%s", root, track, take) >= (int)dlen) {
+			lv2_log_error(&self->logger, "stembridge: output folder name too long\n");
+			break;
+		}
+		if (mkdir(dir, 0777) == 0) {
+			pthread_mutex_lock(&self->nrt_lock);
+			self->nrt_last_take = n;
+			pthread_mutex_unlock(&self->nrt_lock);
+			return true;
+		}
+		if (errno != EEXIST) {
+			lv2_log_error(&self->logger, "stembridge: cannot create %s: %s\n", dir,
+			              strerror(errno));
+			break;
+		}
+	}
+	if (*made_root)
+		rmdir(root);
+	return false;
 }
 
 static void free_samples(void *user, const float *samples)
@@ -219,11 +399,18 @@ static void block_release(sb_instance *self, sb_block *b)
 	}
 }
 
-static void sanitize(char *s)
+/* A take folder whose job wrote nothing goes again, and the root when the take made it. */
+static void remove_take_folder(const char *dir, bool made_root)
 {
-	for (; *s; s++)
-		if (*s == '/' || *s == '\\' || *s == ':' || (unsigned char)*s < 32)
-			*s = '_';
+	if (rmdir(dir) != 0 || !made_root)
+		return;
+	char root[SB_TEXT];
+	snprintf(root, sizeof root, "%s", dir);
+	char *slash = strrchr(root, '/');
+	if (slash && slash != root) {
+		*slash = '\0';
+		rmdir(root);
+	}
 }
 
 /* A take in memory with what its job needs, until it goes to the engine. */
@@ -318,22 +505,13 @@ static void start_take(sb_instance *self, ready_take *r)
 		return;
 	}
 
-	char track[256];
-	if (pr.track[0])
-		snprintf(track, sizeof track, "%s", pr.track);
-	else
-		snprintf(track, sizeof track, "track%u", self->serial);
-	sanitize(track);
-	char take[64];
-	time_t now = time(NULL);
-	struct tm tmv;
-	localtime_r(&now, &tmv);
-	snprintf(take, sizeof take, "take%u-%04d%02d%02d-%02d%02d%02d-i%u", r->serial,
-	         tmv.tm_year + 1900, tmv.tm_mon + 1, tmv.tm_mday, tmv.tm_hour, tmv.tm_min,
-	         tmv.tm_sec, self->serial);
-	char dir[SB_TEXT];
-	if (!take_folder(self, &pr, take, dir, sizeof dir)) {
-		fail_take(self, r, "cannot create the stems folder");
+	char track[256], take[64], root[SB_TEXT], session[SB_TEXT], dir[SB_TEXT];
+	bool made_root = false;
+	stem_track_name(self, &pr, track, sizeof track);
+	if (!take_root(self, &pr, root, sizeof root, session, sizeof session) ||
+	    !make_take_folder(self, root, session, track, take, sizeof take, dir, sizeof dir,
+	                      &made_root)) {
+		fail_take(self, r, "cannot create the stems folder (see the log)");
 		return;
 	}
 
@@ -371,6 +549,7 @@ static void start_take(sb_instance *self, ready_take *r)
 	if (st != SB_OK) {
 		char msg[300];
 		snprintf(msg, sizeof msg, "job not accepted: %s", sb_status_str(st));
+		remove_take_folder(dir, made_root);
 		fail_take(self, r, msg);
 		return;
 	}
@@ -383,9 +562,36 @@ static void start_take(sb_instance *self, ready_take *r)
 	self->jobs[slot].last_state = -1;
 	self->jobs[slot].last_progress = -1.0f;
 	snprintf(self->jobs[slot].take, sizeof self->jobs[slot].take, "%s", take);
+	snprintf(self->jobs[slot].dir, sizeof self->jobs[slot].dir, "%s", dir);
+	self->jobs[slot].made_root = made_root;
 	self->nrt_state = SB_STATE_QUEUED;
 	self->nrt_progress = 0.0f;
 	post(self, SB_MSG_STATUS, NULL);
+}
+
+/* A take below SB_SILENT_DBFS throughout is not separated: its stems would be silence
+ * pretending to be a separation. Said in the state port (Silent take), lastError and the log,
+ * with the usual cause. */
+static void silent_take(sb_instance *self, const sb_take *t, int64_t frames)
+{
+	const double at = (double)t->timeline_start / self->rate;
+	const double len = (double)frames / self->rate;
+	char peak[32];
+	if (t->peak > 0.0f)
+		snprintf(peak, sizeof peak, "%.1f dBFS", 20.0 * log10((double)t->peak));
+	else
+		snprintf(peak, sizeof peak, "digital silence");
+	char msg[700];
+	snprintf(msg, sizeof msg,
+	         "the take at %d:%06.3f (%.1f s) is silent (peak %s, below %.0f dBFS): nothing was "
+	         "separated. A recording track feeds its plugins silence while the audio hardware "
+	         "does the monitoring: in Ardour set Preferences > Monitoring > Record monitoring "
+	         "handled by: Ardour",
+	         (int)(at / 60.0), fmod(at, 60.0), len, peak, SB_SILENT_DBFS);
+	lv2_log_warning(&self->logger, "stembridge: %s\n", msg);
+	self->nrt_state = SB_STATE_SILENT;
+	self->nrt_progress = 0.0f;
+	post(self, SB_MSG_SILENT, msg);
 }
 
 static void submit_take(sb_instance *self, sb_take *t)
@@ -425,6 +631,11 @@ static void submit_take(sb_instance *self, sb_take *t)
 	if (!samples) {
 		self->nrt_state = SB_STATE_ERROR;
 		post(self, SB_MSG_ERROR, "out of memory for the take");
+		return;
+	}
+	if (!(copy.peak >= SB_SILENT_PEAK)) {
+		silent_take(self, &copy, frames);
+		free(samples);
 		return;
 	}
 	ready_take r = {samples, frames, copy.timeline_start, copy.device_port, copy.mode,
@@ -638,12 +849,14 @@ static void poll_jobs(sb_instance *self, sb_engine *e)
 			self->nrt_state = SB_STATE_ERROR;
 			lv2_log_error(&self->logger, "stembridge: job failed: %s\n", r->message);
 			post(self, SB_MSG_ERROR, r->message);
+			/* the engine removed its temporary files; the reserved folder goes too */
+			remove_take_folder(self->jobs[i].dir, self->jobs[i].made_root);
 		}
 		free(r);
 	}
 }
 
-/* patch:Set deviceList: the OpenCL devices in port order ("Device k" = opencl:k-1), each an
+/* patch:Put of the deviceList: the OpenCL devices in port order ("Device k" = opencl:k-1), each an
  * object with the keys in uris.h. Built once per instance with its own URIDs, published
  * through an atomic pointer, freed at detach. */
 static void publish_device_list(sb_instance *self, sb_engine *e)
@@ -658,11 +871,11 @@ static void publish_device_list(sb_instance *self, sb_engine *e)
 	const sb_urids *u = &self->u;
 	LV2_Atom_Forge *f = &self->nrt_forge;
 	lv2_atom_forge_set_buffer(f, buf, cap);
-	LV2_Atom_Forge_Frame obj, tup, dev;
-	LV2_Atom_Forge_Ref ref = lv2_atom_forge_object(f, &obj, 0, u->patch_Set);
-	lv2_atom_forge_key(f, u->patch_property);
-	lv2_atom_forge_urid(f, u->sb_deviceList);
-	lv2_atom_forge_key(f, u->patch_value);
+	LV2_Atom_Forge_Frame obj, body, tup, dev;
+	LV2_Atom_Forge_Ref ref = lv2_atom_forge_object(f, &obj, 0, u->patch_Put);
+	lv2_atom_forge_key(f, u->patch_body);
+	lv2_atom_forge_object(f, &body, 0, 0);
+	lv2_atom_forge_key(f, u->sb_deviceList);
 	lv2_atom_forge_tuple(f, &tup);
 	for (int k = 0; k < SB_DEVICE_N_CL; k++) {
 		const sb_device_props *d = NULL;
@@ -673,7 +886,7 @@ static void publish_device_list(sb_instance *self, sb_engine *e)
 			break;
 		pthread_mutex_lock(&self->nrt_lock);
 		snprintf(self->nrt_keys[k], sizeof self->nrt_keys[k], "%s", d->key);
-		snprintf(self->nrt_names[k], sizeof self->nrt_names[k], "%s", d->label);
+		sb_device_saved_name(d, self->nrt_names[k], sizeof self->nrt_names[k]);
 		pthread_mutex_unlock(&self->nrt_lock);
 		const char *type = sb_device_type_str(d->type);
 		lv2_atom_forge_object(f, &dev, 0, 0);
@@ -694,6 +907,7 @@ static void publish_device_list(sb_instance *self, sb_engine *e)
 		lv2_atom_forge_pop(f, &dev);
 	}
 	lv2_atom_forge_pop(f, &tup);
+	lv2_atom_forge_pop(f, &body);
 	lv2_atom_forge_pop(f, &obj);
 	pthread_mutex_lock(&self->nrt_lock);
 	self->nrt_have_keys = true;
@@ -824,6 +1038,7 @@ static void watch_models(sb_instance *self)
 
 static void tick(sb_instance *self)
 {
+	atomic_store_explicit(&self->service_running, 1, memory_order_release);
 	sb_request req;
 	while (sb_ring_pop(&self->requests, &req)) {
 		req.install[sizeof req.install - 1] = '\0';
@@ -855,9 +1070,21 @@ static void tick(sb_instance *self)
 		resolve_saved_device(self, e);
 	if (e && !atomic_load(&self->device_list))
 		publish_device_list(self, e);
-	if (atomic_exchange(&self->bad_model_file_alarm, 0))
+	const int bad_path = atomic_exchange(&self->bad_path_alarm, 0);
+	if (bad_path == 1)
 		lv2_log_warning(&self->logger, "stembridge: ignoring a damaged modelFile (it must be "
-		                "an absolute path to a .safetensors file); the model stays as it was\n");
+		                "an absolute path to a converted .safetensors model; a PyTorch checkpoint "
+		                "is converted by 'stembridge models install'); the model stays as it "
+		                "was\n");
+	else if (bad_path == 2)
+		lv2_log_warning(&self->logger, "stembridge: ignoring a damaged outputDir (it must be an "
+		                "absolute path); the output folder stays as it was\n");
+	if (atomic_exchange(&self->folder_from_model_slot, 0)) {
+		sb_props pr;
+		sb_props_read(self, &pr);
+		lv2_log_note(&self->logger, "stembridge: the file chosen is not a model: stems go to "
+		             "its folder, %s\n", pr.output_dir);
+	}
 	if (atomic_exchange(&self->no_take_alarm, 0))
 		lv2_log_error(&self->logger, "stembridge: a take was not recorded: four takes are "
 		              "still being handed over\n");
@@ -896,16 +1123,9 @@ int sb_service_attach(sb_instance *self)
 {
 	pthread_mutex_lock(&svc.life);
 	pthread_mutex_lock(&svc.lock);
-	refill(self); /* recording can start at the first run() */
+	refill(self); /* recording can start at the first run(), before the service runs */
 	if (svc.refs == 0) {
-		svc.stop = false;
 		svc.engine_failed = false;
-		if (pthread_create(&svc.thread, NULL, service_main, NULL) != 0) {
-			pthread_mutex_unlock(&svc.lock);
-			pthread_mutex_unlock(&svc.life);
-			lv2_log_error(&self->logger, "stembridge: cannot start the service thread\n");
-			return 0;
-		}
 	}
 	svc.refs++;
 	self->next = svc.list;
@@ -917,6 +1137,26 @@ int sb_service_attach(sb_instance *self)
 	pthread_mutex_unlock(&svc.log_lock);
 	pthread_mutex_unlock(&svc.life);
 	return 1;
+}
+
+int sb_service_start(sb_instance *self)
+{
+	int ok = 1;
+	pthread_mutex_lock(&svc.life);
+	pthread_mutex_lock(&svc.lock);
+	if (!svc.started) {
+		svc.stop = false;
+		if (pthread_create(&svc.thread, NULL, service_main, NULL) == 0) {
+			svc.started = true;
+		} else {
+			ok = 0;
+			lv2_log_error(&self->logger, "stembridge: cannot start the service thread\n");
+		}
+	}
+	pthread_cond_signal(&svc.wake);
+	pthread_mutex_unlock(&svc.lock);
+	pthread_mutex_unlock(&svc.life);
+	return ok;
 }
 
 static void free_take_blocks(sb_block *b)
@@ -954,11 +1194,13 @@ void sb_service_detach(sb_instance *self)
 			continue;
 		sb_engine_cancel(svc.engine, self->jobs[i].id);
 		/* cancel is checked between chunks: a few seconds at most, but never hang the host */
-		if (sb_engine_wait(svc.engine, self->jobs[i].id, 60.0) == SB_OK)
+		if (sb_engine_wait(svc.engine, self->jobs[i].id, 60.0) == SB_OK) {
 			sb_engine_release(svc.engine, self->jobs[i].id);
-		else
+			remove_take_folder(self->jobs[i].dir, self->jobs[i].made_root); /* if empty */
+		} else {
 			lv2_log_error(&self->logger, "stembridge: a cancelled job did not stop within "
 			              "60 s; leaving it to the engine\n");
+		}
 		self->jobs[i].active = false;
 	}
 	sb_take *t;
@@ -980,12 +1222,16 @@ void sb_service_detach(sb_instance *self)
 	self->rt_audition = NULL;
 	free((void *)atomic_exchange(&self->device_list, NULL));
 	bool last = --svc.refs == 0;
+	bool join = last && svc.started;
 	if (last)
 		svc.stop = true;
 	pthread_cond_signal(&svc.wake);
 	pthread_mutex_unlock(&svc.lock);
-	if (last) {
+	if (join) {
 		pthread_join(svc.thread, NULL);
+		svc.started = false;
+	}
+	if (last) {
 		sb_models_stop();
 		if (svc.engine)
 			sb_engine_free(svc.engine);

@@ -68,12 +68,15 @@ static LV2_State_Status save(LV2_Handle instance, LV2_State_Store_Function store
 		if (!self->ctl_stem_extra[s] || *self->ctl_stem_extra[s] > 0.5f)
 			stems |= 1 << (4 + s);
 
-	char key[640], name[256], manifest[SB_TEXT];
+	char key[640], name[256], manifest[SB_TEXT], id[16];
 	int saved_port;
+	int32_t last_take;
 	pthread_mutex_lock(&self->nrt_lock);
 	snprintf(key, sizeof key, "%s", self->nrt_device_key);
 	snprintf(name, sizeof name, "%s", self->nrt_device_name);
 	snprintf(manifest, sizeof manifest, "%s", self->nrt_manifest);
+	snprintf(id, sizeof id, "%s", self->nrt_id);
+	last_take = (int32_t)self->nrt_last_take;
 	saved_port = self->nrt_device_port;
 	pthread_mutex_unlock(&self->nrt_lock);
 	/* A restored key stands until the user picks another device. */
@@ -88,9 +91,11 @@ static LV2_State_Status save(LV2_Handle instance, LV2_State_Store_Function store
 
 	store_text(store, handle, u->sb_deviceKey, u->atom_String, key);
 	store_text(store, handle, u->sb_deviceName, u->atom_String, name);
-	const int32_t ints[4] = {port, mode, model, stems};
-	const LV2_URID int_keys[4] = {u->sb_devicePort, u->sb_mode, u->sb_model, u->sb_stemMask};
-	for (int i = 0; i < 4; i++)
+	store_text(store, handle, u->sb_instanceId, u->atom_String, id);
+	const int32_t ints[5] = {port, mode, model, stems, last_take};
+	const LV2_URID int_keys[5] = {u->sb_devicePort, u->sb_mode, u->sb_model, u->sb_stemMask,
+	                              u->sb_lastTake};
+	for (int i = 0; i < 5; i++)
 		store(handle, int_keys[i], &ints[i], sizeof(int32_t), u->atom_Int,
 		      LV2_STATE_IS_POD | LV2_STATE_IS_PORTABLE);
 	store(handle, u->sb_maxMinutes, &pr.max_minutes, sizeof(float), u->atom_Float,
@@ -257,6 +262,15 @@ static LV2_State_Status restore(LV2_Handle instance, LV2_State_Retrieve_Function
 	get_int(self, retrieve, handle, u->sb_model, 0, SB_N_MODEL_CHOICES - 1, &dummy, "model");
 	get_int(self, retrieve, handle, u->sb_stemMask, 0, (1 << SB_PLUGIN_STEMS) - 1, &dummy,
 	        "stem mask");
+	int last_take = -1;
+	get_int(self, retrieve, handle, u->sb_lastTake, 0, 9999999, &last_take, "take number");
+	char id_buf[64];
+	const char *id = get_text(self, retrieve, handle, u->sb_instanceId, u->atom_String, id_buf,
+	                          sizeof id_buf, "instance id");
+	if (id && (strlen(id) != 6 || strspn(id, "0123456789abcdef") != 6)) {
+		lv2_log_warning(&self->logger, "stembridge: ignoring saved instance id '%s'\n", id);
+		id = NULL;
+	}
 	if (key && !valid_device_key(key)) {
 		lv2_log_warning(&self->logger, "stembridge: ignoring unknown saved device '%s'\n", key);
 		key = NULL;
@@ -279,6 +293,11 @@ static LV2_State_Status restore(LV2_Handle instance, LV2_State_Retrieve_Function
 	}
 	if (manifest)
 		snprintf(self->nrt_manifest, sizeof self->nrt_manifest, "%s", manifest);
+	/* the stems of a reopened session are named as before and its takes go on counting */
+	if (id)
+		snprintf(self->nrt_id, sizeof self->nrt_id, "%s", id);
+	if (last_take >= 0)
+		self->nrt_last_take = (uint32_t)last_take;
 	pthread_mutex_unlock(&self->nrt_lock);
 	/* run() tells the UI about the restored properties */
 	atomic_store_explicit(&self->props_changed, 1, memory_order_release);

@@ -11,7 +11,9 @@
 #define SB_URI_UI       SB_URI "#ui"
 #define SB__            SB_URI "#"
 
-/* patch properties (atom messages on the control/notify ports) */
+/* patch properties (atom messages on the control/notify ports). The plugin announces the
+ * patch:writable ones with patch:Set and the read-only ones with patch:Put (a body object of
+ * property: value), since Ardour 7.3 warns on every patch:Set of a property it may not write. */
 #define SB__outputDir    SB__ "outputDir"     /* atom:Path, patch:writable: where stems go when
                                                  the host's makePath is not safe */
 #define SB__modelFile    SB__ "modelFile"     /* atom:Path, patch:writable: a converted Demucs
@@ -45,6 +47,8 @@
 #define SB__deviceDriver   SB__ "deviceDriver"   /* atom:String: driver version */
 /* state only */
 #define SB__devicePort   SB__ "devicePort"    /* atom:Int: device port value deviceKey stands for */
+#define SB__instanceId   SB__ "instanceId"    /* atom:String: names stems when no trackName is set */
+#define SB__lastTake     SB__ "lastTake"      /* atom:Int: the last take number used */
 #define SB__mode         SB__ "mode"          /* atom:Int */
 #define SB__model        SB__ "model"         /* atom:Int */
 #define SB__stemMask     SB__ "stemMask"      /* atom:Int: bit s = stem s written */
@@ -76,10 +80,14 @@ static inline int sb_audition_stem(int sel, int *without)
 	     : sel >= 11 && sel <= 12 ? sel - 7
 	                              : -1;
 }
+/* SB_STATE_SILENT: the last take was silent (below SB_SILENT_DBFS throughout: with Ardour's
+ * hardware monitoring a recording track feeds its plugins silence), so no job was queued. */
 enum {
 	SB_STATE_IDLE = 0, SB_STATE_RECORDING, SB_STATE_QUEUED, SB_STATE_SEPARATING, SB_STATE_DONE,
-	SB_STATE_ERROR
+	SB_STATE_ERROR, SB_STATE_SILENT
 };
+#define SB_SILENT_DBFS (-90.0)
+#define SB_SILENT_PEAK 3.1622777e-5f /* 10^(-90/20) */
 
 /* Port indices, identical in the mono and stereo plugins up to the audio ports. */
 typedef enum {

@@ -15,8 +15,10 @@ build_pkgs="build-essential meson ninja-build pkg-config libsndfile1-dev libfftw
   libopenblas-dev libclblast-dev libcairo2-dev libx11-dev liblilv-dev lilv-utils
   pocl-opencl-icd clinfo sox python3"
 # ardour: the headless and GUI host tests; python3-torch: checkpoints for the converter's test;
-# clang and its runtime: the fuzz targets under libFuzzer
-test_pkgs="sordi xvfb xdotool imagemagick libsuil-dev ardour python3-torch clang libclang-rt-14-dev"
+# clang and its runtime: the fuzz targets under libFuzzer; libelf-dev: lv2lint (built from
+# ../shared/tools when it is there)
+test_pkgs="sordi xvfb xdotool imagemagick libsuil-dev ardour python3-torch clang libclang-rt-14-dev
+  libelf-dev"
 
 install_missing() {
 	local missing=()

@@ -15,13 +15,16 @@ PREFIXES = """\
 @prefix foaf:   <http://xmlns.com/foaf/0.1/> .
 @prefix lv2:    <http://lv2plug.in/ns/lv2core#> .
 @prefix patch:  <http://lv2plug.in/ns/ext/patch#> .
+@prefix pg:     <http://lv2plug.in/ns/ext/port-groups#> .
 @prefix pprops: <http://lv2plug.in/ns/ext/port-props#> .
 @prefix rdf:    <http://www.w3.org/1999/02/22-rdf-syntax-ns#> .
 @prefix rdfs:   <http://www.w3.org/2000/01/rdf-schema#> .
 @prefix rsz:    <http://lv2plug.in/ns/ext/resize-port#> .
 @prefix state:  <http://lv2plug.in/ns/ext/state#> .
 @prefix time:   <http://lv2plug.in/ns/ext/time#> .
+@prefix units:  <http://lv2plug.in/ns/extensions/units#> .
 @prefix urid:   <http://lv2plug.in/ns/ext/urid#> .
+@prefix work:   <http://lv2plug.in/ns/ext/worker#> .
 @prefix log:    <http://lv2plug.in/ns/ext/log#> .
 @prefix sb:     <https://stembridge.org/lv2/stembridge#> .
 
@@ -38,11 +41,13 @@ PROJECT = """\
 	doap:maintainer [
 		a foaf:Person ;
 		foaf:name "The Stembridge developers" ;
+		foaf:mbox <mailto:dev@stembridge.org> ;
 		foaf:homepage <https://stembridge.org/>
 	] ;
 	doap:developer [
 		a foaf:Person ;
 		foaf:name "The Stembridge developers" ;
+		foaf:mbox <mailto:dev@stembridge.org> ;
 		foaf:homepage <https://stembridge.org/>
 	] .
 """
@@ -54,18 +59,27 @@ PROPERTIES = [
     ("modelFile", "Model file", "atom:Path",
      "A converted Demucs model (.safetensors); used when the Model control is not Built-in "
      "or Auto.", []),
-    ("maxMinutes", "Recording limit (minutes)", "atom:Float", None,
-     ["lv2:minimum 0.1", "lv2:maximum 240.0", "lv2:default 30.0"]),
-    ("trackName", "Track name", "atom:String", "Used in stem file names.", []),
-    ("manifest", "Last manifest", "atom:Path", None, []),
-    ("deviceKey", "Device key", "atom:String", None, []),
-    ("deviceName", "Device name", "atom:String", None, []),
-    ("deviceInUse", "Device in use", "atom:String", None, []),
-    ("lastError", "Last error", "atom:String", None, []),
-    ("timelineStart", "Region start (samples)", "atom:Long", None,
-     ["lv2:minimum 0", "lv2:maximum 2147483647"]),
-    ("recordedFrames", "Recorded frames", "atom:Long", None,
-     ["lv2:minimum 0", "lv2:maximum 2147483647"]),
+    ("maxMinutes", "Recording limit (minutes)", "atom:Float",
+     "A take ends when it reaches this length; the next starts after a stop or a disarm.",
+     ["lv2:minimum 0.1", "lv2:maximum 240.0", "lv2:default 30.0", "units:unit units:min"]),
+    ("trackName", "Track name", "atom:String",
+     "Names the stem files (<track>-take<N>-<stem>.wav); without it, track-<id>, an id kept "
+     "with the session.", []),
+    ("manifest", "Last manifest", "atom:Path",
+     "The JSON manifest of the last take whose stems are ready.", []),
+    ("deviceKey", "Device key", "atom:String",
+     "Stable key of the chosen device (saved with the session).", []),
+    ("deviceName", "Device name", "atom:String",
+     "Readable name of the chosen device (saved with the session).", []),
+    ("deviceInUse", "Device in use", "atom:String",
+     "The device separating now, with the reason when it is a fallback.", []),
+    ("lastError", "Last error", "atom:String",
+     "What went wrong with the last take, or why it was not separated.", []),
+    ("timelineStart", "Region start (samples)", "atom:Long",
+     "Where the last take starts on the host's timeline.",
+     ["lv2:minimum 0", "lv2:maximum 2147483647", "units:unit units:frame"]),
+    ("recordedFrames", "Recorded frames", "atom:Long", "The length of the take being recorded.",
+     ["lv2:minimum 0", "lv2:maximum 2147483647", "units:unit units:frame"]),
     ("modelList", "Models", "atom:String",
      "The models, one per line: name, title, stems (comma-separated), installed (0/1), "
      "download bytes, separated by tabs.", []),
@@ -86,70 +100,129 @@ AUDITION_POINTS = [("Off", 0), ("Vocals", 1), ("Drums", 2), ("Bass", 3), ("Other
                    ("Mix without other", 8), ("Guitar", 9), ("Piano", 10),
                    ("Mix without guitar", 11), ("Mix without piano", 12)]
 STATE_POINTS = [("Idle", 0), ("Recording", 1), ("Queued", 2), ("Separating", 3), ("Done", 4),
-                ("Error", 5)]
+                ("Error", 5), ("Silent take (not separated)", 6)]
 
 
-def control(symbol, name, io, default, lo, hi, props=(), points=(), extra=()):
+def control(symbol, name, io, default, lo, hi, props=(), points=(), extra=(), comment=None,
+            group=None):
     return dict(kind="control", symbol=symbol, name=name, io=io, default=default, lo=lo, hi=hi,
-                props=list(props), points=list(points), extra=list(extra))
+                props=list(props), points=list(points), extra=list(extra), comment=comment,
+                group=group)
 
 
-def toggle(symbol, name, default, io="in", extra=()):
-    return control(symbol, name, io, default, 0, 1, ["lv2:toggled"], extra=extra)
+# lv2:default stays a number on toggles (lv2lint's note asks for a boolean literal, but lilv's
+# lilv_node_as_float() gives NaN for one, and hosts on lilv would lose the default).
+def toggle(symbol, name, default, io="in", extra=(), comment=None, group=None):
+    return control(symbol, name, io, default, 0, 1, ["lv2:toggled"], extra=extra,
+                   comment=comment, group=group)
 
 
-def enum(symbol, name, io, default, points):
+def enum(symbol, name, io, default, points, comment=None, group=None):
     return control(symbol, name, io, default, points[0][1], points[-1][1],
-                   ["lv2:integer", "lv2:enumeration"], points)
+                   ["lv2:integer", "lv2:enumeration"], points, comment=comment, group=group)
 
 
+# Port groups: hosts that know them lay the controls out by group and the audio by channel.
+GROUPS = {
+    "recording": ("pg:Group", "Recording"),
+    "stems": ("pg:Group", "Stems"),
+    "status": ("pg:Group", "Status"),
+    "messages": ("pg:Group", "Messages"),
+}
+AUDIO_GROUPS = {
+    "mono": [("mono_in", "pg:InputGroup , pg:MonoGroup", "Input", None),
+             ("mono_out", "pg:OutputGroup , pg:MonoGroup", "Output", "mono_in")],
+    "stereo": [("stereo_in", "pg:InputGroup , pg:StereoGroup", "Input", None),
+               ("stereo_out", "pg:OutputGroup , pg:StereoGroup", "Output", "stereo_in")],
+}
+
+STEM_COMMENT = "Write the {} stem of each take."
 FIRST = [
-    dict(kind="atom", io="in", symbol="control", name="Control",
+    dict(kind="atom", io="in", symbol="control", name="Control", group="messages",
+         comment="Transport position from the host; property changes from a UI.",
          extra=["atom:bufferType atom:Sequence", "atom:supports time:Position , patch:Message",
                 "lv2:designation lv2:control", "rsz:minimumSize 16384"]),
-    dict(kind="atom", io="out", symbol="notify", name="Notify",
+    dict(kind="atom", io="out", symbol="notify", name="Notify", group="messages",
+         comment="Property announcements for a UI: devices, models, stems, errors.",
          extra=["atom:bufferType atom:Sequence", "atom:supports patch:Message",
                 "lv2:designation lv2:control",
                 "# the device list, the model list, the stems and the paths of a take in one cycle",
                 "rsz:minimumSize 65536"]),
-    toggle("record", "Record", 0),
-    enum("device", "Device", "in", 0, DEVICE_POINTS),
-    enum("mode", "Mode", "in", 0, [("Parallel", 0), ("Sequential", 1)]),
-    enum("model", "Model", "in", 4, MODEL_POINTS),
-    toggle("stem_vocals", "Vocals stem", 1),
-    toggle("stem_drums", "Drums stem", 1),
-    toggle("stem_bass", "Bass stem", 1),
-    toggle("stem_other", "Other stem", 1),
-    enum("audition", "Audition", "in", 0, AUDITION_POINTS),
-    enum("state", "State", "out", 0, STATE_POINTS),
-    control("progress", "Progress", "out", 0, 0, 1),
-    enum("device_in_use", "Device in use", "out", -1, [("None", -1)] + DEVICE_POINTS),
-    toggle("fallback", "Fallback", 0, io="out"),
-    control("jobs_done", "Jobs done", "out", 0, 0, 16777216, ["lv2:integer"]),
+    toggle("record", "Record", 0, group="recording",
+           comment="Armed: each stretch the transport rolls is recorded as a take and separated "
+                   "when it ends (stop, jump or disarm)."),
+    enum("device", "Device", "in", 0, DEVICE_POINTS, group="recording",
+         comment="Where the separation runs: Auto (the best GPU, else the CPU), the CPU, or an "
+                 "OpenCL device in the order 'stembridge devices' lists them."),
+    enum("mode", "Mode", "in", 0, [("Parallel", 0), ("Sequential", 1)], group="recording",
+         comment="Parallel: takes of several tracks run on several devices at once. "
+                 "Sequential: one take at a time."),
+    enum("model", "Model", "in", 4, MODEL_POINTS, group="recording",
+         comment="The separation model; Auto is the best one installed. Install models with "
+                 "'stembridge models install' or from the plugin's UI."),
+    toggle("stem_vocals", "Vocals stem", 1, group="stems", comment=STEM_COMMENT.format("vocals")),
+    toggle("stem_drums", "Drums stem", 1, group="stems", comment=STEM_COMMENT.format("drums")),
+    toggle("stem_bass", "Bass stem", 1, group="stems", comment=STEM_COMMENT.format("bass")),
+    toggle("stem_other", "Other stem", 1, group="stems",
+           comment=STEM_COMMENT.format("other") + " It is what the written stems leave of the "
+                   "mix, so the stems add up to it."),
+    enum("audition", "Audition", "in", 0, AUDITION_POINTS, group="stems",
+         comment="Plays one stem of the last take (or the mix without it) in place of the input "
+                 "while the transport is inside the take's region."),
+    enum("state", "State", "out", 0, STATE_POINTS, group="status",
+         comment="What the plugin is doing; Error and Silent take say why in lastError and the "
+                 "log."),
+    control("progress", "Progress", "out", 0, 0, 1, group="status",
+            comment="Progress of the separation running now.", extra=["units:unit units:coef"]),
+    enum("device_in_use", "Device in use", "out", -1, [("None", -1)] + DEVICE_POINTS,
+         group="status", comment="The device the last job ran on."),
+    toggle("fallback", "Fallback", 0, io="out", group="status",
+           comment="On when the device in use is not the one asked for (missing, out of memory, "
+                   "failed): the reason is in the log and the manifest."),
+    control("jobs_done", "Jobs done", "out", 0, 0, 16777216, ["lv2:integer"], group="status",
+            comment="Counts takes whose stems are ready (an importer watches it)."),
 ]
 AUDIO = {
-    "mono": [("in", "In", "in"), ("out", "Out", "out")],
-    "stereo": [("in_l", "In L", "in"), ("in_r", "In R", "in"), ("out_l", "Out L", "out"),
-               ("out_r", "Out R", "out")],
+    "mono": [("in", "In", "in", "mono_in", "pg:center"),
+             ("out", "Out", "out", "mono_out", "pg:center")],
+    "stereo": [("in_l", "In L", "in", "stereo_in", "pg:left"),
+               ("in_r", "In R", "in", "stereo_in", "pg:right"),
+               ("out_l", "Out L", "out", "stereo_out", "pg:left"),
+               ("out_r", "Out R", "out", "stereo_out", "pg:right")],
 }
+AUDIO_COMMENT = {"in": "The track's audio, recorded while armed and rolling.",
+                 "out": "The input unchanged (no latency), or the auditioned stem."}
 LAST = [
     control("freewheel", "Freewheeling", "in", 0, 0, 1,
             ["lv2:toggled", "lv2:connectionOptional", "pprops:notOnGUI"],
-            extra=["lv2:designation lv2:freeWheeling"]),
-    toggle("stem_guitar", "Guitar stem", 1,
-           extra=['rdfs:comment "Six-stem models only (htdemucs_6s); ignored with a note for '
-                  'four-stem models."']),
-    toggle("stem_piano", "Piano stem", 1,
-           extra=['rdfs:comment "Six-stem models only (htdemucs_6s); ignored with a note for '
-                  'four-stem models."']),
+            extra=["lv2:designation lv2:freeWheeling"], group="recording",
+            comment="Set by the host while it renders faster than real time (export, bounce)."),
+    toggle("stem_guitar", "Guitar stem", 1, group="stems",
+           comment="Six-stem models only (htdemucs_6s); ignored with a note for four-stem "
+                   "models."),
+    toggle("stem_piano", "Piano stem", 1, group="stems",
+           comment="Six-stem models only (htdemucs_6s); ignored with a note for four-stem "
+                   "models."),
 ]
+
+
+def group_ttl(variant):
+    out = []
+    for sym, (cls, label) in GROUPS.items():
+        out.append(f'sb:{variant}_{sym}\n\ta {cls} ;\n\tlv2:symbol "{sym}" ;\n'
+                   f'\trdfs:label "{label}" .\n')
+    for sym, cls, label, source in AUDIO_GROUPS[variant]:
+        src = f" ;\n\tpg:source sb:{variant}_{source}" if source else ""
+        out.append(f'sb:{variant}_{sym}\n\ta {cls} ;\n\tlv2:symbol "{sym}" ;\n'
+                   f'\trdfs:label "{label}"{src} .\n')
+    return "\n".join(out)
 
 
 def num(v):
     return str(v)
 
 
-def port_ttl(p, index):
+def port_ttl(p, index, variant):
     io = "lv2:InputPort" if p["io"] == "in" else "lv2:OutputPort"
     lines = []
     if p["kind"] == "atom":
@@ -161,6 +234,12 @@ def port_ttl(p, index):
     lines.append(f"lv2:index {index}")
     lines.append(f'lv2:symbol "{p["symbol"]}"')
     lines.append(f'lv2:name "{p["name"]}"')
+    if p.get("comment"):
+        lines.append(f'rdfs:comment "{p["comment"]}"')
+    if p.get("group"):
+        lines.append(f'pg:group sb:{variant}_{p["group"]}')
+    if p.get("designation"):
+        lines.append(f'lv2:designation {p["designation"]}')
     if p["kind"] == "control":
         lines.append(f"lv2:default {num(p['default'])}")
         lines.append(f"lv2:minimum {num(p['lo'])}")
@@ -184,22 +263,28 @@ def port_ttl(p, index):
 
 
 def plugin_ttl(variant):
-    ports = FIRST + [dict(kind="audio", symbol=s, name=n, io=io) for s, n, io in AUDIO[variant]] + LAST
+    ports = FIRST + [dict(kind="audio", symbol=s, name=n, io=io, group=g, designation=d,
+                          comment=AUDIO_COMMENT[io])
+                     for s, n, io, g, d in AUDIO[variant]] + LAST
     head = f"""<https://stembridge.org/lv2/stembridge#{variant}>
 	a lv2:Plugin , lv2:AnalyserPlugin ;
 	lv2:project <https://stembridge.org/lv2/stembridge> ;
 	doap:name "Stembridge ({variant})" ;
+	doap:shortdesc "Stem separation for recorded regions" ;
+	rdfs:comment "Records the region the transport plays while armed and separates it into stems (vocals, drums, bass, other; guitar and piano with six-stem models) on a GPU through OpenCL or on the CPU. The stems go to the host's session folder (Ardour) or the output folder, named after the track and the take, with a manifest and a stems.txt an importer reads." ;
 	doap:license <http://opensource.org/licenses/GPL-3.0> ;
-	lv2:minorVersion 2 ;
+	lv2:minorVersion 4 ;
 	lv2:microVersion 0 ;
-	lv2:requiredFeature urid:map ;
+	# work:schedule starts the plugin's service thread when it is first needed
+	lv2:requiredFeature urid:map , work:schedule ;
 	lv2:optionalFeature lv2:hardRTCapable , log:log , state:makePath , state:freePath ;
-	lv2:extensionData state:interface ;
+	lv2:extensionData state:interface , work:interface ;
 	patch:writable {" , ".join("sb:" + p for p in WRITABLE)} ;
 	patch:readable {" , ".join("sb:" + p for p in READABLE)} ;
 	lv2:port
 """
-    return head + " ,\n".join(port_ttl(p, i) for i, p in enumerate(ports)) + " .\n"
+    return (head + " ,\n".join(port_ttl(p, i, variant) for i, p in enumerate(ports)) + " .\n\n" +
+            group_ttl(variant))
 
 
 def property_ttl(tail, label, rng, comment, extra):

@@ -2,18 +2,41 @@
 #include "demucs/gemm.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
-#ifdef SB_HAVE_OPENBLAS
-#include <cblas.h>
+/* OpenBLAS is loaded on the first product (dlopen), not linked: its library constructor starts
+ * a thread pool, and a plugin host that loads Stembridge only to look at it (lv2lint, a host's
+ * plugin scan) must start no thread. Without it (not installed, or built with
+ * -Dopenblas=disabled), the blocked loop below. */
+#include <dlfcn.h>
 
+typedef void (*sgemm_fn)(int order, int ta, int tb, int M, int N, int K, float alpha,
+                         const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                         int ldc);
+static sgemm_fn blas_sgemm; /* set once, before any product (pthread_once) */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+/* CBLAS's enumerations (cblas.h): row-major 101, no transpose 111, transpose 112. */
+enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
 
 /* OpenBLAS keeps one process-wide thread count; one thread per call is the only setting
  * under which the engine's own split (and any other caller's) stays predictable. */
 static void init_once(void)
 {
-	openblas_set_num_threads(1);
+#ifdef SB_HAVE_OPENBLAS
+	if (getenv("SB_GEMM") && !strcmp(getenv("SB_GEMM"), "builtin"))
+		return;
+	void *lib = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+	if (!lib)
+		return;
+	void (*set_threads)(int) = (void (*)(int))dlsym(lib, "openblas_set_num_threads");
+	sgemm_fn f = (sgemm_fn)dlsym(lib, "cblas_sgemm");
+	if (!set_threads || !f)
+		return; /* kept loaded: unloading a library that started threads is not safe */
+	set_threads(1);
+	blas_sgemm = f;
+#endif
 }
 
 void sb_gemm_init(void)
@@ -23,30 +46,13 @@ void sb_gemm_init(void)
 
 const char *sb_gemm_backend(void)
 {
-	return "openblas";
-}
-
-void sb_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
-              const float *B, int ldb, float beta, float *C, int ldc)
-{
-	if (M <= 0 || N <= 0)
-		return;
-	cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-	            M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-}
-#else
-void sb_gemm_init(void)
-{
-}
-
-const char *sb_gemm_backend(void)
-{
-	return "builtin";
+	sb_gemm_init();
+	return blas_sgemm ? "openblas" : "builtin";
 }
 
 /* Blocked so that a K-slice of B stays in cache while rows of A stream past it. */
-void sb_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
-              const float *B, int ldb, float beta, float *C, int ldc)
+static void builtin_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A,
+                          int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
 	enum { KB = 128, NB = 512 };
 	float acc[NB];
@@ -74,7 +80,19 @@ void sb_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, 
 		}
 	}
 }
-#endif
+
+void sb_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+              const float *B, int ldb, float beta, float *C, int ldc)
+{
+	if (M <= 0 || N <= 0)
+		return;
+	if (blas_sgemm)
+		blas_sgemm(CBLAS_ROW_MAJOR, ta ? CBLAS_TRANS : CBLAS_NO_TRANS,
+		           tb ? CBLAS_TRANS : CBLAS_NO_TRANS, M, N, K, alpha, A, lda, B, ldb, beta, C,
+		           ldc);
+	else
+		builtin_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
 
 typedef struct {
 	int ta, tb, M, N, K, by_rows;

@@ -2,9 +2,11 @@
  *
  * It loads the stereo plugin from the build dir (LV2_PATH) through lilv, runs it in blocks of
  * 512 frames in real time on its own thread, and embeds the plugin's X11 UI in its window
- * through suil, as Ardour, Carla and jalv do: ui:parent, ui:resize, ui:scaleFactor and
- * sampleRate options, the idle interface, port events for control outputs and every message on
- * the notify port. It never gives the UI instance-access.
+ * through suil, as Ardour, Carla and jalv do: ui:parent, ui:scaleFactor and sampleRate
+ * options, the idle interface, port events for control outputs and every message on the notify
+ * port. It never gives the UI instance-access, nor the deprecated ui:resize: it sizes its window
+ * from the UI's window and resizes the UI's window with its own, as suil's X11 embedding does.
+ * The plugin gets work:schedule; its work() runs on the main thread, off the audio thread.
  *
  * Commands on stdin, one per line; answers on stdout:
  *   geometry            -> "GEOMETRY x y w h" of the UI's window on the screen
@@ -13,7 +15,7 @@
  *                          the UI gets a port event
  *   roll SECONDS        -> transport rolls from sample 48000 for SECONDS, then stops
  *   save DIR            -> lilv state of the running instance (save() included) in DIR/state.ttl
- *   resize W H          -> the host resizes its window and tells the UI (its ui:resize extension)
+ *   resize W H          -> the host resizes its window and the embedded UI window with it
  *   quit
  * Unprompted lines: "READY", "UI_WRITE port value" for each control the UI writes.
  * Usage: ui_host [SCALE]
@@ -30,6 +32,7 @@
 #include <lv2/time/time.h>
 #include <lv2/ui/ui.h>
 #include <lv2/urid/urid.h>
+#include <lv2/worker/worker.h>
 #include <suil/suil.h>
 
 #include <X11/Xlib.h>
@@ -127,9 +130,10 @@ typedef struct {
 	SuilInstance *ui;
 	Display *dpy;
 	Window win;
+	Window ui_window;     /* the embedded UI's own window */
 	int ui_w, ui_h;
 	LV2_URID atom_Sequence, atom_eventTransfer, atom_Tuple, atom_Object, patch_Set,
-		patch_property, patch_value, sb_deviceList, atom_Float;
+		patch_property, patch_value, patch_Put, patch_body, sb_deviceList, atom_Float;
 } host;
 
 static host H;
@@ -149,12 +153,17 @@ static void forge_position(LV2_Atom_Forge *f, int64_t frame, float speed)
 	lv2_atom_forge_pop(f, &fr);
 }
 
+/* The deviceList the plugin announces (read-only: in a patch:Put's body). */
 static void count_devices(const LV2_Atom_Object *obj)
 {
-	const LV2_Atom *prop = NULL, *value = NULL;
-	lv2_atom_object_get(obj, H.patch_property, &prop, H.patch_value, &value, 0);
-	if (!prop || !value || ((const LV2_Atom_URID *)prop)->body != H.sb_deviceList ||
-	    value->type != H.atom_Tuple)
+	const LV2_Atom *body = NULL, *value = NULL;
+	if (obj->body.otype != H.patch_Put)
+		return;
+	lv2_atom_object_get(obj, H.patch_body, &body, 0);
+	if (!body || body->type != H.atom_Object)
+		return;
+	lv2_atom_object_get((const LV2_Atom_Object *)body, H.sb_deviceList, &value, 0);
+	if (!value || value->type != H.atom_Tuple)
 		return;
 	int n = 0;
 	LV2_ATOM_TUPLE_FOREACH ((const LV2_Atom_Tuple *)value, it)
@@ -257,14 +266,42 @@ static uint32_t ui_index(SuilController c, const char *symbol)
 	return p ? lilv_port_get_index(H.plugin, p) : LV2UI_INVALID_PORT_INDEX;
 }
 
-static int ui_resize(LV2UI_Feature_Handle h, int w, int hgt)
+/* work:schedule: the message waits (no lock, no allocation: this runs inside run()) for the
+ * main loop, which hands it to the plugin's work(). */
+static struct {
+	uint8_t msg[64];
+	uint32_t size;
+	atomic_int pending;
+} W;
+
+static LV2_Worker_Status schedule_work(LV2_Worker_Schedule_Handle h, uint32_t size,
+                                       const void *data)
 {
 	(void)h;
-	H.ui_w = w;
-	H.ui_h = hgt;
-	XResizeWindow(H.dpy, H.win, (unsigned)w, (unsigned)hgt);
-	XFlush(H.dpy);
-	return 0;
+	if (atomic_load(&W.pending) || size > sizeof W.msg)
+		return LV2_WORKER_ERR_NO_SPACE;
+	memcpy(W.msg, data, size);
+	W.size = size;
+	atomic_store(&W.pending, 1);
+	return LV2_WORKER_SUCCESS;
+}
+
+static LV2_Worker_Status work_respond(LV2_Worker_Respond_Handle h, uint32_t size, const void *d)
+{
+	(void)h;
+	(void)size;
+	(void)d;
+	return LV2_WORKER_SUCCESS;
+}
+
+static void do_work(void)
+{
+	if (!atomic_load(&W.pending))
+		return;
+	const LV2_Worker_Interface *w = lilv_instance_get_extension_data(H.inst, LV2_WORKER__interface);
+	if (w && w->work)
+		w->work(lilv_instance_get_handle(H.inst), work_respond, NULL, W.size, W.msg);
+	atomic_store(&W.pending, 0);
 }
 
 /* Host -> UI: changed control outputs and inputs, then the plugin's messages. */
@@ -338,14 +375,12 @@ static void command(char *line)
 		pthread_mutex_unlock(&H.lock);
 		printf("ROLLING\n");
 	} else if (sscanf(line, "resize %u %f", &port, &v) == 2) {
-		const LV2UI_Resize *r = suil_instance_extension_data(H.ui, LV2_UI__resize);
 		H.ui_w = (int)port;
 		H.ui_h = (int)v;
 		XResizeWindow(H.dpy, H.win, (unsigned)H.ui_w, (unsigned)H.ui_h);
+		XResizeWindow(H.dpy, H.ui_window, (unsigned)H.ui_w, (unsigned)H.ui_h);
 		XFlush(H.dpy);
-		if (r)
-			r->ui_resize(suil_instance_get_handle(H.ui), H.ui_w, H.ui_h);
-		printf(r ? "RESIZED %d %d\n" : "NO_RESIZE\n", H.ui_w, H.ui_h);
+		printf("RESIZED %d %d\n", H.ui_w, H.ui_h);
 	} else if (sscanf(line, "save %2047s", arg) == 1) {
 		/* save() may run while run() runs (the plugin reads a consistent copy) */
 		LilvState *st = lilv_state_new_from_instance(H.plugin, H.inst, &map, NULL, arg, arg,
@@ -374,6 +409,8 @@ int main(int argc, char **argv)
 	H.patch_Set = map_uri(NULL, LV2_PATCH__Set);
 	H.patch_property = map_uri(NULL, LV2_PATCH__property);
 	H.patch_value = map_uri(NULL, LV2_PATCH__value);
+	H.patch_Put = map_uri(NULL, LV2_PATCH__Put);
+	H.patch_body = map_uri(NULL, LV2_PATCH__body);
 	H.sb_deviceList = map_uri(NULL, SB__deviceList);
 
 	H.dpy = XOpenDisplay(NULL);
@@ -392,7 +429,9 @@ int main(int argc, char **argv)
 	}
 	static LV2_Feature map_f = {LV2_URID__map, &map}, unmap_f = {LV2_URID__unmap, &unmap},
 	                   log_f = {LV2_LOG__log, &logger};
-	const LV2_Feature *pfeatures[] = {&map_f, &unmap_f, &log_f, NULL};
+	static LV2_Worker_Schedule sched = {NULL, schedule_work};
+	static LV2_Feature sched_f = {LV2_WORKER__schedule, &sched};
+	const LV2_Feature *pfeatures[] = {&map_f, &unmap_f, &log_f, &sched_f, NULL};
 	H.inst = lilv_plugin_instantiate(H.plugin, RATE, pfeatures);
 	if (!H.inst) {
 		fprintf(stderr, "ui_host: instantiate failed\n");
@@ -452,13 +491,11 @@ int main(int argc, char **argv)
 		 sizeof(float), H.atom_Float, &rate},
 		{LV2_OPTIONS_INSTANCE, 0, 0, 0, 0, NULL},
 	};
-	LV2UI_Resize resize = {NULL, ui_resize};
 	LV2_Feature parent_f = {LV2_UI__parent, (void *)(uintptr_t)H.win};
-	LV2_Feature resize_f = {LV2_UI__resize, &resize};
 	LV2_Feature options_f = {LV2_OPTIONS__options, options};
 	LV2_Feature idle_f = {LV2_UI__idleInterface, NULL};
-	const LV2_Feature *ufeatures[] = {&map_f, &unmap_f, &log_f, &parent_f, &resize_f, &options_f,
-	                                  &idle_f, NULL};
+	const LV2_Feature *ufeatures[] = {&map_f, &unmap_f, &log_f, &parent_f, &options_f, &idle_f,
+	                                  NULL};
 	char *bundle = lilv_file_uri_parse(lilv_node_as_uri(lilv_ui_get_bundle_uri(ui)), NULL);
 	char *binary = lilv_file_uri_parse(lilv_node_as_uri(lilv_ui_get_binary_uri(ui)), NULL);
 	H.ui = suil_instance_new(sh, NULL, LV2_UI__X11UI, SB_URI_STEREO,
@@ -469,6 +506,15 @@ int main(int argc, char **argv)
 	if (!H.ui) {
 		fprintf(stderr, "ui_host: suil could not instantiate the UI\n");
 		return 1;
+	}
+	/* the host's window takes the UI window's size (what suil's X11 embedding reads) */
+	H.ui_window = (Window)(uintptr_t)suil_instance_get_widget(H.ui);
+	XWindowAttributes wa;
+	if (H.ui_window && XGetWindowAttributes(H.dpy, H.ui_window, &wa)) {
+		H.ui_w = wa.width;
+		H.ui_h = wa.height;
+		XResizeWindow(H.dpy, H.win, (unsigned)H.ui_w, (unsigned)H.ui_h);
+		XFlush(H.dpy);
 	}
 	const LV2UI_Idle_Interface *idle =
 		suil_instance_extension_data(H.ui, LV2_UI__idleInterface);
@@ -481,6 +527,7 @@ int main(int argc, char **argv)
 	pthread_create(&audio, NULL, audio_main, NULL);
 	int frames = 0;
 	while (!atomic_load(&H.quit)) {
+		do_work();
 		deliver_to_ui();
 		if (idle->idle(suil_instance_get_handle(H.ui)))
 			break;

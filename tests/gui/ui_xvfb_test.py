@@ -278,7 +278,7 @@ def run_scale_1(env):
 
         # the host makes the window larger: the UI follows, and its button grows with it
         check(h.ask("resize 760 460", r"RESIZED 760 460") is not None,
-              "the UI offers ui:resize to the host")
+              "the host resized its window and the UI window it embeds")
         time.sleep(0.5)
         geo = tuple(int(v) for v in h.ask("geometry", r"GEOMETRY (\S+) (\S+) (\S+) (\S+)").groups())
         check(geo[2:] == (760, 460), "host window %dx%d" % geo[2:])

@@ -5,7 +5,10 @@ driver), after ../../../shared/carla/headless_test.py.
 Carla deletes its own makePath folder (<cwd>/<client>.tmp/...) when a plugin is removed or a
 project loads (../shared/HOSTS.md), so the plugin must not put stems there: this checks that the
 stems of a take recorded in Carla land in the user-visible default folder, survive removing the
-plugin, and that the device choice and the plugin's state come back with the project.
+plugin, and that the device choice and the plugin's state come back with the project. Then the
+output folder is chosen the way Carla's generic UI offers it (its one file slot, "file" custom
+data of path type: a file picked inside the folder) and the next take's stems land there; and
+the plugin leaves nothing in Carla's makePath folder.
 Usage: CARLA_SRC=<built Carla tree> LV2_PATH=<build>/lv2:/usr/lib/lv2 carla_test.py WORKDIR
 Exit 77 (skipped) without CARLA_SRC."""
 import glob, math, os, struct, sys, time, wave
@@ -90,6 +93,32 @@ try:
     check(len(stems) == 4, "4 stems in the default folder under XDG_DATA_HOME")
     check(not glob.glob(os.path.join(WORK, "Carla.tmp", "**", "*.wav"), recursive=True),
           "no stems in Carla's makePath folder")
+
+    # the output folder through Carla's one file slot: a file picked in the folder wanted
+    CHOSEN = os.path.join(WORK, "my stems")
+    os.makedirs(CHOSEN)
+    open(os.path.join(CHOSEN, "notes.txt"), "w").write("the folder the user chose\n")
+    host.set_custom_data(sb, "http://kxstudio.sf.net/ns/carla/path", "file",
+                         os.path.join(CHOSEN, "notes.txt"))
+    idle(0.3)
+    host.set_parameter_value(sb, P["record"], 1.0)
+    host.transport_relocate(48000 * 2)
+    idle(0.3)
+    host.transport_play()
+    idle(2.0)
+    host.transport_pause()
+    idle(0.3)
+    host.set_parameter_value(sb, P["record"], 0.0)
+    end = time.time() + 300
+    while time.time() < end and host.get_current_parameter_value(sb, P["jobs_done"]) < 2:
+        idle(0.1)
+    chosen = glob.glob(os.path.join(CHOSEN, "*", "*.wav"))
+    print("stems in the chosen folder:", chosen, flush=True)
+    check(len(chosen) == 4, "the next take's 4 stems in the folder chosen through Carla's file slot")
+    leftovers = [p for p in glob.glob(os.path.join(WORK, "*.tmp", "**"), recursive=True)
+                 if "stembridge" in p.lower() or p.endswith("takes")]
+    print("in Carla's makePath folders:", leftovers, flush=True)
+    check(not leftovers, "nothing of Stembridge's in Carla's makePath folder while it runs")
     check(host.save_project(PROJ), "save_project")
     xml = open(PROJ).read()
     check("deviceKey" in xml and ">cpu<" in xml, "device key saved in the project")
@@ -115,5 +144,9 @@ try:
             check(key in again and a == b, "%s restored from Carla's CustomData" % key)
 finally:
     host.engine_close()
+left = glob.glob(os.path.join(WORK, "*.tmp", "**"), recursive=True)
+print("left in Carla's makePath folders after closing:", left, flush=True)
+check(not left and not glob.glob(os.path.join(WORK, "*.tmp")),
+      "nothing left in Carla's makePath folder (<cwd>/Carla.tmp) after closing")
 print("%d failed" % len(fails))
 sys.exit(1 if fails else 0)

@@ -9,6 +9,7 @@
 #include <lv2/patch/patch.h>
 #include <lv2/state/state.h>
 #include <lv2/time/time.h>
+#include <lv2/worker/worker.h>
 
 #include <math.h>
 #include <pthread.h>
@@ -23,6 +24,7 @@
 #define NOTIFY_CAP 65536
 
 LilvWorld *host_world;
+int host_no_worker;
 static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
 static char **uris;
 static size_t n_uris;
@@ -108,6 +110,41 @@ static char *make_path(LV2_State_Make_Path_Handle handle, const char *path)
 	return r;
 }
 
+/* work:schedule as jalv's: the message is kept (no allocation, no lock: this runs inside run())
+ * and handed to the plugin's work() after run() returns, off the audio path. */
+static LV2_Worker_Status schedule_work(LV2_Worker_Schedule_Handle handle, uint32_t size,
+                                       const void *data)
+{
+	host_plugin *h = handle;
+	if (h->work_pending || size > sizeof h->work_msg)
+		return LV2_WORKER_ERR_NO_SPACE;
+	memcpy(h->work_msg, data, size);
+	h->work_size = size;
+	h->work_pending = 1;
+	return LV2_WORKER_SUCCESS;
+}
+
+static LV2_Worker_Status work_respond(LV2_Worker_Respond_Handle handle, uint32_t size,
+                                      const void *data)
+{
+	(void)handle;
+	(void)size;
+	(void)data;
+	return LV2_WORKER_SUCCESS;
+}
+
+void host_do_work(host_plugin *h)
+{
+	if (!h->work_pending)
+		return;
+	const LV2_Worker_Interface *w =
+		lilv_instance_get_extension_data(h->inst, LV2_WORKER__interface);
+	if (w && w->work)
+		w->work(lilv_instance_get_handle(h->inst), work_respond, h, h->work_size, h->work_msg);
+	h->work_pending = 0;
+	h->works_done++;
+}
+
 void host_init(void)
 {
 	host_world = lilv_world_new();
@@ -159,11 +196,20 @@ static host_plugin *host_new_full(bool stereo, uint32_t block, host_path_mode mo
 	LV2_Feature *mp_f = calloc(1, sizeof *mp_f);
 	mp_f->URI = LV2_STATE__makePath;
 	mp_f->data = mp;
-	const LV2_Feature *features[5] = {&map_f, &unmap_f, &log_f, NULL, NULL};
+	LV2_Worker_Schedule *ws = calloc(1, sizeof *ws);
+	ws->handle = h;
+	ws->schedule_work = schedule_work;
+	LV2_Feature *ws_f = calloc(1, sizeof *ws_f);
+	ws_f->URI = LV2_WORKER__schedule;
+	ws_f->data = ws;
+	const LV2_Feature *features[6] = {&map_f, &unmap_f, &log_f, NULL, NULL, NULL};
+	int nf = 3;
+	if (!host_no_worker)
+		features[nf++] = ws_f;
 	if (mode != HOST_PATH_NONE)
-		features[3] = mp_f;
+		features[nf++] = mp_f;
 	h->inst = lilv_plugin_instantiate(h->plugin, 48000.0, features);
-	/* lilv keeps no copy of the feature array; the plugin may keep mp: leak it with h. */
+	/* lilv keeps no copy of the feature array; the plugin may keep mp and ws: leak them with h. */
 	if (!h->inst) {
 		free(h);
 		return NULL;
@@ -310,50 +356,67 @@ void host_transport(host_plugin *h, int64_t pos, float speed)
 	seq_grow(h, &f);
 }
 
+/* One property the plugin announced (a patch:Set's property and value, or one key of a
+ * patch:Put's body). */
+static void read_property(host_plugin *h, LV2_URID key, const LV2_Atom *value, bool put)
+{
+	const char *text = (const char *)LV2_ATOM_BODY_CONST(value);
+	if (key == host_map(SB__manifest))
+		snprintf(h->manifest, sizeof h->manifest, "%s", text);
+	else if (key == host_map(SB__deviceInUse))
+		snprintf(h->device_in_use, sizeof h->device_in_use, "%s", text);
+	else if (key == host_map(SB__lastError))
+		snprintf(h->last_error, sizeof h->last_error, "%s", text);
+	else if (key == host_map(SB__timelineStart))
+		h->timeline_start = ((const LV2_Atom_Long *)value)->body;
+	if (key == host_map(SB__stems) && value->type == host_map(LV2_ATOM__Tuple)) {
+		h->n_stems = 0;
+		LV2_ATOM_TUPLE_FOREACH ((const LV2_Atom_Tuple *)value, it)
+			if (it->type == host_map(LV2_ATOM__Path) && h->n_stems < 8)
+				snprintf(h->stems[h->n_stems++], sizeof h->stems[0], "%s",
+				         (const char *)LV2_ATOM_BODY_CONST(it));
+	}
+	if (key == host_map(SB__deviceList) && value->type == host_map(LV2_ATOM__Tuple)) {
+		h->n_device_list = 0;
+		LV2_ATOM_TUPLE_FOREACH ((const LV2_Atom_Tuple *)value, it)
+			h->n_device_list += it->type == host_map(LV2_ATOM__Object);
+	}
+	if (key == host_map(SB__modelFile) && value->type == host_map(LV2_ATOM__Path))
+		snprintf(h->model_file, sizeof h->model_file, "%s", text);
+	if (key == host_map(SB__outputDir) && value->type == host_map(LV2_ATOM__Path))
+		snprintf(h->output_dir, sizeof h->output_dir, "%s", text);
+	if (key == host_map(SB__modelList) && value->type == host_map(LV2_ATOM__String))
+		snprintf(h->model_list, sizeof h->model_list, "%s", text);
+	if (key == host_map(SB__installStatus) && value->type == host_map(LV2_ATOM__String))
+		snprintf(h->install_status, sizeof h->install_status, "%s", text);
+	const bool writable = key == host_map(SB__outputDir) || key == host_map(SB__modelFile) ||
+	                      key == host_map(SB__trackName) || key == host_map(SB__maxMinutes);
+	/* Ardour 7.3 warns about a patch:Set of anything it may not write */
+	if (!put && !writable)
+		h->sets_not_writable++;
+	if (key != host_map(SB__manifest) && !writable)
+		h->other_sets++;
+}
+
 static void read_notify(host_plugin *h)
 {
 	LV2_Atom_Sequence *seq = (LV2_Atom_Sequence *)h->notify_buf;
 	LV2_ATOM_SEQUENCE_FOREACH (seq, ev) {
 		const LV2_Atom_Object *obj = (const LV2_Atom_Object *)&ev->body;
-		if (obj->body.otype != host_map(LV2_PATCH__Set))
-			continue;
-		const LV2_Atom *prop = NULL, *value = NULL;
-		lv2_atom_object_get(obj, host_map(LV2_PATCH__property), &prop,
-		                    host_map(LV2_PATCH__value), &value, 0);
-		if (!prop || !value)
-			continue;
-		LV2_URID key = ((const LV2_Atom_URID *)prop)->body;
-		const char *text = (const char *)LV2_ATOM_BODY_CONST(value);
-		if (key == host_map(SB__manifest))
-			snprintf(h->manifest, sizeof h->manifest, "%s", text);
-		else if (key == host_map(SB__deviceInUse))
-			snprintf(h->device_in_use, sizeof h->device_in_use, "%s", text);
-		else if (key == host_map(SB__lastError))
-			snprintf(h->last_error, sizeof h->last_error, "%s", text);
-		else if (key == host_map(SB__timelineStart))
-			h->timeline_start = ((const LV2_Atom_Long *)value)->body;
-		if (key == host_map(SB__stems) && value->type == host_map(LV2_ATOM__Tuple)) {
-			h->n_stems = 0;
-			LV2_ATOM_TUPLE_FOREACH ((const LV2_Atom_Tuple *)value, it)
-				if (it->type == host_map(LV2_ATOM__Path) && h->n_stems < 8)
-					snprintf(h->stems[h->n_stems++], sizeof h->stems[0], "%s",
-					         (const char *)LV2_ATOM_BODY_CONST(it));
+		if (obj->body.otype == host_map(LV2_PATCH__Set)) {
+			const LV2_Atom *prop = NULL, *value = NULL;
+			lv2_atom_object_get(obj, host_map(LV2_PATCH__property), &prop,
+			                    host_map(LV2_PATCH__value), &value, 0);
+			if (prop && value && prop->type == host_map(LV2_ATOM__URID))
+				read_property(h, ((const LV2_Atom_URID *)prop)->body, value, false);
+		} else if (obj->body.otype == host_map(LV2_PATCH__Put)) {
+			const LV2_Atom *body = NULL;
+			lv2_atom_object_get(obj, host_map(LV2_PATCH__body), &body, 0);
+			if (!body || body->type != host_map(LV2_ATOM__Object))
+				continue;
+			LV2_ATOM_OBJECT_FOREACH ((const LV2_Atom_Object *)body, p)
+				read_property(h, p->key, &p->value, true);
 		}
-		if (key == host_map(SB__deviceList) && value->type == host_map(LV2_ATOM__Tuple)) {
-			h->n_device_list = 0;
-			LV2_ATOM_TUPLE_FOREACH ((const LV2_Atom_Tuple *)value, it)
-				h->n_device_list += it->type == host_map(LV2_ATOM__Object);
-		}
-		if (key == host_map(SB__modelFile) && value->type == host_map(LV2_ATOM__Path))
-			snprintf(h->model_file, sizeof h->model_file, "%s", text);
-		if (key == host_map(SB__modelList) && value->type == host_map(LV2_ATOM__String))
-			snprintf(h->model_list, sizeof h->model_list, "%s", text);
-		if (key == host_map(SB__installStatus) && value->type == host_map(LV2_ATOM__String))
-			snprintf(h->install_status, sizeof h->install_status, "%s", text);
-		if (key != host_map(SB__manifest) && key != host_map(SB__outputDir) &&
-		    key != host_map(SB__modelFile) && key != host_map(SB__trackName) &&
-		    key != host_map(SB__maxMinutes))
-			h->other_sets++;
 	}
 }
 
@@ -365,6 +428,8 @@ void host_run(host_plugin *h)
 	rt_trap_enter();
 	lilv_instance_run(h->inst, h->block);
 	rt_trap_leave();
+	if (!h->hold_work)
+		host_do_work(h);
 	read_notify(h);
 	LV2_Atom_Sequence *seq = (LV2_Atom_Sequence *)h->control_buf;
 	seq->atom.size = sizeof(LV2_Atom_Sequence_Body);

@@ -37,7 +37,14 @@ typedef struct {
 	char scratch[1024];      /* makePath root */
 	host_path_mode path_mode;
 	bool listening;          /* sent patch:Get, as a UI does */
-	int other_sets;          /* patch:Set of properties a UI asks for (not the manifest's) */
+	int other_sets;          /* messages about properties a UI asks for (not the manifest's) */
+	int sets_not_writable;   /* patch:Set of a property that is not patch:writable */
+	char output_dir[4096];   /* the outputDir property as last announced */
+	/* work:schedule: one message kept until host_do_work() (after each run unless hold_work) */
+	uint8_t work_msg[64];
+	uint32_t work_size;
+	int work_pending, works_done;
+	bool hold_work;
 	char stems[8][1024];     /* the last stems tuple */
 	int n_stems;
 	int n_device_list;       /* devices in the last deviceList, -1 before one came */
@@ -73,6 +80,9 @@ void host_sleep_ms(int ms);
 double host_now(void);
 
 extern LilvWorld *host_world;
+extern int host_no_worker;   /* instantiate without work:schedule (as lv2apply) */
+/* Runs the plugin's work() for the message it scheduled, if any. */
+void host_do_work(host_plugin *h);
 extern const LV2_Feature *const *host_features;
 
 /* rt_trap.c: counts allocations, locks and file I/O made on the thread inside run(). */

@@ -19,6 +19,12 @@
  *                                           installModel) while a take waits for it; a failed
  *                                           install fails its waiting take (run by
  *                                           tests/models/test_models.py, which serves the files)
+ *   lazy                                    no thread until first needed (lv2lint's fork)
+ *   silent                                  a silent take is said and not separated
+ *   naming                                  stable stem names, take numbers that go on, the
+ *                                           same state saved twice
+ *   paths                                   output folder through generic UIs' file slots;
+ *                                           no empty folders, stale temporaries cleaned
  */
 #include "host.h"
 
@@ -272,6 +278,10 @@ static int test_record(int stereo, host_path_mode mode)
 	CHECK(host_wait_jobs(h, 3, 600), "takes 2 and 3 not separated: %s", h->last_error);
 	/* the last announced take is take 3 */
 	check_take(h, "Lead Vox", &rec3, start3);
+	/* Ardour 7.3 prints a warning for every patch:Set of a property it may not write: the
+	 * read-only ones go as patch:Put */
+	CHECK(h->sets_not_writable == 0, "%d patch:Set messages of read-only properties",
+	      h->sets_not_writable);
 	if (quiet)
 		CHECK(h->other_sets == 0, "%d UI messages sent with nobody listening", h->other_sets);
 	else
@@ -1221,20 +1231,23 @@ static int test_model_file_damaged(void)
 		const void *body;
 		uint32_t size;
 		bool in_state;
+		bool set_is_folder; /* by patch:Set a folder is the output folder (set_path()) */
 	} bad[] = {
-		{"a string, not a path", ATOM_STRING, "/opt/models/x.safetensors", 26, true},
-		{"a float", ATOM_FLOAT, &f, sizeof f, true},
-		{"a relative path", ATOM_PATH, "models/x.safetensors", 21, true},
-		{"another kind of file", ATOM_PATH, "/opt/models/htdemucs.th", 24, true},
-		{"a folder", ATOM_PATH, "/opt/models/", 13, true},
-		{"no name before the ending", ATOM_PATH, "/opt/models/.safetensors", 25, true},
-		{"a NUL inside", ATOM_PATH, "/opt/a\0b.safetensors", 21, true},
-		{"no terminating NUL", ATOM_PATH, "/opt/x.safetensors", 18, false},
-		{"an empty atom", ATOM_PATH, "", 0, true},
-		{"longer than any path", ATOM_PATH, long_path, 5001, false},
+		{"a string, not a path", ATOM_STRING, "/opt/models/x.safetensors", 26, true, false},
+		{"a float", ATOM_FLOAT, &f, sizeof f, true, false},
+		{"a relative path", ATOM_PATH, "models/x.safetensors", 21, true, false},
+		{"another kind of file", ATOM_PATH, "/opt/models/htdemucs.th", 24, true, false},
+		{"a folder", ATOM_PATH, "/opt/models/", 13, true, true},
+		{"no name before the ending", ATOM_PATH, "/opt/models/.safetensors", 25, true, false},
+		{"a NUL inside", ATOM_PATH, "/opt/a\0b.safetensors", 21, true, false},
+		{"no terminating NUL", ATOM_PATH, "/opt/x.safetensors", 18, false, false},
+		{"an empty atom", ATOM_PATH, "", 0, true, false},
+		{"longer than any path", ATOM_PATH, long_path, 5001, false, false},
 	};
 	const size_t n_bad = sizeof bad / sizeof bad[0];
 	for (size_t i = 0; i < n_bad; i++) {
+		if (bad[i].set_is_folder)
+			continue;
 		int before = host_log_warnings();
 		h->model_file[0] = '\0';
 		host_set_atom(h, SB__modelFile, bad[i].type, bad[i].body, bad[i].size);
@@ -1265,6 +1278,19 @@ static int test_model_file_damaged(void)
 		CHECK(kv_text(&out, SB__modelFile) && !strcmp(kv_text(&out, SB__modelFile), good),
 		      "restore %s: saved '%s'", bad[i].what, kv_text(&out, SB__modelFile));
 	}
+
+	/* a folder or a file that is not a model, set through modelFile (Carla's one file slot),
+	 * is the output folder; the model file stays */
+	host_set_text(h, SB__modelFile, ATOM_PATH, "/opt/models/");
+	host_run(h);
+	CHECK(!strcmp(h->output_dir, "/opt/models") && !strcmp(h->model_file, good),
+	      "modelFile set to a folder: outputDir '%s', modelFile '%s'", h->output_dir,
+	      h->model_file);
+	host_set_text(h, SB__modelFile, ATOM_PATH, "/home/me/Music/mix/song.wav");
+	host_run(h);
+	CHECK(!strcmp(h->output_dir, "/home/me/Music/mix") && !strcmp(h->model_file, good),
+	      "modelFile set to a song: outputDir '%s', modelFile '%s'", h->output_dir,
+	      h->model_file);
 
 	/* an empty path clears the property: the Model control alone names the model again */
 	host_set_text(h, SB__modelFile, ATOM_PATH, "");
@@ -1520,6 +1546,333 @@ static int test_model_install(void)
 	return failures;
 }
 
+
+/* ---- issue 18: what hosts and lv2lint meet ---- */
+
+static int thread_count(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	int n = 0;
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		n += e->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static bool tree_has_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return false;
+	struct dirent *e;
+	bool any = false;
+	while ((e = readdir(d)))
+		any = any || (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."));
+	closedir(d);
+	return any;
+}
+
+/* A host or checker that instantiates the plugin only to look at it (lv2lint forks for each
+ * call and waits for the child to exit) must find no thread started: not by loading the
+ * library, not by instantiate(), activate(), run() with nothing to do, save(), deactivate().
+ * The service starts when first needed (armed), through the worker; without work:schedule the
+ * plugin refuses to instantiate with a clear line. */
+static int test_lazy(void)
+{
+	char dir[1200];
+	make_tmp("lazy", dir, sizeof dir);
+	const int before = thread_count();
+	host_plugin *h = host_new_quiet(true, 512, HOST_PATH_CARLA, dir);
+	CHECK(h != NULL, "instantiate");
+	if (!h)
+		return 1;
+	for (int i = 0; i < 50; i++)
+		host_run(h);
+	kv st;
+	save_direct(h, &st);
+	CHECK(thread_count() == before, "%d threads after load, instantiate, activate, run and save; "
+	      "%d before", thread_count(), before);
+	CHECK(h->works_done == 0, "work scheduled with nothing to do");
+	char carla_tmp[1300];
+	snprintf(carla_tmp, sizeof carla_tmp, "%s/client.tmp", dir);
+	CHECK(!tree_has_entries(carla_tmp), "folders made in the host's makePath folder");
+	/* armed: the service starts, through the worker, off the audio thread */
+	h->ctl[SB_PORT_RECORD] = 1.0f;
+	for (int i = 0; i < 5; i++)
+		host_run(h);
+	CHECK(h->works_done == 1, "%d work calls after arming, expected 1", h->works_done);
+	CHECK(thread_count() > before, "no service thread once armed");
+	h->ctl[SB_PORT_RECORD] = 0.0f;
+	host_free(h);
+
+	host_no_worker = 1;
+	const int warnings = host_log_warnings();
+	host_plugin *n = host_new_quiet(true, 512, HOST_PATH_NONE, NULL);
+	CHECK(n == NULL, "instantiated without work:schedule");
+	CHECK(host_log_warnings() > warnings, "no log line naming the missing feature");
+	host_free(n);
+	host_no_worker = 0;
+	return failures;
+}
+
+/* Rolls n blocks of a constant-amplitude tone (amp 0: digital silence). */
+static void roll_level(host_plugin *h, int n, float amp)
+{
+	for (int b = 0; b < n; b++) {
+		for (int c = 0; c < h->channels; c++)
+			for (uint32_t i = 0; i < h->block; i++)
+				h->in[c][i] = amp * (float)sin(2 * M_PI * 440.0 * (double)(h->pos + i) / 48000.0);
+		host_run(h);
+	}
+}
+
+static int count_dirs_with(const char *dir, const char *part)
+{
+	DIR *d = opendir(dir);
+	int n = 0;
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		n += strstr(e->d_name, part) != NULL;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* Ardour's default monitoring feeds a recording track's plugins silence: a take below -90 dBFS
+ * throughout is said to be silent (state, lastError, log) and not separated; no folder, no job.
+ * A quiet take above the threshold is separated as usual, and numbered take 1. */
+static int test_silent(void)
+{
+	char dir[1200], outdir[1300];
+	make_tmp("silent", dir, sizeof dir);
+	snprintf(outdir, sizeof outdir, "%s/out", dir);
+	host_plugin *h = host_new(false, 1024, HOST_PATH_NONE, NULL);
+	CHECK(h != NULL, "instantiate");
+	if (!h)
+		return 1;
+	h->ctl[SB_PORT_MODEL] = SB_MODEL_BUILTIN;
+	host_set_text(h, SB__outputDir, ATOM_PATH, outdir);
+	host_set_text(h, SB__trackName, ATOM_STRING, "Vox");
+	const float amps[2] = {0.0f, 2e-5f}; /* digital silence; -94 dBFS */
+	for (int k = 0; k < 2; k++) {
+		h->last_error[0] = '\0';
+		h->ctl[SB_PORT_RECORD] = 1.0f;
+		host_transport(h, 48000 * (10 * k + 1), 1.0f);
+		roll_level(h, 60, amps[k]);
+		h->ctl[SB_PORT_RECORD] = 0.0f;
+		host_transport(h, h->pos, 0.0f);
+		for (double end = host_now() + 10; host_now() < end && !h->last_error[0];) {
+			host_run(h);
+			host_sleep_ms(2);
+		}
+		CHECK((int)h->ctl[SB_PORT_STATE_OUT] == SB_STATE_SILENT, "take %d: state %g, not Silent",
+		      k, (double)h->ctl[SB_PORT_STATE_OUT]);
+		CHECK(strstr(h->last_error, "silent") && strstr(h->last_error, "Monitoring"),
+		      "take %d: lastError '%s'", k, h->last_error);
+		CHECK((int)h->ctl[SB_PORT_JOBS_DONE_OUT] == 0, "take %d made a job", k);
+	}
+	CHECK(!tree_has_entries(outdir), "a silent take left files or folders in %s", outdir);
+	/* -80 dBFS is quiet, not silent: separated, and the first take with a number */
+	h->ctl[SB_PORT_RECORD] = 1.0f;
+	host_transport(h, 48000 * 30, 1.0f);
+	roll_level(h, 60, 1e-4f);
+	h->ctl[SB_PORT_RECORD] = 0.0f;
+	host_transport(h, h->pos, 0.0f);
+	host_run(h);
+	CHECK(host_wait_jobs(h, 1, 300), "a quiet take was not separated: %s", h->last_error);
+	CHECK(strstr(h->manifest, "/Vox-take1/Vox-take1-manifest.json") != NULL,
+	      "quiet take's manifest %s", h->manifest);
+	host_free(h);
+	return failures;
+}
+
+static bool stem_file_exists(const char *dir, const char *name)
+{
+	char p[2600];
+	snprintf(p, sizeof p, "%s/%s", dir, name);
+	return access(p, R_OK) == 0;
+}
+
+/* Stems are named after the track when the host says it (trackName), else after the
+ * instance's id, which the session keeps; a reopened session goes on counting takes; a take
+ * number in use (a folder there, a file Ardour imported) is never taken again; saving twice
+ * with nothing changed saves the same state, the device by its name without figures. */
+static int test_naming(void)
+{
+	char dir[1200], outdir[1300];
+	make_tmp("naming", dir, sizeof dir);
+	snprintf(outdir, sizeof outdir, "%s/out", dir);
+	host_plugin *a = host_new(true, 1024, HOST_PATH_NONE, NULL);
+	CHECK(a != NULL, "instantiate");
+	if (!a)
+		return 1;
+	a->ctl[SB_PORT_MODEL] = SB_MODEL_BUILTIN;
+	a->ctl[SB_PORT_DEVICE] = SB_DEVICE_FIRST_CL; /* Device 1: PoCL here */
+	host_set_text(a, SB__outputDir, ATOM_PATH, outdir);
+	recording rec = {0};
+	CHECK(record_take(a, 48000, 40, 1, &rec), "take 1: %s", a->last_error);
+	kv s1, s2;
+	save_direct(a, &s1);
+	const char *id = kv_text(&s1, SB__instanceId);
+	CHECK(id && strlen(id) == 6, "instance id saved as '%s'", id ? id : "(none)");
+	char track[64], want[2600];
+	snprintf(track, sizeof track, "track-%s", id ? id : "?");
+	snprintf(want, sizeof want, "%s/%s-take1", outdir, track);
+	CHECK(strncmp(a->manifest, want, strlen(want)) == 0, "take 1 at %s, expected in %s",
+	      a->manifest, want);
+	char name[300];
+	snprintf(name, sizeof name, "%s-take1-vocals.wav", track);
+	CHECK(stem_file_exists(want, name), "%s/%s missing", want, name);
+	CHECK(kv_int(&s1, SB__lastTake) == 1, "lastTake saved as %d", kv_int(&s1, SB__lastTake));
+	/* the same state when saved again with nothing changed */
+	host_sleep_ms(300);
+	for (int i = 0; i < 20; i++)
+		host_run(a);
+	save_direct(a, &s2);
+	CHECK(s1.n == s2.n, "second save has %d values, first %d", s2.n, s1.n);
+	for (int i = 0; i < s1.n && i < s2.n; i++)
+		CHECK(s1.key[i] == s2.key[i] && s1.size[i] == s2.size[i] &&
+		      !memcmp(s1.val[i], s2.val[i], s1.size[i]),
+		      "saved %s differs between two saves", host_unmap(s1.key[i]));
+	const char *dname = kv_text(&s1, SB__deviceName);
+	CHECK(dname && !strstr(dname, "GiB") && !strstr(dname, "MiB") && !strstr(dname, "threads)"),
+	      "device saved as '%s': figures in its name", dname ? dname : "(none)");
+
+	/* the session reopened: a new instance restores the state and goes on from take 2 */
+	host_plugin *b = host_new(true, 1024, HOST_PATH_NONE, NULL);
+	CHECK(b != NULL, "instantiate");
+	if (!b)
+		return 1;
+	const LV2_State_Interface *si = lilv_instance_get_extension_data(b->inst, LV2_STATE__interface);
+	si->restore(lilv_instance_get_handle(b->inst), kv_retrieve, &s1, 0, NULL);
+	b->ctl[SB_PORT_MODEL] = SB_MODEL_BUILTIN;
+	b->ctl[SB_PORT_DEVICE] = SB_DEVICE_FIRST_CL;
+	/* someone else's folder already holds take 2 of this name: it is skipped, not shared */
+	char taken[2600], cmd0[5400];
+	snprintf(taken, sizeof taken, "%s/%s-take2", outdir, track);
+	snprintf(cmd0, sizeof cmd0, "mkdir '%s' && echo mine > '%s/notes.txt'", taken, taken);
+	CHECK(system(cmd0) == 0, "%s", cmd0);
+	CHECK(record_take(b, 48000, 40, 2, &rec), "take after reopening: %s", b->last_error);
+	snprintf(want, sizeof want, "%s/%s-take3/", outdir, track);
+	CHECK(strncmp(b->manifest, want, strlen(want)) == 0, "reopened take at %s, expected in %s",
+	      b->manifest, want);
+	/* the host names the track: its name from now on */
+	host_set_text(b, SB__trackName, ATOM_STRING, "Bass Gtr");
+	CHECK(record_take(b, 48000, 40, 3, &rec), "named take: %s", b->last_error);
+	snprintf(want, sizeof want, "%s/Bass Gtr-take4/Bass Gtr-take4-manifest.json", outdir);
+	CHECK(!strcmp(b->manifest, want), "named take at %s, expected %s", b->manifest, want);
+	free(rec.data);
+	host_free(a);
+	host_free(b);
+
+	/* Ardour: a take number whose stems the session imported is used */
+	char scratch[1300], imported[2600];
+	snprintf(scratch, sizeof scratch, "%s/ardour", dir);
+	snprintf(imported, sizeof imported, "%s/interchange/song/audiofiles", scratch);
+	char cmd[6000];
+	snprintf(cmd, sizeof cmd, "mkdir -p '%s' && touch '%s/Keys-take5-vocals.wav'", imported,
+	         imported);
+	CHECK(system(cmd) == 0, "%s", cmd);
+	host_plugin *c = host_new_quiet(false, 1024, HOST_PATH_ARDOUR, scratch);
+	CHECK(c != NULL, "instantiate");
+	if (!c)
+		return 1;
+	c->ctl[SB_PORT_MODEL] = SB_MODEL_BUILTIN;
+	host_set_text(c, SB__trackName, ATOM_STRING, "Keys");
+	recording r2 = {0};
+	CHECK(record_take(c, 0, 30, 4, &r2), "Ardour take: %s", c->last_error);
+	CHECK(strstr(c->manifest, "/scratch/stembridge/Keys-take6/Keys-take6-manifest.json") != NULL,
+	      "Ardour take at %s, expected take 6", c->manifest);
+	free(r2.data);
+	host_free(c);
+	return failures;
+}
+
+/* Where stems go, as generic host UIs reach it: Carla's one file slot lands on modelFile, and
+ * file dialogs pick files, not folders; a failed job and an untrusted makePath leave no empty
+ * folder behind; what a killed host left in a take folder is cleaned up. */
+static int test_paths(void)
+{
+	char dir[1200], outdir[1300], song[1400], cmd[4000];
+	make_tmp("paths", dir, sizeof dir);
+	snprintf(outdir, sizeof outdir, "%s/chosen folder", dir);
+	snprintf(song, sizeof song, "%s/song.wav", outdir);
+	snprintf(cmd, sizeof cmd, "mkdir -p '%s' && touch '%s'", outdir, song);
+	CHECK(system(cmd) == 0, "%s", cmd);
+	host_plugin *h = host_new(false, 1024, HOST_PATH_CARLA, dir);
+	CHECK(h != NULL, "instantiate");
+	if (!h)
+		return 1;
+	h->ctl[SB_PORT_MODEL] = SB_MODEL_BUILTIN;
+	host_set_text(h, SB__trackName, ATOM_STRING, "Gtr");
+	/* a user picks a file in the folder they want, through the one slot Carla offers; Carla 2.5
+	 * forges the path with strlen + 1 as its length, so the atom ends in two NULs */
+	char carla_body[1500];
+	memset(carla_body, 0, sizeof carla_body);
+	snprintf(carla_body, sizeof carla_body, "%s", song);
+	host_set_atom(h, SB__modelFile, ATOM_PATH, carla_body, (uint32_t)strlen(song) + 2);
+	host_run(h);
+	CHECK(!strcmp(h->output_dir, outdir), "outputDir announced as '%s', expected '%s'",
+	      h->output_dir, outdir);
+	/* what a host killed mid-take left in an old take folder: its temporary file goes */
+	char stale_dir[1500], stale[1700];
+	snprintf(stale_dir, sizeof stale_dir, "%s/Gtr-take7", outdir);
+	snprintf(stale, sizeof stale, "%s/.Gtr-take7-vocals.wav.part-999999-AbC123", stale_dir);
+	snprintf(cmd, sizeof cmd, "mkdir -p '%s' && echo half > '%s'", stale_dir, stale);
+	CHECK(system(cmd) == 0, "%s", cmd);
+	recording rec = {0};
+	CHECK(record_take(h, 0, 30, 1, &rec), "take: %s", h->last_error);
+	/* the killed take wrote nothing: its folder goes, and its number is free */
+	char want[1500];
+	snprintf(want, sizeof want, "%s/Gtr-take1/", outdir);
+	CHECK(strncmp(h->manifest, want, strlen(want)) == 0, "stems at %s, expected in %s",
+	      h->manifest, want);
+	CHECK(access(stale, F_OK) != 0, "stale temporary file %s still there", stale);
+	CHECK(access(stale_dir, F_OK) != 0, "the emptied take folder %s still there", stale_dir);
+	char carla_tmp[1300];
+	snprintf(carla_tmp, sizeof carla_tmp, "%s/client.tmp", dir);
+	CHECK(access(carla_tmp, F_OK) != 0, "the host's makePath folder %s left behind", carla_tmp);
+
+	/* a file without an extension set as the output folder stands for its folder */
+	char noext[1500];
+	snprintf(noext, sizeof noext, "%s/README", outdir);
+	snprintf(cmd, sizeof cmd, "touch '%s'", noext);
+	CHECK(system(cmd) == 0, "%s", cmd);
+	host_set_text(h, SB__outputDir, ATOM_PATH, noext);
+	CHECK(record_take(h, 0, 30, 2, &rec), "take: %s", h->last_error);
+	snprintf(want, sizeof want, "%s/Gtr-take2/", outdir);
+	CHECK(strncmp(h->manifest, want, strlen(want)) == 0, "stems at %s, expected in %s",
+	      h->manifest, want);
+
+	/* a job that fails (its model file is not there) leaves no folder, not even the root */
+	char fresh[1400];
+	snprintf(fresh, sizeof fresh, "%s/never made", dir);
+	host_set_text(h, SB__outputDir, ATOM_PATH, fresh);
+	host_set_text(h, SB__modelFile, ATOM_PATH, "/nonexistent/model.safetensors");
+	h->ctl[SB_PORT_MODEL] = SB_MODEL_HTDEMUCS;
+	h->ctl[SB_PORT_RECORD] = 1.0f;
+	host_transport(h, 0, 1.0f);
+	roll(h, 30, 3, NULL, 8);
+	h->ctl[SB_PORT_RECORD] = 0.0f;
+	host_transport(h, h->pos, 0.0f);
+	for (double end = host_now() + 60;
+	     host_now() < end && (int)h->ctl[SB_PORT_STATE_OUT] != SB_STATE_ERROR;) {
+		host_run(h);
+		host_sleep_ms(5);
+	}
+	CHECK((int)h->ctl[SB_PORT_STATE_OUT] == SB_STATE_ERROR, "a missing model file did not fail");
+	host_sleep_ms(200);
+	for (int i = 0; i < 10; i++)
+		host_run(h);
+	CHECK(access(fresh, F_OK) != 0, "the failed take left %s", fresh);
+	CHECK(count_dirs_with(outdir, "-take3") == 0, "a failed take's folder in %s", outdir);
+	free(rec.data);
+	host_free(h);
+	return failures;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -1560,6 +1913,14 @@ int main(int argc, char **argv)
 		r = test_auto();
 	} else if (!strcmp(argv[1], "modelinstall")) {
 		r = test_model_install();
+	} else if (!strcmp(argv[1], "lazy")) {
+		r = test_lazy();
+	} else if (!strcmp(argv[1], "silent")) {
+		r = test_silent();
+	} else if (!strcmp(argv[1], "naming")) {
+		r = test_naming();
+	} else if (!strcmp(argv[1], "paths")) {
+		r = test_paths();
 	} else {
 		fprintf(stderr, "unknown test %s\n", argv[1]);
 		r = 2;

@@ -3,7 +3,10 @@
 -- generator; the plugin records the region as it plays and separates it; the stems are placed
 -- on new tracks at the region's position (headless Lua cannot import a file, so each stem is
 -- rendered by bounce_range with the plugin auditioning it: ../shared/HOSTS.md); the session is
--- saved, reopened, and the device choices are still there.
+-- saved, reopened, and the device choices are still there. Before that, the plugins are armed
+-- while Ardour records with its default monitoring (handled by the audio hardware): a recording
+-- track feeds its plugins silence, and the plugin must say the take is silent and write nothing.
+-- Saved twice with nothing changed, the session keeps the same plugin state.
 -- Usage: ardour7-lua test_headless.lua SESSION_DIR IMPORT_SCRIPT [driver]
 -- Exit 0 when every assertion held.
 local DIR    = assert(arg[1], "session dir")
@@ -14,6 +17,7 @@ local NAME   = "sb"
 local RATE   = 48000
 -- control port numbers as Ardour counts them (control ports only, inputs and outputs)
 local P_RECORD, P_DEVICE, P_AUDITION, P_STATE, P_DEVICE_OUT, P_FALLBACK, P_JOBS = 0, 1, 8, 9, 11, 12, 13
+local P_STATE_SILENT = 6
 local STEMS = { "vocals", "drums", "bass", "other" }
 
 -- the importer's parser, loaded from the shipped script (its header needs ardour{})
@@ -54,7 +58,13 @@ end
 assert(ARDOUR.LuaAPI.set_processor_param(procs[1], P_DEVICE, 1))
 assert(ARDOUR.LuaAPI.set_processor_param(procs[2], P_DEVICE, 4))
 
--- record a region on both tracks from 1 s
+-- record a region on both tracks from 1 s, the plugins armed: with Ardour's default monitoring
+-- they hear silence (../shared/HOSTS.md), and must say so rather than separate it
+print("MONITORING", ARDOUR.config():get_monitoring_model())
+-- "handled by: audio hardware" is ExternalMonitoring; only SoftwareMonitoring feeds plugins
+assert(ARDOUR.config():get_monitoring_model() ~= ARDOUR.MonitorModel.SoftwareMonitoring,
+	"this test needs Ardour's default monitoring model")
+for _, p in ipairs(procs) do assert(ARDOUR.LuaAPI.set_processor_param(p, P_RECORD, 1)) end
 local REC0 = RATE
 for _, tr in ipairs(tracks) do tr:rec_enable_control():set_value(1, PBD.GroupControlDisposition.NoGroup) end
 Session:maybe_enable_record(false)
@@ -66,6 +76,14 @@ Session:request_stop(false, false, TRS)
 wait_until(function() return Session:transport_stopped() and tracks[1]:playlist():region_list():size() > 0 end, 10, "capture")
 for _, tr in ipairs(tracks) do tr:rec_enable_control():set_value(0, PBD.GroupControlDisposition.NoGroup) end
 Session:disable_record(false, false)
+for i, p in ipairs(procs) do
+	assert(ARDOUR.LuaAPI.set_processor_param(p, P_RECORD, 0))
+	wait_until(function() return param(p, P_STATE) == P_STATE_SILENT end, 30, "silent take on track " .. i)
+	assert(param(p, P_JOBS) == 0, "track " .. i .. ": a silent take was separated")
+end
+assert(not sb_find_stems_txt(Session:path():gsub("/$", ""), procs[1]:to_stateful():id():to_s()),
+	"a silent take left stems")
+print("SILENT TAKES REPORTED", param(procs[1], P_STATE), param(procs[2], P_STATE))
 reg = first_region(tracks[1])
 local rpos, rlen = reg:position():samples(), reg:length():samples()
 print("REGION", reg:name(), rpos, rlen)
@@ -155,7 +173,23 @@ for k = 1, 4 do
 		"stem " .. STEMS[k] .. " has the mix's peak: audition did not engage")
 end
 
+-- saved twice with nothing changed: the same plugin state (Ardour keeps state<N> when the new
+-- state equals the last, and writes state<N+1> when it differs)
+local function state_dirs()
+	local f = assert(io.open(Session:path():gsub("/$", "") .. "/" .. NAME .. ".ardour", "r"))
+	local x = f:read("*a")
+	f:close()
+	local t = {}
+	for d in x:gmatch('state%-dir="([^"]+)"') do table.insert(t, d) end
+	return table.concat(t, ",")
+end
 assert(Session:save_state("") == 0, "save_state failed")
+local dirs1 = state_dirs()
+sleep(0.5)
+assert(Session:save_state("") == 0, "second save_state failed")
+local dirs2 = state_dirs()
+print("STATE DIRS", dirs1, dirs2)
+assert(dirs1 ~= "" and dirs1 == dirs2, "saved twice, the plugin state changed: " .. dirs1 .. " then " .. dirs2)
 -- Lua must drop its references to routes and processors before the session goes, or their
 -- destructors run at exit after the engine (a crash in Ardour's teardown).
 tracks, procs, reg, mix, bounced = nil, nil, nil, nil, nil

@@ -23,6 +23,7 @@
 
 #define MAX_EVENTS 16
 #define MAX_OOM_RETRIES 3
+#define SB_SILENT_INPUT_PEAK 3.1622777e-5 /* -90 dBFS */
 
 typedef struct {
 	const sb_job_env *env;
@@ -134,6 +135,33 @@ static void stem_list(unsigned mask, char *buf, size_t len)
 }
 
 /* m:ss.mmm of a frame, for messages */
+/* The largest |sample| of the whole input, read in blocks (a second pass over a file input;
+ * a small fraction of a separation's time). NaN is no peak: the model's input check says it. */
+static sb_status source_peak(sb_source *src, const atomic_int *cancel, double *peak)
+{
+	enum { BLOCK = 65536 };
+	float *buf = malloc((size_t)BLOCK * src->channels * sizeof(float));
+	if (!buf)
+		return SB_ERR_NOMEM;
+	double p = 0;
+	sb_status st = SB_OK;
+	for (int64_t at = 0; at < src->frames && st == SB_OK; at += BLOCK) {
+		if (cancel && atomic_load(cancel)) {
+			st = SB_ERR_CANCELLED;
+			break;
+		}
+		const int64_t n = src->frames - at < BLOCK ? src->frames - at : BLOCK;
+		st = src->read(src, at, n, buf);
+		for (int64_t i = 0; st == SB_OK && i < n * src->channels; i++) {
+			const double v = fabs((double)buf[i]);
+			p = v > p ? v : p;
+		}
+	}
+	free(buf);
+	*peak = p;
+	return st;
+}
+
 static void clock_of(int64_t frame, double rate, char *buf, size_t len)
 {
 	const double t = rate > 0 ? (double)frame / rate : 0;
@@ -200,6 +228,17 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 		track = "track";
 	if (st != SB_OK)
 		goto fail;
+	/* A silent input (below -90 dBFS throughout: a DAW track fed silence while its monitoring
+	 * is done in hardware, a muted bounce) makes silent stems that look like a separation: the
+	 * manifest and the log say so. */
+	double in_peak = 0;
+	st = source_peak(src, env->cancel, &in_peak);
+	if (st != SB_OK)
+		goto fail;
+	const int silent = !(in_peak >= SB_SILENT_INPUT_PEAK);
+	if (silent)
+		event(&ev, log, SB_LOG_WARNING, "the input is silent (peak %s, below -90 dBFS): its "
+		      "stems are silent too", in_peak > 0 ? "very low" : "zero");
 
 	/* Model, and the stems asked of it */
 	const char *model_name = spec->model && *spec->model ? spec->model : "auto";
@@ -373,6 +412,8 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 		.channels = src->channels,
 		.rate = src->rate,
 		.input_format = ai.format_name,
+		.input_peak = in_peak,
+		.input_silent = silent,
 		.timeline_start = spec->timeline_start,
 		.track = track,
 		.take = take,

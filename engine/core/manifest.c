@@ -60,6 +60,9 @@ sb_status sb_manifest_render(const sb_manifest *m, char **json, char **stems_txt
 	json_object_set_new(in, "rate", json_real(m->rate));
 	json_object_set_new(in, "seconds", json_real(m->rate > 0 ? m->frames / m->rate : 0));
 	json_object_set_new(in, "format", str_or_null(m->input_format));
+	json_object_set_new(in, "peak_dbfs",
+	                    m->input_peak > 0 ? json_real(20 * log10(m->input_peak)) : json_null());
+	json_object_set_new(in, "silent", json_boolean(m->input_silent));
 	json_object_set_new(root, "input", in);
 	json_object_set_new(root, "timeline_start",
 	                    m->timeline_start >= 0 ? json_integer(m->timeline_start) : json_null());

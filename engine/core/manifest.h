@@ -6,7 +6,8 @@
  * and renamed only when every file is complete, so a manifest is never without its stems nor
  * stems without their manifest. The JSON keys (version 1):
  *   stembridge, manifest_version, status ("ok" | "failed"), error,
- *   input {path, frames, channels, rate, seconds, format},
+ *   input {path, frames, channels, rate, seconds, format, peak_dbfs (null: digital silence),
+ *         silent (below -90 dBFS throughout: the stems are silent too)},
  *   timeline_start (samples or null), take, track,
  *   model {name, requested, description, shifts, overlap}: name is the model that ran, never
  *   "auto"; requested is what the job asked for,
@@ -28,6 +29,8 @@ typedef struct {
 	int channels;
 	double rate;
 	const char *input_format;
+	double input_peak;          /* the largest |sample| of the input */
+	int input_silent;           /* below -90 dBFS throughout: the stems are silent too */
 	int64_t timeline_start;
 	const char *track, *take;
 	const char *model, *model_description;

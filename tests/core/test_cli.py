@@ -101,8 +101,23 @@ def group_separate(tmp):
         check(os.path.isabs(s["path"]) and os.path.exists(s["path"]), f"stem path {s['path']}")
         check(0 < s["rms"] <= s["peak"] < 4, f"stem {s['stem']} peak {s['peak']} rms {s['rms']}")
     check(m["timings"]["total_s"] > 0, "timings")
+    check(m["input"]["silent"] is False and isinstance(m["input"]["peak_dbfs"], float) and
+          -20 < m["input"]["peak_dbfs"] <= 0, f"manifest input peak {m['input']}")
     txt = open(os.path.join(out, "song", "stems.txt")).read().splitlines()
     check(txt[0] == "timeline_start 123456" and len(txt) == 5, f"stems.txt: {txt}")
+    # a silent input (a DAW track fed silence, a muted bounce): separated, but the manifest and
+    # the log say its stems are silent, so nobody takes them for a separation
+    for name, level in (("zeros", 0.0), ("hiss", 2e-5)):
+        quiet = os.path.join(tmp, name + ".wav")
+        wavio.write_wav(quiet, [level * ((i % 7) - 3) / 3 for i in range(48000 * ch)], ch, rate,
+                        fmt="float")
+        outq = os.path.join(tmp, "out-" + name)
+        p = run(["separate", quiet, "-o", outq, "--device", "cpu"])
+        check(p.returncode == 0 and "silent" in p.stderr,
+              f"{name}: exit {p.returncode}, stderr {p.stderr!r}")
+        mq = json.load(open(os.path.join(outq, name, "manifest.json")))
+        check(mq["input"]["silent"] is True, f"{name}: manifest input {mq['input']}")
+        check(any("silent" in e for e in mq["events"]), f"{name}: events {mq['events']}")
     check(not [f for f in files_under(out) if ".part" in f], "temporary files left behind")
     # a chosen subset, 16-bit, a template with folders
     out2 = os.path.join(tmp, "out2")

@@ -3,7 +3,7 @@
 
 #include "uris.h"
 
-#include "core/stream.h"
+#include "io/stream.h"
 #include "models/catalog.h"
 #include "models/install.h"
 #include "models/model.h"

@@ -12,9 +12,9 @@
 #include "instance.h"
 #include "models.h"
 
-#include "core/device.h"
-#include "core/stream.h"
-#include "core/temp_file.h"
+#include "backend/device.h"
+#include "io/stream.h"
+#include "io/temp_file.h"
 #include "jobs/engine.h"
 
 #include <dirent.h>

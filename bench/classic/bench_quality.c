@@ -18,7 +18,7 @@
  * Usage: bench_quality [--set NAME=VALUE]... SONGDIR...
  * Exit status: 0 goal met, 1 goal missed, 2 bad input or a failed separation.
  */
-#include "classic/classic_ops.h"
+#include "models/classic/classic_ops.h"
 #include "mem_sink.h"
 #include "models/model.h"
 

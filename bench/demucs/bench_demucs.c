@@ -13,10 +13,10 @@
  * segment with the queue drained around every launch and prints, on stderr, where the device's
  * time went (kernel, calls, ms, GFLOP/s of the products) and the products' total in the JSON.
  */
-#include "demucs/demucs.h"
-#include "demucs/gemm.h"
-#include "demucs/thread_pool.h"
-#include "opencl/cl_device.h"
+#include "models/demucs/demucs.h"
+#include "backend/cpu/gemm.h"
+#include "core/thread_pool.h"
+#include "backend/opencl/cl_device.h"
 #include "random_model.h"
 
 #include <math.h>

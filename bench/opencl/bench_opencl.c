@@ -13,9 +13,9 @@
  * length, so disk speed does not enter. The native CPU path runs on one thread, as one job.
  */
 #include "../../tests/classic/synth_mix.h"
-#include "classic/classic_ops.h"
-#include "core/device.h"
-#include "opencl/cl_device.h"
+#include "models/classic/classic_ops.h"
+#include "backend/device.h"
+#include "backend/opencl/cl_device.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 #include "convert/safetensors_writer.h"
 
-#include "core/temp_file.h"
+#include "io/temp_file.h"
 
 #include <errno.h>
 #include <fcntl.h>

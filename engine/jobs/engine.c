@@ -13,9 +13,9 @@
  */
 #include "jobs/engine.h"
 
-#include "core/device.h"
-#include "core/job_run.h"
-#include "opencl/cl_device.h"
+#include "backend/device.h"
+#include "jobs/job_run.h"
+#include "backend/opencl/cl_device.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

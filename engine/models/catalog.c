@@ -1,7 +1,7 @@
 /* The model catalogue (catalog.h): parsed with jansson, every field checked before use. */
 #include "models/catalog.h"
 
-#include "core/stream.h"
+#include "io/stream.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -3,8 +3,8 @@
 #include "models/install.h"
 
 #include "convert/convert.h"
-#include "core/temp_file.h"
-#include "demucs/demucs.h"
+#include "io/temp_file.h"
+#include "models/demucs/demucs.h"
 #include "models/model.h"
 
 #include <curl/curl.h>

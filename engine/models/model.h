@@ -9,8 +9,8 @@
 #ifndef SB_MODEL_H
 #define SB_MODEL_H
 
-#include "core/device.h"
-#include "core/stream.h"
+#include "backend/device.h"
+#include "io/stream.h"
 #include "sb_common.h"
 
 #include <stdatomic.h>

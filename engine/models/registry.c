@@ -2,8 +2,8 @@
  * live: the caller's folders first (CLI --model-path, plugin state), then
  * $XDG_DATA_HOME/stembridge/models (default ~/.local/share/stembridge/models), then each of
  * $XDG_DATA_DIRS (default /usr/local/share:/usr/share) + /stembridge/models. */
-#include "classic/classic.h"
-#include "demucs/demucs.h"
+#include "models/classic/classic.h"
+#include "models/demucs/demucs.h"
 #include "models/catalog.h"
 #include "models/model.h"
 

@@ -3,7 +3,7 @@
 #ifndef SB_TEST_MEM_SINK_H
 #define SB_TEST_MEM_SINK_H
 
-#include "core/stream.h"
+#include "io/stream.h"
 
 #include <stdlib.h>
 #include <string.h>

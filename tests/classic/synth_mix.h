@@ -5,7 +5,7 @@
 #ifndef SB_TEST_SYNTH_MIX_H
 #define SB_TEST_SYNTH_MIX_H
 
-#include "core/stream.h"
+#include "io/stream.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -1,7 +1,7 @@
 /* Tests of the built-in separator through the public model seam (sb_model_open("builtin")):
  * the stems add back to the input, have its length, do not depend on the chunk length, put a
  * synthetic mix's sources in their own stems, stop on cancel and stay silent on silence. */
-#include "classic/classic_ops.h"
+#include "models/classic/classic_ops.h"
 #include "mem_sink.h"
 #include "models/model.h"
 

@@ -2,7 +2,7 @@
  * waveform, and stems come back at 48 kHz with exactly the input's frame count and no shift
  * (a shift of one sample would show as a large error against the analytic signal). */
 #include "../classic/mem_sink.h"
-#include "core/resample.h"
+#include "io/resample.h"
 
 #include <math.h>
 #include <stdio.h>

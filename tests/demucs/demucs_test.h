@@ -4,11 +4,11 @@
 #ifndef SB_TEST_DEMUCS_H
 #define SB_TEST_DEMUCS_H
 
-#include "demucs/demucs.h"
-#include "demucs/safetensors.h"
+#include "models/demucs/demucs.h"
+#include "models/demucs/safetensors.h"
 #include "mem_sink.h"
 #include "models/model.h"
-#include "opencl/cl_device.h"
+#include "backend/opencl/cl_device.h"
 
 #include <stdio.h>
 

@@ -4,7 +4,7 @@
 #ifndef SB_TEST_RANDOM_MODEL_H
 #define SB_TEST_RANDOM_MODEL_H
 
-#include "demucs/safetensors.h"
+#include "models/demucs/safetensors.h"
 
 #include <jansson.h>
 #include <math.h>

@@ -8,9 +8,9 @@
  * (the same on the first OpenCL device, within 1e-4), and the cases of test_demucs_files.c:
  * bag, errors, inputs, safetensors.
  */
-#include "core/device.h"
-#include "opencl/cl_blas.h"
-#include "demucs/thread_pool.h"
+#include "backend/device.h"
+#include "backend/opencl/cl_blas.h"
+#include "core/thread_pool.h"
 #include "demucs_test.h"
 #include "random_model.h"
 

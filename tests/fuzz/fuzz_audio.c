@@ -3,7 +3,7 @@
  * model asks for, with the NaN/Inf check. */
 #include "fuzz_common.h"
 
-#include "core/audio_file.h"
+#include "io/audio_file.h"
 
 #include <stdlib.h>
 

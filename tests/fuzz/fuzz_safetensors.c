@@ -4,8 +4,8 @@
  * and shape, finite weights). */
 #include "fuzz_common.h"
 
-#include "demucs/demucs.h"
-#include "demucs/safetensors.h"
+#include "models/demucs/demucs.h"
+#include "models/demucs/safetensors.h"
 
 #include <stdlib.h>
 

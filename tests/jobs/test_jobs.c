@@ -5,7 +5,7 @@
  *
  * usage: test_jobs GROUP   (parallel, sequential, match, faults, cancel)
  */
-#include "core/device.h"
+#include "backend/device.h"
 #include "jobs/engine.h"
 
 #include <dirent.h>

@@ -9,9 +9,9 @@
  *     refuses are reported with their paths, and products stay right after tuning.
  * Skipped (77) without an OpenCL device or without CLBlast in the build.
  */
-#include "core/device.h"
-#include "opencl/cl_blas.h"
-#include "opencl/cl_device.h"
+#include "backend/device.h"
+#include "backend/opencl/cl_blas.h"
+#include "backend/opencl/cl_device.h"
 
 #include <math.h>
 #include <pthread.h>

@@ -11,11 +11,11 @@
  */
 #include "../classic/mem_sink.h"
 #include "../classic/synth_mix.h"
-#include "classic/classic_ops.h"
-#include "core/device.h"
+#include "models/classic/classic_ops.h"
+#include "backend/device.h"
 #include "models/model.h"
-#include "opencl/cl_device.h"
-#include "opencl/cl_internal.h"
+#include "backend/opencl/cl_device.h"
+#include "backend/opencl/cl_internal.h"
 
 #include <math.h>
 #include <pthread.h>

@@ -2,7 +2,7 @@
  * needs to choose (and the names to type). */
 #include "commands.h"
 
-#include "core/device.h"
+#include "backend/device.h"
 
 #include <jansson.h>
 #include <stdio.h>

@@ -18,9 +18,9 @@
  */
 #include "commands.h"
 
-#include "core/audio_file.h"
-#include "core/device.h"
-#include "core/stem_writer.h"
+#include "io/audio_file.h"
+#include "backend/device.h"
+#include "io/stem_writer.h"
 #include "jobs/engine.h"
 
 #include <signal.h>

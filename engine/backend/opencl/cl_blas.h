@@ -1,0 +1,56 @@
+/* Matrix products on an opened OpenCL device: CLBlast (Debian's libclblast, a tuned OpenCL
+ * BLAS) where it serves, the model backend's own kernel where it does not.
+ *
+ * WHY CLBLAST: a GEMM that runs well across NVIDIA, AMD and Intel GPUs needs per-device tile
+ * sizes, vector widths and kernel variants chosen by measurement; CLBlast is that work done and
+ * kept up, with a database of tuned devices, a tuner for the rest, and a C API that takes our
+ * queue and buffers (no copies, no second queue). Even untuned on PoCL it runs HTDemucs's
+ * products 2.5x faster than our plain tiled kernel (engine/demucs/htdemucs.cl), which stays as
+ * the fallback when CLBlast is absent at build time or refuses a product.
+ *
+ * CHOICE (sb_cl_gemm_choose): the environment variable SB_CL_GEMM = "clblast" or "own" forces
+ * one (for benches and tests); otherwise CLBlast on every device when the build has it.
+ *
+ * TUNED PARAMETERS: CLBlast ships none for recent GPUs (the H100 among them) and then uses
+ * generic values. Its tuners (Debian's clblast-utils, driven by tools/clblast_tune.sh) write
+ * one JSON file per kernel family; put them in any of
+ *   $SB_CLBLAST_TUNING (a folder), $XDG_DATA_HOME/stembridge/clblast (default
+ *   ~/.local/share/stembridge/clblast), each of $XDG_DATA_DIRS + /stembridge/clblast,
+ * directly or one folder down. Before the first product on a device, every file whose "device"
+ * and "platform_vendor" are this device's name and platform vendor and whose precision is 32
+ * is read; for each kernel (named from "kernel_family" by CLBlast's own rule: xgemm_1 and
+ * xgemm_2 are Xgemm) the fastest file's "best_parameters" are given to
+ * CLBlastOverrideParameters. A file that is damaged or that CLBlast refuses is logged with its
+ * path and skipped; nothing stops a separation.
+ *
+ * Threads: any thread; tuning is applied once per device per process under a lock.
+ */
+#ifndef SB_CL_BLAS_H
+#define SB_CL_BLAS_H
+
+#include "backend/opencl/cl_internal.h"
+
+typedef enum { SB_CL_GEMM_OWN = 0, SB_CL_GEMM_CLBLAST } sb_cl_gemm_kind;
+
+/* What a backend should use on d (see CHOICE above). When it is CLBlast, the tuning files for
+ * d are applied first (once per device per process) and the outcome logged. */
+sb_cl_gemm_kind sb_cl_gemm_choose(sb_cl_device *d);
+/* "CLBlast 1.5.3", "own kernel" */
+const char *sb_cl_gemm_name(sb_cl_gemm_kind k);
+/* 1 when this build has CLBlast */
+int sb_cl_blas_available(void);
+/* Kernels given tuned parameters on d by this process so far (0 when none matched). */
+int sb_cl_blas_tuned_kernels(sb_cl_device *d);
+
+/* 'batch' products C[b] = alpha A[b] op(B[b]) + beta C[b] on d's queue, row-major: A is M x K
+ * (row stride lda), B is K x N (ldb) or, with tb, N x K; C is M x N (ldc). Offsets and the
+ * strides between batch items (sa, sb, sc; 0 shares one matrix) count floats. Enqueued only
+ * (the queue is in order). SB_ERR_DEVICE_OOM and SB_ERR_DEVICE_LOST as sb_cl_status maps
+ * them; SB_ERR_UNSUPPORTED (logged) when CLBlast refuses the product for a reason of its own
+ * (an untuned kernel too big for the device, a build failure), so the caller can use its own
+ * kernel instead; SB_ERR_UNSUPPORTED without a log when the build has no CLBlast. */
+sb_status sb_cl_sgemm(sb_cl_device *d, int M, int N, int K, float alpha, cl_mem A, size_t aoff,
+                      int lda, long sa, cl_mem B, size_t boff, int ldb, long sb, int tb,
+                      float beta, cl_mem C, size_t coff, int ldc, long sc, int batch);
+
+#endif

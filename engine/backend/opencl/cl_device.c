@@ -1,0 +1,693 @@
+/* An opened OpenCL device (cl_device.h, cl_internal.h): context, one in-order queue, the
+ * built-in separator's program through a disk cache, allocations and error mapping, and the
+ * SB_FAULT_INJECT switch that the fallback tests use.
+ *
+ * Threads: open/close run on the worker that owns the device. Nothing here is global: each
+ * device carries its own counters and flags (atomics, because the scheduler may ask
+ * is_lost() from another thread), and the cache is shared only through the file system, where
+ * rename() makes each file appear whole.
+ */
+#include "backend/opencl/cl_internal.h"
+
+#include "io/temp_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static pthread_mutex_t build_lock = PTHREAD_MUTEX_INITIALIZER;
+
+#define CACHE_MAGIC "SBCLBIN1"
+#define CACHE_MAX_BYTES ((size_t)512 << 20) /* no real program binary is near this */
+#define BUILD_LOG_MAX_LINES 200
+
+struct sb_cl_device {
+	sb_device_props props;
+	sb_logger log;
+	cl_device_id dev;
+	cl_context ctx;
+	cl_command_queue queue;
+	cl_program classic;
+	int classic_cached;
+	char cache_path[4096];
+	atomic_int lost;
+	atomic_long allocs;    /* allocations asked of sb_cl_device_alloc so far */
+	atomic_long chunks;    /* chunks counted by sb_cl_device_count_chunk so far */
+	long fault_alloc;      /* K of "alloc:K", 0 = no allocation fault */
+	int fault_alloc_plus;  /* "alloc:K+" */
+	long fault_lost;       /* K of "lost:K", -1 = no loss */
+};
+
+const char *sb_cl_error_name(cl_int err)
+{
+	switch (err) {
+#define E(x) case x: return #x
+	E(CL_SUCCESS);
+	E(CL_DEVICE_NOT_FOUND);
+	E(CL_DEVICE_NOT_AVAILABLE);
+	E(CL_COMPILER_NOT_AVAILABLE);
+	E(CL_MEM_OBJECT_ALLOCATION_FAILURE);
+	E(CL_OUT_OF_RESOURCES);
+	E(CL_OUT_OF_HOST_MEMORY);
+	E(CL_PROFILING_INFO_NOT_AVAILABLE);
+	E(CL_MEM_COPY_OVERLAP);
+	E(CL_IMAGE_FORMAT_MISMATCH);
+	E(CL_IMAGE_FORMAT_NOT_SUPPORTED);
+	E(CL_BUILD_PROGRAM_FAILURE);
+	E(CL_MAP_FAILURE);
+	E(CL_MISALIGNED_SUB_BUFFER_OFFSET);
+	E(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
+	E(CL_COMPILE_PROGRAM_FAILURE);
+	E(CL_LINKER_NOT_AVAILABLE);
+	E(CL_LINK_PROGRAM_FAILURE);
+	E(CL_DEVICE_PARTITION_FAILED);
+	E(CL_KERNEL_ARG_INFO_NOT_AVAILABLE);
+	E(CL_INVALID_VALUE);
+	E(CL_INVALID_DEVICE_TYPE);
+	E(CL_INVALID_PLATFORM);
+	E(CL_INVALID_DEVICE);
+	E(CL_INVALID_CONTEXT);
+	E(CL_INVALID_QUEUE_PROPERTIES);
+	E(CL_INVALID_COMMAND_QUEUE);
+	E(CL_INVALID_HOST_PTR);
+	E(CL_INVALID_MEM_OBJECT);
+	E(CL_INVALID_IMAGE_FORMAT_DESCRIPTOR);
+	E(CL_INVALID_IMAGE_SIZE);
+	E(CL_INVALID_SAMPLER);
+	E(CL_INVALID_BINARY);
+	E(CL_INVALID_BUILD_OPTIONS);
+	E(CL_INVALID_PROGRAM);
+	E(CL_INVALID_PROGRAM_EXECUTABLE);
+	E(CL_INVALID_KERNEL_NAME);
+	E(CL_INVALID_KERNEL_DEFINITION);
+	E(CL_INVALID_KERNEL);
+	E(CL_INVALID_ARG_INDEX);
+	E(CL_INVALID_ARG_VALUE);
+	E(CL_INVALID_ARG_SIZE);
+	E(CL_INVALID_KERNEL_ARGS);
+	E(CL_INVALID_WORK_DIMENSION);
+	E(CL_INVALID_WORK_GROUP_SIZE);
+	E(CL_INVALID_WORK_ITEM_SIZE);
+	E(CL_INVALID_GLOBAL_OFFSET);
+	E(CL_INVALID_EVENT_WAIT_LIST);
+	E(CL_INVALID_EVENT);
+	E(CL_INVALID_OPERATION);
+	E(CL_INVALID_GL_OBJECT);
+	E(CL_INVALID_BUFFER_SIZE);
+	E(CL_INVALID_MIP_LEVEL);
+	E(CL_INVALID_GLOBAL_WORK_SIZE);
+	E(CL_INVALID_PROPERTY);
+	E(CL_INVALID_IMAGE_DESCRIPTOR);
+	E(CL_INVALID_COMPILER_OPTIONS);
+	E(CL_INVALID_LINKER_OPTIONS);
+	E(CL_INVALID_DEVICE_PARTITION_COUNT);
+#undef E
+	case -9999: return "NVIDIA -9999 (illegal memory access in a kernel)";
+	default: return "unknown OpenCL error";
+	}
+}
+
+static void mark_lost(sb_cl_device *d)
+{
+	if (d)
+		atomic_store(&d->lost, 1);
+}
+
+sb_status sb_cl_status(sb_cl_device *d, cl_int err, const char *what)
+{
+	sb_status st;
+	switch (err) {
+	case CL_SUCCESS:
+		return SB_OK;
+	case CL_MEM_OBJECT_ALLOCATION_FAILURE:
+	case CL_OUT_OF_RESOURCES:
+	case CL_OUT_OF_HOST_MEMORY:
+		st = SB_ERR_DEVICE_OOM;
+		break;
+	case CL_DEVICE_NOT_AVAILABLE:
+	case CL_INVALID_COMMAND_QUEUE:
+	case CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST:
+	case -9999:
+		st = SB_ERR_DEVICE_LOST;
+		break;
+	default:
+		st = SB_ERR_DEVICE;
+		break;
+	}
+	if (!d)
+		return st;
+	if (st == SB_ERR_DEVICE_LOST)
+		mark_lost(d);
+	sb_log(&d->log, st == SB_ERR_DEVICE_OOM ? SB_LOG_WARNING : SB_LOG_ERROR,
+	       "OpenCL %s (%s): %s failed: %s (%d)%s", d->props.id, d->props.name, what,
+	       sb_cl_error_name(err), (int)err,
+	       st == SB_ERR_DEVICE_LOST ? "; the device is lost for this session" : "");
+	return st;
+}
+
+/* ---- fault injection ---------------------------------------------------------------- */
+
+static int parse_long(const char *s, long *v, const char **end)
+{
+	char *e = NULL;
+	if (*s < '0' || *s > '9')
+		return 0;
+	errno = 0;
+	*v = strtol(s, &e, 10);
+	if (errno || e == s)
+		return 0;
+	*end = e;
+	return 1;
+}
+
+/* Reads SB_FAULT_INJECT (cl_device.h has the grammar) for this device. Returns 1 when opening
+ * must fail. */
+static int parse_faults(sb_cl_device *d)
+{
+	const char *env = getenv("SB_FAULT_INJECT");
+	int open_fails = 0;
+	if (!env || !*env)
+		return 0;
+	char *buf = strdup(env);
+	if (!buf)
+		return 0;
+	char *save = NULL;
+	for (char *e = strtok_r(buf, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
+		while (*e == ' ')
+			e++;
+		if (strncmp(e, "opencl:", 7) != 0)
+			continue; /* another subsystem's entry */
+		const char *p = e + 7;
+		long n = 0, k = 0;
+		int ok = parse_long(p, &n, &p) && *p++ == ':';
+		int is_open = 0, is_alloc = 0, is_lost = 0, plus = 0;
+		if (ok) {
+			if (!strcmp(p, "open")) {
+				is_open = 1;
+			} else if (!strncmp(p, "alloc:", 6)) {
+				p += 6;
+				ok = parse_long(p, &k, &p) && k >= 1;
+				if (ok && *p == '+') {
+					plus = 1;
+					p++;
+				}
+				ok = ok && *p == '\0';
+				is_alloc = ok;
+			} else if (!strncmp(p, "lost:", 5)) {
+				p += 5;
+				ok = parse_long(p, &k, &p) && *p == '\0';
+				is_lost = ok;
+			} else {
+				ok = 0;
+			}
+		}
+		if (!ok) {
+			sb_log(&d->log, SB_LOG_WARNING,
+			       "SB_FAULT_INJECT: ignoring '%s' (want opencl:N:open, opencl:N:alloc:K[+] or "
+			       "opencl:N:lost:K)", e);
+			continue;
+		}
+		if (n != d->props.opencl_index)
+			continue;
+		if (is_open)
+			open_fails = 1;
+		if (is_alloc) {
+			d->fault_alloc = k;
+			d->fault_alloc_plus = plus;
+		}
+		if (is_lost)
+			d->fault_lost = k;
+		sb_log(&d->log, SB_LOG_INFO, "SB_FAULT_INJECT: %s will fail: %s", d->props.id, e);
+	}
+	free(buf);
+	return open_fails;
+}
+
+sb_status sb_cl_device_count_chunk(sb_cl_device *d)
+{
+	if (!d)
+		return SB_ERR_INVALID;
+	if (atomic_load(&d->lost))
+		return SB_ERR_DEVICE_LOST;
+	long done = atomic_fetch_add(&d->chunks, 1);
+	if (d->fault_lost >= 0 && done >= d->fault_lost) {
+		mark_lost(d);
+		sb_log(&d->log, SB_LOG_ERROR,
+		       "OpenCL %s (%s): device lost after %ld chunks (injected by SB_FAULT_INJECT)",
+		       d->props.id, d->props.name, done);
+		return SB_ERR_DEVICE_LOST;
+	}
+	return SB_OK;
+}
+
+sb_status sb_cl_device_alloc(sb_cl_device *d, size_t bytes, cl_mem_flags flags, cl_mem *out)
+{
+	*out = NULL;
+	if (atomic_load(&d->lost))
+		return SB_ERR_DEVICE_LOST;
+	long nth = atomic_fetch_add(&d->allocs, 1) + 1;
+	if (d->fault_alloc > 0 &&
+	    (nth == d->fault_alloc || (d->fault_alloc_plus && nth > d->fault_alloc))) {
+		sb_log(&d->log, SB_LOG_WARNING,
+		       "OpenCL %s (%s): allocation %ld of %zu bytes failed: "
+		       "CL_MEM_OBJECT_ALLOCATION_FAILURE (injected by SB_FAULT_INJECT)",
+		       d->props.id, d->props.name, nth, bytes);
+		return SB_ERR_DEVICE_OOM;
+	}
+	if (bytes == 0)
+		bytes = 1;
+	if (d->props.max_alloc && bytes > d->props.max_alloc) {
+		sb_log(&d->log, SB_LOG_WARNING,
+		       "OpenCL %s (%s): %zu bytes exceed the device's largest allocation (%llu)",
+		       d->props.id, d->props.name, bytes, (unsigned long long)d->props.max_alloc);
+		return SB_ERR_DEVICE_OOM;
+	}
+	cl_int err = CL_SUCCESS;
+	cl_mem m = clCreateBuffer(d->ctx, flags, bytes, NULL, &err);
+	if (err != CL_SUCCESS || !m) {
+		if (m)
+			clReleaseMemObject(m);
+		return sb_cl_status(d, err != CL_SUCCESS ? err : CL_MEM_OBJECT_ALLOCATION_FAILURE,
+		                    "allocating a buffer");
+	}
+	*out = m;
+	return SB_OK;
+}
+
+/* ---- kernel cache ------------------------------------------------------------------- */
+
+static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	for (size_t i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static uint64_t fnv1a_str(uint64_t h, const char *s)
+{
+	return fnv1a(h, s, strlen(s) + 1); /* the NUL keeps "ab"+"c" apart from "a"+"bc" */
+}
+
+static int mkdir_p(const char *path)
+{
+	char buf[4096];
+	if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+		return 0;
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+			return 0;
+		*p = '/';
+	}
+	return mkdir(buf, 0755) == 0 || errno == EEXIST;
+}
+
+/* $XDG_CACHE_HOME/stembridge, else $HOME/.cache/stembridge (XDG: a relative value is
+ * ignored). 0 when neither is usable. */
+static int cache_dir(char *buf, size_t len)
+{
+	const char *x = getenv("XDG_CACHE_HOME");
+	int n;
+	if (x && x[0] == '/') {
+		n = snprintf(buf, len, "%s/stembridge", x);
+	} else {
+		const char *h = getenv("HOME");
+		if (!h || h[0] != '/')
+			return 0;
+		n = snprintf(buf, len, "%s/.cache/stembridge", h);
+	}
+	return n > 0 && (size_t)n < len && mkdir_p(buf);
+}
+
+static void dev_str(cl_device_id dev, cl_device_info what, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	if (clGetDeviceInfo(dev, what, len - 1, buf, NULL) != CL_SUCCESS)
+		buf[0] = '\0';
+	buf[len - 1] = '\0';
+}
+
+/* The cache file for (device, driver, kernels, options); 0 when there is no cache dir. */
+static int cache_file(const sb_cl_device *d, const char *tag, const char *source,
+                      const char *options, char *path, size_t len)
+{
+	char dir[3800], version[256];
+	if (!cache_dir(dir, sizeof dir))
+		return 0;
+	dev_str(d->dev, CL_DEVICE_VERSION, version, sizeof version);
+	uint64_t h = 0xcbf29ce484222325ull;
+	h = fnv1a_str(h, "stembridge kernel cache v1");
+	h = fnv1a_str(h, d->props.platform);
+	h = fnv1a_str(h, d->props.name);
+	h = fnv1a_str(h, d->props.vendor);
+	h = fnv1a_str(h, d->props.driver);
+	h = fnv1a_str(h, version);
+	h = fnv1a_str(h, options);
+	h = fnv1a_str(h, source);
+	int n = snprintf(path, len, "%s/%s-%016llx.clbin", dir, tag, (unsigned long long)h);
+	return n > 0 && (size_t)n < len;
+}
+
+/* File layout: magic, payload size, FNV-1a of the payload, payload (the driver's binary).
+ * The checksum catches truncated or damaged files before the driver sees them. */
+typedef struct {
+	char magic[8];
+	uint64_t size;
+	uint64_t sum;
+} cache_header;
+
+static unsigned char *read_cache(const char *path, size_t *size, const char **why)
+{
+	FILE *f = fopen(path, "rb");
+	*why = NULL;
+	if (!f)
+		return NULL; /* no file yet: not worth a message */
+	cache_header hd;
+	unsigned char *bin = NULL;
+	if (fread(&hd, sizeof hd, 1, f) != 1 || memcmp(hd.magic, CACHE_MAGIC, 8) != 0) {
+		*why = "not a kernel cache file";
+	} else if (hd.size == 0 || hd.size > CACHE_MAX_BYTES) {
+		*why = "bad size";
+	} else if (!(bin = malloc(hd.size))) {
+		*why = "out of host memory";
+	} else if (fread(bin, 1, hd.size, f) != hd.size || fgetc(f) != EOF) {
+		*why = "truncated or too long";
+	} else if (fnv1a(0xcbf29ce484222325ull, bin, hd.size) != hd.sum) {
+		*why = "checksum mismatch";
+	}
+	fclose(f);
+	if (*why) {
+		free(bin);
+		return NULL;
+	}
+	*size = hd.size;
+	return bin;
+}
+
+static void write_cache(sb_cl_device *d, cl_program prog, const char *path)
+{
+	size_t size = 0;
+	if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) != CL_SUCCESS ||
+	    size == 0 || size > CACHE_MAX_BYTES)
+		return; /* the driver offers no binary: build from source every time */
+	unsigned char *bin = malloc(size);
+	if (!bin)
+		return;
+	unsigned char *bins[1] = {bin};
+	if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) != CL_SUCCESS) {
+		free(bin);
+		return;
+	}
+	cache_header hd;
+	memcpy(hd.magic, CACHE_MAGIC, 8);
+	hd.size = size;
+	hd.sum = fnv1a(0xcbf29ce484222325ull, bin, size);
+	/* A unique temporary name in the same directory, then rename(): a reader sees the old
+	 * file or the new one, never a partial write, even with two identical devices opening at
+	 * once. */
+	char dir[4096];
+	sb_dir_of(path, dir, sizeof dir);
+	sb_temp_clean_stale(dir, &d->log); /* what a process killed mid-write left */
+	sb_temp t;
+	int ok = sb_temp_create(path, &t) == 0;
+	if (ok) {
+		ok = write(t.fd, &hd, sizeof hd) == (ssize_t)sizeof hd &&
+		     write(t.fd, bin, size) == (ssize_t)size;
+		if (ok && rename(t.path, path) == 0)
+			t.path[0] = '\0';
+		else
+			ok = 0;
+		sb_temp_discard(&t);
+	}
+	free(bin);
+	if (!ok)
+		sb_log(&d->log, SB_LOG_WARNING, "OpenCL %s: cannot write the kernel cache %s: %s",
+		       d->props.id, path, strerror(errno));
+	else
+		sb_log(&d->log, SB_LOG_DEBUG, "OpenCL %s: kernels cached in %s", d->props.id, path);
+}
+
+/* The compiler's log, line by line through the logger (sb_log has a bounded buffer). */
+static void log_build_log(sb_cl_device *d, cl_program prog, sb_log_level level)
+{
+	size_t len = 0;
+	if (clGetProgramBuildInfo(prog, d->dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &len) != CL_SUCCESS ||
+	    len <= 1)
+		return;
+	char *text = malloc(len + 1);
+	if (!text)
+		return;
+	if (clGetProgramBuildInfo(prog, d->dev, CL_PROGRAM_BUILD_LOG, len, text, NULL) == CL_SUCCESS) {
+		text[len] = '\0';
+		int lines = 0;
+		char *save = NULL;
+		for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+			if (++lines > BUILD_LOG_MAX_LINES) {
+				sb_log(&d->log, level, "  (build log cut after %d lines)", BUILD_LOG_MAX_LINES);
+				break;
+			}
+			sb_log(&d->log, level, "  %s", l);
+		}
+	}
+	free(text);
+}
+
+static cl_program load_cached(sb_cl_device *d, const char *path, const char *options)
+{
+	size_t size = 0;
+	const char *why = NULL;
+	unsigned char *bin = read_cache(path, &size, &why);
+	if (!bin) {
+		if (why)
+			sb_log(&d->log, SB_LOG_WARNING,
+			       "OpenCL %s: ignoring the kernel cache %s (%s); rebuilding", d->props.id, path,
+			       why);
+		return NULL;
+	}
+	cl_int err = CL_SUCCESS, bst = CL_SUCCESS;
+	const unsigned char *bins[1] = {bin};
+	cl_program prog = clCreateProgramWithBinary(d->ctx, 1, &d->dev, &size, bins, &bst, &err);
+	free(bin);
+	if (err == CL_SUCCESS && bst == CL_SUCCESS)
+		err = clBuildProgram(prog, 1, &d->dev, options, NULL, NULL);
+	if (err != CL_SUCCESS || bst != CL_SUCCESS) {
+		sb_log(&d->log, SB_LOG_WARNING,
+		       "OpenCL %s: the driver refused the cached kernels %s (%s); rebuilding",
+		       d->props.id, path, sb_cl_error_name(err != CL_SUCCESS ? err : bst));
+		if (prog)
+			clReleaseProgram(prog);
+		return NULL;
+	}
+	return prog;
+}
+
+static sb_status build_cached(sb_cl_device *d, const char *tag, const char *source,
+                              const char *options, cl_program *out, int *from_cache,
+                              char *path, size_t path_len)
+{
+	*out = NULL;
+	if (from_cache)
+		*from_cache = 0;
+	if (!options)
+		options = "";
+	int cached = cache_file(d, tag, source, options, path, path_len);
+	if (!cached)
+		path[0] = '\0';
+	double t = sb_now();
+	if (cached) {
+		cl_program prog = load_cached(d, path, options);
+		if (prog) {
+			sb_log(&d->log, SB_LOG_INFO, "OpenCL %s: kernels '%s' loaded from cache %s (%.2f s)",
+			       d->props.id, tag, path, sb_now() - t);
+			if (from_cache)
+				*from_cache = 1;
+			*out = prog;
+			return SB_OK;
+		}
+	}
+	cl_int err = CL_SUCCESS;
+	cl_program prog = clCreateProgramWithSource(d->ctx, 1, &source, NULL, &err);
+	if (err != CL_SUCCESS) {
+		sb_status st = sb_cl_status(d, err, "creating the program");
+		return st == SB_ERR_DEVICE_OOM ? SB_ERR_DEVICE : st;
+	}
+	err = clBuildProgram(prog, 1, &d->dev, options, NULL, NULL);
+	if (err != CL_SUCCESS) {
+		sb_log(&d->log, SB_LOG_ERROR, "OpenCL %s (%s): building kernels '%s' failed (%s):",
+		       d->props.id, d->props.name, tag, sb_cl_error_name(err));
+		log_build_log(d, prog, SB_LOG_ERROR);
+		clReleaseProgram(prog);
+		return SB_ERR_DEVICE;
+	}
+	sb_log(&d->log, SB_LOG_INFO, "OpenCL %s: kernels '%s' compiled (%.2f s)", d->props.id, tag,
+	       sb_now() - t);
+	if (cached)
+		write_cache(d, prog, path);
+	*out = prog;
+	return SB_OK;
+}
+
+sb_status sb_cl_device_build(sb_cl_device *d, const char *tag, const char *source,
+                             const char *options, cl_program *out, int *from_cache)
+{
+	char path[4096];
+	return build_cached(d, tag, source, options, out, from_cache, path, sizeof path);
+}
+
+sb_status sb_cl_device_kernel(sb_cl_device *d, cl_program prog, const char *name, cl_kernel *out)
+{
+	cl_int err = CL_SUCCESS;
+	*out = clCreateKernel(prog, name, &err);
+	if (err == CL_SUCCESS)
+		return SB_OK;
+	*out = NULL;
+	char what[160];
+	snprintf(what, sizeof what, "creating kernel '%s'", name);
+	sb_status st = sb_cl_status(d, err, what);
+	return st == SB_ERR_DEVICE_LOST || st == SB_ERR_DEVICE_OOM ? st : SB_ERR_DEVICE;
+}
+
+/* ---- open / close ------------------------------------------------------------------- */
+
+/* The driver calls this from any of its threads; the logger is thread-safe by contract. */
+static void CL_CALLBACK context_notify(const char *info, const void *priv, size_t cb, void *user)
+{
+	(void)priv;
+	(void)cb;
+	sb_cl_device *d = user;
+	sb_log(&d->log, SB_LOG_WARNING, "OpenCL %s driver: %s", d->props.id, info);
+}
+
+sb_status sb_cl_device_open(const sb_device_props *dev, const sb_logger *log, sb_cl_device **out)
+{
+	if (!out)
+		return SB_ERR_INVALID;
+	*out = NULL;
+	if (!dev)
+		return SB_ERR_INVALID;
+	if (!dev->cl_device || dev->opencl_index < 0) {
+		sb_log(log, SB_LOG_ERROR, "%s (%s) is not an OpenCL device", dev->id, dev->name);
+		return SB_ERR_DEVICE;
+	}
+	sb_cl_device *d = calloc(1, sizeof *d);
+	if (!d) {
+		sb_log(log, SB_LOG_ERROR, "OpenCL %s: out of host memory", dev->id);
+		return SB_ERR_NOMEM;
+	}
+	d->props = *dev;
+	if (log)
+		d->log = *log;
+	d->dev = dev->cl_device;
+	d->fault_lost = -1;
+	atomic_init(&d->lost, 0);
+	atomic_init(&d->allocs, 0);
+	atomic_init(&d->chunks, 0);
+	if (parse_faults(d)) {
+		sb_log(&d->log, SB_LOG_ERROR, "OpenCL %s (%s): cannot open the device: injected "
+		       "(SB_FAULT_INJECT)", dev->id, dev->name);
+		free(d);
+		return SB_ERR_DEVICE;
+	}
+
+	cl_int err = CL_SUCCESS;
+	cl_context_properties cprops[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)dev->cl_platform,
+	                                  0};
+	d->ctx = clCreateContext(cprops, 1, &d->dev, context_notify, d, &err);
+	if (err != CL_SUCCESS) {
+		sb_cl_status(d, err, "creating a context");
+		d->ctx = NULL;
+		sb_cl_device_close(d);
+		return SB_ERR_DEVICE;
+	}
+	/* One in-order queue: every chunk's kernels run in submission order without events. */
+	d->queue = clCreateCommandQueue(d->ctx, d->dev, 0, &err);
+	if (err != CL_SUCCESS) {
+		sb_cl_status(d, err, "creating a command queue");
+		d->queue = NULL;
+		sb_cl_device_close(d);
+		return SB_ERR_DEVICE;
+	}
+	/* Builds are serialised across devices: some drivers' compilers (PoCL's LLVM, seen under
+	 * ThreadSanitizer) are not safe to run from two threads at once, and a build is rare. */
+	pthread_mutex_lock(&build_lock);
+	sb_status st = build_cached(d, "classic", sb_cl_classic_kernels(), "", &d->classic,
+	                            &d->classic_cached, d->cache_path, sizeof d->cache_path);
+	pthread_mutex_unlock(&build_lock);
+	if (st != SB_OK) {
+		sb_cl_device_close(d);
+		return st == SB_ERR_NOMEM ? st : SB_ERR_DEVICE;
+	}
+	*out = d;
+	return SB_OK;
+}
+
+void sb_cl_device_close(sb_cl_device *d)
+{
+	if (!d)
+		return;
+	if (d->queue) {
+		clFinish(d->queue);
+		clReleaseCommandQueue(d->queue);
+	}
+	if (d->classic)
+		clReleaseProgram(d->classic);
+	if (d->ctx)
+		clReleaseContext(d->ctx);
+	free(d);
+}
+
+int sb_cl_device_is_lost(const sb_cl_device *d)
+{
+	return d ? atomic_load(&((sb_cl_device *)d)->lost) : 0;
+}
+
+const sb_device_props *sb_cl_device_props(const sb_cl_device *d)
+{
+	return d ? &d->props : NULL;
+}
+
+int sb_cl_device_program_cached(const sb_cl_device *d)
+{
+	return d ? d->classic_cached : 0;
+}
+
+const char *sb_cl_device_cache_path(const sb_cl_device *d)
+{
+	return d ? d->cache_path : "";
+}
+
+cl_context sb_cl_device_context(const sb_cl_device *d)
+{
+	return d->ctx;
+}
+
+cl_command_queue sb_cl_device_queue(const sb_cl_device *d)
+{
+	return d->queue;
+}
+
+cl_device_id sb_cl_device_id(const sb_cl_device *d)
+{
+	return d->dev;
+}
+
+cl_program sb_cl_device_classic_program(const sb_cl_device *d)
+{
+	return d->classic;
+}
+
+const sb_logger *sb_cl_device_logger(const sb_cl_device *d)
+{
+	return &d->log;
+}

@@ -1,0 +1,57 @@
+/* An opened OpenCL device: context, one in-order queue, built kernels (cached on disk), and
+ * what the fault-injection switch says about it. One per device per engine, opened lazily by
+ * the worker that runs on it; a job runs on it from one thread at a time. Different devices
+ * may be opened, used and closed from different threads at once.
+ *
+ * KERNEL CACHE: the program binary is kept in $XDG_CACHE_HOME/stembridge/ (else
+ * $HOME/.cache/stembridge/) under a name hashed from the platform, device name, vendor,
+ * driver version, device version, build options and kernel source, so a new driver or new
+ * kernels never load a stale binary. Files are written under a temporary name and renamed, so
+ * concurrent opens (two identical cards, two processes) never read half a file. A file that
+ * fails its checksum or that the driver refuses is logged, ignored and rebuilt. No cache
+ * directory: kernels are built every time.
+ *
+ * FAULT INJECTION (for tests of the fallback ladder; see tests/opencl): the environment
+ * variable SB_FAULT_INJECT, read by sb_cl_device_open(), holds comma-separated entries:
+ *   opencl:N:open      opening the device whose opencl_index is N fails (SB_ERR_DEVICE,
+ *                      "injected").
+ *   opencl:N:alloc:K   the K-th allocation through sb_cl_device_alloc() (1-based, counted
+ *                      over the opened device's life) fails with SB_ERR_DEVICE_OOM, as if the
+ *                      driver said CL_MEM_OBJECT_ALLOCATION_FAILURE; later ones succeed.
+ *   opencl:N:alloc:K+  the K-th and every later allocation fail.
+ *   opencl:N:lost:K    after the device has processed K chunks (sb_cl_device_count_chunk()
+ *                      calls, K >= 0), the next one returns SB_ERR_DEVICE_LOST and the
+ *                      device is lost for good.
+ * Entries for other devices or other subsystems (not starting "opencl:") are ignored; a
+ * malformed "opencl:" entry is logged as a warning and ignored. Several entries may name the
+ * same device (one alloc and one lost rule each; a later entry replaces an earlier one).
+ */
+#ifndef SB_CL_DEVICE_H
+#define SB_CL_DEVICE_H
+
+#include "backend/device.h"
+#include "sb_common.h"
+
+typedef struct sb_cl_device sb_cl_device;
+
+/* Creates the context and queue and builds (or loads from the cache) the kernels.
+ * SB_ERR_DEVICE with the reason (and the compiler's log) logged on failure, SB_ERR_NOMEM for
+ * host memory. The logger is copied; its fn and user must stay valid until close. Call on a
+ * worker thread: a first build can take seconds. */
+sb_status sb_cl_device_open(const sb_device_props *dev, const sb_logger *log, sb_cl_device **out);
+void sb_cl_device_close(sb_cl_device *d);
+/* Once a device is lost it stays lost for the life of this sb_cl_device. Any thread. */
+int sb_cl_device_is_lost(const sb_cl_device *d);
+const sb_device_props *sb_cl_device_props(const sb_cl_device *d);
+
+/* 1 when this open loaded the built-in separator's kernels from the disk cache, 0 when it
+ * compiled them (first run, new driver, corrupt or missing cache). */
+int sb_cl_device_program_cached(const sb_cl_device *d);
+/* The cache file of the built-in separator's kernels, "" when there is no cache directory. */
+const char *sb_cl_device_cache_path(const sb_cl_device *d);
+
+/* Backends call this once at the start of each chunk: SB_ERR_DEVICE_LOST when the device is
+ * lost (or an injected loss is due, which marks it lost), else SB_OK and the chunk counts. */
+sb_status sb_cl_device_count_chunk(sb_cl_device *d);
+
+#endif

@@ -1,0 +1,64 @@
+#include "io/stream.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const sb_stem_names[SB_MAX_STEMS] = {"vocals", "drums", "bass", "other",
+                                                  "guitar", "piano", NULL, NULL};
+
+int sb_stem_index(const char *name)
+{
+	for (int i = 0; name && i < SB_N_KNOWN_STEMS; i++)
+		if (!strcmp(name, sb_stem_names[i]))
+			return i;
+	return -1;
+}
+
+typedef struct {
+	const float *data;
+} mem_source;
+
+static sb_status mem_read(sb_source *self, int64_t start, int64_t n, float *out)
+{
+	const mem_source *m = self->impl;
+	const int ch = self->channels;
+	for (int64_t i = 0; i < n; i++) {
+		const int64_t f = start + i;
+		if (f < 0 || f >= self->frames) {
+			memset(out + i * ch, 0, sizeof(float) * (size_t)ch);
+			continue;
+		}
+		memcpy(out + i * ch, m->data + f * ch, sizeof(float) * (size_t)ch);
+	}
+	return SB_OK;
+}
+
+static void mem_close(sb_source *self)
+{
+	free(self->impl);
+	free(self);
+}
+
+sb_status sb_source_memory(const float *data, int64_t frames, int channels, double rate,
+                           sb_source **out)
+{
+	if (!data || frames <= 0 || channels < 1 || channels > 8 || !(rate > 0))
+		return frames == 0 ? SB_ERR_EMPTY : SB_ERR_INVALID;
+	sb_source *s = calloc(1, sizeof *s);
+	mem_source *m = calloc(1, sizeof *m);
+	if (!s || !m) {
+		free(s);
+		free(m);
+		return SB_ERR_NOMEM;
+	}
+	m->data = data;
+	s->channels = channels;
+	s->rate = rate;
+	s->frames = frames;
+	s->read = mem_read;
+	s->close = mem_close;
+	s->impl = m;
+	*out = s;
+	return SB_OK;
+}

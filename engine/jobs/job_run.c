@@ -1,0 +1,474 @@
+/* One job from input to committed stems and manifest (job_run.h), on the calling thread.
+ *
+ * Order of work: everything that can be refused cheaply is checked before any separation
+ * (the input opens and is audio, the model exists, no stem would overwrite one the user has,
+ * the folders can be created), so a bad job fails in milliseconds and leaves nothing behind.
+ * The stems stream into temporary files while the model runs; only a complete set is renamed.
+ */
+#include "jobs/job_run.h"
+
+#include "io/audio_file.h"
+#include "io/manifest.h"
+#include "io/resample.h"
+#include "io/stem_writer.h"
+#include "backend/opencl/cl_device.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_EVENTS 16
+#define MAX_OOM_RETRIES 3
+#define SB_SILENT_INPUT_PEAK 3.1622777e-5 /* -90 dBFS */
+
+typedef struct {
+	const sb_job_env *env;
+	sb_job_progress p;
+	double lo, hi; /* the separation's share of the whole job */
+} progress_state;
+
+static void report(progress_state *ps, sb_job_state state, double fraction, const char *stage)
+{
+	ps->p.state = state;
+	ps->p.fraction = fraction;
+	snprintf(ps->p.stage, sizeof ps->p.stage, "%s", stage);
+	if (ps->env->progress)
+		ps->env->progress(ps->env->progress_user, &ps->p);
+}
+
+static void model_progress(void *user, double fraction, const char *stage)
+{
+	progress_state *ps = user;
+	if (fraction < 0)
+		fraction = 0;
+	if (fraction > 1)
+		fraction = 1;
+	report(ps, SB_JOB_RUNNING, ps->lo + (ps->hi - ps->lo) * fraction,
+	       stage ? stage : "separating");
+}
+
+static void use_device(progress_state *ps, const sb_device_props *d, int fell_back)
+{
+	snprintf(ps->p.device_id, sizeof ps->p.device_id, "%s", d->id);
+	snprintf(ps->p.device_name, sizeof ps->p.device_name, "%s", d->label);
+	ps->p.fell_back = fell_back;
+}
+
+typedef struct {
+	char text[MAX_EVENTS][600];
+	const char *ptr[MAX_EVENTS];
+	int n;
+} event_log;
+
+static void event(event_log *ev, const sb_logger *log, sb_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void event(event_log *ev, const sb_logger *log, sb_log_level level, const char *fmt, ...)
+{
+	char buf[600];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	sb_log(log, level, "%s", buf);
+	if (ev->n < MAX_EVENTS) {
+		snprintf(ev->text[ev->n], sizeof ev->text[ev->n], "%s", buf);
+		ev->ptr[ev->n] = ev->text[ev->n];
+		ev->n++;
+	}
+}
+
+static int is_device_failure(sb_status st)
+{
+	return st == SB_ERR_DEVICE || st == SB_ERR_DEVICE_OOM || st == SB_ERR_DEVICE_LOST;
+}
+
+static void set_message(sb_job_result *res, sb_status st, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void set_message(sb_job_result *res, sb_status st, const char *fmt, ...)
+{
+	res->status = st;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(res->message, sizeof res->message, fmt, ap);
+	va_end(ap);
+}
+
+/* Captures the last error the engine logged, so the result says why in words. */
+typedef struct {
+	const sb_logger *inner;
+	char last[1024];
+} capture_log;
+
+static void capture_fn(void *user, sb_log_level level, const char *msg)
+{
+	capture_log *c = user;
+	if (level == SB_LOG_ERROR)
+		snprintf(c->last, sizeof c->last, "%s", msg);
+	if (c->inner && c->inner->fn)
+		c->inner->fn(c->inner->user, level, msg);
+}
+
+static const char *base_name(const char *path, char *buf, size_t len)
+{
+	const char *b = strrchr(path, '/');
+	b = b ? b + 1 : path;
+	snprintf(buf, len, "%s", b);
+	char *dot = strrchr(buf, '.');
+	if (dot && dot != buf)
+		*dot = '\0';
+	return buf;
+}
+
+/* "vocals, drums, bass, other" for a mask of canonical stems */
+static void stem_list(unsigned mask, char *buf, size_t len)
+{
+	size_t at = 0;
+	buf[0] = '\0';
+	for (int k = 0; k < SB_N_KNOWN_STEMS; k++)
+		if (mask & (1u << k))
+			at += (size_t)snprintf(buf + at, at < len ? len - at : 0, "%s%s", at ? ", " : "",
+			                       sb_stem_names[k]);
+}
+
+/* m:ss.mmm of a frame, for messages */
+/* The largest |sample| of the whole input, read in blocks (a second pass over a file input;
+ * a small fraction of a separation's time). NaN is no peak: the model's input check says it. */
+static sb_status source_peak(sb_source *src, const atomic_int *cancel, double *peak)
+{
+	enum { BLOCK = 65536 };
+	float *buf = malloc((size_t)BLOCK * src->channels * sizeof(float));
+	if (!buf)
+		return SB_ERR_NOMEM;
+	double p = 0;
+	sb_status st = SB_OK;
+	for (int64_t at = 0; at < src->frames && st == SB_OK; at += BLOCK) {
+		if (cancel && atomic_load(cancel)) {
+			st = SB_ERR_CANCELLED;
+			break;
+		}
+		const int64_t n = src->frames - at < BLOCK ? src->frames - at : BLOCK;
+		st = src->read(src, at, n, buf);
+		for (int64_t i = 0; st == SB_OK && i < n * src->channels; i++) {
+			const double v = fabs((double)buf[i]);
+			p = v > p ? v : p;
+		}
+	}
+	free(buf);
+	*peak = p;
+	return st;
+}
+
+static void clock_of(int64_t frame, double rate, char *buf, size_t len)
+{
+	const double t = rate > 0 ? (double)frame / rate : 0;
+	snprintf(buf, len, "%d:%06.3f", (int)(t / 60), t - 60.0 * (int)(t / 60));
+}
+
+sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_result *res)
+{
+	memset(res, 0, sizeof *res);
+	capture_log cap = {env->log, ""};
+	const sb_logger log_s = {capture_fn, &cap};
+	const sb_logger *log = &log_s;
+	const double t_start = sb_now();
+	progress_state ps = {env, {0}, 0.02, 0.97};
+	event_log ev = {0};
+	sb_model *model = NULL;
+	sb_source *src = NULL;
+	sb_stem_writer *w = NULL;
+	sb_source *rsrc = NULL;
+	sb_resample_sink *rsink = NULL;
+	char *manifest_json = NULL, *stems_txt = NULL;
+	sb_audio_info ai;
+	memset(&ai, 0, sizeof ai);
+	sb_status st = SB_OK;
+
+	snprintf(res->device_requested, sizeof res->device_requested, "%s",
+	         env->requested ? env->requested : "auto");
+	const sb_device_props *dev = env->device ? env->device : env->cpu;
+	sb_cl_device *cl = env->cl;
+	int fell_back = env->fallback_reason && *env->fallback_reason;
+	if (fell_back) {
+		snprintf(res->fallback_reason, sizeof res->fallback_reason, "%s", env->fallback_reason);
+		event(&ev, log, SB_LOG_WARNING, "%s", env->fallback_reason);
+	}
+	if (dev->opencl_index >= 0 && !cl) { /* an OpenCL device that did not open */
+		event(&ev, log, SB_LOG_WARNING, "%s could not be used: running on the CPU", dev->label);
+		snprintf(res->fallback_reason, sizeof res->fallback_reason,
+		         "%s could not be opened", dev->label);
+		dev = env->cpu;
+		fell_back = 1;
+	}
+	use_device(&ps, dev, fell_back);
+	report(&ps, SB_JOB_RUNNING, 0.0, "loading");
+
+	/* Input */
+	char track_buf[256];
+	const char *track = spec->track;
+	if (spec->input_path) {
+		st = sb_source_file(spec->input_path, log, &src, &ai);
+		if (!track)
+			track = base_name(spec->input_path, track_buf, sizeof track_buf);
+	} else {
+		st = sb_source_memory(spec->samples, spec->frames, spec->channels, spec->rate, &src);
+		if (st == SB_OK) {
+			ai.channels = spec->channels;
+			ai.rate = spec->rate;
+			ai.frames = spec->frames;
+			snprintf(ai.format_name, sizeof ai.format_name, "memory float");
+		} else {
+			sb_log(log, SB_LOG_ERROR, "recorded audio refused: %s", sb_status_str(st));
+		}
+	}
+	if (!track)
+		track = "track";
+	if (st != SB_OK)
+		goto fail;
+	/* A silent input (below -90 dBFS throughout: a DAW track fed silence while its monitoring
+	 * is done in hardware, a muted bounce) makes silent stems that look like a separation: the
+	 * manifest and the log say so. */
+	double in_peak = 0;
+	st = source_peak(src, env->cancel, &in_peak);
+	if (st != SB_OK)
+		goto fail;
+	const int silent = !(in_peak >= SB_SILENT_INPUT_PEAK);
+	if (silent)
+		event(&ev, log, SB_LOG_WARNING, "the input is silent (peak %s, below -90 dBFS): its "
+		      "stems are silent too", in_peak > 0 ? "very low" : "zero");
+
+	/* Model, and the stems asked of it */
+	const char *model_name = spec->model && *spec->model ? spec->model : "auto";
+	st = sb_model_open(model_name, env->model_path, log, &model);
+	if (st != SB_OK)
+		goto fail;
+	const unsigned model_stems = model->info.stems ? model->info.stems
+	                                               : (1u << SB_N_STEMS) - 1;
+	const unsigned stems = spec->stems ? spec->stems : model_stems;
+	if (stems & ~model_stems) {
+		char asked[128], has[128];
+		stem_list(stems & ~model_stems, asked, sizeof asked);
+		stem_list(model_stems, has, sizeof has);
+		sb_log(log, SB_LOG_ERROR, "%s makes no %s stem (its stems: %s)", model->info.name,
+		       asked, has);
+		st = SB_ERR_INVALID;
+		goto fail;
+	}
+
+	/* Stems: names are checked and temporary files opened before the long work */
+	const char *take = spec->take ? spec->take : "1";
+	sb_stem_writer_opts wo = {
+		.out_dir = spec->out_dir,
+		.name_template = spec->name_template,
+		.track = track,
+		.take = take,
+		.model = model->info.name,
+		.stems = stems,
+		.channels = src->channels,
+		.rate = src->rate,
+		.frames = src->frames,
+		.format = spec->format,
+		.overwrite = spec->overwrite,
+		.timeline_start = spec->timeline_start,
+		.log = log,
+	};
+	char manifest_path[PATH_MAX], txt_path[PATH_MAX];
+	char rel[PATH_MAX];
+	st = sb_expand_template(spec->manifest_name ? spec->manifest_name : "{track}/manifest.json",
+	                        track, take, "manifest", model->info.name, "json", rel, sizeof rel);
+	if (st != SB_OK || snprintf(manifest_path, sizeof manifest_path, "%s/%s", spec->out_dir,
+	                            rel) >= (int)sizeof manifest_path) {
+		sb_log(log, SB_LOG_ERROR, "bad manifest name");
+		st = SB_ERR_INVALID;
+		goto fail;
+	}
+	sb_manifest_stems_txt_path(manifest_path, txt_path, sizeof txt_path);
+	for (int i = 0; i < 2 && !spec->overwrite; i++) {
+		const char *p = i ? txt_path : manifest_path;
+		if (access(p, F_OK) == 0) {
+			sb_log(log, SB_LOG_ERROR, "%s exists: not overwriting it", p);
+			st = SB_ERR_EXISTS;
+			goto fail;
+		}
+	}
+	st = sb_stem_writer_new(&wo, &w);
+	if (st != SB_OK)
+		goto fail;
+	/* A model with a fixed rate runs on a converted copy; its stems are converted back to the
+	 * input's rate and exact length before they reach the writer. */
+	sb_source *model_src = src;
+	sb_sink *model_sink = sb_stem_writer_sink(w);
+	const double native = model->info.native_rate;
+	if (native > 0 && fabs(native - src->rate) > 1e-6) {
+		report(&ps, SB_JOB_RUNNING, 0.01, "resampling");
+		st = sb_source_resampled(src, native, log, env->cancel, &rsrc);
+		if (st == SB_OK)
+			st = sb_resample_sink_new(model_sink, native, src->rate, src->frames, &rsink);
+		if (st != SB_OK)
+			goto fail;
+		model_src = rsrc;
+		model_sink = sb_resample_sink_sink(rsink);
+		event(&ev, log, SB_LOG_INFO, "%s runs at %g Hz: input converted from %g Hz and back",
+		      model->info.name, native, src->rate);
+	}
+	const double t_loaded = sb_now();
+
+	/* Separation, down the device ladder: smaller chunks after a device OOM, then the CPU.
+	 * NaN or infinite output from a device is a device failure too (its kernels or driver);
+	 * from the CPU it is the model's, and the job fails. */
+	int64_t chunk = 0;
+	int oom_retries = 0;
+	for (;;) {
+		sb_run_ctx ctx = {
+			.log = log,
+			.cancel = env->cancel,
+			.progress = model_progress,
+			.progress_user = &ps,
+			.device = dev,
+			.cl = dev->opencl_index >= 0 ? cl : NULL,
+			.threads = env->cpu_threads,
+			.chunk_frames = chunk,
+			.seed = 0x5eed,
+			.shifts = spec->shifts,
+			.overlap = spec->overlap,
+		};
+		use_device(&ps, dev, fell_back);
+		report(&ps, SB_JOB_RUNNING, ps.lo, "separating");
+		st = sb_model_separate(model, &ctx, model_src, model_sink);
+		if (st == SB_OK && rsink)
+			st = sb_resample_sink_finish(rsink);
+		const int nonfinite = st == SB_ERR_NONFINITE;
+		if (st == SB_OK || (!is_device_failure(st) && !nonfinite) || dev->opencl_index < 0)
+			break;
+		if (st == SB_ERR_DEVICE_OOM && oom_retries < MAX_OOM_RETRIES) {
+			int64_t base = chunk > 0 ? chunk : model->info.default_chunk_frames;
+			chunk = base / 2 > 1024 ? base / 2 : 1024;
+			oom_retries++;
+			event(&ev, log, SB_LOG_WARNING,
+			      "%s ran out of memory: retrying with chunks of %lld frames (try %d of %d)",
+			      dev->label, (long long)chunk, oom_retries, MAX_OOM_RETRIES);
+		} else {
+			const char *why = st == SB_ERR_DEVICE_OOM ? "ran out of memory even with small chunks"
+			                : st == SB_ERR_DEVICE_LOST ? "was lost mid-job"
+			                : nonfinite ? "produced NaN or infinite samples"
+			                            : "failed";
+			event(&ev, log, SB_LOG_WARNING, "%s %s: finishing on the CPU", dev->label, why);
+			snprintf(res->fallback_reason, sizeof res->fallback_reason, "%s %s", dev->label, why);
+			dev = env->cpu;
+			fell_back = 1;
+			chunk = 0;
+		}
+		st = sb_stem_writer_reset(w);
+		if (st == SB_OK && rsink)
+			st = sb_resample_sink_reset(rsink);
+		if (st != SB_OK)
+			break;
+	}
+	if (st == SB_ERR_NONFINITE) {
+		int stem = 0;
+		int64_t frame = 0;
+		char at[32];
+		sb_stem_writer_nonfinite(w, &stem, &frame);
+		clock_of(frame, src->rate, at, sizeof at);
+		sb_log(log, SB_LOG_ERROR, "%s produced NaN or infinite samples in the %s stem (first "
+		       "at %s, frame %lld): nothing was written; the model file may be damaged",
+		       model->info.name, sb_stem_names[stem], at, (long long)frame);
+	}
+	if (st != SB_OK)
+		goto fail;
+	/* Stems that add back to the mix: when "other" is written, it becomes the input minus
+	 * every other stem written (stems left out fold into it), unless the model's stems sum by
+	 * construction and all of them are written, or the job keeps the model's own "other". The
+	 * manifest says how much that changed the model's own "other". */
+	if ((stems & (1u << SB_STEM_OTHER)) && !spec->keep_model_other &&
+	    (!model->info.stems_sum || stems != model_stems)) {
+		report(&ps, SB_JOB_RUNNING, ps.hi, "mixing back");
+		double changed = 0;
+		st = sb_stem_writer_residual(w, src, SB_STEM_OTHER, env->cancel, &changed);
+		if (st != SB_OK)
+			goto fail;
+		char rest[128];
+		stem_list(stems & ~(1u << SB_STEM_OTHER), rest, sizeof rest);
+		event(&ev, log, SB_LOG_INFO,
+		      "other = input minus %s, so the stems add back to the input (the model's own "
+		      "other differed by %.1f dB relative to the input)", rest[0] ? rest : "nothing",
+		      changed);
+	}
+	const double t_separated = sb_now();
+
+	report(&ps, SB_JOB_WRITING, 0.97, "writing");
+	if (env->cancel && atomic_load(env->cancel)) {
+		st = SB_ERR_CANCELLED;
+		goto fail;
+	}
+	snprintf(res->device_used, sizeof res->device_used, "%s", dev->key);
+	sb_manifest m = {
+		.status = "ok",
+		.input_path = spec->input_path,
+		.frames = src->frames,
+		.channels = src->channels,
+		.rate = src->rate,
+		.input_format = ai.format_name,
+		.input_peak = in_peak,
+		.input_silent = silent,
+		.timeline_start = spec->timeline_start,
+		.track = track,
+		.take = take,
+		.model = model->info.name,
+		.model_requested = model_name,
+		.model_description = model->info.description,
+		.shifts = spec->shifts,
+		.overlap = spec->overlap,
+		.device_requested = res->device_requested,
+		.device_used_key = dev->key,
+		.device_used_id = dev->id,
+		.device_used_name = dev->label,
+		.fell_back = fell_back,
+		.fallback_reason = res->fallback_reason,
+		.events = ev.ptr,
+		.n_events = ev.n,
+		.stems = w,
+		.load_s = t_loaded - t_start,
+		.separate_s = t_separated - t_loaded,
+		.write_s = sb_now() - t_separated,
+		.total_s = sb_now() - t_start,
+	};
+	/* The manifest and stems.txt are part of the commit: all of the job's files get their
+	 * names together, or none does. */
+	st = sb_manifest_render(&m, &manifest_json, &stems_txt);
+	if (st == SB_OK)
+		st = sb_stem_writer_add_file(w, txt_path, stems_txt, strlen(stems_txt));
+	if (st == SB_OK)
+		st = sb_stem_writer_add_file(w, manifest_path, manifest_json, strlen(manifest_json));
+	if (st == SB_OK)
+		st = sb_stem_writer_commit(w);
+	if (st != SB_OK)
+		goto fail;
+	snprintf(res->manifest_path, sizeof res->manifest_path, "%s", manifest_path);
+	res->status = SB_OK;
+	report(&ps, SB_JOB_DONE, 1.0, "done");
+	goto out;
+
+fail:
+	if (st == SB_ERR_CANCELLED)
+		set_message(res, st, "cancelled");
+	else
+		set_message(res, st, "%s", cap.last[0] ? cap.last : sb_status_str(st));
+	snprintf(res->device_used, sizeof res->device_used, "%s", dev->key);
+	report(&ps, st == SB_ERR_CANCELLED ? SB_JOB_CANCELLED : SB_JOB_FAILED, ps.p.fraction,
+	       st == SB_ERR_CANCELLED ? "cancelled" : "failed");
+out:
+	free(manifest_json);
+	free(stems_txt);
+	sb_resample_sink_free(rsink);
+	if (rsrc)
+		rsrc->close(rsrc);
+	sb_stem_writer_free(w); /* removes any temporary file; committed stems stay */
+	if (src)
+		src->close(src);
+	sb_model_free(model);
+	return res->status;
+}

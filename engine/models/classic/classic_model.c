@@ -1,0 +1,60 @@
+/* The "builtin" model: the classic separator of classic.h behind the sb_model seam. It runs
+ * on any rate and channel count, so the job runner never resamples for it. */
+#include "models/classic/classic_ops.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef struct {
+	sb_classic_params params;
+} classic_model;
+
+static sb_status classic_separate(sb_model *m, const sb_run_ctx *ctx, sb_source *in, sb_sink *out)
+{
+	classic_model *cm = m->impl;
+	const sb_classic_ops *ops = sb_classic_cpu_ops();
+	if (ctx && ctx->cl) {
+		ops = sb_classic_opencl_ops ? sb_classic_opencl_ops() : NULL;
+		if (!ops) {
+			sb_log(ctx->log, SB_LOG_ERROR, "builtin: OpenCL path not built");
+			return SB_ERR_DEVICE;
+		}
+	}
+	return sb_classic_run(ops, &cm->params, ctx, in, out);
+}
+
+static void classic_free(sb_model *m)
+{
+	free(m->impl);
+	free(m);
+}
+
+static const sb_model_vtable classic_vt = {classic_separate, classic_free};
+
+sb_status sb_classic_model_new(const sb_logger *log, sb_model **out)
+{
+	sb_model *m = calloc(1, sizeof *m);
+	classic_model *cm = calloc(1, sizeof *cm);
+	if (!m || !cm) {
+		free(m);
+		free(cm);
+		sb_log(log, SB_LOG_ERROR, "builtin: out of memory");
+		return SB_ERR_NOMEM;
+	}
+	sb_classic_params_default(&cm->params);
+	m->vt = &classic_vt;
+	m->impl = cm;
+	snprintf(m->info.name, sizeof m->info.name, "builtin");
+	snprintf(m->info.description, sizeof m->info.description,
+	         "Built-in classic separator: median-filter HPSS, centre panning, low band; no download");
+	m->info.native_rate = 0;
+	m->info.n_stems = SB_N_STEMS;
+	for (int s = 0; s < SB_N_STEMS; s++)
+		m->info.stem_names[s] = sb_stem_names[s];
+	m->info.stems = (1u << SB_N_STEMS) - 1;
+	m->info.opencl = 1;
+	m->info.stems_sum = 1; /* "other" is the input minus the three masked stems */
+	m->info.default_chunk_frames = 128 * 1024; /* classic_driver.c's 128 hops at 44.1 kHz */
+	*out = m;
+	return SB_OK;
+}

@@ -1,0 +1,155 @@
+/* Demucs models ("htdemucs", "htdemucs_ft", "htdemucs_6s", or any name whose file is found)
+ * behind the sb_model seam, on the native CPU path or the OpenCL device the job runner opened
+ * (ctx->cl). */
+#include "models/demucs/demucs_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct {
+	sb_demucs_bag *bag;
+	sb_demucs_opts opts;
+} demucs_model;
+
+static sb_status dm_separate(sb_model *m, const sb_run_ctx *ctx, sb_source *in, sb_sink *out)
+{
+	demucs_model *dm = m->impl;
+	sb_demucs_opts o = dm->opts;
+	/* the job's own choices (CLI --shifts/--overlap) win over the model's defaults */
+	if (ctx && ctx->shifts > 0)
+		o.shifts = ctx->shifts > 32 ? 32 : ctx->shifts;
+	if (ctx && ctx->overlap > 0 && ctx->overlap < 1)
+		o.overlap = ctx->overlap;
+	return sb_demucs_separate(dm->bag, &o, ctx, in, out);
+}
+
+static void dm_free(sb_model *m)
+{
+	if (!m)
+		return;
+	demucs_model *dm = m->impl;
+	if (dm)
+		sb_demucs_bag_free(dm->bag);
+	free(dm);
+	free(m);
+}
+
+static const sb_model_vtable dm_vt = {dm_separate, dm_free};
+
+const sb_demucs_bag *sb_demucs_model_bag(const sb_model *m)
+{
+	return m && m->vt == &dm_vt ? ((const demucs_model *)m->impl)->bag : NULL;
+}
+
+sb_status sb_demucs_model_set_opts(sb_model *m, const sb_demucs_opts *opts)
+{
+	if (!m || m->vt != &dm_vt || !opts || opts->shifts < 0 || opts->shifts > 32 ||
+	    !(opts->overlap >= 0 && opts->overlap < 1))
+		return SB_ERR_INVALID;
+	((demucs_model *)m->impl)->opts = *opts;
+	return SB_OK;
+}
+
+sb_status sb_demucs_model_open(const char *path, const char *name, const sb_demucs_opts *opts,
+                               const sb_logger *log, sb_model **out)
+{
+	*out = NULL;
+	sb_model *m = calloc(1, sizeof *m);
+	demucs_model *dm = calloc(1, sizeof *dm);
+	if (!m || !dm) {
+		free(m);
+		free(dm);
+		sb_log(log, SB_LOG_ERROR, "%s: out of memory", name);
+		return SB_ERR_NOMEM;
+	}
+	m->vt = &dm_vt;
+	m->impl = dm;
+	sb_demucs_opts_default(&dm->opts);
+	if (opts)
+		dm->opts = *opts;
+	sb_status st = sb_demucs_bag_open(path, name, log, &dm->bag);
+	if (st != SB_OK) {
+		dm_free(m);
+		return st;
+	}
+	const sb_htdemucs_config *c = sb_htdemucs_cfg(dm->bag->nets[0]);
+	sb_model_info *info = &m->info;
+	snprintf(info->name, sizeof info->name, "%s", name);
+	snprintf(info->path, sizeof info->path, "%s", path);
+	char list[128] = "";
+	for (int s = 0; s < c->n_sources; s++) {
+		const size_t at = strlen(list);
+		snprintf(list + at, sizeof list - at, "%s%s", s ? ", " : "", c->sources[s]);
+	}
+	if (dm->bag->n > 1)
+		snprintf(info->description, sizeof info->description,
+		         "Hybrid Transformer Demucs (v4), a bag of %d models: %s", dm->bag->n, list);
+	else
+		snprintf(info->description, sizeof info->description,
+		         "Hybrid Transformer Demucs (v4): %s", list);
+	info->native_rate = c->samplerate;
+	/* the canonical stems its sources make (a source of another name folds into "other", as
+	 * the pipeline folds it), listed in canonical order */
+	unsigned mask = 0;
+	for (int s = 0; s < c->n_sources; s++) {
+		const int k = sb_stem_index(c->sources[s]);
+		mask |= 1u << (k >= 0 ? k : SB_STEM_OTHER);
+	}
+	int n = 0;
+	for (int k = 0; k < SB_N_KNOWN_STEMS; k++)
+		if (mask & (1u << k))
+			info->stem_names[n++] = sb_stem_names[k];
+	info->n_stems = n;
+	info->stems = mask;
+	info->opencl = 1;
+	info->default_chunk_frames = c->segment_length;
+	*out = m;
+	return SB_OK;
+}
+
+static int find_file(const char *name, const char *const *search_path, char *path, size_t len)
+{
+	if (strchr(name, '/') || strstr(name, "..") || strlen(name) > 200)
+		return 0;
+	char dirs[16][4096];
+	const size_t n = sb_model_dirs(search_path, dirs, 16);
+	for (size_t i = 0; i < n; i++) {
+		snprintf(path, len, "%s/%s.safetensors", dirs[i], name);
+		if (access(path, R_OK) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+int sb_demucs_model_installed(const char *name, const char *const *search_path)
+{
+	char path[4352];
+	return find_file(name, search_path, path, sizeof path);
+}
+
+sb_status sb_demucs_model_find(const char *name, const char *const *search_path,
+                               const sb_logger *log, sb_model **out)
+{
+	*out = NULL;
+	if (strchr(name, '/') || strstr(name, "..") || strlen(name) > 200) {
+		sb_log(log, SB_LOG_ERROR, "bad model name '%s'", name);
+		return SB_ERR_INVALID;
+	}
+	char path[4352];
+	if (find_file(name, search_path, path, sizeof path))
+		return sb_demucs_model_open(path, name, NULL, log, out);
+	char dirs[16][4096];
+	const size_t n = sb_model_dirs(search_path, dirs, 16);
+	char where[1024] = "";
+	for (size_t i = 0; i < n && i < 4; i++) {
+		const size_t at = strlen(where);
+		snprintf(where + at, sizeof where - at, "%s%s", i ? ", " : "", dirs[i]);
+	}
+	sb_log(log, SB_LOG_ERROR,
+	       "model '%s' is not installed (no %s.safetensors in %s): install it with "
+	       "`stembridge models install %s`, or convert a checkpoint with stembridge-convert into "
+	       "one of those folders", name, name, where, name);
+	return SB_ERR_MODEL;
+}

@@ -90,25 +90,38 @@ static void sb_device_saved_name(const sb_device_props *d, char *name, size_t le
 		snprintf(name, len, "%s", d->name);
 }
 
+/* The Device control is only how a generic host UI shows the choice: Auto, CPU, All devices,
+ * or Device k, the k-th device of the table the plugin announced (deviceList: every device
+ * but the native CPU, in the engine's order). A job asks for the device by its stable key;
+ * "device k" of a table the plugin does not know yet (a preset from another machine) is asked
+ * for as the k-th, and the engine says when it is not there. */
 const char *sb_device_port_request(int port, char *buf, size_t len)
 {
 	if (port <= SB_DEVICE_AUTO)
 		snprintf(buf, len, "auto");
 	else if (port == SB_DEVICE_CPU)
 		snprintf(buf, len, "cpu");
+	else if (port == SB_DEVICE_ALL)
+		snprintf(buf, len, "all");
 	else
 		snprintf(buf, len, "opencl:%d", port - SB_DEVICE_FIRST_CL);
 	return buf;
 }
 
-static int port_of_device_id(const char *id)
+/* the Device control value that shows a device key (-1: none), from the announced table */
+static int port_of_device_key(sb_instance *self, const char *key)
 {
-	if (strcmp(id, "cpu") == 0)
+	if (!key[0])
+		return -1;
+	if (strcmp(key, "cpu") == 0)
 		return SB_DEVICE_CPU;
-	int k;
-	if (sscanf(id, "opencl:%d", &k) == 1 && k >= 0 && k < SB_DEVICE_N_CL)
-		return SB_DEVICE_FIRST_CL + k;
-	return -1;
+	int port = -1;
+	pthread_mutex_lock(&self->nrt_lock);
+	for (int k = 0; k < SB_DEVICE_N_CL && port < 0; k++)
+		if (self->nrt_keys[k][0] && !strcmp(self->nrt_keys[k], key))
+			port = SB_DEVICE_FIRST_CL + k;
+	pthread_mutex_unlock(&self->nrt_lock);
+	return port;
 }
 
 void sb_service_device_key(sb_instance *self, int port, char *key, size_t klen, char *name,
@@ -117,7 +130,8 @@ void sb_service_device_key(sb_instance *self, int port, char *key, size_t klen, 
 	char req[32];
 	sb_device_port_request(port, req, sizeof req);
 	snprintf(key, klen, "%s", req);
-	snprintf(name, nlen, "%s", port <= 0 ? "Auto" : port == 1 ? "CPU" : req);
+	snprintf(name, nlen, "%s", port <= 0 ? "Auto" : port == 1 ? "CPU"
+	                                      : port == SB_DEVICE_ALL ? "All devices" : req);
 	if (port < SB_DEVICE_FIRST_CL || port >= SB_DEVICE_FIRST_CL + SB_DEVICE_N_CL)
 		return;
 	const int k = port - SB_DEVICE_FIRST_CL;
@@ -135,12 +149,10 @@ void sb_service_device_key(sb_instance *self, int port, char *key, size_t klen, 
 	 * looked at starts nothing); the port value's own form ("opencl:N") stands in. */
 	pthread_mutex_lock(&svc.lock);
 	const sb_device_list *l = svc.engine ? sb_engine_devices(svc.engine) : NULL;
-	for (size_t i = 0; l && i < sb_devices_count(l); i++) {
-		const sb_device_props *d = sb_devices_get(l, i);
-		if (d->opencl_index == k) {
-			snprintf(key, klen, "%s", d->key);
-			sb_device_saved_name(d, name, nlen);
-		}
+	const sb_device_props *d = l ? sb_devices_accel(l, (size_t)k) : NULL;
+	if (d) {
+		snprintf(key, klen, "%s", d->key);
+		sb_device_saved_name(d, name, nlen);
 	}
 	pthread_mutex_unlock(&svc.lock);
 }
@@ -515,11 +527,15 @@ static void start_take(sb_instance *self, ready_take *r)
 		return;
 	}
 
-	/* The saved stable key wins while the port still shows the value it was saved with. */
+	/* The saved stable key wins while the port still shows the value it was saved with; else
+	 * the key of the device the port shows, from the table this plugin announced. */
 	char req[640];
 	pthread_mutex_lock(&self->nrt_lock);
+	const int k = r->device_port - SB_DEVICE_FIRST_CL;
 	if (self->nrt_device_key[0] && self->nrt_device_port == r->device_port)
 		snprintf(req, sizeof req, "%s", self->nrt_device_key);
+	else if (k >= 0 && k < SB_DEVICE_N_CL && self->nrt_keys[k][0])
+		snprintf(req, sizeof req, "%s", self->nrt_keys[k]);
 	else
 		sb_device_port_request(r->device_port, req, sizeof req);
 	pthread_mutex_unlock(&self->nrt_lock);
@@ -766,7 +782,7 @@ static void poll_jobs(sb_instance *self, sb_engine *e)
 		int state = p.state == SB_JOB_QUEUED ? SB_STATE_QUEUED
 		          : p.state <= SB_JOB_WRITING ? SB_STATE_SEPARATING
 		          : p.state == SB_JOB_DONE ? SB_STATE_DONE : SB_STATE_ERROR;
-		int dev = p.device_id[0] ? port_of_device_id(p.device_id) : -1;
+		const int dev = port_of_device_key(self, p.device_key);
 		if (state != self->jobs[i].last_state && p.device_id[0]) {
 			self->nrt_dev = dev;
 			self->nrt_fallback = p.fell_back;
@@ -878,10 +894,7 @@ static void publish_device_list(sb_instance *self, sb_engine *e)
 	lv2_atom_forge_key(f, u->sb_deviceList);
 	lv2_atom_forge_tuple(f, &tup);
 	for (int k = 0; k < SB_DEVICE_N_CL; k++) {
-		const sb_device_props *d = NULL;
-		for (size_t i = 0; i < sb_devices_count(l); i++)
-			if (sb_devices_get(l, i)->opencl_index == k)
-				d = sb_devices_get(l, i);
+		const sb_device_props *d = sb_devices_accel(l, (size_t)k);
 		if (!d)
 			break;
 		pthread_mutex_lock(&self->nrt_lock);
@@ -935,7 +948,7 @@ static void resolve_saved_device(sb_instance *self, sb_engine *e)
 	if (!l || sb_devices_resolve(l, key, &res) != SB_OK)
 		return;
 	const sb_device_props *d = sb_devices_get(l, res.index);
-	self->nrt_dev = d->opencl_index < 0 ? SB_DEVICE_CPU : SB_DEVICE_FIRST_CL + d->opencl_index;
+	self->nrt_dev = port_of_device_key(self, d->key);
 	self->nrt_fallback = res.fell_back;
 	char text[SB_TEXT];
 	if (res.fell_back) {
@@ -1066,10 +1079,13 @@ static void tick(sb_instance *self)
 	pthread_mutex_lock(&self->nrt_lock);
 	resolve = self->nrt_resolve;
 	pthread_mutex_unlock(&self->nrt_lock);
-	if (resolve && (e = engine_get()))
-		resolve_saved_device(self, e);
+	if (resolve)
+		e = engine_get();
+	/* the table first: a saved device is shown as the Device control value of its key */
 	if (e && !atomic_load(&self->device_list))
 		publish_device_list(self, e);
+	if (resolve && e)
+		resolve_saved_device(self, e);
 	const int bad_path = atomic_exchange(&self->bad_path_alarm, 0);
 	if (bad_path == 1)
 		lv2_log_warning(&self->logger, "stembridge: ignoring a damaged modelFile (it must be "

@@ -254,7 +254,7 @@ static LV2_State_Status restore(LV2_Handle instance, LV2_State_Retrieve_Function
 	const char *manifest = get_text(self, retrieve, handle, u->sb_manifest, u->atom_String,
 	                                manifest_buf, sizeof manifest_buf, "manifest");
 	int port = -1, dummy;
-	get_int(self, retrieve, handle, u->sb_devicePort, 0, SB_DEVICE_FIRST_CL + SB_DEVICE_N_CL - 1,
+	get_int(self, retrieve, handle, u->sb_devicePort, 0, SB_DEVICE_MAX,
 	        &port, "device port");
 	/* Mode, model and stems live in the host's port values; these are checked for damage
 	 * only, so a bad one is reported rather than silently carried. */

@@ -54,7 +54,12 @@
 #define SB__stemMask     SB__ "stemMask"      /* atom:Int: bit s = stem s written */
 
 /* Control values */
-enum { SB_DEVICE_AUTO = 0, SB_DEVICE_CPU = 1, SB_DEVICE_FIRST_CL = 2, SB_DEVICE_N_CL = 8 };
+/* Device control: Auto, CPU, Device 1..8 (the k-th device of deviceList), and All devices (every
+ * GPU and the CPU share each take's segments), last so that no saved value moves. */
+enum {
+	SB_DEVICE_AUTO = 0, SB_DEVICE_CPU = 1, SB_DEVICE_FIRST_CL = 2, SB_DEVICE_N_CL = 8,
+	SB_DEVICE_ALL = SB_DEVICE_FIRST_CL + SB_DEVICE_N_CL, SB_DEVICE_MAX = SB_DEVICE_ALL
+};
 enum { SB_MODE_CTL_PARALLEL = 0, SB_MODE_CTL_SEQUENTIAL = 1 };
 /* Model control values; Auto (the default) is the best installed model, htdemucs first. */
 enum {

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Tune CLBlast's kernels for one OpenCL device and install the results where Stembridge reads
-# them (engine/opencl/cl_blas.h): CLBlast ships tuned parameters for many GPUs but none for
+# them (engine/backend/opencl/cl_blas.h): CLBlast ships tuned parameters for many GPUs but none for
 # recent ones (the H100 among them), and untuned it reaches about half of what tuned kernels do.
 #
 #   tools/clblast_tune.sh [DEVICE] [--quick] [--out DIR] [--only T1,T2] [--dry-run]

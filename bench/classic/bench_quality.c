@@ -135,8 +135,18 @@ static int run_builtin(const song *s, const sb_classic_params *tuned, float *est
 	ctx.log = &log;
 	ctx.threads = 1;
 	sb_status st;
-	if (tuned) {
-		st = sb_classic_run(sb_classic_cpu_ops(), tuned, &ctx, src, &ms.sink);
+	sb_device_list *devs = NULL;
+	sb_exec cpu = {0};
+	const sb_open_opts one = {1};
+	st = sb_devices_enumerate(&log, &devs);
+	if (st == SB_OK)
+		st = sb_exec_open(sb_devices_get(devs, 0), &one, &log, &cpu);
+	ctx.dev = &cpu;
+	ctx.n_dev = 1;
+	if (st != SB_OK) {
+		/* reported below */
+	} else if (tuned) {
+		st = sb_classic_run(&cpu, tuned, &ctx, src, &ms.sink);
 	} else {
 		sb_model *m = NULL;
 		st = sb_model_open("builtin", NULL, &log, &m);
@@ -144,6 +154,8 @@ static int run_builtin(const song *s, const sb_classic_params *tuned, float *est
 			st = sb_model_separate(m, &ctx, src, &ms.sink);
 		sb_model_free(m);
 	}
+	sb_exec_close(&cpu);
+	sb_devices_free(devs);
 	src->close(src);
 	if (st != SB_OK) {
 		fprintf(stderr, "%s: builtin: %s\n", s->name, sb_status_str(st));

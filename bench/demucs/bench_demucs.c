@@ -1,22 +1,23 @@
-/* HTDemucs speed and memory on the native CPU path, for a released-size model (random weights
- * from shared/golden/htdemucs/released-shapes.json, or a converted file given with --model):
+/* HTDemucs speed and memory for a released-size model (random weights from
+ * released-shapes.json, or a converted file given with --model), on any backend's device:
  * seconds per 7.8 s segment, seconds for a whole song through separate() (normalisation,
  * overlapping segments, blending), and the process's peak RSS. Prints one JSON line;
  * run_bench.sh puts it beside the reference PyTorch run.
  *
  *   bench_demucs SHAPES_JSON [--model FILE] [--write-model FILE] [--threads N]
- *                [--seconds S] [--repeat N] [--device cpu|opencl:N]
+ *                [--seconds S] [--repeat N] [--device cpu|opencl:N|LIST] [--batch B]
  *                [--gemm clblast|own] [--profile]
  *
- * --device opencl:N runs the OpenCL path on that device (the STFTs stay on the host threads);
- * --gemm picks its matrix products (SB_CL_GEMM, opencl/cl_blas.h); --profile adds one more
- * segment with the queue drained around every launch and prints, on stderr, where the device's
- * time went (kernel, calls, ms, GFLOP/s of the products) and the products' total in the JSON.
+ * --device names the device of the segment timing (the first of a list) and the devices the
+ * song is shared among ("cpu,opencl:0,opencl:1"); --batch B runs B segments per forward pass
+ * (the segment time is a pass's time over B); --gemm picks the OpenCL matrix products
+ * (SB_CL_GEMM); --profile adds one more pass with the device drained around every operation
+ * and prints, on stderr, where its time went (operation, calls, ms, GFLOP/s of the products),
+ * and in the JSON the products' rate and the operations launched per segment.
  */
-#include "models/demucs/demucs.h"
-#include "backend/cpu/gemm.h"
+#include "backend/backend.h"
 #include "core/thread_pool.h"
-#include "backend/opencl/cl_device.h"
+#include "models/demucs/demucs.h"
 #include "random_model.h"
 
 #include <math.h>
@@ -69,7 +70,7 @@ static void progress(void *user, double fraction, const char *stage)
 int main(int argc, char **argv)
 {
 	const char *shapes = NULL, *model = NULL, *write_model = NULL, *device = "cpu";
-	int threads = 0, repeat = 1, profile = 0;
+	int threads = 0, repeat = 1, profile = 0, batch = 1;
 	double seconds = 180;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--model") && i + 1 < argc)
@@ -84,6 +85,8 @@ int main(int argc, char **argv)
 			repeat = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--device") && i + 1 < argc)
 			device = argv[++i];
+		else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
+			batch = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--gemm") && i + 1 < argc)
 			setenv("SB_CL_GEMM", argv[++i], 1);
 		else if (!strcmp(argv[i], "--profile"))
@@ -92,8 +95,8 @@ int main(int argc, char **argv)
 			shapes = argv[i];
 		else {
 			fprintf(stderr, "usage: bench_demucs SHAPES_JSON [--model FILE] [--write-model FILE] "
-			                "[--threads N] [--seconds S] [--repeat N] [--device cpu|opencl:N] "
-			                "[--gemm clblast|own] [--profile]\n");
+			                "[--threads N] [--seconds S] [--repeat N] [--device cpu|opencl:N|LIST] "
+			                "[--batch B] [--gemm clblast|own] [--profile]\n");
 			return 2;
 		}
 	}
@@ -117,20 +120,21 @@ int main(int argc, char **argv)
 	}
 	const sb_logger log = {log_fn, NULL};
 	sb_device_list *devs = NULL;
-	sb_cl_device *cl = NULL;
-	const char *dev_label = "native CPU";
-	if (strcmp(device, "cpu") != 0) {
-		sb_devices_enumerate(&log, &devs);
-		for (size_t i = 0; devs && i < sb_devices_count(devs); i++) {
-			const sb_device_props *p = sb_devices_get(devs, i);
-			if (!strcmp(p->id, device) && sb_cl_device_open(p, &log, &cl) == SB_OK)
-				dev_label = p->label;
-		}
-		if (!cl) {
-			fprintf(stderr, "bench_demucs: cannot open device %s\n", device);
+	sb_device_set set;
+	sb_exec dev[SB_MAX_SET];
+	if (batch < 1 || sb_devices_enumerate(&log, &devs) != SB_OK ||
+	    sb_devices_resolve_set(devs, device, &set) != SB_OK || set.fell_back) {
+		fprintf(stderr, "bench_demucs: no device '%s' here (or a bad --batch)\n", device);
+		return 1;
+	}
+	const sb_open_opts oo = {threads};
+	for (size_t i = 0; i < set.n; i++)
+		if (sb_exec_open(sb_devices_get(devs, set.index[i]), &oo, &log, &dev[i]) != SB_OK) {
+			fprintf(stderr, "bench_demucs: cannot open %s\n",
+			        sb_devices_get(devs, set.index[i])->id);
 			return 1;
 		}
-	}
+	const char *dev_label = dev[0].props->label;
 	sb_model *m = NULL;
 	double t0 = sb_now();
 	if (sb_demucs_model_open(model, "htdemucs", NULL, &log, &m) != SB_OK)
@@ -140,62 +144,64 @@ int main(int argc, char **argv)
 	const int64_t L = sb_htdemucs_cfg(net)->segment_length;
 
 	/* one segment: a warm-up, then the timed runs */
-	float *in = malloc(sizeof(float) * (size_t)(2 * L));
-	float *out = malloc(sizeof(float) * (size_t)(8 * L));
+	float *in = malloc(sizeof(float) * (size_t)(2 * L) * batch);
+	float *out = malloc(sizeof(float) * (size_t)(8 * L) * batch);
 	uint64_t seed = 1;
-	for (int64_t i = 0; i < 2 * L; i++)
+	for (int64_t i = 0; i < 2 * L * batch; i++)
 		in[i] = 0.1f * (2.f * (float)(rm_next(&seed) >> 40) / (float)(1 << 24) - 1.f);
 	sb_pool *pool = NULL;
 	sb_pool_new(threads, &pool);
 	sb_htdemucs_ws *ws = sb_htdemucs_ws_new();
-	sb_htdemucs_cl *c = NULL;
-	if (cl && sb_htdemucs_cl_new(net, cl, &log, &c) != SB_OK)
+	sb_htdemucs_on *on = NULL;
+	if (sb_htdemucs_place(net, &dev[0], &log, &on) != SB_OK)
 		return 1;
 	/* a warm-up (first touch of buffers, kernel builds), then the timed runs */
-	sb_status fst = c ? sb_htdemucs_forward_cl(c, pool, ws, in, out, NULL, NULL, &log)
-	                  : sb_htdemucs_forward(net, pool, ws, in, out, NULL, NULL, &log);
+	sb_status fst = sb_htdemucs_forward(on, pool, ws, batch, in, out, NULL, NULL);
 	t0 = sb_now();
 	double c0 = cpu_seconds();
 	for (int r = 0; r < repeat && fst == SB_OK; r++)
-		fst = c ? sb_htdemucs_forward_cl(c, pool, ws, in, out, NULL, NULL, &log)
-		        : sb_htdemucs_forward(net, pool, ws, in, out, NULL, NULL, &log);
+		fst = sb_htdemucs_forward(on, pool, ws, batch, in, out, NULL, NULL);
 	if (fst != SB_OK) {
 		fprintf(stderr, "bench_demucs: forward failed: %s\n", sb_status_str(fst));
 		return 1;
 	}
-	const double seg_s = (sb_now() - t0) / repeat;
-	const double seg_cpu = (cpu_seconds() - c0) / repeat;
+	const double seg_s = (sb_now() - t0) / repeat / batch;
+	const double seg_cpu = (cpu_seconds() - c0) / repeat / batch;
 	char gemm[64];
-	snprintf(gemm, sizeof gemm, "%s", c ? sb_htdemucs_cl_gemm(c) : sb_gemm_backend());
+	snprintf(gemm, sizeof gemm, "%s", dev[0].be->describe(dev[0].d));
 	double gemm_s = 0, gemm_flops = 0, prof_s = 0;
-	if (c && profile) {
-		sb_htdemucs_cl_set_profiling(c, 1);
+	long launches = 0;
+	if (profile) {
+		dev[0].be->set_profiling(dev[0].d, 1);
 		t0 = sb_now();
-		fst = sb_htdemucs_forward_cl(c, pool, ws, in, out, NULL, NULL, &log);
+		fst = sb_htdemucs_forward(on, pool, ws, batch, in, out, NULL, NULL);
 		prof_s = sb_now() - t0;
-		sb_htdemucs_cl_prof p[64];
-		const int np = sb_htdemucs_cl_profile(c, p, 64);
+		sb_prof_entry p[64];
+		const int np = dev[0].be->profile(dev[0].d, p, 64);
 		double dev_s = 0;
-		fprintf(stderr, "profile of one segment (%s, products through %s), %.1f ms in all:\n",
-		        dev_label, gemm, 1e3 * prof_s);
-		fprintf(stderr, "  %-16s %6s %10s %7s %9s\n", "kernel", "calls", "ms", "share", "GFLOP/s");
+		fprintf(stderr, "profile of one pass of %d segment%s (%s, products through %s), %.1f ms "
+		        "in all:\n", batch, batch == 1 ? "" : "s", dev_label, gemm, 1e3 * prof_s);
+		fprintf(stderr, "  %-18s %6s %10s %7s %9s\n", "operation", "calls", "ms", "share",
+		        "GFLOP/s");
 		for (int i = 0; i < np; i++) {
 			dev_s += p[i].seconds;
+			if (strcmp(p[i].name, "upload") && strcmp(p[i].name, "download"))
+				launches += p[i].calls;
 			char rate[32] = "";
 			if (p[i].flops > 0)
 				snprintf(rate, sizeof rate, "%9.1f", p[i].flops / p[i].seconds / 1e9);
-			fprintf(stderr, "  %-16s %6d %10.2f %6.1f%% %9s\n", p[i].name, p[i].calls,
+			fprintf(stderr, "  %-18s %6ld %10.2f %6.1f%% %9s\n", p[i].name, p[i].calls,
 			        1e3 * p[i].seconds, 100 * p[i].seconds / prof_s, rate);
 			if (!strcmp(p[i].name, "gemm")) {
 				gemm_s = p[i].seconds;
 				gemm_flops = p[i].flops;
 			}
 		}
-		fprintf(stderr, "  %-16s %6s %10.2f %6.1f%%\n", "host and gaps", "",
+		fprintf(stderr, "  %-18s %6s %10.2f %6.1f%%\n", "host and gaps", "",
 		        1e3 * (prof_s - dev_s), 100 * (prof_s - dev_s) / prof_s);
-		sb_htdemucs_cl_set_profiling(c, 0);
+		dev[0].be->set_profiling(dev[0].d, 0);
 	}
-	sb_htdemucs_cl_free(c);
+	sb_htdemucs_unplace(on);
 	sb_htdemucs_ws_free(ws);
 	const int used_threads = sb_pool_threads(pool);
 	sb_pool_free(pool);
@@ -216,7 +222,8 @@ int main(int argc, char **argv)
 	sb_source_memory(song, n, 2, 44100, &src);
 	null_sink ns = {.sink = {.n_stems = SB_N_STEMS, .channels = 2, .write = null_write}};
 	ns.sink.impl = &ns;
-	sb_run_ctx ctx = {.log = &log, .threads = threads, .progress = progress, .cl = cl};
+	sb_run_ctx ctx = {.log = &log, .threads = threads, .progress = progress, .dev = dev,
+	                  .n_dev = (int)set.n, .batch = batch};
 	t0 = sb_now();
 	c0 = cpu_seconds();
 	const sb_status st = sb_model_separate(m, &ctx, src, &ns.sink);
@@ -231,19 +238,22 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_demucs: separation failed: %s\n", sb_status_str(st));
 		return 1;
 	}
-	printf("{\"impl\": \"stembridge\", \"device\": \"%s\", \"gemm\": \"%s\", \"threads\": %d, "
-	       "\"load_s\": %.3f, "
+	printf("{\"impl\": \"stembridge\", \"device\": \"%s\", \"devices\": %zu, \"batch\": %d, "
+	       "\"gemm\": \"%s\", \"threads\": %d, \"load_s\": %.3f, "
 	       "\"segment_s\": %.3f, \"segment_cpu_s\": %.3f, \"song_s\": %.3f, "
 	       "\"song_cpu_s\": %.3f, \"song_seconds\": %.1f, \"peak_rss_mb\": %.1f",
-	       dev_label, gemm, used_threads, load_s, seg_s, seg_cpu, song_s, song_cpu, seconds,
+	       dev_label, set.n, batch, gemm, used_threads, load_s, seg_s, seg_cpu, song_s, song_cpu,
+	       seconds,
 	       (double)ru.ru_maxrss / 1024.0);
 	if (prof_s > 0)
 		printf(", \"profiled_segment_s\": %.4f, \"gemm_s\": %.4f, \"gemm_gflop\": %.1f, "
-		       "\"gemm_gflops\": %.1f", prof_s, gemm_s, gemm_flops / 1e9,
-		       gemm_s > 0 ? gemm_flops / gemm_s / 1e9 : 0.0);
+		       "\"gemm_gflops\": %.1f, \"launches_per_segment\": %.1f", prof_s / batch,
+		       gemm_s / batch, gemm_flops / 1e9 / batch,
+		       gemm_s > 0 ? gemm_flops / gemm_s / 1e9 : 0.0, (double)launches / batch);
 	printf("}\n");
 	sb_model_free(m);
-	sb_cl_device_close(cl);
+	for (size_t i = 0; i < set.n; i++)
+		sb_exec_close(&dev[i]);
 	sb_devices_free(devs);
 	if (model == tmp)
 		unlink(tmp);

@@ -14,8 +14,7 @@
  */
 #include "../../tests/classic/synth_mix.h"
 #include "models/classic/classic_ops.h"
-#include "backend/device.h"
-#include "backend/opencl/cl_device.h"
+#include "backend/backend.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,8 +44,8 @@ static void log_stderr(void *user, sb_log_level level, const char *msg)
 
 static const sb_logger logger = {log_stderr, NULL};
 
-static sb_status run(const sb_classic_ops *ops, sb_cl_device *cl, const float *x, int64_t frames,
-                     double rate, int64_t chunk, double *secs)
+static sb_status run(const sb_exec *dev, const float *x, int64_t frames, double rate,
+                     int64_t chunk, double *secs)
 {
 	sb_classic_params p;
 	sb_classic_params_default(&p);
@@ -62,12 +61,12 @@ static sb_status run(const sb_classic_ops *ops, sb_cl_device *cl, const float *x
 	cs.sink.impl = &cs;
 	sb_run_ctx ctx = {0};
 	ctx.log = &logger;
-	ctx.cl = cl;
-	ctx.device = cl ? sb_cl_device_props(cl) : NULL;
+	ctx.dev = (sb_exec *)dev;
+	ctx.n_dev = 1;
 	ctx.chunk_frames = chunk;
 	ctx.threads = 1;
 	double t = sb_now();
-	st = sb_classic_run(ops, &p, &ctx, src, &cs.sink);
+	st = sb_classic_run(dev, &p, &ctx, src, &cs.sink);
 	*secs = sb_now() - t;
 	src->close(src);
 	for (int s = 0; st == SB_OK && s < SB_N_STEMS; s++)
@@ -128,7 +127,12 @@ int main(int argc, char **argv)
 	printf("%-9s %-46s %12s %8s %8s %10s\n", "device", "name", "chunk", "open s", "run s",
 	       "x realtime");
 	double secs = 0;
-	sb_status r = run(sb_classic_cpu_ops(), NULL, x, frames, rate, 0, &secs);
+	sb_exec cpu;
+	const sb_open_opts one = {1};
+	sb_status r = sb_exec_open(sb_devices_get(devs, 0), &one, &logger, &cpu);
+	if (r == SB_OK)
+		r = run(&cpu, x, frames, rate, 0, &secs);
+	sb_exec_close(&cpu);
 	if (r == SB_OK)
 		printf("%-9s %-46s %12s %8s %8.2f %10.1f\n", "cpu", "native (fftw, 1 thread)", "default",
 		       "-", secs, seconds / secs);
@@ -138,11 +142,11 @@ int main(int argc, char **argv)
 	int fail = r != SB_OK;
 	for (size_t i = 0; i < sb_devices_count(devs); i++) {
 		const sb_device_props *dp = sb_devices_get(devs, i);
-		if (dp->opencl_index < 0)
+		if (sb_device_is_native(dp))
 			continue;
-		sb_cl_device *d = NULL;
+		sb_exec d;
 		double t = sb_now();
-		r = sb_cl_device_open(dp, &logger, &d);
+		r = sb_exec_open(dp, NULL, &logger, &d);
 		double open_s = sb_now() - t;
 		if (r != SB_OK) {
 			printf("%-9s %-46.46s cannot open: %s\n", dp->id, dp->name, sb_status_str(r));
@@ -157,7 +161,7 @@ int main(int argc, char **argv)
 				snprintf(label, sizeof label, "%lld", (long long)chunk);
 			else
 				snprintf(label, sizeof label, "default");
-			r = run(sb_classic_opencl_ops(), d, x, frames, rate, chunk, &secs);
+			r = run(&d, x, frames, rate, chunk, &secs);
 			if (r == SB_OK)
 				printf("%-9s %-46.46s %12s %8.2f %8.2f %10.1f\n", dp->id, dp->name, label, open_s,
 				       secs, seconds / secs);
@@ -168,7 +172,7 @@ int main(int argc, char **argv)
 			const char *comma = strchr(c, ',');
 			c = comma ? comma + 1 : c + strlen(c);
 		}
-		sb_cl_device_close(d);
+		sb_exec_close(&d);
 	}
 	sb_devices_free(devs);
 	free(x);

@@ -86,6 +86,21 @@ sb_status sb_manifest_render(const sb_manifest *m, char **json, char **stems_txt
 	json_object_set_new(dev, "reason",
 	                    m->fallback_reason && *m->fallback_reason ? json_string(m->fallback_reason)
 	                                                              : json_null());
+	if (m->n_devices > 0) {
+		json_t *per = json_array();
+		for (int i = 0; i < m->n_devices; i++) {
+			const sb_manifest_device *d = &m->devices[i];
+			json_t *o = json_object();
+			json_object_set_new(o, "id", str_or_null(d->id));
+			json_object_set_new(o, "key", str_or_null(d->key));
+			json_object_set_new(o, "name", str_or_null(d->name));
+			json_object_set_new(o, "segments", json_integer(d->segments));
+			json_object_set_new(o, "seconds", json_real(d->seconds));
+			json_object_set_new(o, "dropped", json_boolean(d->dropped));
+			json_array_append_new(per, o);
+		}
+		json_object_set_new(dev, "devices", per);
+	}
 	json_object_set_new(root, "device", dev);
 
 	json_t *ev = json_array();

@@ -11,7 +11,8 @@
  *   timeline_start (samples or null), take, track,
  *   model {name, requested, description, shifts, overlap}: name is the model that ran, never
  *   "auto"; requested is what the job asked for,
- *   device {requested, used, used_id, used_name, fell_back, reason},
+ *   device {requested, used, used_id, used_name, fell_back, reason, devices: [{id, key, name,
+ *           segments, seconds, dropped}] when one file was shared among devices},
  *   events [ {t, what} ... ]  every step down the device ladder, in order,
  *   stems [ {stem, path, frames, peak, rms, peak_dbfs} ... ],
  *   timings {load_s, separate_s, write_s, total_s, realtime_factor}
@@ -20,6 +21,14 @@
 #define SB_MANIFEST_H
 
 #include "io/stem_writer.h"
+
+/* one device's share of a job that several devices shared */
+typedef struct {
+	const char *id, *key, *name;
+	long segments;              /* units of work it finished */
+	double seconds;             /* its busy time */
+	int dropped;                /* it failed and left the rest to the others */
+} sb_manifest_device;
 
 typedef struct {
 	const char *status;         /* "ok", "failed" */
@@ -38,6 +47,9 @@ typedef struct {
 	int shifts;                 /* as the job asked; 0 = none */
 	double overlap;             /* 0 = the model's default */
 	const char *device_requested, *device_used_key, *device_used_id, *device_used_name;
+	const sb_manifest_device *devices; /* every device's share, n_devices of them (0: none
+	                                      to tell: one device, no segments) */
+	int n_devices;
 	int fell_back;
 	const char *fallback_reason;
 	const char *const *events;  /* n_events strings */

@@ -1,21 +1,22 @@
 /* The engine (engine.h): workers, queues and the devices they run on.
  *
- * One worker thread per device in use, each with a FIFO of jobs. In parallel mode a job
- * without a device of its own goes to the next device of the set (round robin), so four
- * tracks on two GPUs run two at a time; in sequential mode every job goes to one worker, which
- * runs them one at a time in submission order, each on its own device. An OpenCL device is
- * opened once, by the worker that uses it, and only that worker touches it, so a device never
- * runs two jobs at once.
+ * One worker thread per device set in use (one device, or several for a job that shares a file
+ * among them), each with a FIFO of jobs. In parallel mode a job without a device of its own
+ * goes to the next device of the engine's set (round robin), so four tracks on two GPUs run two
+ * at a time; in sequential mode every job goes to one worker, which runs them one at a time in
+ * submission order, each on its own devices. A device is opened once, through its backend, the
+ * first time a job needs it, and kept open; a job holds its devices' locks while it runs (taken
+ * in table order), so a device never runs two jobs at once.
  *
  * Locking: e->lock guards the job table, the queues and every job's progress; it is never
- * held while a job runs. Workers wait on their own condition variable; sb_engine_wait() waits
- * on the job's.
+ * held while a job runs. A device's own lock (dev[i].lock) is held by the job using it and
+ * guards its opening. Workers wait on their own condition variable; sb_engine_wait() waits on
+ * the job's.
  */
 #include "jobs/engine.h"
 
-#include "backend/device.h"
+#include "backend/backend.h"
 #include "jobs/job_run.h"
-#include "backend/opencl/cl_device.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -32,8 +33,7 @@ struct sb_job {
 	sb_job_spec spec;          /* strings point into 'strings' */
 	char *strings[8];
 	char requested[640];       /* what the job asked for, for the result */
-	size_t device;             /* resolved entry */
-	char fallback_reason[512]; /* when 'device' already is a fallback */
+	sb_device_set set;         /* resolved entries, with their fallbacks' reasons */
 	sb_job_progress progress;
 	sb_job_result result;
 	atomic_int cancel;
@@ -49,17 +49,18 @@ struct sb_worker {
 	sb_engine *e;
 	pthread_t thread;
 	int started;
-	size_t device;             /* the device it opens; (size_t)-1: each job's own */
+	uint64_t key;              /* the set's entries as bits; 0: each job's own (sequential) */
 	sb_job *head, *tail;
 	pthread_cond_t wake;
 	sb_worker *next;
 };
 
 typedef struct {
-	sb_cl_device *cl;
+	pthread_mutex_t lock;      /* held by the job that uses the device */
+	sb_exec x;                 /* opened, or not yet (tried 0) or failed to (why) */
 	int tried;
 	char why[512];
-} cl_slot;
+} dev_slot;
 
 struct sb_engine {
 	sb_engine_opts opts;
@@ -67,7 +68,7 @@ struct sb_engine {
 	sb_device_list *devices;
 	size_t *set;
 	size_t n_set, rr;
-	cl_slot *cl;               /* one per device entry */
+	dev_slot *dev;             /* one per device entry */
 	pthread_mutex_t lock;
 	int stopping;
 	sb_job *jobs;
@@ -91,33 +92,52 @@ static void job_free(sb_job *j)
 	free(j);
 }
 
-static int is_gpu(const sb_device_props *d)
-{
-	return d->type == SB_DEV_GPU_DISCRETE || d->type == SB_DEV_GPU_INTEGRATED ||
-	       d->type == SB_DEV_ACCELERATOR;
-}
+/* The devices one job opened for itself: the native CPU (each job gets its own threads). */
+typedef struct {
+	sb_engine *e;
+	sb_exec own[4];
+	int n_own;
+} job_devices;
 
-/* Opens (once) the OpenCL device of entry i; NULL, with the reason kept, when it fails.
- * Called only by the worker that owns the device. */
-static sb_cl_device *cl_for(sb_engine *e, size_t i, char *why, size_t wlen)
+/* The job runner's way to a device (job_run.h: sb_device_access): a GPU-like device is
+ * opened once, through its backend, the first time a job asks, and kept; a device that failed
+ * to open, or was lost, says why. Called by the job that holds the device's lock. The native
+ * CPU is opened for each job that asks (its own thread pool), so no job waits for another's. */
+static sb_status open_device(void *user, size_t i, sb_exec *out, char *why, size_t wlen)
 {
+	job_devices *jd = user;
+	sb_engine *e = jd->e;
 	const sb_device_props *d = sb_devices_get(e->devices, i);
-	if (d->opencl_index < 0)
-		return NULL;
-	cl_slot *s = &e->cl[i];
+	if (sb_device_is_native(d)) {
+		if (jd->n_own == 4)
+			return SB_ERR_INVALID;
+		const sb_open_opts o = {e->opts.cpu_threads};
+		sb_status st = sb_exec_open(d, &o, &e->opts.log, &jd->own[jd->n_own]);
+		if (st != SB_OK) {
+			snprintf(why, wlen, "%s could not be started (%s)", d->label, sb_status_str(st));
+			return st;
+		}
+		*out = jd->own[jd->n_own++];
+		return SB_OK;
+	}
+	dev_slot *s = &e->dev[i];
 	if (!s->tried) {
 		s->tried = 1;
-		sb_status st = sb_cl_device_open(d, &e->opts.log, &s->cl);
+		const sb_open_opts o = {e->opts.cpu_threads};
+		sb_status st = sb_exec_open(d, &o, &e->opts.log, &s->x);
 		if (st != SB_OK) {
-			s->cl = NULL;
+			s->x.d = NULL;
 			snprintf(s->why, sizeof s->why, "%s could not be opened (%s)", d->label,
 			         sb_status_str(st));
 		}
 	}
-	if (s->cl && sb_cl_device_is_lost(s->cl))
+	if (s->x.d && s->x.be->lost(s->x.d))
 		snprintf(s->why, sizeof s->why, "%s was lost earlier in this session", d->label);
 	snprintf(why, wlen, "%s", s->why);
-	return s->cl && !sb_cl_device_is_lost(s->cl) ? s->cl : NULL;
+	if (!s->x.d || s->x.be->lost(s->x.d))
+		return SB_ERR_DEVICE;
+	*out = s->x;
+	return SB_OK;
 }
 
 /* Under e->lock: a job released while it ran is unlinked and freed once it has ended. */
@@ -154,33 +174,38 @@ static void progress_cb(void *user, const sb_job_progress *p)
 static void run_job(sb_worker *w, sb_job *j)
 {
 	sb_engine *e = w->e;
-	char why[512] = "";
-	sb_cl_device *cl = cl_for(e, j->device, why, sizeof why);
-	const sb_device_props *dev = sb_devices_get(e->devices, j->device);
-	char reason[1024];
-	snprintf(reason, sizeof reason, "%s", j->fallback_reason);
-	if (dev->opencl_index >= 0 && !cl) {
-		snprintf(reason, sizeof reason, "%s%s%s: running on the CPU", j->fallback_reason,
-		         j->fallback_reason[0] ? "; " : "", why);
-		dev = sb_devices_get(e->devices, 0);
-	}
+	/* the job's shared devices, locked in table order (the CPU is each job's own) */
+	int held[64] = {0};
+	for (size_t k = 0; k < j->set.n; k++)
+		if (j->set.index[k] < 64 &&
+		    !sb_device_is_native(sb_devices_get(e->devices, j->set.index[k])))
+			held[j->set.index[k]] = 1;
+	for (size_t i = 0; i < sb_devices_count(e->devices) && i < 64; i++)
+		if (held[i])
+			pthread_mutex_lock(&e->dev[i].lock);
 	progress_target t = {e, j};
+	job_devices jd = {e, {{0}}, 0};
+	const sb_device_access access = {e->devices, open_device, &jd};
 	sb_job_env env = {
-		.device = dev,
-		.cl = dev->opencl_index >= 0 ? cl : NULL,
-		.cpu = sb_devices_get(e->devices, 0),
+		.devices = &j->set,
+		.access = &access,
 		.requested = j->requested,
-		.fallback_reason = reason,
 		.log = &e->opts.log,
 		.cancel = &j->cancel,
 		.progress = progress_cb,
 		.progress_user = &t,
 		.cpu_threads = e->opts.cpu_threads,
+		.batch = e->opts.batch,
 		.model_path = (const char *const *)e->model_path,
 	};
 	sb_job_result *r = malloc(sizeof *r);
 	if (r)
 		sb_job_run(&j->spec, &env, r);
+	for (int i = 0; i < jd.n_own; i++)
+		sb_exec_close(&jd.own[i]);
+	for (size_t i = sb_devices_count(e->devices); i-- > 0;)
+		if (i < 64 && held[i])
+			pthread_mutex_unlock(&e->dev[i].lock);
 	/* The samples are no longer needed: give them back before the job is seen to end (once it
 	 * has, its owner may release and free it at any moment). */
 	release_input(j);
@@ -237,18 +262,22 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-/* Under e->lock. The worker for a device (parallel) or the one worker (sequential). */
-static sb_worker *worker_for(sb_engine *e, size_t device)
+/* Under e->lock. The worker for a device set (parallel) or the one worker (sequential). */
+static sb_worker *worker_for(sb_engine *e, const sb_device_set *set)
 {
-	size_t key = e->opts.mode == SB_MODE_SEQUENTIAL ? (size_t)-1 : device;
+	uint64_t key = 0;
+	for (size_t k = 0; k < set->n; k++)
+		key |= (uint64_t)1 << (set->index[k] < 63 ? set->index[k] : 63);
+	if (e->opts.mode == SB_MODE_SEQUENTIAL)
+		key = 0;
 	for (sb_worker *w = e->workers; w; w = w->next)
-		if (w->device == key)
+		if (w->key == key)
 			return w;
 	sb_worker *w = calloc(1, sizeof *w);
 	if (!w)
 		return NULL;
 	w->e = e;
-	w->device = key;
+	w->key = key;
 	pthread_cond_init(&w->wake, NULL);
 	if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
 		pthread_cond_destroy(&w->wake);
@@ -281,13 +310,15 @@ sb_status sb_engine_new(const sb_engine_opts *opts, sb_engine **out)
 		return st;
 	}
 	size_t nd = sb_devices_count(e->devices);
-	e->cl = calloc(nd, sizeof *e->cl);
+	e->dev = calloc(nd, sizeof *e->dev);
+	for (size_t i = 0; e->dev && i < nd; i++)
+		pthread_mutex_init(&e->dev[i].lock, NULL);
 	e->set = calloc(nd + (opts->n_devices ? opts->n_devices : 1), sizeof *e->set);
 	size_t np = 0;
 	while (opts->model_path && opts->model_path[np])
 		np++;
 	e->model_path = calloc(np + 1, sizeof *e->model_path);
-	if (!e->cl || !e->set || !e->model_path) {
+	if (!e->dev || !e->set || !e->model_path) {
 		sb_engine_free(e);
 		return SB_ERR_NOMEM;
 	}
@@ -315,7 +346,7 @@ sb_status sb_engine_new(const sb_engine_opts *opts, sb_engine **out)
 	}
 	if (e->n_set == 0 && opts->mode == SB_MODE_PARALLEL)
 		for (size_t i = 0; i < nd; i++)
-			if (is_gpu(sb_devices_get(e->devices, i)))
+			if (sb_device_is_gpu(sb_devices_get(e->devices, i)))
 				e->set[e->n_set++] = i;
 	if (e->n_set == 0)
 		e->set[e->n_set++] = sb_devices_auto(e->devices);
@@ -349,11 +380,12 @@ void sb_engine_free(sb_engine *e)
 		job_free(j);
 		j = n;
 	}
-	if (e->cl)
-		for (size_t i = 0; i < sb_devices_count(e->devices); i++)
-			if (e->cl[i].cl)
-				sb_cl_device_close(e->cl[i].cl);
-	free(e->cl);
+	if (e->dev)
+		for (size_t i = 0; i < sb_devices_count(e->devices); i++) {
+			sb_exec_close(&e->dev[i].x);
+			pthread_mutex_destroy(&e->dev[i].lock);
+		}
+	free(e->dev);
 	free(e->set);
 	if (e->model_path)
 		for (size_t i = 0; e->model_path[i]; i++)
@@ -409,25 +441,22 @@ sb_status sb_engine_submit(sb_engine *e, const sb_job_spec *spec, sb_job_id *id)
 
 	pthread_mutex_lock(&e->lock);
 	if (spec->device) {
-		sb_device_resolution r;
-		if (sb_devices_resolve(e->devices, spec->device, &r) != SB_OK) {
+		if (sb_devices_resolve_set(e->devices, spec->device, &j->set) != SB_OK) {
 			pthread_mutex_unlock(&e->lock);
-			sb_log(&e->opts.log, SB_LOG_ERROR, "unknown device '%s' (use auto, cpu, opencl:N)",
-			       spec->device);
+			sb_log(&e->opts.log, SB_LOG_ERROR, "unknown device '%s' (use auto, cpu, opencl:N, "
+			       "several of them separated by commas, or all)", spec->device);
 			j->spec.samples = NULL;
 			job_free(j);
 			return SB_ERR_INVALID;
 		}
-		j->device = r.index;
 		snprintf(j->requested, sizeof j->requested, "%s", spec->device);
-		if (r.fell_back)
-			snprintf(j->fallback_reason, sizeof j->fallback_reason, "%s", r.reason);
 	} else {
-		j->device = e->set[e->rr++ % e->n_set];
+		j->set.n = 1;
+		j->set.index[0] = e->set[e->rr++ % e->n_set];
 		snprintf(j->requested, sizeof j->requested, "%s",
 		         e->opts.mode == SB_MODE_PARALLEL ? "auto (parallel set)" : "auto");
 	}
-	sb_worker *w = worker_for(e, j->device);
+	sb_worker *w = worker_for(e, &j->set);
 	if (!w) {
 		pthread_mutex_unlock(&e->lock);
 		j->spec.samples = NULL;

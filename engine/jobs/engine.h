@@ -5,7 +5,9 @@
  *
  * Scheduling: in SB_MODE_PARALLEL each device of the chosen set has its own worker and jobs go
  * round robin over the set; in SB_MODE_SEQUENTIAL one device runs jobs one at a time in
- * submission order. A job that names its own device gets it in either mode.
+ * submission order. A job that names its own device gets it in either mode; a job that names
+ * several ("cpu,opencl:0,opencl:1", "all") gets all of them at once, and a model that can
+ * shares the file's segments among them. A device runs one job at a time.
  */
 #ifndef SB_ENGINE_H
 #define SB_ENGINE_H
@@ -25,6 +27,7 @@ typedef struct {
 	const char *const *devices;
 	size_t n_devices;
 	int cpu_threads;                 /* native path threads per job, 0 = all cores */
+	int batch;                       /* segments per forward pass, 0 = each device's */
 	const char *const *model_path;   /* NULL-terminated extra model folders, may be NULL */
 	sb_logger log;
 } sb_engine_opts;
@@ -44,7 +47,8 @@ typedef struct {
 
 	const char *track;               /* {track} in the template; default: input's base name */
 	const char *take;                /* {take}; default "1" */
-	const char *device;              /* NULL: the engine's set; else as sb_devices_resolve() */
+	const char *device;              /* NULL: the engine's set; else as
+	                                    sb_devices_resolve_set(): one device or several */
 	const char *model;               /* NULL: "auto" (the best installed model) */
 	unsigned stems;                  /* bit mask of SB_STEM_*; 0 = all the model makes */
 	const char *out_dir;             /* required */
@@ -65,13 +69,30 @@ typedef enum {
 	SB_JOB_CANCELLED
 } sb_job_state;
 
+#define SB_JOB_MAX_DEVICES 8
+
+/* one device's share of a running job */
+typedef struct {
+	char id[32], key[640];
+	char name[384];
+	long done, total;                /* units (segments) finished, of the whole job */
+	double busy_s;                   /* seconds it worked on them */
+	int dropped;                     /* it stopped taking work (failed) */
+} sb_job_device;
+
 typedef struct {
 	sb_job_state state;
 	double fraction;                 /* 0..1 of the whole job */
 	char stage[64];                  /* "queued", "loading", "separating", "writing", ... */
-	char device_id[32];              /* device in use, "" before it starts */
+	char device_id[32];              /* device in use (the first of several), "" before */
+	char device_key[640];
 	char device_name[384];
 	int fell_back;                   /* running on another device than requested */
+	double elapsed_s;                /* since the job started */
+	double eta_s;                    /* time left, -1 until there is a rate to go by */
+	double rate;                     /* units (segments) a second, all devices */
+	int n_devices;                   /* devices the job runs on */
+	sb_job_device devices[SB_JOB_MAX_DEVICES];
 } sb_job_progress;
 
 typedef struct {
@@ -79,7 +100,7 @@ typedef struct {
 	char message[1024];              /* the reason in words when status != SB_OK */
 	char manifest_path[4096];        /* the manifest written on success; "" on failure */
 	char device_requested[640];
-	char device_used[640];
+	char device_used[640];           /* the first device's key; every one in the manifest */
 	char fallback_reason[512];
 } sb_job_result;
 

@@ -11,7 +11,6 @@
 #include "io/manifest.h"
 #include "io/resample.h"
 #include "io/stem_writer.h"
-#include "backend/opencl/cl_device.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -28,7 +27,9 @@
 typedef struct {
 	const sb_job_env *env;
 	sb_job_progress p;
-	double lo, hi; /* the separation's share of the whole job */
+	double lo, hi;     /* the separation's share of the whole job */
+	double t0, t_sep;  /* the job's start, the separation's */
+	double sep_frac;   /* the separation's own progress */
 } progress_state;
 
 static void report(progress_state *ps, sb_job_state state, double fraction, const char *stage)
@@ -36,6 +37,12 @@ static void report(progress_state *ps, sb_job_state state, double fraction, cons
 	ps->p.state = state;
 	ps->p.fraction = fraction;
 	snprintf(ps->p.stage, sizeof ps->p.stage, "%s", stage);
+	const double now = sb_now();
+	ps->p.elapsed_s = now - ps->t0;
+	/* time left: the separation's own rate so far (its first percent is too early to tell) */
+	const double sep = ps->t_sep > 0 ? now - ps->t_sep : 0;
+	ps->p.eta_s = ps->sep_frac >= 0.01 && sep > 0 && state == SB_JOB_RUNNING
+	                  ? sep * (1.0 - ps->sep_frac) / ps->sep_frac : -1;
 	if (ps->env->progress)
 		ps->env->progress(ps->env->progress_user, &ps->p);
 }
@@ -47,15 +54,51 @@ static void model_progress(void *user, double fraction, const char *stage)
 		fraction = 0;
 	if (fraction > 1)
 		fraction = 1;
+	ps->sep_frac = fraction;
 	report(ps, SB_JOB_RUNNING, ps->lo + (ps->hi - ps->lo) * fraction,
 	       stage ? stage : "separating");
 }
 
-static void use_device(progress_state *ps, const sb_device_props *d, int fell_back)
+/* a device's share, from a model that shares its work (segments per device, seconds) */
+static void device_report(void *user, const sb_device_report *r)
 {
+	progress_state *ps = user;
+	if (r->dev < 0 || r->dev >= ps->p.n_devices)
+		return;
+	sb_job_device *d = &ps->p.devices[r->dev];
+	d->done = r->done;
+	d->total = r->total;
+	d->busy_s = r->busy_s;
+	d->dropped |= r->dropped != SB_OK;
+	long done = 0;
+	for (int i = 0; i < ps->p.n_devices; i++)
+		done += ps->p.devices[i].done;
+	const double sep = ps->t_sep > 0 ? sb_now() - ps->t_sep : 0;
+	ps->p.rate = sep > 0 ? (double)done / sep : 0;
+}
+
+/* The devices this job runs on, opened, and how it came to them. */
+typedef struct {
+	sb_exec dev[SB_MAX_SET];
+	int n;
+	int fell_back;
+} dev_plan;
+
+static void use_devices(progress_state *ps, const dev_plan *pl)
+{
+	const sb_device_props *d = pl->dev[0].props;
 	snprintf(ps->p.device_id, sizeof ps->p.device_id, "%s", d->id);
+	snprintf(ps->p.device_key, sizeof ps->p.device_key, "%s", d->key);
 	snprintf(ps->p.device_name, sizeof ps->p.device_name, "%s", d->label);
-	ps->p.fell_back = fell_back;
+	ps->p.fell_back = pl->fell_back;
+	ps->p.n_devices = pl->n < SB_JOB_MAX_DEVICES ? pl->n : SB_JOB_MAX_DEVICES;
+	for (int i = 0; i < ps->p.n_devices; i++) {
+		sb_job_device *jd = &ps->p.devices[i];
+		memset(jd, 0, sizeof *jd);
+		snprintf(jd->id, sizeof jd->id, "%s", pl->dev[i].props->id);
+		snprintf(jd->key, sizeof jd->key, "%s", pl->dev[i].props->key);
+		snprintf(jd->name, sizeof jd->name, "%s", pl->dev[i].props->label);
+	}
 }
 
 typedef struct {
@@ -162,6 +205,51 @@ static sb_status source_peak(sb_source *src, const atomic_int *cancel, double *p
 	return st;
 }
 
+static void note_fallback(sb_job_result *res, const char *why)
+{
+	if (!res->fallback_reason[0])
+		snprintf(res->fallback_reason, sizeof res->fallback_reason, "%s", why);
+}
+
+/* The set the scheduler chose, opened: a device missing here (resolved to the CPU with its
+ * reason) or that does not open is left out, and the CPU stands in when none is left. */
+static sb_status open_devices(const sb_job_env *env, event_log *ev, const sb_logger *log,
+                              sb_job_result *res, dev_plan *pl)
+{
+	const sb_device_set *set = env->devices;
+	for (size_t k = 0; set && k < set->n; k++) {
+		if (set->reason[k][0]) {
+			event(ev, log, SB_LOG_WARNING, "%s", set->reason[k]);
+			note_fallback(res, set->reason[k]);
+			pl->fell_back = 1;
+		}
+		char why[512] = "";
+		sb_exec x;
+		if (env->access->open(env->access->user, set->index[k], &x, why, sizeof why) == SB_OK) {
+			pl->dev[pl->n++] = x;
+			continue;
+		}
+		event(ev, log, SB_LOG_WARNING, "%s: %s", why,
+		      set->n > 1 ? "the others go on without it" : "running on the CPU");
+		note_fallback(res, why);
+		pl->fell_back = 1;
+	}
+	if (pl->n > 0)
+		return SB_OK;
+	char why[512];
+	return env->access->open(env->access->user, 0, &pl->dev[pl->n++], why, sizeof why) == SB_OK
+	           ? SB_OK
+	           : (pl->n = 0, SB_ERR_DEVICE);
+}
+
+static int all_native(const dev_plan *pl)
+{
+	for (int i = 0; i < pl->n; i++)
+		if (!sb_device_is_native(pl->dev[i].props))
+			return 0;
+	return 1;
+}
+
 static void clock_of(int64_t frame, double rate, char *buf, size_t len)
 {
 	const double t = rate > 0 ? (double)frame / rate : 0;
@@ -175,7 +263,7 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 	const sb_logger log_s = {capture_fn, &cap};
 	const sb_logger *log = &log_s;
 	const double t_start = sb_now();
-	progress_state ps = {env, {0}, 0.02, 0.97};
+	progress_state ps = {env, {0}, 0.02, 0.97, 0, 0, 0};
 	event_log ev = {0};
 	sb_model *model = NULL;
 	sb_source *src = NULL;
@@ -189,21 +277,15 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 
 	snprintf(res->device_requested, sizeof res->device_requested, "%s",
 	         env->requested ? env->requested : "auto");
-	const sb_device_props *dev = env->device ? env->device : env->cpu;
-	sb_cl_device *cl = env->cl;
-	int fell_back = env->fallback_reason && *env->fallback_reason;
-	if (fell_back) {
-		snprintf(res->fallback_reason, sizeof res->fallback_reason, "%s", env->fallback_reason);
-		event(&ev, log, SB_LOG_WARNING, "%s", env->fallback_reason);
+	ps.t0 = t_start;
+	dev_plan pl;
+	memset(&pl, 0, sizeof pl);
+	st = open_devices(env, &ev, log, res, &pl);
+	if (st != SB_OK) {
+		sb_log(log, SB_LOG_ERROR, "no device could be opened, not even the CPU");
+		goto fail;
 	}
-	if (dev->opencl_index >= 0 && !cl) { /* an OpenCL device that did not open */
-		event(&ev, log, SB_LOG_WARNING, "%s could not be used: running on the CPU", dev->label);
-		snprintf(res->fallback_reason, sizeof res->fallback_reason,
-		         "%s could not be opened", dev->label);
-		dev = env->cpu;
-		fell_back = 1;
-	}
-	use_device(&ps, dev, fell_back);
+	use_devices(&ps, &pl);
 	report(&ps, SB_JOB_RUNNING, 0.0, "loading");
 
 	/* Input */
@@ -315,6 +397,7 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 		      model->info.name, native, src->rate);
 	}
 	const double t_loaded = sb_now();
+	ps.t_sep = t_loaded;
 
 	/* Separation, down the device ladder: smaller chunks after a device OOM, then the CPU.
 	 * NaN or infinite output from a device is a device failure too (its kernels or driver);
@@ -327,21 +410,23 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 			.cancel = env->cancel,
 			.progress = model_progress,
 			.progress_user = &ps,
-			.device = dev,
-			.cl = dev->opencl_index >= 0 ? cl : NULL,
+			.dev = pl.dev,
+			.n_dev = pl.n,
+			.device_report = device_report,
+			.batch = env->batch,
 			.threads = env->cpu_threads,
 			.chunk_frames = chunk,
 			.seed = 0x5eed,
 			.shifts = spec->shifts,
 			.overlap = spec->overlap,
 		};
-		use_device(&ps, dev, fell_back);
+		use_devices(&ps, &pl);
 		report(&ps, SB_JOB_RUNNING, ps.lo, "separating");
 		st = sb_model_separate(model, &ctx, model_src, model_sink);
 		if (st == SB_OK && rsink)
 			st = sb_resample_sink_finish(rsink);
 		const int nonfinite = st == SB_ERR_NONFINITE;
-		if (st == SB_OK || (!is_device_failure(st) && !nonfinite) || dev->opencl_index < 0)
+		if (st == SB_OK || (!is_device_failure(st) && !nonfinite) || all_native(&pl))
 			break;
 		if (st == SB_ERR_DEVICE_OOM && oom_retries < MAX_OOM_RETRIES) {
 			int64_t base = chunk > 0 ? chunk : model->info.default_chunk_frames;
@@ -349,16 +434,23 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 			oom_retries++;
 			event(&ev, log, SB_LOG_WARNING,
 			      "%s ran out of memory: retrying with chunks of %lld frames (try %d of %d)",
-			      dev->label, (long long)chunk, oom_retries, MAX_OOM_RETRIES);
+			      pl.dev[0].props->label, (long long)chunk, oom_retries, MAX_OOM_RETRIES);
 		} else {
 			const char *why = st == SB_ERR_DEVICE_OOM ? "ran out of memory even with small chunks"
 			                : st == SB_ERR_DEVICE_LOST ? "was lost mid-job"
 			                : nonfinite ? "produced NaN or infinite samples"
 			                            : "failed";
-			event(&ev, log, SB_LOG_WARNING, "%s %s: finishing on the CPU", dev->label, why);
-			snprintf(res->fallback_reason, sizeof res->fallback_reason, "%s %s", dev->label, why);
-			dev = env->cpu;
-			fell_back = 1;
+			const char *who = pl.n > 1 ? "every device" : pl.dev[0].props->label;
+			event(&ev, log, SB_LOG_WARNING, "%s %s: finishing on the CPU", who, why);
+			char reason[512];
+			snprintf(reason, sizeof reason, "%.380s %.120s", who, why);
+			snprintf(res->fallback_reason, sizeof res->fallback_reason, "%s", reason);
+			char owhy[512];
+			pl.n = 0;
+			if (env->access->open(env->access->user, 0, &pl.dev[0], owhy, sizeof owhy) != SB_OK)
+				break;
+			pl.n = 1;
+			pl.fell_back = 1;
 			chunk = 0;
 		}
 		st = sb_stem_writer_reset(w);
@@ -404,7 +496,14 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 		st = SB_ERR_CANCELLED;
 		goto fail;
 	}
-	snprintf(res->device_used, sizeof res->device_used, "%s", dev->key);
+	snprintf(res->device_used, sizeof res->device_used, "%s", pl.dev[0].props->key);
+	sb_manifest_device mdev[SB_JOB_MAX_DEVICES];
+	const int n_mdev = ps.p.n_devices;
+	for (int i = 0; i < n_mdev; i++) {
+		const sb_job_device *jd = &ps.p.devices[i];
+		mdev[i] = (sb_manifest_device){jd->id, jd->key, jd->name, jd->done, jd->busy_s,
+		                               jd->dropped};
+	}
 	sb_manifest m = {
 		.status = "ok",
 		.input_path = spec->input_path,
@@ -423,10 +522,12 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 		.shifts = spec->shifts,
 		.overlap = spec->overlap,
 		.device_requested = res->device_requested,
-		.device_used_key = dev->key,
-		.device_used_id = dev->id,
-		.device_used_name = dev->label,
-		.fell_back = fell_back,
+		.device_used_key = pl.dev[0].props->key,
+		.device_used_id = pl.dev[0].props->id,
+		.device_used_name = pl.dev[0].props->label,
+		.devices = mdev,
+		.n_devices = n_mdev > 1 || (n_mdev == 1 && mdev[0].segments > 0) ? n_mdev : 0,
+		.fell_back = pl.fell_back,
 		.fallback_reason = res->fallback_reason,
 		.events = ev.ptr,
 		.n_events = ev.n,
@@ -457,7 +558,8 @@ fail:
 		set_message(res, st, "cancelled");
 	else
 		set_message(res, st, "%s", cap.last[0] ? cap.last : sb_status_str(st));
-	snprintf(res->device_used, sizeof res->device_used, "%s", dev->key);
+	if (pl.n > 0)
+		snprintf(res->device_used, sizeof res->device_used, "%s", pl.dev[0].props->key);
 	report(&ps, st == SB_ERR_CANCELLED ? SB_JOB_CANCELLED : SB_JOB_FAILED, ps.p.fraction,
 	       st == SB_ERR_CANCELLED ? "cancelled" : "failed");
 out:

@@ -1,32 +1,48 @@
-/* Runs one job to the end on the calling thread: open the model and the input, separate on the
- * device the scheduler chose, fall back when the device fails, write the stems (temporary
+/* Runs one job to the end on the calling thread: open the model and the input, open the devices
+ * the scheduler chose, separate, fall back when a device fails, write the stems (temporary
  * names, renamed only when every requested stem is complete), write the manifest.
  *
- * Fallback ladder (STYLE habit 16): SB_ERR_DEVICE_OOM -> restart with half the chunk length, up
- * to 3 times, then the native CPU; SB_ERR_DEVICE_LOST or SB_ERR_DEVICE -> the native CPU. Each
- * step is logged once with its reason and recorded in the manifest. The stem writer is reset
- * between attempts, so a failed attempt leaves nothing behind.
+ * THE ONE PLACE FOR FALLBACKS (STYLE habit 16): every step from the device asked for to the
+ * one that ran is decided here and recorded once (log, manifest events, the job's fallback
+ * reason, the progress the UIs show):
+ *   - asked for a device that is not here (a saved key from another machine, "opencl:3" with
+ *     two devices): resolved to the CPU by sb_devices_resolve_set(), with its reason;
+ *   - a device that does not open, or was lost earlier in this process: left out of the set;
+ *     the CPU when none is left;
+ *   - SB_ERR_DEVICE_OOM from the model: the chunk halves (models with chunks), up to 3 times,
+ *     then the CPU; SB_ERR_DEVICE_LOST, SB_ERR_DEVICE, or NaN/Inf from a device: the CPU.
+ *     A model that shares one file among several devices drops a failing device itself and
+ *     reports it (sb_device_report); it returns a device failure only when none is left.
+ * The stem writer is reset between attempts, so a failed attempt leaves nothing behind.
  */
 #ifndef SB_JOB_RUN_H
 #define SB_JOB_RUN_H
 
-#include "backend/device.h"
+#include "backend/backend.h"
 #include "jobs/engine.h"
 #include "models/model.h"
 
 #include <stdatomic.h>
 
+/* How the runner reaches the devices the engine keeps open (one job uses a device at a time:
+ * the engine holds it for the job). open() gives the opened device of table entry i, opening
+ * it the first time; a failure comes back with its reason in words (why). */
 typedef struct {
-	const sb_device_props *device;   /* chosen by the scheduler */
-	sb_cl_device *cl;                /* opened for it, NULL on the native path */
-	const sb_device_props *cpu;      /* the floor, always present */
+	const sb_device_list *list;
+	sb_status (*open)(void *user, size_t i, sb_exec *out, char *why, size_t wlen);
+	void *user;
+} sb_device_access;
+
+typedef struct {
+	const sb_device_set *devices;    /* chosen by the scheduler, with resolution fallbacks */
+	const sb_device_access *access;
 	const char *requested;           /* what the job or mode asked for ("auto", a key ...) */
-	const char *fallback_reason;     /* non-empty when 'device' is already a fallback */
 	const sb_logger *log;
 	const atomic_int *cancel;
 	void (*progress)(void *user, const sb_job_progress *p);
 	void *progress_user;
 	int cpu_threads;
+	int batch;                       /* segments per forward pass, 0 = each device's */
 	const char *const *model_path;
 } sb_job_env;
 

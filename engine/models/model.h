@@ -1,30 +1,47 @@
 /* The model seam: every separator (the built-in classic one, HTDemucs, bags of models) is an
- * sb_model with the same separate() entry point, run on whatever device the job runner picked.
+ * sb_model with the same separate() entry point, run on the devices the job runner opened.
+ * A model is written once against the backend interface (backend/backend.h): one forward pass,
+ * whatever the device.
  *
- * Threads: separate() runs on an engine worker thread (or the CLI's main thread). It must poll
- * *ctx->cancel between chunks and return SB_ERR_CANCELLED promptly, report progress, and return
- * SB_ERR_DEVICE_OOM / SB_ERR_DEVICE_LOST from the OpenCL path untouched so that the job runner
- * can retry with smaller chunks or finish on the CPU.
+ * Threads: separate() runs on an engine worker thread (or the CLI's main thread); a model that
+ * shares its work among several devices runs one thread per extra device. It must poll
+ * *ctx->cancel between units of work and return SB_ERR_CANCELLED promptly, report progress,
+ * and return SB_ERR_DEVICE_OOM / SB_ERR_DEVICE_LOST untouched when every device it was given
+ * failed, so that the job runner can retry with smaller chunks or finish on the CPU.
  */
 #ifndef SB_MODEL_H
 #define SB_MODEL_H
 
-#include "backend/device.h"
+#include "backend/backend.h"
 #include "io/stream.h"
 #include "sb_common.h"
 
 #include <stdatomic.h>
 
-typedef struct sb_cl_device sb_cl_device; /* engine/opencl: an opened device (context, queue, kernels) */
+/* What one device of a job did (models that share their work among several devices report
+ * it per device; the manifest and the UIs show it). */
+typedef struct {
+	int dev;                       /* index into sb_run_ctx.dev */
+	long done;                     /* units (segments) it finished */
+	long total;                    /* units of the whole job */
+	double busy_s;                 /* seconds it spent on them */
+	sb_status dropped;             /* SB_OK, or why it stopped taking work (its unit went
+	                                  back to the others) */
+	const char *reason;            /* in words when dropped */
+} sb_device_report;
 
 typedef struct {
 	const sb_logger *log;
 	const atomic_int *cancel;      /* non-zero: stop; may be NULL */
 	void (*progress)(void *user, double fraction, const char *stage); /* may be NULL */
 	void *progress_user;
-	const sb_device_props *device; /* where to run; SB_DEV_CPU_NATIVE: the native path */
-	sb_cl_device *cl;              /* opened OpenCL device, NULL on the native path */
-	int threads;                   /* native CPU threads, 0 = all cores */
+	/* the devices to run on, opened: a model that shares its work uses them all, the others
+	 * the first */
+	sb_exec *dev;
+	int n_dev;
+	void (*device_report)(void *user, const sb_device_report *r); /* may be NULL */
+	int threads;                   /* host threads (the STFTs, the CPU backend), 0 = all */
+	int batch;                     /* segments per forward pass, 0 = the device's default */
 	int64_t chunk_frames;          /* input frames per chunk, 0 = the model's default (bounded
 	                                  by the device's memory); the runner lowers it after OOM */
 	uint32_t seed;                 /* for random shifts, fixed per job */
@@ -40,7 +57,6 @@ typedef struct {
 	int n_stems;
 	const char *stem_names[8];     /* SB_STEM_* order for 4-stem models */
 	unsigned stems;                /* mask of the canonical stems it makes (bit SB_STEM_*) */
-	int opencl;                    /* has an OpenCL path */
 	int stems_sum;                 /* 1: the stems add back to the input by construction */
 	int64_t default_chunk_frames;  /* input frames per chunk when ctx->chunk_frames is 0: where
 	                                  the job runner starts halving after a device OOM */
@@ -73,6 +89,17 @@ const char *sb_model_auto(const char *const *search_path, const sb_logger *log, 
 unsigned sb_model_stems(const char *name, const char *const *search_path);
 /* The model folders in search order (see registry.c); returns how many were filled. */
 size_t sb_model_dirs(const char *const *extra, char (*dirs)[4096], size_t max);
+
+/* The devices a model runs on: ctx's, or, when ctx names none (tests, tools), the native CPU
+ * opened for the call. */
+typedef struct {
+	sb_run_ctx ctx;            /* ctx with its devices */
+	sb_exec own;
+	sb_device_props props;
+	sb_run_ctx empty;
+} sb_run_devices;
+sb_status sb_run_devices_open(const sb_run_ctx *ctx, sb_run_devices *out);
+void sb_run_devices_close(sb_run_devices *r);
 
 static inline sb_status sb_model_separate(sb_model *m, const sb_run_ctx *ctx, sb_source *in,
                                           sb_sink *out)

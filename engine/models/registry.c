@@ -106,3 +106,30 @@ sb_status sb_model_open(const char *name, const char *const *search_path, const 
 	       where);
 	return SB_ERR_MODEL;
 }
+
+sb_status sb_run_devices_open(const sb_run_ctx *ctx, sb_run_devices *out)
+{
+	memset(out, 0, sizeof *out);
+	out->ctx = ctx ? *ctx : out->empty;
+	if (out->ctx.n_dev > 0 && out->ctx.dev)
+		return SB_OK;
+	const sb_backend *cpu = sb_backend_cpu();
+	size_t n = 0;
+	sb_status st = cpu->enumerate(out->ctx.log, &out->props, 1, &n);
+	if (st != SB_OK || n != 1)
+		return st != SB_OK ? st : SB_ERR_DEVICE;
+	out->props.backend = cpu;
+	const sb_open_opts o = {out->ctx.threads};
+	st = sb_exec_open(&out->props, &o, out->ctx.log, &out->own);
+	if (st != SB_OK)
+		return st;
+	out->own.props = &out->props;
+	out->ctx.dev = &out->own;
+	out->ctx.n_dev = 1;
+	return SB_OK;
+}
+
+void sb_run_devices_close(sb_run_devices *r)
+{
+	sb_exec_close(&r->own);
+}

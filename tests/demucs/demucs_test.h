@@ -8,7 +8,7 @@
 #include "models/demucs/safetensors.h"
 #include "mem_sink.h"
 #include "models/model.h"
-#include "backend/opencl/cl_device.h"
+#include "backend/backend.h"
 
 #include <stdio.h>
 
@@ -22,7 +22,8 @@ const char *golden_file(const char *name, const char *suffix, char *buf, size_t 
 extern int failures;
 extern char last_error[2048];
 extern const sb_logger logger;
-extern sb_cl_device *pipeline_cl; /* run_pipeline runs there when set */
+extern const sb_exec *pipeline_cl; /* run_pipeline runs there when set (else the CPU) */
+const sb_exec *open_cpu(void);
 
 #define FAIL(...)                                                                                \
 	do {                                                                                         \

@@ -8,8 +8,7 @@
  * (the same on the first OpenCL device, within 1e-4), and the cases of test_demucs_files.c:
  * bag, errors, inputs, safetensors.
  */
-#include "backend/device.h"
-#include "backend/opencl/cl_blas.h"
+#include "backend/backend.h"
 #include "core/thread_pool.h"
 #include "demucs_test.h"
 #include "random_model.h"
@@ -97,27 +96,66 @@ static void tap_fn(void *user, const char *name, const float *data, int ndim,
 	t->numel[t->n++] = n;
 }
 
-/* The first OpenCL device (PoCL in CI), opened; NULL when there is none. */
+/* The devices: the CPU backend's, and the first OpenCL device (PoCL in CI), opened through
+ * the backend interface as the job runner opens them. */
 static sb_device_list *devices;
-static sb_cl_device *open_cl(void)
+static sb_exec cpu_dev, cl_dev;
+static sb_status list_devices(void)
 {
-	if (sb_devices_enumerate(&logger, &devices) != SB_OK)
+	return devices ? SB_OK : sb_devices_enumerate(&logger, &devices);
+}
+
+const sb_exec *open_cpu(void)
+{
+	if (!cpu_dev.d && (list_devices() != SB_OK ||
+	                   sb_exec_open(sb_devices_get(devices, 0), NULL, &logger, &cpu_dev) != SB_OK))
+		return NULL;
+	return &cpu_dev;
+}
+
+static const sb_exec *open_cl(void)
+{
+	if (list_devices() != SB_OK)
 		return NULL;
 	for (size_t i = 0; i < sb_devices_count(devices); i++) {
 		const sb_device_props *p = sb_devices_get(devices, i);
-		sb_cl_device *d = NULL;
-		if (p->opencl_index >= 0 && sb_cl_device_open(p, &logger, &d) == SB_OK) {
+		if (!strcmp(p->backend->name, "opencl") &&
+		    sb_exec_open(p, NULL, &logger, &cl_dev) == SB_OK) {
 			printf("OpenCL device: %s\n", p->label);
-			return d;
+			return &cl_dev;
 		}
 	}
 	return NULL;
 }
 
+#ifdef SB_HAVE_CLBLAST
+static const int have_clblast = 1;
+#else
+static const int have_clblast = 0;
+#endif
+
+/* one forward pass of a net on a device (the native CPU when dev is NULL) */
+static sb_status forward_on(const sb_exec *dev, const sb_htdemucs *net, sb_pool *pool,
+                            const float *in, float *out, sb_htdemucs_tap tap, void *user,
+                            char *gemm, size_t glen)
+{
+	const sb_exec *x = dev ? dev : open_cpu();
+	if (!x)
+		return SB_ERR_DEVICE;
+	sb_htdemucs_on *on = NULL;
+	sb_status st = sb_htdemucs_place(net, x, &logger, &on);
+	if (st == SB_OK)
+		st = sb_htdemucs_forward(on, pool, NULL, 1, in, out, tap, user);
+	if (gemm)
+		snprintf(gemm, glen, "%s", x->be->describe(x->d));
+	sb_htdemucs_unplace(on);
+	return st;
+}
+
 /* Run one segment of 'model' on the io file's input (on 'cl' when not NULL); output within
  * out_tol, and (when acts) every act.* within 2e-3, the first one past it named. */
 static void segment_case(const char *model, const char *io_name, double out_tol, int acts,
-                         sb_cl_device *cl)
+                         const sb_exec *cl)
 {
 	char path[4096];
 	snprintf(path, sizeof path, "%s/%s", golden, io_name);
@@ -139,25 +177,20 @@ static void segment_case(const char *model, const char *io_name, double out_tol,
 	sb_pool *pool = NULL;
 	sb_pool_new(0, &pool);
 	taps t = {0};
-	sb_htdemucs_cl *c = NULL;
-	sb_status st = cl ? sb_htdemucs_cl_new(net, cl, &logger, &c) : SB_OK;
-	if (c) {
-		/* the products run where the test asked (SB_CL_GEMM), so each path is really tested */
+	char gemm[64] = "";
+	const double t0 = sb_now();
+	sb_status st = forward_on(cl, net, pool, in, got, acts ? tap_fn : NULL, &t, gemm,
+	                          sizeof gemm);
+	const double dt = sb_now() - t0;
+	if (cl && st == SB_OK) {
+		/* the products ran where the test asked (SB_CL_GEMM), so each path is really tested */
 		const char *want = getenv("SB_CL_GEMM");
-		const char *gemm = sb_htdemucs_cl_gemm(c);
 		printf("matrix products: %s\n", gemm);
 		if (want && !strcmp(want, "own") ? strcmp(gemm, "own kernel") != 0
-		                                 : sb_cl_blas_available() && strncmp(gemm, "CLBlast", 7))
+		                                 : have_clblast && strncmp(gemm, "CLBlast", 7))
 			FAIL("matrix products through %s, not what SB_CL_GEMM=%s asks", gemm,
 			     want ? want : "(default)");
 	}
-	const double t0 = sb_now();
-	if (st == SB_OK && c)
-		st = sb_htdemucs_forward_cl(c, pool, NULL, in, got, acts ? tap_fn : NULL, &t, &logger);
-	else if (st == SB_OK)
-		st = sb_htdemucs_forward(net, pool, NULL, in, got, acts ? tap_fn : NULL, &t, &logger);
-	const double dt = sb_now() - t0;
-	sb_htdemucs_cl_free(c);
 	if (st != SB_OK) {
 		FAIL("%s: forward failed: %s", model, sb_status_str(st));
 	} else {
@@ -217,7 +250,7 @@ float *interleave(const float *x, int ch, int64_t n)
 }
 
 /* separate() of 'model' on in [ch][n] into sink, on 'pipeline_cl' when set */
-sb_cl_device *pipeline_cl;
+const sb_exec *pipeline_cl;
 sb_status run_pipeline(sb_model *m, const float *in, int ch, int64_t n, mem_sink *sink,
                        double *seconds)
 {
@@ -225,7 +258,9 @@ sb_status run_pipeline(sb_model *m, const float *in, int ch, int64_t n, mem_sink
 	sb_source *src = NULL;
 	sb_status st = sb_source_memory(il, n, ch, 44100, &src);
 	mem_sink_init_n(sink, ch, SB_MAX_STEMS);
-	sb_run_ctx ctx = {.log = &logger, .threads = 0, .seed = 1, .cl = pipeline_cl};
+	const sb_exec *dev = pipeline_cl ? pipeline_cl : open_cpu();
+	sb_run_ctx ctx = {.log = &logger, .threads = 0, .seed = 1, .dev = (sb_exec *)dev,
+	                  .n_dev = dev ? 1 : 0};
 	const double t0 = sb_now();
 	if (st == SB_OK)
 		st = sb_model_separate(m, &ctx, src, &sink->sink);
@@ -312,7 +347,7 @@ static void pipeline_case(void)
 /* ---- a full-size model with random weights ---- */
 
 /* cl: also run the segment there and compare it with the native path (within 1e-4) */
-static void full_case(sb_cl_device *cl)
+static void full_case(const sb_exec *cl)
 {
 	char shapes[4096], path[] = "/tmp/sb-demucs-full-XXXXXX";
 	snprintf(shapes, sizeof shapes, "%s/released-shapes.json", golden);
@@ -351,7 +386,7 @@ static void full_case(sb_cl_device *cl)
 	sb_pool *pool = NULL;
 	sb_pool_new(0, &pool);
 	t0 = sb_now();
-	sb_status st = sb_htdemucs_forward(net, pool, NULL, in, out, NULL, NULL, &logger);
+	sb_status st = forward_on(NULL, net, pool, in, out, NULL, NULL, NULL, 0);
 	const double dt = sb_now() - t0;
 	if (st != SB_OK) {
 		FAIL("full-size forward failed: %s", sb_status_str(st));
@@ -369,20 +404,16 @@ static void full_case(sb_cl_device *cl)
 		if (!(energy > 0))
 			FAIL("full-size output is silent");
 	}
-	sb_htdemucs_cl *c = NULL;
-	if (st == SB_OK && cl && sb_htdemucs_cl_new(net, cl, &logger, &c) == SB_OK) {
+	if (st == SB_OK && cl) {
 		float *dev_out = malloc(sizeof(float) * (size_t)(8 * L));
 		t0 = sb_now();
-		st = sb_htdemucs_forward_cl(c, pool, NULL, in, dev_out, NULL, NULL, &logger);
+		st = forward_on(cl, net, pool, in, dev_out, NULL, NULL, NULL, 0);
 		const double e = rel_l2(dev_out, out, (size_t)(8 * L));
 		printf("full-size htdemucs on OpenCL: one segment in %.2f s, rel L2 to the native path "
 		       "%.3e (limit 1e-4)\n", sb_now() - t0, e);
 		if (st != SB_OK || !(e <= 1e-4))
 			FAIL("full-size OpenCL: %s, rel L2 %.3e", sb_status_str(st), e);
 		free(dev_out);
-		sb_htdemucs_cl_free(c);
-	} else if (cl) {
-		FAIL("full-size OpenCL state: %s", last_error);
 	}
 	sb_pool_free(pool);
 	free(in);
@@ -442,7 +473,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(c, "opencl") || !strcmp(c, "opencl-mid") || !strcmp(c, "opencl-full") ||
 	         !strcmp(c, "opencl-six")) {
 		/* the OpenCL path: the same golden vectors within 1e-4 */
-		sb_cl_device *d = open_cl();
+		const sb_exec *d = open_cl();
 		if (!d) {
 			printf("SKIP: no OpenCL device\n");
 			sb_devices_free(devices);
@@ -462,8 +493,7 @@ int main(int argc, char **argv)
 		} else {
 			full_case(d);
 		}
-		sb_cl_device_close(d);
-		sb_devices_free(devices);
+		sb_exec_close(&cl_dev);
 	}
 	else if (!strcmp(c, "pipeline"))
 		pipeline_case();

@@ -298,7 +298,7 @@ void inputs_case(void)
 		FAIL("cannot open %s", small_name);
 		return;
 	}
-	if (m->info.native_rate != 44100 || m->info.n_stems != SB_N_STEMS || !m->info.opencl ||
+	if (m->info.native_rate != 44100 || m->info.n_stems != SB_N_STEMS ||
 	    strcmp(m->info.stem_names[SB_STEM_VOCALS], "vocals") ||
 	    strcmp(m->info.stem_names[SB_STEM_OTHER], "other"))
 		FAIL("model info: rate %g, %d stems", m->info.native_rate, m->info.n_stems);

@@ -1,5 +1,5 @@
 /* Fuzz target: a model file as a user downloads or converts it. The safetensors reader
- * (engine/demucs/safetensors.c) checks the header and layout; every tensor is then read as
+ * (engine/models/demucs/safetensors.c) checks the header and layout; every tensor is then read as
  * float, and the whole file is opened as a Demucs model (settings, bag, every tensor's name
  * and shape, finite weights). */
 #include "fuzz_common.h"

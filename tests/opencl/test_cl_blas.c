@@ -1,4 +1,4 @@
-/* The matrix-product seam (engine/opencl/cl_blas.h) on the first OpenCL device (PoCL in CI):
+/* The matrix-product seam (engine/backend/opencl/cl_blas.h) on the first OpenCL device (PoCL in CI):
  *   - sb_cl_sgemm equals a double-precision host product within 1e-5 relative for the shapes
  *     HTDemucs uses: plain, B transposed (attention), batched with a shared A (stride 0), with
  *     offsets and leading dimensions wider than the matrix, accumulating (beta 1), and beta 0
@@ -267,7 +267,7 @@ int main(int argc, char **argv)
 	sb_cl_device *d = NULL;
 	for (size_t i = 0; list && i < sb_devices_count(list) && !d; i++) {
 		const sb_device_props *p = sb_devices_get(list, i);
-		if (p->opencl_index >= 0 && sb_cl_device_open(p, &logger, &d) == SB_OK)
+		if (p->native[1] && sb_cl_device_open(p, &logger, &d) == SB_OK)
 			printf("OpenCL device: %s\n", p->label);
 	}
 	if (!d) {

@@ -12,10 +12,10 @@
 #include "../classic/mem_sink.h"
 #include "../classic/synth_mix.h"
 #include "models/classic/classic_ops.h"
-#include "backend/device.h"
+#include "backend/backend.h"
 #include "models/model.h"
-#include "backend/opencl/cl_device.h"
-#include "backend/opencl/cl_internal.h"
+/* the OpenCL backend's own test: its device internals (kernel cache, fault injection) */
+#include "backend/opencl/cl_backend.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -109,9 +109,35 @@ static float *make_mix(double rate, double seconds, int ch, int64_t *frames)
 	return x;
 }
 
-/* The driver with a given backend, as the model runs it. */
-static sb_status run_ops(const sb_classic_ops *ops, sb_cl_device *cl, const float *x,
-                         int64_t frames, int ch, double rate, int64_t chunk, mem_sink *ms)
+/* An opened OpenCL device of the test as the backend's device (the backend wraps the same
+ * sb_cl_device), and the CPU backend's device. */
+static pthread_mutex_t ex_lock = PTHREAD_MUTEX_INITIALIZER;
+static const sb_exec *ex(sb_cl_device *d)
+{
+	static struct sb_bdev store[64];
+	static sb_exec x[64];
+	static int n;
+	pthread_mutex_lock(&ex_lock);
+	int i = 0;
+	while (i < n && store[i].dev != d)
+		i++;
+	if (i == n && n < 64) {
+		n++;
+		memset(&store[i], 0, sizeof store[i]);
+		store[i].dev = d;
+		store[i].q = sb_cl_device_queue(d);
+		store[i].log = sb_cl_device_logger(d);
+	}
+	x[i] = (sb_exec){sb_backend_by_name("opencl"), &store[i], sb_cl_device_props(d)};
+	pthread_mutex_unlock(&ex_lock);
+	return &x[i];
+}
+
+static sb_exec cpu_x;
+
+/* The driver on a given device, as the model runs it. */
+static sb_status run_ops(const sb_exec *dev, const float *x, int64_t frames, int ch, double rate,
+                         int64_t chunk, mem_sink *ms)
 {
 	sb_classic_params p;
 	sb_classic_params_default(&p);
@@ -122,16 +148,16 @@ static sb_status run_ops(const sb_classic_ops *ops, sb_cl_device *cl, const floa
 		return st;
 	sb_run_ctx ctx = {0};
 	ctx.log = &logger;
-	ctx.cl = cl;
-	ctx.device = cl ? sb_cl_device_props(cl) : NULL;
+	ctx.dev = (sb_exec *)dev;
+	ctx.n_dev = 1;
 	ctx.chunk_frames = chunk;
 	ctx.threads = 1;
-	st = sb_classic_run(ops, &p, &ctx, src, &ms->sink);
+	st = sb_classic_run(dev, &p, &ctx, src, &ms->sink);
 	src->close(src);
 	return st;
 }
 
-/* Through the model seam, as the job runner does: sb_model_open("builtin") with ctx.cl set. */
+/* Through the model seam, as the job runner does: sb_model_open("builtin") on the device. */
 static sb_status run_model(sb_cl_device *cl, const float *x, int64_t frames, int ch, double rate,
                            int64_t chunk, mem_sink *ms)
 {
@@ -145,8 +171,8 @@ static sb_status run_model(sb_cl_device *cl, const float *x, int64_t frames, int
 	if (st == SB_OK) {
 		sb_run_ctx ctx = {0};
 		ctx.log = &logger;
-		ctx.cl = cl;
-		ctx.device = sb_cl_device_props(cl);
+		ctx.dev = (sb_exec *)ex(cl);
+		ctx.n_dev = 1;
 		ctx.chunk_frames = chunk;
 		st = sb_model_separate(m, &ctx, src, &ms->sink);
 		src->close(src);
@@ -231,9 +257,9 @@ static void test_matches_cpu(sb_cl_device *d)
 		char what[96];
 		snprintf(what, sizeof what, "%s %d ch %g Hz", sb_cl_device_props(d)->id, ch, rate);
 		double t0 = sb_now();
-		sb_status sc = run_ops(sb_classic_cpu_ops(), NULL, x, frames, ch, rate, 0, &cpu);
+		sb_status sc = run_ops(&cpu_x, x, frames, ch, rate, 0, &cpu);
 		double t1 = sb_now();
-		sb_status so = run_ops(sb_classic_opencl_ops(), d, x, frames, ch, rate, 0, &gpu);
+		sb_status so = run_ops(ex(d), x, frames, ch, rate, 0, &gpu);
 		double t2 = sb_now();
 		CHECK(sc == SB_OK, "%s: CPU path: %s", what, sb_status_str(sc));
 		CHECK(so == SB_OK, "%s: OpenCL path: %s", what, sb_status_str(so));
@@ -262,8 +288,8 @@ static void test_chunk_invariance(sb_cl_device *d)
 	int64_t frames = 0;
 	float *x = make_mix(rate, 3.0, ch, &frames);
 	mem_sink a, b;
-	sb_status sa = run_ops(sb_classic_opencl_ops(), d, x, frames, ch, rate, 1024 * 5, &a);
-	sb_status sb2 = run_ops(sb_classic_opencl_ops(), d, x, frames, ch, rate, 1024 * 37, &b);
+	sb_status sa = run_ops(ex(d), x, frames, ch, rate, 1024 * 5, &a);
+	sb_status sb2 = run_ops(ex(d), x, frames, ch, rate, 1024 * 37, &b);
 	CHECK(sa == SB_OK && sb2 == SB_OK, "chunk invariance: %s / %s", sb_status_str(sa),
 	      sb_status_str(sb2));
 	if (sa == SB_OK && sb2 == SB_OK) {
@@ -304,8 +330,8 @@ static void check_device_works(sb_cl_device *d, const char *what)
 	int64_t frames = 0;
 	float *x = make_mix(44100, 0.5, 2, &frames);
 	mem_sink cpu, gpu;
-	sb_status sc = run_ops(sb_classic_cpu_ops(), NULL, x, frames, 2, 44100, 0, &cpu);
-	sb_status so = run_ops(sb_classic_opencl_ops(), d, x, frames, 2, 44100, 0, &gpu);
+	sb_status sc = run_ops(&cpu_x, x, frames, 2, 44100, 0, &cpu);
+	sb_status so = run_ops(ex(d), x, frames, 2, 44100, 0, &gpu);
 	CHECK(sc == SB_OK && so == SB_OK, "%s: separation failed (%s)", what, sb_status_str(so));
 	if (sc == SB_OK && so == SB_OK)
 		compare_stems(&gpu, &cpu, frames, 2, 1e-4, what);
@@ -505,16 +531,23 @@ static void test_too_big(void)
 		return;
 	sb_classic_params p;
 	sb_classic_params_default(&p);
-	sb_run_ctx ctx = {0};
-	ctx.log = &logger;
-	ctx.cl = d;
-	ctx.device = sb_cl_device_props(d);
-	sb_status st = SB_OK;
-	void *s = sb_classic_opencl_ops()->create(&p, 44100, 2, 1 << 24, &ctx, &st);
+	sb_classic_geom g;
+	sb_classic_geometry(&p, 44100, &g);
+	g.channels = 2;
+	g.max_frames = 1 << 24;
+	float *t = malloc(sizeof(float) * ((size_t)g.n_fft + 2 * (size_t)g.bins));
+	sb_classic_tables(&p, 44100, g.n_fft, t, t + g.n_fft, t + g.n_fft + g.bins);
+	g.win = t;
+	g.bass_w = t + g.n_fft;
+	g.voice_w = t + g.n_fft + g.bins;
+	const sb_exec *x = ex(d);
+	sb_classic_state *s = NULL;
+	sb_status st = x->be->classic->create(x->d, &g, &s);
 	CHECK(!s && st == SB_ERR_DEVICE_OOM, "a 16M-frame chunk gave %s, want SB_ERR_DEVICE_OOM",
 	      sb_status_str(st));
 	if (s)
-		sb_classic_opencl_ops()->destroy(s);
+		x->be->classic->destroy(s);
+	free(t);
 	sb_cl_device_close(d);
 }
 
@@ -577,7 +610,7 @@ static void *worker(void *va)
 	a->st = sb_cl_device_open(ocl[a->index], &logger, &d);
 	mem_sink_init(&a->ms, 2);
 	if (a->st == SB_OK) {
-		a->st = run_ops(sb_classic_opencl_ops(), d, fault_x, fault_frames, 2, 44100, 1024 * 20,
+		a->st = run_ops(ex(d), fault_x, fault_frames, 2, 44100, 1024 * 20,
 		                &a->ms);
 		sb_cl_device_close(d);
 	}
@@ -595,7 +628,7 @@ static void test_two_devices_concurrently(void)
 	if (cache_path[0])
 		unlink(cache_path);
 	mem_sink cpu;
-	sb_status sc = run_ops(sb_classic_cpu_ops(), NULL, fault_x, fault_frames, 2, 44100, 0, &cpu);
+	sb_status sc = run_ops(&cpu_x, fault_x, fault_frames, 2, 44100, 0, &cpu);
 	CHECK(sc == SB_OK, "CPU path: %s", sb_status_str(sc));
 	worker_arg args[2] = {{.index = 0}, {.index = 1}};
 	pthread_t th[2];
@@ -632,7 +665,7 @@ int main(void)
 		return 1;
 	}
 	for (size_t i = 0; i < sb_devices_count(devices) && n_ocl < 8; i++)
-		if (sb_devices_get(devices, i)->opencl_index >= 0)
+		if (!strcmp(sb_devices_get(devices, i)->backend->name, "opencl"))
 			ocl[n_ocl++] = sb_devices_get(devices, i);
 	if (n_ocl == 0) {
 		printf("no OpenCL device: skipped\n");
@@ -643,6 +676,11 @@ int main(void)
 		printf("%s: %s\n", ocl[i]->id, ocl[i]->label);
 
 	fault_x = make_mix(44100, 1.0, 2, &fault_frames);
+	const sb_open_opts one = {1};
+	if (sb_exec_open(sb_devices_get(devices, 0), &one, &logger, &cpu_x) != SB_OK) {
+		fprintf(stderr, "cannot open the CPU backend\n");
+		return 1;
+	}
 
 	test_kernel_cache();
 	test_build_failure();

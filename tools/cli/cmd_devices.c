@@ -2,7 +2,7 @@
  * needs to choose (and the names to type). */
 #include "commands.h"
 
-#include "backend/device.h"
+#include "backend/backend.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -50,9 +50,11 @@ int sb_cli_devices(int argc, char **argv)
 			json_object_set_new(o, "global_mem", json_integer((json_int_t)d->global_mem));
 			json_object_set_new(o, "max_alloc", json_integer((json_int_t)d->max_alloc));
 			json_object_set_new(o, "compute_units", json_integer(d->compute_units));
-			if (d->opencl_index >= 0) {
-				json_object_set_new(o, "cl_platform_index", json_integer(d->cl_platform_index));
-				json_object_set_new(o, "cl_device_index", json_integer(d->cl_device_index));
+			json_object_set_new(o, "backend", json_string(d->backend->name));
+			/* OpenCL's own numbering (clinfo's, and CLBlast's tuners' -platform and -device) */
+			if (!strcmp(d->backend->name, "opencl")) {
+				json_object_set_new(o, "cl_platform_index", json_integer(d->platform_index));
+				json_object_set_new(o, "cl_device_index", json_integer(d->device_index));
 			}
 			json_object_set_new(o, "auto", json_boolean(i == autodev));
 			json_array_append_new(arr, o);
@@ -67,7 +69,7 @@ int sb_cli_devices(int argc, char **argv)
 		for (size_t i = 0; i < n; i++) {
 			const sb_device_props *d = sb_devices_get(l, i);
 			printf("  %s: %s%s\n", d->id, d->label, i == autodev ? "  [auto]" : "");
-			if (d->opencl_index >= 0)
+			if (!sb_device_is_native(d))
 				printf("      %s, %u compute units, max allocation %.1f GiB, driver %s\n",
 				       sb_device_type_str(d->type), d->compute_units,
 				       (double)d->max_alloc / (1024.0 * 1024.0 * 1024.0), d->driver);

@@ -5,7 +5,7 @@
  * sizes, vector widths and kernel variants chosen by measurement; CLBlast is that work done and
  * kept up, with a database of tuned devices, a tuner for the rest, and a C API that takes our
  * queue and buffers (no copies, no second queue). Even untuned on PoCL it runs HTDemucs's
- * products 2.5x faster than our plain tiled kernel (engine/demucs/htdemucs.cl), which stays as
+ * products 2.5x faster than our plain tiled kernel (ops.cl), which stays as
  * the fallback when CLBlast is absent at build time or refuses a product.
  *
  * CHOICE (sb_cl_gemm_choose): the environment variable SB_CL_GEMM = "clblast" or "own" forces

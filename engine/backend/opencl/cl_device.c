@@ -213,7 +213,7 @@ static int parse_faults(sb_cl_device *d)
 			       "opencl:N:lost:K)", e);
 			continue;
 		}
-		if (n != d->props.opencl_index)
+		if (n != d->props.index)
 			continue;
 		if (is_open)
 			open_fails = 1;
@@ -576,7 +576,7 @@ sb_status sb_cl_device_open(const sb_device_props *dev, const sb_logger *log, sb
 	*out = NULL;
 	if (!dev)
 		return SB_ERR_INVALID;
-	if (!dev->cl_device || dev->opencl_index < 0) {
+	if (!dev->native[1]) {
 		sb_log(log, SB_LOG_ERROR, "%s (%s) is not an OpenCL device", dev->id, dev->name);
 		return SB_ERR_DEVICE;
 	}
@@ -588,7 +588,7 @@ sb_status sb_cl_device_open(const sb_device_props *dev, const sb_logger *log, sb
 	d->props = *dev;
 	if (log)
 		d->log = *log;
-	d->dev = dev->cl_device;
+	d->dev = dev->native[1];
 	d->fault_lost = -1;
 	atomic_init(&d->lost, 0);
 	atomic_init(&d->allocs, 0);
@@ -601,7 +601,7 @@ sb_status sb_cl_device_open(const sb_device_props *dev, const sb_logger *log, sb
 	}
 
 	cl_int err = CL_SUCCESS;
-	cl_context_properties cprops[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)dev->cl_platform,
+	cl_context_properties cprops[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)dev->native[0],
 	                                  0};
 	d->ctx = clCreateContext(cprops, 1, &d->dev, context_notify, d, &err);
 	if (err != CL_SUCCESS) {

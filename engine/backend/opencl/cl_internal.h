@@ -1,7 +1,7 @@
-/* What an OpenCL backend needs from an opened device beyond the public seam (cl_device.h):
+/* What the OpenCL backend's files need from an opened device beyond cl_device.h:
  * the context and queue, cached program builds, kernels, allocations that honour the fault
  * injector, and the mapping of OpenCL error codes to sb_status. Only code that enqueues work
- * includes this (engine/opencl/ and model backends that run kernels); everything else goes
+ * includes this (the files of engine/backend/opencl/); everything else goes
  * through cl_device.h and never sees an OpenCL type.
  *
  * Threads: like the device, one job at a time. Kernel objects hold argument state, so each
@@ -14,11 +14,8 @@
 
 #include <CL/cl.h>
 
-/* The source of classic.cl (embedded at build time), which sb_cl_device_open() builds.
- * Defined in classic_opencl.c on purpose: classic_model.c reaches the backend only through
- * a weak symbol (so the engine links without OpenCL), and a weak reference does not pull an
- * object out of a static library; this strong one from cl_device.c does, so any program
- * that can open a device also gets the backend. */
+/* The source of classic.cl (embedded at build time, cl_classic.c), which sb_cl_device_open()
+ * builds. */
 const char *sb_cl_classic_kernels(void);
 
 cl_context sb_cl_device_context(const sb_cl_device *d);

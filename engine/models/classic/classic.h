@@ -1,6 +1,7 @@
 /* The built-in separator ("builtin"): classic signal processing on an STFT, no download.
  *
- * THE ALGORITHM (the CPU path in classic_cpu.c and the OpenCL path in engine/opencl/ implement
+ * THE ALGORITHM (the CPU path in engine/backend/cpu/classic_cpu.c and the OpenCL path in
+ * engine/backend/opencl/cl_classic.c implement
  * exactly this; a change here changes both, and the tests compare them within 1e-4):
  *
  * 1. STFT per channel. Frame size N = the power of two nearest 2048 * rate / 44100 (at least

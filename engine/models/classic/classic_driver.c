@@ -1,5 +1,6 @@
 /* The streaming driver of the built-in separator: cuts the input into chunks of STFT frames,
- * hands each to a backend (classic_ops.h), overlap-adds the half frame that spans two chunks,
+ * hands each to the device's classic operations (classic_ops.h), overlap-adds the half frame
+ * that spans two chunks,
  * forms "other" as input minus the three masked stems and writes final samples to the sink.
  *
  * Memory is bounded by the chunk (nt frames of H samples plus 2Kt+1 frames of context), never
@@ -14,12 +15,13 @@
 
 #define DEFAULT_CHUNK_FRAMES 128
 
-sb_status sb_classic_run(const sb_classic_ops *ops, const sb_classic_params *p,
-                         const sb_run_ctx *ctx, sb_source *in, sb_sink *out)
+sb_status sb_classic_run(const sb_exec *dev, const sb_classic_params *p, const sb_run_ctx *ctx,
+                         sb_source *in, sb_sink *out)
 {
 	const sb_logger *log = ctx ? ctx->log : NULL;
-	if (!ops || !p || !in || !out)
+	if (!dev || !dev->be || !p || !in || !out)
 		return SB_ERR_INVALID;
+	const sb_classic_ops *ops = dev->be->classic;
 	const int C = in->channels;
 	const int64_t len = in->frames;
 	if (C < 1 || C > 8 || in->rate <= 0) {
@@ -48,9 +50,20 @@ sb_status sb_classic_run(const sb_classic_ops *ops, const sb_classic_params *p,
 
 	sb_status st = SB_OK;
 	float *inbuf = NULL, *obuf = NULL, *tail = NULL, *other = NULL;
-	void *state = ops->create(p, in->rate, C, (int)nt_max, ctx, &st);
-	if (!state) {
-		sb_log(log, SB_LOG_ERROR, "builtin: cannot start the %s path (%s)", ops->name,
+	g.channels = C;
+	g.max_frames = (int)nt_max;
+	float *tables = malloc(sizeof(float) * ((size_t)g.n_fft + 2 * (size_t)g.bins));
+	if (!tables)
+		return SB_ERR_NOMEM;
+	sb_classic_tables(p, in->rate, g.n_fft, tables, tables + g.n_fft, tables + g.n_fft + g.bins);
+	g.win = tables;
+	g.bass_w = tables + g.n_fft;
+	g.voice_w = tables + g.n_fft + g.bins;
+	sb_classic_state *state = NULL;
+	st = ops->create(dev->d, &g, &state);
+	free(tables); /* create() keeps its own copy */
+	if (st != SB_OK) {
+		sb_log(log, SB_LOG_ERROR, "builtin: cannot start on %s (%s)", dev->props->label,
 		       sb_status_str(st));
 		return st;
 	}
@@ -76,7 +89,9 @@ sb_status sb_classic_run(const sb_classic_ops *ops, const sb_classic_params *p,
 		st = in->read(in, (t0 - kt - 1) * h, (int64_t)(nt + 2 * kt + 1) * h, inbuf);
 		if (st != SB_OK)
 			goto done;
-		st = ops->process(state, nt, inbuf, obuf);
+		st = dev->be->begin_chunk(dev->d);
+		if (st == SB_OK)
+			st = ops->process(state, nt, inbuf, obuf);
 		if (st != SB_OK)
 			goto done;
 		const size_t cur = (size_t)(nt + 1) * h * C; /* this chunk's stem length */

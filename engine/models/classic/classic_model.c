@@ -12,15 +12,13 @@ typedef struct {
 static sb_status classic_separate(sb_model *m, const sb_run_ctx *ctx, sb_source *in, sb_sink *out)
 {
 	classic_model *cm = m->impl;
-	const sb_classic_ops *ops = sb_classic_cpu_ops();
-	if (ctx && ctx->cl) {
-		ops = sb_classic_opencl_ops ? sb_classic_opencl_ops() : NULL;
-		if (!ops) {
-			sb_log(ctx->log, SB_LOG_ERROR, "builtin: OpenCL path not built");
-			return SB_ERR_DEVICE;
-		}
-	}
-	return sb_classic_run(ops, &cm->params, ctx, in, out);
+	sb_run_devices rd;
+	sb_status st = sb_run_devices_open(ctx, &rd);
+	/* one device: a chunk is milliseconds of work, not worth sharing across devices */
+	if (st == SB_OK)
+		st = sb_classic_run(&rd.ctx.dev[0], &cm->params, &rd.ctx, in, out);
+	sb_run_devices_close(&rd);
+	return st;
 }
 
 static void classic_free(sb_model *m)
@@ -52,7 +50,6 @@ sb_status sb_classic_model_new(const sb_logger *log, sb_model **out)
 	for (int s = 0; s < SB_N_STEMS; s++)
 		m->info.stem_names[s] = sb_stem_names[s];
 	m->info.stems = (1u << SB_N_STEMS) - 1;
-	m->info.opencl = 1;
 	m->info.stems_sum = 1; /* "other" is the input minus the three masked stems */
 	m->info.default_chunk_frames = 128 * 1024; /* classic_driver.c's 128 hops at 44.1 kHz */
 	*out = m;

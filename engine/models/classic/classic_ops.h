@@ -1,10 +1,11 @@
-/* The per-chunk backend seam of the built-in separator: the streaming driver
- * (classic_driver.c) owns reading, overlap-add, the "other" stem and writing; a backend
- * (classic_cpu.c here, engine/opencl/ for OpenCL) owns steps 1-6 and the inverse STFT of
- * step 7 in classic.h for one chunk of frames. Both backends must agree within 1e-4
- * relative per stem.
+/* The built-in separator's streaming driver and the arithmetic both sides of its per-chunk
+ * seam agree on. The driver (classic_driver.c) owns reading, overlap-add, the "other" stem and
+ * writing; the backend's classic operation group (backend/backend.h: sb_classic_ops; the CPU's
+ * in backend/cpu/classic_cpu.c, OpenCL's in backend/opencl/cl_classic.c) owns steps 1-6 and
+ * the inverse STFT of step 7 in classic.h for one chunk of frames. Backends agree within 1e-4
+ * relative per stem (tests/backend).
  *
- * GEOMETRY (sb_classic_geometry): N = FFT size, H = N/2 hop, Kt = time-median half-length
+ * GEOMETRY (sb_classic_geom): N = FFT size, H = N/2 hop, Kt = time-median half-length
  * (frames), Kf = frequency-median half-length in bins for this rate, B = N/2 + 1 bins,
  * Kf_lo = the frequency-median half-length in bins below f_lo, k_lo = ceil(f_lo * N / rate)
  * clamped to [0, B]: the number of bins below f_lo.
@@ -21,7 +22,7 @@
  *        over frames t in [t0, t0+nt) of syn_win * IFFT(X_c(t) * m_s(t)) / N placed at
  *        (t-1)H. It must not add frames outside the chunk; the driver adds the previous
  *        chunk's last H frames (the half-frame overlap) itself.
- * Rules that fix the arithmetic, so both backends get the same numbers:
+ * Rules that fix the arithmetic, so backends get the same numbers:
  *   - windows: w[n] = sqrt(0.5 - 0.5 cos(2 pi n / N)), n = 0..N-1, for analysis and synthesis.
  *   - FFT unnormalised forward; inverse divided by N.
  *   - median of n values = the element of rank n/2 (0-based) after sorting ascending (for even
@@ -31,19 +32,16 @@
  *   - M, psi and the masks as in classic.h; the band weights b(f), v(f) use f = k * rate / N and
  *     the raised cosine r(x) = 0.5 - 0.5 cos(pi x) for x in [0,1].
  *
- * Threads: create/process/destroy run on the job thread; one state per job, never shared.
+ * Threads: the driver and its backend state run on the job's thread; one state per job.
  */
 #ifndef SB_CLASSIC_OPS_H
 #define SB_CLASSIC_OPS_H
 
+#include "backend/backend.h"
 #include "models/classic/classic.h"
 
-typedef struct {
-	int n_fft, hop, kt, kf, bins;
-	int kf_lo, k_lo; /* the narrow frequency median of bins k < k_lo */
-} sb_classic_geom;
-
-/* The geometry for a rate (fills n_fft when p->n_fft is 0, scales Kf with the bin width). */
+/* The geometry for a rate (fills n_fft when p->n_fft is 0, scales Kf with the bin width) and
+ * the mask constants; the tables and the chunk size are the caller's. */
 void sb_classic_geometry(const sb_classic_params *p, double rate, sb_classic_geom *g);
 
 /* The tables both backends start from: the sqrt-Hann window (n_fft values) and the band
@@ -51,25 +49,10 @@ void sb_classic_geometry(const sb_classic_params *p, double rate, sb_classic_geo
 void sb_classic_tables(const sb_classic_params *p, double rate, int n_fft, float *win,
                        float *bass_w, float *voice_w);
 
-typedef struct {
-	const char *name; /* "cpu", "opencl" */
-	/* max_frames: the largest nt process() will be given. NULL + *st on failure
-	 * (SB_ERR_NOMEM, SB_ERR_DEVICE_OOM, SB_ERR_DEVICE). ctx->cl is the OpenCL device. */
-	void *(*create)(const sb_classic_params *p, double rate, int channels, int max_frames,
-	                const sb_run_ctx *ctx, sb_status *st);
-	sb_status (*process)(void *state, int nt, const float *in, float *out);
-	void (*destroy)(void *state);
-} sb_classic_ops;
-
-const sb_classic_ops *sb_classic_cpu_ops(void);
-
-/* Provided by engine/opencl/ when it is built; weak so the engine links without it. */
-const sb_classic_ops *sb_classic_opencl_ops(void) __attribute__((weak));
-
-/* The streaming driver: runs 'ops' over the whole source and writes four stems to the sink.
- * nt_max frames per chunk (from ctx->chunk_frames). Used by the model and by tests that
- * compare backends. */
-sb_status sb_classic_run(const sb_classic_ops *ops, const sb_classic_params *p,
-                         const sb_run_ctx *ctx, sb_source *in, sb_sink *out);
+/* The streaming driver: runs the device's classic operations over the whole source and writes
+ * four stems to the sink; nt_max frames per chunk (from ctx->chunk_frames). Used by the model
+ * and by tests that compare backends. */
+sb_status sb_classic_run(const sb_exec *dev, const sb_classic_params *p, const sb_run_ctx *ctx,
+                         sb_source *in, sb_sink *out);
 
 #endif

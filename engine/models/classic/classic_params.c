@@ -58,6 +58,10 @@ void sb_classic_geometry(const sb_classic_params *p, double rate, sb_classic_geo
 	g->bins = g->n_fft / 2 + 1;
 	double k_lo = ceil((double)p->f_lo * g->n_fft / rate);
 	g->k_lo = k_lo < 0 ? 0 : k_lo > g->bins ? g->bins : (int)k_lo;
+	g->beta = p->beta;
+	g->eps = p->eps;
+	g->gamma = p->gamma;
+	g->c_mono = p->c_mono;
 }
 
 static float raised(float x)

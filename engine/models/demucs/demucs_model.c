@@ -1,6 +1,6 @@
 /* Demucs models ("htdemucs", "htdemucs_ft", "htdemucs_6s", or any name whose file is found)
- * behind the sb_model seam, on the native CPU path or the OpenCL device the job runner opened
- * (ctx->cl). */
+ * behind the sb_model seam, on the devices the job runner opened (ctx->dev: one, or several
+ * sharing the file's segments). */
 #include "models/demucs/demucs_internal.h"
 
 #include <stdio.h>
@@ -22,7 +22,12 @@ static sb_status dm_separate(sb_model *m, const sb_run_ctx *ctx, sb_source *in, 
 		o.shifts = ctx->shifts > 32 ? 32 : ctx->shifts;
 	if (ctx && ctx->overlap > 0 && ctx->overlap < 1)
 		o.overlap = ctx->overlap;
-	return sb_demucs_separate(dm->bag, &o, ctx, in, out);
+	sb_run_devices rd;
+	sb_status st = sb_run_devices_open(ctx, &rd);
+	if (st == SB_OK)
+		st = sb_demucs_separate(dm->bag, &o, &rd.ctx, in, out);
+	sb_run_devices_close(&rd);
+	return st;
 }
 
 static void dm_free(sb_model *m)
@@ -103,7 +108,6 @@ sb_status sb_demucs_model_open(const char *path, const char *name, const sb_demu
 			info->stem_names[n++] = sb_stem_names[k];
 	info->n_stems = n;
 	info->stems = mask;
-	info->opencl = 1;
 	info->default_chunk_frames = c->segment_length;
 	*out = m;
 	return SB_OK;

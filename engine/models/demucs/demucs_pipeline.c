@@ -15,9 +15,23 @@
  * next segment starts first runs next, and everything before the earliest next start is
  * final and goes to the sink. Each accumulator is a window of one segment's length, so memory
  * is one segment's activations plus a segment of audio per grid, whatever the song's length.
+ *
+ * Several devices (ctx->dev[0 .. n_dev)) share one file: the work is cut into tasks, B
+ * consecutive segments of one grid for one model (B: the job's batch, else the largest the
+ * devices ask for), in the order above; each device takes the next task when it is free, so a
+ * fast device does more. Results are committed in task order whatever order they finish in,
+ * so the stems are the same however the work was shared (the blend sums in the same order). A
+ * device whose one task would take longer than the others need for all that is left stops
+ * taking work (it would only hold up the end). A device that fails (lost, out of memory at one
+ * segment per pass) hands its task back and stops; the others finish the file; only when every
+ * device has failed does the error go back to the job runner (which falls back to the CPU).
+ * The calling thread drives ctx->dev[0]; each other device has a thread of its own.
  */
 #include "models/demucs/demucs_internal.h"
-#include "backend/cpu/gemm.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
 
 #include <math.h>
 #include <stdlib.h>
@@ -27,7 +41,8 @@
 
 typedef struct {
 	int64_t Ls, stride, s0, length; /* segment, stride, origin and length in file frames */
-	int64_t next, n_segs;
+	int64_t next, n_segs;          /* next segment to hand out, and how many */
+	int64_t committed;             /* segments blended into the window */
 	int n_nets;
 	int nets[64];
 	double *coef;  /* [n_nets][S]: bag weight / total / shifts */
@@ -50,10 +65,6 @@ static uint64_t splitmix64(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
-static int64_t grid_next_start(const grid *g)
-{
-	return g->next < g->n_segs ? g->s0 + g->next * g->stride : INT64_MAX;
-}
 
 /* Mean and unbiased std of the channel-averaged model input over the whole file, one block
  * at a time (Chan et al.'s pairwise update of mean and M2). */
@@ -111,10 +122,10 @@ typedef struct {
 	int64_t E, N, cap;
 	float *emit; /* [cap * out_ch] */
 	float *stem; /* [S][ac][cap]: combined estimate of the frames being emitted */
-} pipe;
+} pipeline;
 
 /* Write frames [E, F) of every grid's window to the sink and slide the windows. */
-static sb_status emit_until(pipe *p, int64_t F)
+static sb_status emit_until(pipeline *p, int64_t F)
 {
 	if (F > p->N)
 		F = p->N;
@@ -182,7 +193,7 @@ static sb_status emit_until(pipe *p, int64_t F)
 
 /* Read frames [start, start + Ls) normalised, planar [ac][Ls]; outside the file: zeros (the
  * reference pads the normalised mix with zeros). */
-static sb_status read_chunk(pipe *p, int64_t start, int64_t Ls, float *raw, float *x)
+static sb_status read_chunk(pipeline *p, int64_t start, int64_t Ls, float *raw, float *x)
 {
 	sb_status st = p->in->read(p->in, start, Ls, raw);
 	if (st != SB_OK)
@@ -206,7 +217,7 @@ static sb_status read_chunk(pipe *p, int64_t start, int64_t Ls, float *raw, floa
 	return SB_OK;
 }
 
-static sb_status silent_input(pipe *p)
+static sb_status silent_input(pipeline *p)
 {
 	/* a constant input has no std to normalise by (the reference divides by zero): give every
 	 * stem an equal share of it, so that the stems still sum to the mix */
@@ -243,13 +254,378 @@ static sb_status silent_input(pipe *p)
  * name is not canonical, or whose stem the sink has no room for (a four-stem sink and
  * htdemucs_6s's guitar and piano), folds into "other", so that the stems keep summing to the
  * mix. Two sources of one name add up. */
-static void map_stems(pipe *p, const sb_htdemucs_config *cfg)
+static void map_stems(pipeline *p, const sb_htdemucs_config *cfg)
 {
 	const int n_out = p->out->n_stems;
 	for (int s = 0; s < p->S; s++) {
 		const int k = sb_stem_index(cfg->sources[s]);
 		p->stem_of[s] = k >= 0 && k < n_out ? k : n_out > SB_STEM_OTHER ? SB_STEM_OTHER : -1;
 	}
+}
+
+/* ---- segments shared among devices ---- */
+
+#define MAX_DEVS 16
+#define MAX_BLOCKS_IN_FLIGHT 8
+
+typedef struct block block;
+typedef struct {
+	block *blk;
+	int net;              /* which model of the grid's list */
+	int taken, done;
+	float *out;           /* [nb][S][ac][Ls] */
+} task;
+
+struct block {
+	int gi;
+	int64_t s0;           /* first segment of the grid */
+	int nb;               /* segments */
+	float *in;            /* [nb][ac][Ls] */
+	int n_tasks, n_done;
+	task tasks[64];
+	block *next;
+};
+
+typedef struct worker worker;
+
+typedef struct {
+	pipeline *p;
+	grid *grids;
+	const sb_demucs_opts *o;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	block *head, *tail;   /* created and not yet committed, in order */
+	int n_blocks;
+	int B;                /* segments per block */
+	int64_t units_total, units_done, units_untaken;
+	int generated_all;
+	sb_status err;        /* a failure that ends the job (not a device's) */
+	sb_status last_dev_err;
+	char last_dev_why[512];
+	int active;           /* workers still taking tasks */
+	worker *w;
+	int n_w;
+	double t0;
+} sched;
+
+struct worker {
+	sched *s;
+	int dev;              /* index into ctx->dev */
+	sb_htdemucs_on *on[64];
+	sb_htdemucs_ws *ws;
+	sb_pool *pool;
+	int batch;            /* segments per pass on this device */
+	long done;            /* segments (x models) finished */
+	double busy;
+	double per_task;      /* measured seconds per segment, 0 before the first */
+	int leaving;
+	pthread_t thread;
+	int started;
+};
+
+static int64_t grid_next_take(const grid *g)
+{
+	return g->next < g->n_segs ? g->s0 + g->next * g->stride : INT64_MAX;
+}
+
+/* Under the lock: the next block in the sequential order, its input read. 0 when none. */
+static int make_block(sched *s)
+{
+	pipeline *p = s->p;
+	int gi = -1;
+	for (int i = 0; i < p->n_grids; i++)
+		if (grid_next_take(&s->grids[i]) != INT64_MAX &&
+		    (gi < 0 || grid_next_take(&s->grids[i]) < grid_next_take(&s->grids[gi])))
+			gi = i;
+	if (gi < 0) {
+		s->generated_all = 1;
+		return 0;
+	}
+	grid *g = &s->grids[gi];
+	block *b = calloc(1, sizeof *b);
+	const int nb = (int)(g->n_segs - g->next < s->B ? g->n_segs - g->next : s->B);
+	if (b)
+		b->in = malloc(sizeof(float) * (size_t)nb * p->ac * (size_t)g->Ls);
+	if (!b || !b->in) {
+		if (b)
+			free(b->in);
+		free(b);
+		s->err = SB_ERR_NOMEM;
+		return 0;
+	}
+	b->gi = gi;
+	b->s0 = g->next;
+	b->nb = nb;
+	float *raw = malloc(sizeof(float) * (size_t)g->Ls * p->in->channels);
+	sb_status st = raw ? SB_OK : SB_ERR_NOMEM;
+	for (int j = 0; j < nb && st == SB_OK; j++) {
+		const int64_t a = (b->s0 + j) * g->stride;
+		const int64_t cl = g->length - a < g->Ls ? g->length - a : g->Ls;
+		const int64_t delta = g->Ls - cl;
+		st = read_chunk(p, g->s0 + a - delta / 2, g->Ls, raw,
+		                b->in + (size_t)j * p->ac * (size_t)g->Ls);
+	}
+	free(raw);
+	if (st != SB_OK) {
+		free(b->in);
+		free(b);
+		s->err = st;
+		return 0;
+	}
+	b->n_tasks = g->n_nets;
+	for (int t = 0; t < b->n_tasks; t++) {
+		b->tasks[t].blk = b;
+		b->tasks[t].net = t;
+	}
+	g->next += nb;
+	if (s->tail)
+		s->tail->next = b;
+	else
+		s->head = b;
+	s->tail = b;
+	s->n_blocks++;
+	return 1;
+}
+
+/* Under the lock: the next task nobody has, making blocks as needed (and as memory allows). */
+static task *next_task(sched *s)
+{
+	for (;;) {
+		for (block *b = s->head; b; b = b->next)
+			for (int t = 0; t < b->n_tasks; t++)
+				if (!b->tasks[t].taken)
+					return &b->tasks[t];
+		if (s->generated_all || s->err != SB_OK || s->n_blocks >= MAX_BLOCKS_IN_FLIGHT)
+			return NULL;
+		if (!make_block(s))
+			return NULL;
+	}
+}
+
+/* Under the lock: the finished blocks at the head, in order, into the accumulators and the
+ * sink. */
+static sb_status commit(sched *s)
+{
+	pipeline *p = s->p;
+	while (s->head && s->head->n_done == s->head->n_tasks) {
+		block *b = s->head;
+		grid *g = &s->grids[b->gi];
+		for (int j = 0; j < b->nb; j++) {
+			const int64_t a = (b->s0 + j) * g->stride;
+			const int64_t cl = g->length - a < g->Ls ? g->length - a : g->Ls;
+			const int64_t delta = g->Ls - cl;
+			const int64_t os = g->s0 + a;
+			for (int ni = 0; ni < b->n_tasks; ni++) {
+				const float *seg = b->tasks[ni].out + (size_t)j * p->S * p->ac * (size_t)g->Ls;
+				const double *coef = g->coef + (size_t)ni * p->S;
+				for (int st_ = 0; st_ < p->S; st_++)
+					for (int c = 0; c < p->ac; c++) {
+						const float *src = seg + ((size_t)st_ * p->ac + c) * g->Ls + delta / 2;
+						float *acc = g->acc + ((size_t)st_ * p->ac + c) * p->cap;
+						const float cf = (float)coef[st_];
+						for (int64_t i = 0; i < cl; i++) {
+							const int64_t f = os + i;
+							if (f >= p->E && f < p->N)
+								acc[f - p->E] += cf * g->weight[i] * src[i];
+						}
+					}
+			}
+			for (int64_t i = 0; i < cl; i++) {
+				const int64_t f = os + i;
+				if (f >= p->E && f < p->N)
+					g->wsum[f - p->E] += g->weight[i];
+			}
+			g->committed = b->s0 + j + 1;
+			int64_t F = INT64_MAX;
+			for (int i = 0; i < p->n_grids; i++) {
+				const grid *gg = &s->grids[i];
+				const int64_t ns = gg->committed < gg->n_segs ? gg->s0 + gg->committed * gg->stride
+				                                              : INT64_MAX;
+				F = ns < F ? ns : F;
+			}
+			sb_status st = emit_until(p, F);
+			if (st != SB_OK)
+				return st;
+		}
+		s->head = b->next;
+		if (!s->head)
+			s->tail = NULL;
+		s->n_blocks--;
+		for (int t = 0; t < b->n_tasks; t++)
+			free(b->tasks[t].out);
+		free(b->in);
+		free(b);
+	}
+	return SB_OK;
+}
+
+static void report(sched *s, worker *w, sb_status dropped, const char *why)
+{
+	const sb_run_ctx *ctx = s->p->ctx;
+	if (!ctx || !ctx->device_report)
+		return;
+	sb_device_report r = {w->dev, w->done, (long)s->units_total, w->busy, dropped, why};
+	ctx->device_report(ctx->progress_user, &r);
+}
+
+static int device_failure(sb_status st)
+{
+	return st == SB_ERR_DEVICE || st == SB_ERR_DEVICE_LOST || st == SB_ERR_DEVICE_OOM;
+}
+
+/* Runs one task on the worker's device in passes of its batch (one segment a pass after an
+ * out-of-memory at more). */
+static sb_status run_task(worker *w, task *t)
+{
+	sched *s = w->s;
+	const pipeline *p = s->p;
+	const block *b = t->blk;
+	const grid *g = &s->grids[b->gi];
+	const int k = g->nets[t->net];
+	const sb_run_ctx *ctx = p->ctx;
+	sb_status st = SB_OK;
+	if (!w->on[k])
+		st = sb_htdemucs_place(p->bag->nets[k], &ctx->dev[w->dev], ctx->log, &w->on[k]);
+	const size_t in_seg = (size_t)p->ac * (size_t)g->Ls;
+	const size_t out_seg = (size_t)p->S * in_seg;
+	for (int j = 0; j < b->nb && st == SB_OK;) {
+		const int n = b->nb - j < w->batch ? b->nb - j : w->batch;
+		st = sb_htdemucs_forward(w->on[k], w->pool, w->ws, n, b->in + (size_t)j * in_seg,
+		                         t->out + (size_t)j * out_seg, NULL, NULL);
+		if (st == SB_ERR_DEVICE_OOM && w->batch > 1) {
+			sb_log(ctx->log, SB_LOG_WARNING, "%s ran out of memory at %d segments per pass: "
+			       "one at a time from now on", ctx->dev[w->dev].props->label, w->batch);
+			w->batch = 1;
+			st = SB_OK;
+			continue;
+		}
+		j += n;
+	}
+	return st;
+}
+
+static void *worker_main(void *arg)
+{
+	worker *w = arg;
+	sched *s = w->s;
+	pipeline *p = s->p;
+	const sb_run_ctx *ctx = p->ctx;
+	const atomic_int *cancel = ctx ? ctx->cancel : NULL;
+	const sb_device_props *props = ctx->dev[w->dev].props;
+	pthread_mutex_lock(&s->lock);
+	for (;;) {
+		if (cancel && atomic_load(cancel) && s->err == SB_OK)
+			s->err = SB_ERR_CANCELLED;
+		if (s->err != SB_OK)
+			break;
+		task *t = next_task(s);
+		if (!t) {
+			if (s->generated_all || s->err != SB_OK)
+				break;
+			pthread_cond_wait(&s->cond, &s->lock); /* blocks in flight: wait for a commit */
+			continue;
+		}
+		/* the tail: leave what is left to the others when they would finish it all before
+		 * this device finishes one more task */
+		if (w->per_task > 0 && s->active > 1) {
+			double others = 0;
+			int unknown = 0;
+			for (int i = 0; i < s->n_w; i++)
+				if (&s->w[i] != w && !s->w[i].leaving) {
+					if (s->w[i].per_task > 0)
+						others += 1.0 / s->w[i].per_task;
+					else
+						unknown = 1;
+				}
+			const double mine = w->per_task * t->blk->nb;
+			if (!unknown && others > 0 && mine > (double)s->units_untaken / others) {
+				sb_log(ctx->log, SB_LOG_INFO, "%s leaves the last %lld segments to the faster "
+				       "devices (%.2f s a segment here)", props->label,
+				       (long long)s->units_untaken, w->per_task);
+				break;
+			}
+		}
+		t->taken = 1;
+		s->units_untaken -= t->blk->nb;
+		if (!t->out)
+			t->out = malloc(sizeof(float) * (size_t)t->blk->nb * p->S * p->ac *
+			                (size_t)s->grids[t->blk->gi].Ls);
+		pthread_mutex_unlock(&s->lock);
+		const double t0 = sb_now();
+		sb_status st = t->out ? run_task(w, t) : SB_ERR_NOMEM;
+		const double dt = sb_now() - t0;
+		pthread_mutex_lock(&s->lock);
+		if (st == SB_OK) {
+			t->done = 1;
+			t->blk->n_done++;
+			w->done += t->blk->nb;
+			w->busy += dt;
+			w->per_task = w->busy / (double)w->done;
+			s->units_done += t->blk->nb;
+			st = commit(s);
+			if (st != SB_OK && s->err == SB_OK)
+				s->err = st;
+			if (ctx->progress)
+				ctx->progress(ctx->progress_user, (double)s->units_done / (double)s->units_total,
+				              "separating");
+			report(s, w, SB_OK, NULL);
+			pthread_cond_broadcast(&s->cond);
+			continue;
+		}
+		if (device_failure(st) && s->n_w > 1) {
+			/* hand the task back to the others and stop taking work */
+			t->taken = 0;
+			s->units_untaken += t->blk->nb;
+			snprintf(s->last_dev_why, sizeof s->last_dev_why, "%s %s: its segment went to the "
+			         "other devices", props->label,
+			         st == SB_ERR_DEVICE_LOST ? "was lost" : st == SB_ERR_DEVICE_OOM
+			                                                    ? "ran out of memory"
+			                                                    : "failed");
+			s->last_dev_err = st;
+			sb_log(ctx->log, SB_LOG_WARNING, "%s", s->last_dev_why);
+			report(s, w, st, s->last_dev_why);
+			pthread_cond_broadcast(&s->cond);
+			break;
+		}
+		if (device_failure(st)) {
+			s->last_dev_err = st;
+			s->err = st;
+		} else if (s->err == SB_OK) {
+			s->err = st;
+		}
+		pthread_cond_broadcast(&s->cond);
+		break;
+	}
+	w->leaving = 1;
+	s->active--;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+static void worker_free(worker *w)
+{
+	for (int k = 0; k < 64; k++)
+		sb_htdemucs_unplace(w->on[k]);
+	sb_htdemucs_ws_free(w->ws);
+	sb_pool_free(w->pool);
+}
+
+/* segments per pass: the job's choice, else the device's, within half its memory */
+static int device_batch(const sb_run_ctx *ctx, int dev, int64_t Ls)
+{
+	const sb_exec *x = &ctx->dev[dev];
+	int b = ctx->batch > 0 ? ctx->batch : x->be->batch ? x->be->batch(x->d) : 1;
+	const char *env = getenv("SB_BATCH");
+	if (ctx->batch <= 0 && env && atoi(env) > 0)
+		b = atoi(env);
+	/* about 600 bytes of activations per input frame of a released-size segment */
+	const double per = 600.0 * (double)Ls;
+	if (x->props && x->props->global_mem && x->props->type != SB_DEV_CPU_NATIVE) {
+		const int fit = (int)((double)x->props->global_mem / 2 / per);
+		b = b > fit ? (fit > 0 ? fit : 1) : b;
+	}
+	return b < 1 ? 1 : b > 16 ? 16 : b;
 }
 
 sb_status sb_demucs_separate(const sb_demucs_bag *bag, const sb_demucs_opts *opts,
@@ -261,6 +637,10 @@ sb_status sb_demucs_separate(const sb_demucs_bag *bag, const sb_demucs_opts *opt
 	sb_demucs_opts_default(&o);
 	if (opts)
 		o = *opts;
+	if (!ctx || ctx->n_dev < 1 || ctx->n_dev > MAX_DEVS) {
+		sb_log(log, SB_LOG_ERROR, "htdemucs: no device to run on");
+		return SB_ERR_INVALID;
+	}
 	if (o.shifts < 0 || o.shifts > 32 || !(o.overlap >= 0 && o.overlap < 1)) {
 		sb_log(log, SB_LOG_ERROR, "demucs: shifts must be 0..32 and overlap in [0, 1)");
 		return SB_ERR_INVALID;
@@ -275,7 +655,7 @@ sb_status sb_demucs_separate(const sb_demucs_bag *bag, const sb_demucs_opts *opt
 		       "resamples it)", c0->samplerate, in->rate);
 		return SB_ERR_INVALID;
 	}
-	pipe p = {0};
+	pipeline p = {0};
 	p.bag = bag;
 	p.ctx = ctx;
 	p.in = in;
@@ -285,7 +665,7 @@ sb_status sb_demucs_separate(const sb_demucs_bag *bag, const sb_demucs_opts *opt
 	p.out_ch = out->channels;
 	p.N = in->frames;
 	map_stems(&p, c0);
-	const atomic_int *cancel = ctx ? ctx->cancel : NULL;
+	const atomic_int *cancel = ctx->cancel;
 	sb_status st = file_stats(in, cancel, &p.mean, &p.std_);
 	if (st != SB_OK) {
 		if (st == SB_ERR_NOMEM)
@@ -298,16 +678,12 @@ sb_status sb_demucs_separate(const sb_demucs_bag *bag, const sb_demucs_opts *opt
 	/* grids: one per (model, shift) unless offsets and lengths coincide */
 	const int shifts = o.shifts > 0 ? o.shifts : 1;
 	const int64_t max_shift = o.shifts > 0 ? (int64_t)(0.5 * c0->samplerate) : 0;
-	uint64_t rng = ctx ? ctx->seed : 0;
+	uint64_t rng = ctx->seed;
 	grid *grids = calloc(MAX_GRIDS, sizeof *grids);
-	float *raw = NULL, *x = NULL, *seg = NULL;
-	sb_pool *pool = NULL;
-	sb_htdemucs_ws *ws = NULL;
-	sb_htdemucs_cl *on_dev[64] = {0};
 	if (!grids)
 		return SB_ERR_NOMEM;
 	p.g = grids;
-	int64_t total = 0, done = 0;
+	int64_t total = 0;
 	for (int k = 0; k < bag->n && st == SB_OK; k++) {
 		const sb_htdemucs_config *ck = sb_htdemucs_cfg(bag->nets[k]);
 		double tot[SB_HTDEMUCS_MAX_SOURCES];
@@ -382,84 +758,83 @@ sb_status sb_demucs_separate(const sb_demucs_bag *bag, const sb_demucs_opts *opt
 	if (st == SB_OK) {
 		p.emit = malloc(sizeof(float) * (size_t)p.cap * p.out_ch);
 		p.stem = malloc(sizeof(float) * (size_t)p.S * p.ac * (size_t)p.cap);
-		raw = malloc(sizeof(float) * (size_t)p.cap * in->channels);
-		x = malloc(sizeof(float) * (size_t)p.ac * p.cap);
-		seg = malloc(sizeof(float) * (size_t)p.S * p.ac * p.cap);
-		if (!p.emit || !p.stem || !raw || !x || !seg)
+		if (!p.emit || !p.stem)
 			st = SB_ERR_NOMEM;
 	}
-	if (st == SB_OK)
-		st = sb_pool_new(ctx ? ctx->threads : 0, &pool);
-	if (st == SB_OK && !(ws = sb_htdemucs_ws_new()))
-		st = SB_ERR_NOMEM;
-	/* on a device: every model's weights go there once for the whole file */
-	for (int k = 0; st == SB_OK && ctx && ctx->cl && k < bag->n && k < 64; k++)
-		st = sb_htdemucs_cl_new(bag->nets[k], ctx->cl, log, &on_dev[k]);
-	sb_gemm_init();
 
-	while (st == SB_OK) {
-		int gi = -1;
-		for (int i = 0; i < p.n_grids; i++)
-			if (grid_next_start(&grids[i]) != INT64_MAX &&
-			    (gi < 0 || grid_next_start(&grids[i]) < grid_next_start(&grids[gi])))
-				gi = i;
-		if (gi < 0)
-			break;
-		grid *g = &grids[gi];
-		const int64_t a = g->next * g->stride;                 /* in the grid's frames */
-		const int64_t cl = g->length - a < g->Ls ? g->length - a : g->Ls;
-		const int64_t delta = g->Ls - cl;
-		const int64_t os = g->s0 + a;                          /* in file frames */
-		st = read_chunk(&p, os - delta / 2, g->Ls, raw, x);
-		for (int ni = 0; ni < g->n_nets && st == SB_OK; ni++) {
-			if (cancel && atomic_load(cancel)) {
-				st = SB_ERR_CANCELLED;
-				break;
-			}
-			const int k = g->nets[ni];
-			if (on_dev[k])
-				st = sb_htdemucs_forward_cl(on_dev[k], pool, ws, x, seg, NULL, NULL, log);
-			else
-				st = sb_htdemucs_forward(bag->nets[k], pool, ws, x, seg, NULL, NULL, log);
-			if (st != SB_OK)
-				break;
-			const double *coef = g->coef + (size_t)ni * p.S;
-			for (int s = 0; s < p.S; s++)
-				for (int c = 0; c < p.ac; c++) {
-					const float *src = seg + ((size_t)s * p.ac + c) * g->Ls + delta / 2;
-					float *acc = g->acc + ((size_t)s * p.ac + c) * p.cap;
-					const float cf = (float)coef[s];
-					for (int64_t i = 0; i < cl; i++) {
-						const int64_t f = os + i;
-						if (f >= p.E && f < p.N)
-							acc[f - p.E] += cf * g->weight[i] * src[i];
-					}
-				}
-			done++;
-			if (ctx && ctx->progress)
-				ctx->progress(ctx->progress_user, (double)done / (double)total, "separating");
+	/* the devices: one worker each, the first on this thread */
+	sched s;
+	memset(&s, 0, sizeof s);
+	worker w[MAX_DEVS];
+	memset(w, 0, sizeof w);
+	s.p = &p;
+	s.grids = grids;
+	s.o = &o;
+	s.w = w;
+	s.n_w = ctx->n_dev;
+	s.units_total = total;
+	s.units_untaken = total;
+	s.t0 = sb_now();
+	pthread_mutex_init(&s.lock, NULL);
+	pthread_cond_init(&s.cond, NULL);
+	for (int i = 0; i < s.n_w && st == SB_OK; i++) {
+		w[i].s = &s;
+		w[i].dev = i;
+		w[i].batch = device_batch(ctx, i, c0->segment_length);
+		s.B = w[i].batch > s.B ? w[i].batch : s.B;
+		/* host threads for the STFTs: all of them for one device, else shared */
+		int threads = ctx->threads;
+		if (s.n_w > 1) {
+			const long nc = sysconf(_SC_NPROCESSORS_ONLN);
+			const int all = threads > 0 ? threads : nc > 0 ? (int)nc : 1;
+			threads = all / s.n_w > 0 ? all / s.n_w : 1;
 		}
-		if (st != SB_OK)
-			break;
-		for (int64_t i = 0; i < cl; i++) {
-			const int64_t f = os + i;
-			if (f >= p.E && f < p.N)
-				g->wsum[f - p.E] += g->weight[i];
-		}
-		g->next++;
-		int64_t F = INT64_MAX;
-		for (int i = 0; i < p.n_grids; i++) {
-			const int64_t ns = grid_next_start(&grids[i]);
-			F = ns < F ? ns : F;
-		}
-		st = emit_until(&p, F);
+		st = sb_pool_new(threads, &w[i].pool);
+		if (st == SB_OK && !(w[i].ws = sb_htdemucs_ws_new()))
+			st = SB_ERR_NOMEM;
 	}
+	if (st == SB_OK && s.n_w > 1)
+		sb_log(log, SB_LOG_INFO, "htdemucs: %lld segments shared among %d devices, %d per task",
+		       (long long)total, s.n_w, s.B);
+	if (st == SB_OK) {
+		s.active = s.n_w;
+		for (int i = 1; i < s.n_w; i++) {
+			if (pthread_create(&w[i].thread, NULL, worker_main, &w[i]) == 0) {
+				w[i].started = 1;
+			} else {
+				pthread_mutex_lock(&s.lock);
+				s.active--;
+				w[i].leaving = 1;
+				pthread_mutex_unlock(&s.lock);
+				sb_log(log, SB_LOG_WARNING, "htdemucs: no thread for %s; it sits this one out",
+				       ctx->dev[i].props->label);
+			}
+		}
+		worker_main(&w[0]);
+		for (int i = 1; i < s.n_w; i++)
+			if (w[i].started)
+				pthread_join(w[i].thread, NULL);
+		/* every device that was left stopped: finish what remains here, or say why not */
+		pthread_mutex_lock(&s.lock);
+		st = s.err;
+		if (st == SB_OK && s.units_done < s.units_total)
+			st = s.last_dev_err != SB_OK ? s.last_dev_err : SB_ERR_DEVICE;
+		pthread_mutex_unlock(&s.lock);
+	}
+	while (s.head) {
+		block *b = s.head;
+		s.head = b->next;
+		for (int t = 0; t < b->n_tasks; t++)
+			free(b->tasks[t].out);
+		free(b->in);
+		free(b);
+	}
+	for (int i = 0; i < s.n_w; i++)
+		worker_free(&w[i]);
+	pthread_mutex_destroy(&s.lock);
+	pthread_cond_destroy(&s.cond);
 	if (st == SB_ERR_NOMEM)
 		sb_log(log, SB_LOG_ERROR, "htdemucs: out of memory");
-	for (int k = 0; k < 64; k++)
-		sb_htdemucs_cl_free(on_dev[k]);
-	sb_pool_free(pool);
-	sb_htdemucs_ws_free(ws);
 	for (int i = 0; i < p.n_grids; i++) {
 		free(grids[i].coef);
 		free(grids[i].acc);
@@ -469,8 +844,5 @@ sb_status sb_demucs_separate(const sb_demucs_bag *bag, const sb_demucs_opts *opt
 	free(grids);
 	free(p.emit);
 	free(p.stem);
-	free(raw);
-	free(x);
-	free(seg);
 	return st;
 }

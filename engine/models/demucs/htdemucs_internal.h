@@ -1,5 +1,6 @@
-/* Inside the HTDemucs engine: packed weights, the layouts of activations, and the ops the
- * forward pass (htdemucs_forward.c) is made of. Only engine/demucs includes this.
+/* Inside the HTDemucs engine: packed weights, the layouts of activations, and the host pieces
+ * of the forward pass (htdemucs_forward.c: the STFTs and normalisation). Only models/demucs
+ * includes this.
  *
  * Layouts. The frequency branch is kept as [F][C][T] (one C x T matrix per frequency row)
  * with 2 zero rows before and after: a convolution over frequencies with kernel 8 and stride
@@ -103,47 +104,6 @@ void hd_free(sb_htdemucs_ws *ws, void *p);
 /* pad rows zeroed, data rows left for the layer to write */
 sb_status hd_ften_alloc(sb_htdemucs_ws *ws, hd_ften *x, int F, int C, int T);
 void hd_ften_free(sb_htdemucs_ws *ws, hd_ften *x);
-
-/* Vectorised maths on one thread (htdemucs_vmath.c). */
-float hd_gelu(float x);
-float hd_vmax(const float *x, int64_t n);
-float hd_vexp_sum(float *x, int64_t n, float sub);
-void hd_vsum_sq(const float *x, int64_t n, double *sum, double *sq); /* x = exp(x - sub); returns the sum */
-void hd_vscale(float *x, int64_t n, float s);
-void hd_vbias_gelu(float *x, int64_t n, float b); /* x = gelu(x + b) */
-void hd_vbias_gelu_cols(float *x, int64_t n, const float *b);
-void hd_vnorm_affine(float *x, int64_t n, float m, float a, float c, int gelu);
-void hd_vglu(const float *a, const float *g, float *out, int64_t n); /* a * sigmoid(g) */
-void hd_vglu_add(float *x, const float *a, const float *g, float s, int64_t n);
-
-/* Element-wise pieces (htdemucs_ops.c); every one takes a pool that may be NULL. */
-void hd_gelu_inplace(sb_pool *pool, float *x, int64_t n);
-void hd_add_inplace(sb_pool *pool, float *x, const float *y, int64_t n);
-/* GroupNorm with one group over a rows x T matrix, then per-row affine, optional GELU. */
-void hd_groupnorm1(sb_pool *pool, float *x, int rows, int T, const float *w, const float *b,
-                   int gelu);
-/* out[c][t] = z[c][t] * sigmoid(z[C + c][t]) */
-void hd_glu(sb_pool *pool, const float *z, float *out, int C, int T);
-/* Per-row bias (and GELU): x[r][t] += b[r]. */
-void hd_bias_rows(sb_pool *pool, float *x, int rows, int T, const float *b, int gelu);
-
-/* Layers (htdemucs_layers.c). Scratch sizes are in floats per worker. */
-size_t hd_dconv_scratch(const hd_dconv *d, int T);
-void hd_dconv_run(const hd_dconv *d, sb_pool *pool, float *x, int T, float *scratch);
-sb_status hd_enc_freq(const hd_enc *l, sb_pool *pool, sb_htdemucs_ws *ws, const hd_ften *in,
-                      hd_ften *out);
-sb_status hd_dec_freq(const hd_dec *l, sb_pool *pool, sb_htdemucs_ws *ws, hd_ften *x,
-                      const hd_ften *skip, hd_ften *out);
-/* in [cin][lin] -> out [cout][(lin + 3) / 4] */
-sb_status hd_enc_time(const hd_enc *l, sb_pool *pool, sb_htdemucs_ws *ws, const float *in,
-                      int64_t lin, float *out);
-/* x [cin][lin] (+= skip, in place) -> out [cout][length] */
-sb_status hd_dec_time(const hd_dec *l, sb_pool *pool, sb_htdemucs_ws *ws, float *x,
-                      const float *skip, int64_t lin, int64_t length, float *out);
-
-/* Transformer (htdemucs_transformer.c): x [Fr * T1][D] tokens t1 * Fr + fr, xt [T2][D]. */
-sb_status hd_transformer(const sb_htdemucs *net, sb_pool *pool, sb_htdemucs_ws *ws, float *x,
-                         int Fr, int T1, float *xt, int T2);
 
 /* Add the sine position embeddings to tokens x [Fr * T1][D] and xt [T2][D]. */
 void hd_pos_2d(float *x, int D, int Fr, int T1);

@@ -4,7 +4,6 @@
  * tensor the architecture lacks is refused too, since it means the settings do not describe it.
  */
 #include "core/fftw_lock.h"
-#include "backend/cpu/gemm.h"
 #include "models/demucs/htdemucs_internal.h"
 
 #include <math.h>
@@ -362,7 +361,6 @@ sb_status sb_htdemucs_new(const sb_safetensors *st, const char *prefix,
                           sb_htdemucs **out)
 {
 	*out = NULL;
-	sb_gemm_init();
 	sb_htdemucs *net = calloc(1, sizeof *net);
 	if (!net)
 		return SB_ERR_NOMEM;

@@ -1,4 +1,4 @@
-/* Vectorised element-wise maths for the HTDemucs forward pass: the loops that run exp and erf
+/* Vectorised element-wise maths for the CPU backend's operations: the loops that run exp and erf
  * on every activation (softmax, GELU, GLU's sigmoid) are a third of the time with libm's scalar
  * calls. Here they are branch-free polynomials that the compiler vectorises, each loop built
  * for AVX-512, AVX2+FMA and the baseline, picked at load time (target_clones).
@@ -9,7 +9,7 @@
  * golden tests bound what these approximations cost: the output stays within 2e-7 of the
  * reference.
  */
-#include "models/demucs/htdemucs_internal.h"
+#include "backend/cpu/vmath.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -17,9 +17,9 @@
 /* ifunc resolvers run before a sanitizer runtime starts: no clones in sanitizer builds */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
     !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
-#define HD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define SB_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
-#define HD_CLONES
+#define SB_CLONES
 #endif
 
 static inline __attribute__((always_inline)) float exp_poly(float x)
@@ -64,7 +64,7 @@ static inline __attribute__((always_inline)) float sigmoid_poly(float x)
 	return 1.f / (1.f + exp_poly(-x));
 }
 
-HD_CLONES float hd_vmax(const float *x, int64_t n)
+SB_CLONES float sb_vmax(const float *x, int64_t n)
 {
 	float m[8];
 	for (int k = 0; k < 8; k++)
@@ -81,7 +81,7 @@ HD_CLONES float hd_vmax(const float *x, int64_t n)
 	return r;
 }
 
-HD_CLONES float hd_vexp_sum(float *x, int64_t n, float sub)
+SB_CLONES float sb_vexp_sum(float *x, int64_t n, float sub)
 {
 	float s[16] = {0};
 	int64_t i = 0;
@@ -101,25 +101,25 @@ HD_CLONES float hd_vexp_sum(float *x, int64_t n, float sub)
 	return r;
 }
 
-HD_CLONES void hd_vscale(float *x, int64_t n, float s)
+SB_CLONES void sb_vscale(float *x, int64_t n, float s)
 {
 	for (int64_t i = 0; i < n; i++)
 		x[i] *= s;
 }
 
-HD_CLONES void hd_vbias_gelu(float *x, int64_t n, float b)
+SB_CLONES void sb_vbias_gelu(float *x, int64_t n, float b)
 {
 	for (int64_t i = 0; i < n; i++)
 		x[i] = gelu_poly(x[i] + b);
 }
 
-HD_CLONES void hd_vbias_gelu_cols(float *x, int64_t n, const float *b)
+SB_CLONES void sb_vbias_gelu_cols(float *x, int64_t n, const float *b)
 {
 	for (int64_t i = 0; i < n; i++)
 		x[i] = gelu_poly(x[i] + b[i]);
 }
 
-HD_CLONES void hd_vnorm_affine(float *x, int64_t n, float m, float a, float c, int gelu)
+SB_CLONES void sb_vnorm_affine(float *x, int64_t n, float m, float a, float c, int gelu)
 {
 	if (gelu)
 		for (int64_t i = 0; i < n; i++)
@@ -129,19 +129,19 @@ HD_CLONES void hd_vnorm_affine(float *x, int64_t n, float m, float a, float c, i
 			x[i] = (x[i] - m) * a + c;
 }
 
-HD_CLONES void hd_vglu(const float *a, const float *g, float *out, int64_t n)
+SB_CLONES void sb_vglu(const float *a, const float *g, float *out, int64_t n)
 {
 	for (int64_t i = 0; i < n; i++)
 		out[i] = a[i] * sigmoid_poly(g[i]);
 }
 
-HD_CLONES void hd_vglu_add(float *x, const float *a, const float *g, float s, int64_t n)
+SB_CLONES void sb_vglu_add(float *x, const float *a, const float *g, float s, int64_t n)
 {
 	for (int64_t i = 0; i < n; i++)
 		x[i] += s * (a[i] * sigmoid_poly(g[i]));
 }
 
-HD_CLONES void hd_vsum_sq(const float *x, int64_t n, double *sum, double *sq)
+SB_CLONES void sb_vsum_sq(const float *x, int64_t n, double *sum, double *sq)
 {
 	/* float partials over short runs (exact enough: 64 terms), double across them */
 	double s = 0, q = 0;
@@ -167,7 +167,7 @@ HD_CLONES void hd_vsum_sq(const float *x, int64_t n, double *sum, double *sq)
 	*sq = q;
 }
 
-float hd_gelu(float x)
+float sb_gelu(float x)
 {
 	return gelu_poly(x);
 }

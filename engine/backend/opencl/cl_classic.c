@@ -1,6 +1,8 @@
-/* The OpenCL backend of the built-in separator: classic.h steps 1-7 for one chunk, with the
- * arithmetic fixed in classic_ops.h, on the kernels of classic.cl. classic_cpu.c is the
- * reference; the tests hold this path to it within 1e-4 relative per stem.
+/* The OpenCL backend's classic operation group (backend.h): the built-in separator's steps
+ * 1-7 (models/classic/classic.h) for one chunk, with the arithmetic fixed in
+ * models/classic/classic_ops.h, on the kernels of classic.cl. The CPU backend's
+ * (backend/cpu/classic_cpu.c) is the reference; tests/backend holds this one to it within 1e-4
+ * relative per stem.
  *
  * Per chunk: one upload of the input window, about twenty kernels on one in-order queue, and
  * one blocking read of the three stems. Every intermediate (spectra, magnitudes, medians,
@@ -17,8 +19,7 @@
  * accurate as fftw's in float.
  * Reference: E. Bainville, "OpenCL Fast Fourier Transform" (2010), for the Stockham passes.
  */
-#include "models/classic/classic_ops.h"
-#include "backend/opencl/cl_internal.h"
+#include "backend/opencl/cl_backend.h"
 #include "backend/opencl/classic_cl.h" /* generated from classic.cl: static const char classic_cl[] */
 
 #include <limits.h>
@@ -34,27 +35,26 @@
  * every driver's limit; kernels check bounds, so global sizes round up to it. */
 #define LOCAL_SIZE 64
 
-enum { K_PACK, K_RADIX2, K_RADIX4, K_R2C, K_TMED, K_MASKS, K_C2R, K_OLA, K_COUNT };
-static const char *const kernel_names[K_COUNT] = {
+enum { C_PACK, C_RADIX2, C_RADIX4, C_R2C, C_TMED, C_MASKS, C_C2R, C_OLA, C_COUNT };
+static const char *const kernel_names[C_COUNT] = {
 	"stft_pack", "fft_radix2", "fft_radix4", "r2c_mag",
 	"median_time", "masks", "c2r_pack", "overlap_add",
 };
 
-typedef struct {
+struct sb_classic_state {
 	sb_cl_device *dev;
 	cl_command_queue q;
-	sb_classic_params p;
 	sb_classic_geom g;
 	int channels, max_frames, half, log2_half;
 	size_t local;
-	cl_kernel k[K_COUNT];
+	cl_kernel k[C_COUNT];
 	cl_mem in, za, zb, spec, mag, hmed, mask, out; /* per chunk */
 	cl_mem win, tw, bass_w, voice_w;              /* constant tables */
-} ocl_state;
+};
+typedef struct sb_classic_state ocl_state;
 
-static void ocl_destroy(void *vs)
+static void ocl_destroy(sb_classic_state *s)
 {
-	ocl_state *s = vs;
 	if (!s)
 		return;
 	if (s->q)
@@ -64,7 +64,7 @@ static void ocl_destroy(void *vs)
 	for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
 		if (*mems[i])
 			clReleaseMemObject(*mems[i]);
-	for (int i = 0; i < K_COUNT; i++)
+	for (int i = 0; i < C_COUNT; i++)
 		if (s->k[i])
 			clReleaseKernel(s->k[i]);
 	free(s);
@@ -110,29 +110,23 @@ static int ilog2(int n)
 	return l;
 }
 
-static void *ocl_create(const sb_classic_params *p, double rate, int channels, int max_frames,
-                        const sb_run_ctx *ctx, sb_status *st)
+static sb_status ocl_create(sb_bdev *bd, const sb_classic_geom *g, sb_classic_state **out)
 {
-	sb_cl_device *dev = ctx ? ctx->cl : NULL;
-	const sb_logger *log = ctx ? ctx->log : NULL;
-	if (!dev || channels < 1 || max_frames < 1) {
-		*st = SB_ERR_INVALID;
-		return NULL;
-	}
-	if (sb_cl_device_is_lost(dev)) {
-		*st = SB_ERR_DEVICE_LOST;
-		return NULL;
-	}
+	*out = NULL;
+	sb_cl_device *dev = bd->dev;
+	const sb_logger *log = sb_cl_device_logger(dev);
+	const int channels = g->channels, max_frames = g->max_frames;
+	if (channels < 1 || max_frames < 1)
+		return SB_ERR_INVALID;
+	if (sb_cl_device_is_lost(dev))
+		return SB_ERR_DEVICE_LOST;
 	const sb_device_props *props = sb_cl_device_props(dev);
 	ocl_state *s = calloc(1, sizeof *s);
-	if (!s) {
-		*st = SB_ERR_NOMEM;
-		return NULL;
-	}
+	if (!s)
+		return SB_ERR_NOMEM;
 	s->dev = dev;
 	s->q = sb_cl_device_queue(dev);
-	s->p = *p;
-	sb_classic_geometry(p, rate, &s->g);
+	s->g = *g;
 	s->channels = channels;
 	s->max_frames = max_frames;
 	const int n_fft = s->g.n_fft, h = s->g.hop, b = s->g.bins, kt = s->g.kt;
@@ -142,8 +136,7 @@ static void *ocl_create(const sb_classic_params *p, double rate, int channels, i
 		sb_log(log, SB_LOG_ERROR, "builtin: OpenCL path needs a power-of-two FFT size, not %d",
 		       n_fft);
 		ocl_destroy(s);
-		*st = SB_ERR_DEVICE;
-		return NULL;
+		return SB_ERR_DEVICE;
 	}
 
 	/* Buffer sizes in elements (layouts at the top of classic.cl). */
@@ -187,16 +180,15 @@ static void *ocl_create(const sb_classic_params *p, double rate, int channels, i
 		       max_frames, (double)total / 1048576.0, props->id,
 		       (double)props->global_mem / 1048576.0, (double)props->max_alloc / 1048576.0);
 		ocl_destroy(s);
-		*st = SB_ERR_DEVICE_OOM;
-		return NULL;
+		return SB_ERR_DEVICE_OOM;
 	}
 
 	sb_status r = SB_OK;
 	cl_program prog = sb_cl_device_classic_program(dev);
-	for (int i = 0; i < K_COUNT && r == SB_OK; i++)
+	for (int i = 0; i < C_COUNT && r == SB_OK; i++)
 		r = sb_cl_device_kernel(dev, prog, kernel_names[i], &s->k[i]);
 	s->local = LOCAL_SIZE;
-	for (int i = 0; i < K_COUNT && r == SB_OK; i++) {
+	for (int i = 0; i < C_COUNT && r == SB_OK; i++) {
 		size_t wg = 0;
 		if (clGetKernelWorkGroupInfo(s->k[i], sb_cl_device_id(dev), CL_KERNEL_WORK_GROUP_SIZE,
 		                             sizeof wg, &wg, NULL) == CL_SUCCESS && wg > 0 && wg < s->local)
@@ -212,7 +204,9 @@ static void *ocl_create(const sb_classic_params *p, double rate, int channels, i
 		if (!win || !tw || !bw || !vw) {
 			r = SB_ERR_NOMEM;
 		} else {
-			sb_classic_tables(p, rate, n_fft, win, bw, vw);
+			memcpy(win, g->win, sizeof(float) * n_fft);
+			memcpy(bw, g->bass_w, sizeof(float) * b);
+			memcpy(vw, g->voice_w, sizeof(float) * b);
 			for (int i = 0; i < n_fft; i++) {
 				tw[2 * i] = (float)cos(-2.0 * M_PI * i / n_fft);
 				tw[2 * i + 1] = (float)sin(-2.0 * M_PI * i / n_fft);
@@ -232,11 +226,10 @@ static void *ocl_create(const sb_classic_params *p, double rate, int channels, i
 	}
 	if (r != SB_OK) {
 		ocl_destroy(s);
-		*st = r;
-		return NULL;
+		return r;
 	}
-	*st = SB_OK;
-	return s;
+	*out = s;
+	return SB_OK;
 }
 
 /* Batched FFT of 'batch' sequences of length n = N/2 in *cur; *cur holds the result after
@@ -250,7 +243,7 @@ static cl_int fft(ocl_state *s, int batch, int inv, cl_mem *cur, cl_mem *other)
 		int radix = (s->log2_half % 2 == 1 && p == 1) ? 2 : 4;
 		int total = batch * (n / radix);
 		kernel_arg a[] = {ARG(*cur), ARG(*other), ARG(s->tw), ARG(n), ARG(p), ARG(inv), ARG(total)};
-		err = launch(s, radix == 2 ? K_RADIX2 : K_RADIX4, a, 7, (size_t)total);
+		err = launch(s, radix == 2 ? C_RADIX2 : C_RADIX4, a, 7, (size_t)total);
 		cl_mem t = *cur;
 		*cur = *other;
 		*other = t;
@@ -259,14 +252,10 @@ static cl_int fft(ocl_state *s, int batch, int inv, cl_mem *cur, cl_mem *other)
 	return err;
 }
 
-static sb_status ocl_process(void *vs, int nt, const float *in, float *out)
+static sb_status ocl_process(sb_classic_state *s, int nt, const float *in, float *out)
 {
-	ocl_state *s = vs;
 	if (nt < 1 || nt > s->max_frames)
 		return SB_ERR_INVALID;
-	sb_status st = sb_cl_device_count_chunk(s->dev);
-	if (st != SB_OK)
-		return st;
 	const int n = s->half, h = s->g.hop, b = s->g.bins, kt = s->g.kt, kf = s->g.kf;
 	const int C = s->channels, nf = nt + 2 * kt;
 	const size_t in_bytes = sizeof(float) * (size_t)(nt + 2 * kt + 1) * h * C;
@@ -281,7 +270,7 @@ static sb_status ocl_process(void *vs, int nt, const float *in, float *out)
 		what = "the forward STFT";
 		int total = nf * C * n;
 		kernel_arg a[] = {ARG(s->in), ARG(s->win), ARG(cur), ARG(C), ARG(h), ARG(n), ARG(total)};
-		err = launch(s, K_PACK, a, 7, (size_t)total);
+		err = launch(s, C_PACK, a, 7, (size_t)total);
 	}
 	if (err == CL_SUCCESS)
 		err = fft(s, nf * C, 0, &cur, &other);
@@ -289,31 +278,31 @@ static sb_status ocl_process(void *vs, int nt, const float *in, float *out)
 		int total = nf * b;
 		kernel_arg a[] = {ARG(cur), ARG(s->tw), ARG(s->spec), ARG(s->mag), ARG(C), ARG(n),
 		                  ARG(kt), ARG(nt), ARG(total)};
-		err = launch(s, K_R2C, a, 9, (size_t)total);
+		err = launch(s, C_R2C, a, 9, (size_t)total);
 	}
 	if (err == CL_SUCCESS) {
 		what = "the medians and masks";
 		int total = nt * b;
 		kernel_arg a[] = {ARG(s->mag), ARG(s->hmed), ARG(b), ARG(kt), ARG(total)};
-		err = launch(s, K_TMED, a, 5, (size_t)total);
+		err = launch(s, C_TMED, a, 5, (size_t)total);
 	}
 	if (err == CL_SUCCESS) {
 		int total = nt * b;
-		float eps = s->p.eps, gamma = s->p.gamma, c_mono = s->p.c_mono, beta = s->p.beta;
+		float eps = s->g.eps, gamma = s->g.gamma, c_mono = s->g.c_mono, beta = s->g.beta;
 		int kf_lo = s->g.kf_lo, k_lo = s->g.k_lo;
 		kernel_arg a[] = {ARG(s->mag),    ARG(s->hmed), ARG(s->spec), ARG(s->bass_w),
 		                  ARG(s->voice_w), ARG(s->mask), ARG(b),      ARG(kt),
 		                  ARG(kf),        ARG(nt),      ARG(C),       ARG(eps),
 		                  ARG(gamma),     ARG(c_mono),  ARG(kf_lo),   ARG(k_lo),
 		                  ARG(beta),      ARG(total)};
-		err = launch(s, K_MASKS, a, 18, (size_t)total);
+		err = launch(s, C_MASKS, a, 18, (size_t)total);
 	}
 	if (err == CL_SUCCESS) {
 		what = "the inverse STFT";
 		int total = 3 * nt * C * n;
 		kernel_arg a[] = {ARG(s->spec), ARG(s->mask), ARG(s->tw), ARG(cur), ARG(C), ARG(n), ARG(nt),
 		                  ARG(total)};
-		err = launch(s, K_C2R, a, 8, (size_t)total);
+		err = launch(s, C_C2R, a, 8, (size_t)total);
 	}
 	if (err == CL_SUCCESS)
 		err = fft(s, 3 * nt * C, 1, &cur, &other);
@@ -322,7 +311,7 @@ static sb_status ocl_process(void *vs, int nt, const float *in, float *out)
 		float inv_n = 1.f / (float)s->g.n_fft;
 		kernel_arg a[] = {ARG(cur), ARG(s->win), ARG(s->out), ARG(C), ARG(h), ARG(n), ARG(nt),
 		                  ARG(inv_n), ARG(total)};
-		err = launch(s, K_OLA, a, 9, (size_t)total);
+		err = launch(s, C_OLA, a, 9, (size_t)total);
 	}
 	if (err == CL_SUCCESS) {
 		what = "reading the stems back";
@@ -340,14 +329,8 @@ const char *sb_cl_classic_kernels(void)
 	return classic_cl;
 }
 
-static const sb_classic_ops opencl_ops = {
-	.name = "opencl",
+const sb_classic_ops sb_cl_classic_ops = {
 	.create = ocl_create,
 	.process = ocl_process,
 	.destroy = ocl_destroy,
 };
-
-const sb_classic_ops *sb_classic_opencl_ops(void)
-{
-	return &opencl_ops;
-}

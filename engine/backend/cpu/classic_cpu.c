@@ -1,5 +1,6 @@
-/* The native CPU backend of the built-in separator: classic.h steps 1-7 for one chunk, with
- * the arithmetic fixed in classic_ops.h.
+/* The CPU backend's classic operation group (backend.h): the built-in separator's steps 1-7
+ * (models/classic/classic.h) for one chunk, with the arithmetic fixed in
+ * models/classic/classic_ops.h.
  *
  * Harmonic/percussive split: D. Fitzgerald, "Harmonic/percussive separation using median
  * filtering", DAFx 2010; soft masks after J. Driedger, M. Mueller, S. Disch, "Extending
@@ -12,8 +13,9 @@
  * values with the default parameters), where a linear scan beats a bisection, whose branches
  * audio makes unpredictable.
  */
+#include "backend/backend.h"
+#include "backend/cpu/cpu_internal.h"
 #include "core/fftw_lock.h"
-#include "models/classic/classic_ops.h"
 
 #include <fftw3.h>
 #include <math.h>
@@ -24,8 +26,7 @@
 #define M_PI 3.14159265358979323846
 #endif
 
-typedef struct {
-	sb_classic_params p;
+struct sb_classic_state {
 	sb_classic_geom g;
 	int channels, max_frames;
 	float *win;              /* N: sqrt-Hann */
@@ -38,11 +39,11 @@ typedef struct {
 	float *hmed;             /* [max_frames][B] */
 	float *row, *pmed;       /* B */
 	float *sorted;           /* sliding window, max(2Kt+1, 2Kf+1) */
-} cpu_state;
+};
+typedef struct sb_classic_state cpu_state;
 
-static void cpu_destroy(void *vs)
+static void cpu_destroy(sb_classic_state *s)
 {
-	cpu_state *s = vs;
 	if (!s)
 		return;
 	sb_fftw_plan_lock();
@@ -65,17 +66,17 @@ static void cpu_destroy(void *vs)
 	free(s);
 }
 
-static void *cpu_create(const sb_classic_params *p, double rate, int channels, int max_frames,
-                        const sb_run_ctx *ctx, sb_status *st)
+static sb_status cpu_create(sb_bdev *d, const sb_classic_geom *g, sb_classic_state **out)
 {
-	(void)ctx;
+	(void)d;
+	*out = NULL;
+	const int channels = g->channels, max_frames = g->max_frames;
+	if (channels < 1 || max_frames < 1)
+		return SB_ERR_INVALID;
 	cpu_state *s = calloc(1, sizeof *s);
-	if (!s) {
-		*st = SB_ERR_NOMEM;
-		return NULL;
-	}
-	s->p = *p;
-	sb_classic_geometry(p, rate, &s->g);
+	if (!s)
+		return SB_ERR_NOMEM;
+	s->g = *g;
 	s->channels = channels;
 	s->max_frames = max_frames;
 	int n = s->g.n_fft, b = s->g.bins, nf = max_frames + 2 * s->g.kt;
@@ -95,21 +96,24 @@ static void *cpu_create(const sb_classic_params *p, double rate, int channels, i
 	if (!s->win || !s->bass_w || !s->voice_w || !s->fbuf || !s->cbuf || !s->mag || !s->spec ||
 	    !s->hmed || !s->row || !s->pmed || !s->sorted) {
 		cpu_destroy(s);
-		*st = SB_ERR_NOMEM;
-		return NULL;
+		return SB_ERR_NOMEM;
 	}
-	sb_classic_tables(p, rate, n, s->win, s->bass_w, s->voice_w);
+	memcpy(s->win, g->win, sizeof(float) * n);
+	memcpy(s->bass_w, g->bass_w, sizeof(float) * b);
+	memcpy(s->voice_w, g->voice_w, sizeof(float) * b);
+	s->g.win = s->win;
+	s->g.bass_w = s->bass_w;
+	s->g.voice_w = s->voice_w;
 	sb_fftw_plan_lock();
 	s->fwd = fftwf_plan_dft_r2c_1d(n, s->fbuf, s->cbuf, FFTW_ESTIMATE);
 	s->inv = fftwf_plan_dft_c2r_1d(n, s->cbuf, s->fbuf, FFTW_ESTIMATE);
 	sb_fftw_plan_unlock();
 	if (!s->fwd || !s->inv) {
 		cpu_destroy(s);
-		*st = SB_ERR_NOMEM;
-		return NULL;
+		return SB_ERR_NOMEM;
 	}
-	*st = SB_OK;
-	return s;
+	*out = s;
+	return SB_OK;
 }
 
 /* Sorted window of n values (M is finite and >= 0, so the order is total). */
@@ -167,9 +171,8 @@ static void freq_median(const float *row, int b, int k0, int k1, int K, float *s
 	}
 }
 
-static sb_status cpu_process(void *vs, int nt, const float *in, float *out)
+static sb_status cpu_process(sb_classic_state *s, int nt, const float *in, float *out)
 {
-	cpu_state *s = vs;
 	const int n = s->g.n_fft, h = s->g.hop, b = s->g.bins, kt = s->g.kt, kf = s->g.kf;
 	const int kf_lo = s->g.kf_lo, k_lo = s->g.k_lo;
 	const int C = s->channels, nf = nt + 2 * kt, stride = s->max_frames + 2 * kt;
@@ -213,7 +216,7 @@ static sb_status cpu_process(void *vs, int nt, const float *in, float *out)
 
 	memset(out, 0, sizeof(float) * 3 * (size_t)(nt + 1) * h * C);
 	const size_t stem_len = (size_t)(nt + 1) * h * C;
-	const float inv_n = 1.f / (float)n, eps = s->p.eps, gamma = s->p.gamma, beta = s->p.beta;
+	const float inv_n = 1.f / (float)n, eps = s->g.eps, gamma = s->g.gamma, beta = s->g.beta;
 	for (int j = 0; j < nt; j++) {
 		/* Step 3b: frequency median over bins k-K..k+K clamped, K = Kf_lo below k_lo. */
 		for (int k = 0; k < b; k++)
@@ -240,7 +243,7 @@ static sb_status cpu_process(void *vs, int nt, const float *in, float *out)
 					psi = 1.f;
 				cw = powf(psi, gamma);
 			} else {
-				cw = s->p.c_mono;
+				cw = s->g.c_mono;
 			}
 			mv[k] = mh * (1.f - bw) * s->voice_w[k] * cw;
 			md[k] = mp;
@@ -266,14 +269,8 @@ static sb_status cpu_process(void *vs, int nt, const float *in, float *out)
 	return SB_OK;
 }
 
-static const sb_classic_ops cpu_ops = {
-	.name = "cpu",
+const sb_classic_ops sb_cpu_classic_ops = {
 	.create = cpu_create,
 	.process = cpu_process,
 	.destroy = cpu_destroy,
 };
-
-const sb_classic_ops *sb_classic_cpu_ops(void)
-{
-	return &cpu_ops;
-}

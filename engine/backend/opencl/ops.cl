@@ -1,4 +1,5 @@
-/* OpenCL kernels of the HTDemucs forward pass (htdemucs_cl_*.c). Every buffer comes with an
+/* OpenCL kernels of the backend operations (backend.h: sb_ops; cl_ops.c launches them). Every
+ * buffer comes with an
  * offset in floats, so one weight buffer and a few activation buffers serve every layer.
  * Reductions (GroupNorm, LayerNorm, softmax) use one work-group per normalised group, with
  * two passes (mean, then the centred sum of squares), as the CPU path computes them.

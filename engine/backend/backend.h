@@ -1,0 +1,219 @@
+/* The backend interface: what a compute backend (the native CPU, OpenCL; later Vulkan, CUDA,
+ * Metal ...) offers the models, as one versioned table of functions, after ggml's backend
+ * registry (ggml-backend-impl.h): enumerate its devices with their properties, open one,
+ * allocate buffers and move data, run the operations the models are written in, synchronise,
+ * close. A backend is one folder (backend/cpu, backend/opencl) that defines one sb_backend;
+ * registering it is one line in backend/registry.c. Nothing outside its folder includes its
+ * headers or names its types: models and the job engine see sb_backend, sb_bdev and sb_dv only.
+ *
+ * DATA: float32 everywhere. An sb_dv is a place in device memory (a buffer and an offset in
+ * floats); matrices are row-major with explicit leading dimensions; "batch" walks items at a
+ * stride in floats (0: the same item for every batch index, as weights are).
+ *
+ * ERRORS: operations enqueue and return nothing. The first failure on a device (out of device
+ * memory, a lost device, a kernel that did not run) is kept by the device, every later
+ * operation does nothing, and status() / finish() return it (SB_ERR_DEVICE_OOM,
+ * SB_ERR_DEVICE_LOST, SB_ERR_DEVICE), so a model's forward pass reads as straight-line code and
+ * checks once, before it reads results back. clear() starts a new forward pass.
+ *
+ * THREADS: a device (sb_bdev) is used by one thread at a time (the job engine's worker that
+ * owns it); different devices may be used from different threads at once. enumerate() may run
+ * on any non-real-time thread.
+ *
+ * Adding a backend: a folder with enumerate/open/close, the buffer functions and every entry of
+ * sb_ops (tests/backend checks each against the CPU backend the day it is registered), one line
+ * in registry.c, one line in backend/meson.build.
+ */
+#ifndef SB_BACKEND_H
+#define SB_BACKEND_H
+
+#include "backend/device.h"
+#include "sb_common.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SB_BACKEND_API 1
+
+typedef struct sb_bdev sb_bdev; /* an opened device: the backend's own struct */
+typedef struct sb_bbuf sb_bbuf; /* memory on a device: the backend's own struct */
+
+/* a place in device memory: a buffer and an offset in floats */
+typedef struct {
+	sb_bbuf *buf;
+	size_t off;
+} sb_dv;
+
+static inline sb_dv sb_dv_at(sb_dv v, size_t floats)
+{
+	v.off += floats;
+	return v;
+}
+
+enum { SB_ACT_NONE = 0, SB_ACT_GELU = 1 }; /* GELU: 0.5 x (1 + erf(x / sqrt 2)) */
+
+/* The operations the models are written in. Each one is defined by its arithmetic here; every
+ * backend computes it within float rounding of the CPU backend (tests/backend/test_ops.c).
+ * Indices: i over the n elements of a tensor; [..][C][T] tensors hold channel c = (i / T) % C;
+ * token tensors [n][D] hold column i % D. Norms use the mean and the biased variance of their
+ * group (eps = 1e-5, rstd = 1 / sqrt(var + eps)); how a backend sums them is its own. */
+typedef struct {
+	/* C_ij = alpha A_ij op(B_ij) + beta C_ij for i < batch, j < batch2: A_ij (M x K) at
+	 * A + i sa + j sa2, B_ij (K x N, or N x K with tb = 1) at B + i sb + j sb2, C_ij (M x N) at
+	 * C + i sc + j sc2. The second level walks items whose rows the first level walks (a
+	 * batch of segments, each a batch of frequency rows). */
+	void (*gemm)(sb_bdev *d, int M, int N, int K, float alpha, sb_dv A, int lda, long sa,
+	             sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C, int ldc, long sc,
+	             int batch, int batch2, long sa2, long sb2, long sc2);
+	/* x[i] = 0 for i < n */
+	void (*zero)(sb_bdev *d, sb_dv x, size_t n);
+	/* dst[i] = src[i] for i < n (the ranges do not overlap) */
+	void (*copy)(sb_bdev *d, sb_dv dst, sb_dv src, size_t n);
+	/* x[i] = act(x[i] + b[(i / T) % C]) */
+	void (*bias_act)(sb_bdev *d, sb_dv x, size_t n, int C, int T, sb_dv b, int act);
+	/* x[i] = b[(i / T) % C] */
+	void (*fill_bias)(sb_bdev *d, sb_dv x, size_t n, int C, int T, sb_dv b);
+	/* x[i] = act(x[i] + b[i % cols]) */
+	void (*bias_cols)(sb_bdev *d, sb_dv x, size_t n, int cols, sb_dv b, int act);
+	/* x[i] += y[i] */
+	void (*add)(sb_bdev *d, sb_dv x, sb_dv y, size_t n);
+	/* x[i] += g[i % D] y[i] */
+	void (*scale_add)(sb_bdev *d, sb_dv x, sb_dv y, sb_dv g, size_t n, int D);
+	/* for each batch item b: o[b os + e] = z[b zs + e] sigmoid(z[b zs + CT + e]), e < CT */
+	void (*glu)(sb_bdev *d, sb_dv z, long zs, sb_dv o, long os, int CT, int batch);
+	/* x[b xs + e] += scale[e / T] GLU(z)[b zs + e], e < CT */
+	void (*glu_add)(sb_bdev *d, sb_dv x, long xs, sb_dv z, long zs, int CT, int T, sb_dv scale,
+	                int batch);
+	/* GroupNorm with one group over each batch item's C x T values at x + b stride, then
+	 * v = (v - mean) rstd w[c] + b[c], then act */
+	void (*groupnorm)(sb_bdev *d, sb_dv x, long stride, int C, int T, int batch, sb_dv w,
+	                  sb_dv b, int act);
+	/* GroupNorm(1, D) over all n x D values of tokens x [n][D], affine per column */
+	void (*groupnorm_tokens)(sb_bdev *d, sb_dv x, size_t n, int D, sb_dv w, sb_dv b);
+	/* o[r] = LayerNorm(x[r]) over D, affine per column; o may be x */
+	void (*layernorm)(sb_bdev *d, sb_dv x, sb_dv o, size_t rows, int D, sb_dv w, sb_dv b);
+	/* each of the rows of n values: x = exp(x - max) / sum */
+	void (*softmax)(sb_bdev *d, sb_dv x, size_t rows, int n);
+	/* out[c][r] = in[r][c] for an R x C matrix */
+	void (*transpose)(sb_bdev *d, sb_dv in, sb_dv out, int R, int C);
+	/* rows [F][C][T] to tokens [T * F][C] (token t F + f), or back (back = 1) */
+	void (*rows_tokens)(sb_bdev *d, sb_dv x, sb_dv o, int F, int C, int T, int back);
+	/* x[f][c][t] += e[f][c] */
+	void (*add_row_channel)(sb_bdev *d, sb_dv x, int F, int C, int T, sb_dv e);
+	/* the input columns of a Conv1d(kernel 8, stride 4, padding 2) over x [cin][lin]:
+	 * col[ci 8 + k][j] = x[ci][4 j + k - 2] (0 outside), j < lout */
+	void (*im2col_k8s4)(sb_bdev *d, sb_dv x, long lin, int cin, sb_dv col, long lout);
+	/* a ConvTranspose1d(kernel 8, stride 4) from per-tap products p [8][cout][lin], cropped by
+	 * 2: o[c][t] = act(b[c] + p[u%4][c][u/4] + p[u%4 + 4][c][u/4 - 1]), u = t + 2, t < length */
+	void (*convtr_k8s4)(sb_bdev *d, sb_dv p, long lin, int cout, long length, sb_dv b, int act,
+	                    sb_dv o);
+} sb_ops;
+
+/* The built-in separator's per-chunk work (models/classic/classic.h steps 1-6 and the inverse
+ * STFT of step 7), an operation group of its own: an STFT, medians and masks do not decompose
+ * into the matrix operations above without losing most of their speed. The geometry and the
+ * tables come from the model, so both backends compute the same numbers. */
+typedef struct {
+	int n_fft, hop, kt, kf, bins;
+	int kf_lo, k_lo; /* the narrow frequency median of bins k < k_lo */
+	float beta, eps, gamma, c_mono;
+	int channels;
+	int max_frames;  /* the largest nt process() will be given */
+	const float *win, *bass_w, *voice_w; /* n_fft, bins, bins values (copied by create) */
+} sb_classic_geom;
+
+typedef struct sb_classic_state sb_classic_state;
+typedef struct {
+	/* SB_ERR_NOMEM, SB_ERR_DEVICE_OOM, SB_ERR_DEVICE on failure (logged) */
+	sb_status (*create)(sb_bdev *d, const sb_classic_geom *g, sb_classic_state **out);
+	/* in: (nt + 2 kt + 1) hop frames of input; out: 3 stems of (nt + 1) hop frames (see
+	 * models/classic/classic_ops.h for the exact contract) */
+	sb_status (*process)(sb_classic_state *s, int nt, const float *in, float *out);
+	void (*destroy)(sb_classic_state *s);
+} sb_classic_ops;
+
+/* An entry of a device's profile: an operation, its calls, wall seconds with the queue drained
+ * around each call, and floating-point operations (matrix products). */
+typedef struct {
+	const char *name;
+	long calls;
+	double seconds, flops;
+} sb_prof_entry;
+
+typedef struct {
+	int threads;                 /* host threads a CPU backend may use, 0 = all cores */
+} sb_open_opts;
+
+struct sb_backend {
+	unsigned api;                /* SB_BACKEND_API */
+	const char *name;            /* "cpu", "opencl": its folder, and the prefix of device ids */
+
+	/* Devices: adds this backend's devices to out[*n .. cap) in a stable order, each with its
+	 * id ("<name>:<index>", or the name alone for a backend with one device), stable key,
+	 * names, type, memory, and backend/index set. Failures that only mean "no device" (no
+	 * driver installed) are logged as notes and leave none. */
+	sb_status (*enumerate)(const sb_logger *log, sb_device_props *out, size_t cap, size_t *n);
+	/* Opens a device for use: SB_ERR_DEVICE (logged, with the driver's words) when it cannot. */
+	sb_status (*open)(const sb_device_props *dev, const sb_open_opts *o, const sb_logger *log,
+	                  sb_bdev **out);
+	void (*close)(sb_bdev *d);
+	/* Lost for good (a failure that ends the device for this process). */
+	int (*lost)(const sb_bdev *d);
+	/* Called once per unit of work (a segment, a chunk): SB_ERR_DEVICE_LOST when the device is
+	 * lost (the fault injector's hook), else SB_OK. */
+	sb_status (*begin_chunk)(sb_bdev *d);
+	/* Rows of a batched layer to run per operation: 0 for all at once (a GPU, where launches
+	 * cost), a few for a CPU (the rows' data stays in cache from one operation to the next). */
+	int (*row_tile)(const sb_bdev *d);
+	/* Segments per forward pass this device runs best with (models batch that many where its
+	 * memory allows; a job's choice overrides it). */
+	int (*batch)(const sb_bdev *d);
+
+	/* Memory. alloc: SB_ERR_DEVICE_OOM when the device has no room. wrap: device memory with
+	 * the contents of host memory that outlives it and never changes (weights): a backend that
+	 * shares host memory uses it in place, another copies it. */
+	sb_status (*alloc)(sb_bdev *d, size_t floats, sb_bbuf **out);
+	sb_status (*wrap)(sb_bdev *d, const float *host, size_t floats, sb_bbuf **out);
+	void (*release)(sb_bdev *d, sb_bbuf *b);
+	void (*upload)(sb_bdev *d, sb_dv dst, const float *src, size_t n);  /* done on return */
+	void (*download)(sb_bdev *d, float *dst, sb_dv src, size_t n);      /* done on return */
+
+	/* Waits for everything enqueued; returns the first failure since clear(). */
+	sb_status (*finish)(sb_bdev *d);
+	/* The first failure since clear(), without waiting. */
+	sb_status (*status)(const sb_bdev *d);
+	void (*clear)(sb_bdev *d);
+
+	const sb_ops *ops;
+	const sb_classic_ops *classic;
+
+	/* Profiling: with it on, every operation waits for the device before and after it and is
+	 * timed; turning it on clears the totals. profile() copies up to max non-empty entries,
+	 * the slowest first. describe() says how matrix products run ("OpenBLAS", "CLBlast
+	 * 1.5.3"). */
+	void (*set_profiling)(sb_bdev *d, int on);
+	int (*profile)(const sb_bdev *d, sb_prof_entry *out, int max);
+	const char *(*describe)(const sb_bdev *d);
+};
+
+/* ---- the registry (backend/registry.c) ---- */
+
+/* The registered backends, the CPU first; NULL after the last. */
+const sb_backend *sb_backend_at(size_t i);
+const sb_backend *sb_backend_by_name(const char *name);
+/* The CPU backend (always there: the floor of every fallback). */
+const sb_backend *sb_backend_cpu(void);
+
+/* A device opened for a model: the backend and its device, as the model holds them. */
+typedef struct {
+	const sb_backend *be;
+	sb_bdev *d;
+	const sb_device_props *props;
+} sb_exec;
+
+/* Opens the device of a table entry through its backend (logs the reason on failure). */
+sb_status sb_exec_open(const sb_device_props *dev, const sb_open_opts *o, const sb_logger *log,
+                       sb_exec *out);
+void sb_exec_close(sb_exec *x);
+
+#endif

@@ -1,0 +1,227 @@
+/* The OpenCL backend (backend.h): any device an OpenCL driver offers (NVIDIA, AMD, Intel, PoCL
+ * on a CPU). The device itself (context, in-order queue, kernel cache, error mapping, fault
+ * injection) is cl_device.c; the operations are cl_ops.c on the kernels of ops.cl (matrix
+ * products through CLBlast, cl_blas.c); the built-in separator's operation group is
+ * cl_classic.c on classic.cl.
+ *
+ * Threads: a device is used by one thread at a time (the worker that opened it).
+ */
+#include "backend/opencl/cl_backend.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+double sb_cl_prof_begin(sb_bdev *c)
+{
+	if (!c->profiling)
+		return 0.0;
+	clFinish(c->q);
+	return sb_now();
+}
+
+void sb_cl_prof_end(sb_bdev *c, int id, double t0, double flops)
+{
+	if (!c->profiling)
+		return;
+	clFinish(c->q);
+	c->prof_calls[id]++;
+	c->prof_s[id] += sb_now() - t0;
+	c->prof_flops[id] += flops;
+}
+
+static sb_status cl_open(const sb_device_props *dev, const sb_open_opts *o, const sb_logger *log,
+                         sb_bdev **out)
+{
+	(void)o;
+	*out = NULL;
+	sb_bdev *d = calloc(1, sizeof *d);
+	if (!d)
+		return SB_ERR_NOMEM;
+	sb_status st = sb_cl_device_open(dev, log, &d->dev);
+	if (st != SB_OK) {
+		free(d);
+		return st;
+	}
+	d->q = sb_cl_device_queue(d->dev);
+	d->log = sb_cl_device_logger(d->dev);
+	*out = d;
+	return SB_OK;
+}
+
+static void cl_close(sb_bdev *d)
+{
+	if (!d)
+		return;
+	if (d->q)
+		clFinish(d->q);
+	for (int i = 0; i < K_COUNT; i++)
+		if (d->k[i])
+			clReleaseKernel(d->k[i]);
+	if (d->prog)
+		clReleaseProgram(d->prog);
+	if (d->stats)
+		clReleaseMemObject(d->stats);
+	sb_cl_device_close(d->dev);
+	free(d);
+}
+
+static int cl_lost(const sb_bdev *d)
+{
+	return sb_cl_device_is_lost(d->dev);
+}
+
+static sb_status cl_begin_chunk(sb_bdev *d)
+{
+	return sb_cl_device_count_chunk(d->dev);
+}
+
+static int cl_row_tile(const sb_bdev *d)
+{
+	(void)d;
+	return 0; /* every row in one launch: launches are what a GPU pays for */
+}
+
+static int cl_batch(const sb_bdev *d)
+{
+	(void)d;
+	return 1; /* bench/demucs on PoCL: see its README for B = 1, 2, 4 */
+}
+
+static sb_status cl_alloc(sb_bdev *d, size_t floats, sb_bbuf **out)
+{
+	*out = NULL;
+	sb_bbuf *b = calloc(1, sizeof *b);
+	if (!b)
+		return SB_ERR_NOMEM;
+	sb_status st = sb_cl_device_alloc(d->dev, sizeof(float) * (floats ? floats : 16),
+	                                  CL_MEM_READ_WRITE, &b->m);
+	if (st != SB_OK) {
+		free(b);
+		return st;
+	}
+	b->n = floats;
+	*out = b;
+	return SB_OK;
+}
+
+static sb_status cl_wrap(sb_bdev *d, const float *host, size_t floats, sb_bbuf **out)
+{
+	*out = NULL;
+	sb_bbuf *b = calloc(1, sizeof *b);
+	if (!b)
+		return SB_ERR_NOMEM;
+	sb_status st = sb_cl_device_alloc(d->dev, sizeof(float) * (floats ? floats : 16),
+	                                  CL_MEM_READ_ONLY, &b->m);
+	if (st == SB_OK && floats) {
+		const cl_int err = clEnqueueWriteBuffer(d->q, b->m, CL_TRUE, 0, sizeof(float) * floats,
+		                                        host, 0, NULL, NULL);
+		st = sb_cl_status(d->dev, err, "uploading");
+		if (st != SB_OK)
+			clReleaseMemObject(b->m);
+	}
+	if (st != SB_OK) {
+		free(b);
+		return st;
+	}
+	b->n = floats;
+	*out = b;
+	return SB_OK;
+}
+
+static void cl_release(sb_bdev *d, sb_bbuf *b)
+{
+	(void)d;
+	if (!b)
+		return;
+	if (b->m)
+		clReleaseMemObject(b->m);
+	free(b);
+}
+
+static void cl_upload(sb_bdev *d, sb_dv dst, const float *src, size_t n)
+{
+	if (d->st != SB_OK || !n)
+		return;
+	const double t0 = sb_cl_prof_begin(d);
+	const cl_int err = clEnqueueWriteBuffer(d->q, dst.buf->m, CL_TRUE, sizeof(float) * dst.off,
+	                                        sizeof(float) * n, src, 0, NULL, NULL);
+	if (err != CL_SUCCESS)
+		sb_cl_fail(d, sb_cl_status(d->dev, err, "uploading"));
+	sb_cl_prof_end(d, P_UPLOAD, t0, 0.0);
+}
+
+static void cl_download(sb_bdev *d, float *dst, sb_dv src, size_t n)
+{
+	if (d->st != SB_OK || !n)
+		return;
+	const double t0 = sb_cl_prof_begin(d);
+	const cl_int err = clEnqueueReadBuffer(d->q, src.buf->m, CL_TRUE, sizeof(float) * src.off,
+	                                       sizeof(float) * n, dst, 0, NULL, NULL);
+	if (err != CL_SUCCESS)
+		sb_cl_fail(d, sb_cl_status(d->dev, err, "downloading"));
+	sb_cl_prof_end(d, P_DOWNLOAD, t0, 0.0);
+}
+
+static sb_status cl_finish(sb_bdev *d)
+{
+	const cl_int err = clFinish(d->q);
+	if (err != CL_SUCCESS)
+		sb_cl_fail(d, sb_cl_status(d->dev, err, "waiting for the device"));
+	return d->st;
+}
+
+static sb_status cl_status(const sb_bdev *d)
+{
+	return d->st;
+}
+
+static void cl_clear(sb_bdev *d)
+{
+	d->st = SB_OK;
+}
+
+static void cl_set_profiling(sb_bdev *d, int on)
+{
+	d->profiling = on;
+	memset(d->prof_calls, 0, sizeof d->prof_calls);
+	memset(d->prof_s, 0, sizeof d->prof_s);
+	memset(d->prof_flops, 0, sizeof d->prof_flops);
+}
+
+static int cl_profile(const sb_bdev *d, sb_prof_entry *out, int max)
+{
+	return sb_prof_collect(d->prof_calls, d->prof_s, d->prof_flops, sb_cl_op_names, P_COUNT, out,
+	                       max);
+}
+
+static const char *cl_describe(const sb_bdev *d)
+{
+	return d->built ? sb_cl_gemm_name(d->gemm) : sb_cl_gemm_name(sb_cl_blas_available()
+	                                                                  ? SB_CL_GEMM_CLBLAST
+	                                                                  : SB_CL_GEMM_OWN);
+}
+
+const sb_backend sb_backend_opencl_impl = {
+	.api = SB_BACKEND_API,
+	.name = "opencl",
+	.enumerate = sb_cl_enumerate,
+	.open = cl_open,
+	.close = cl_close,
+	.lost = cl_lost,
+	.begin_chunk = cl_begin_chunk,
+	.row_tile = cl_row_tile,
+	.batch = cl_batch,
+	.alloc = cl_alloc,
+	.wrap = cl_wrap,
+	.release = cl_release,
+	.upload = cl_upload,
+	.download = cl_download,
+	.finish = cl_finish,
+	.status = cl_status,
+	.clear = cl_clear,
+	.ops = &sb_cl_ops,
+	.classic = &sb_cl_classic_ops,
+	.set_profiling = cl_set_profiling,
+	.profile = cl_profile,
+	.describe = cl_describe,
+};

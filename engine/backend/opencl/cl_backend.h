@@ -1,0 +1,56 @@
+/* Inside the OpenCL backend: the device and buffer structs its files share (cl_backend.c,
+ * cl_ops.c, cl_classic.c, cl_enum.c). Nothing outside backend/opencl includes this.
+ */
+#ifndef SB_CL_BACKEND_H
+#define SB_CL_BACKEND_H
+
+#include "backend/backend_impl.h"
+#include "backend/opencl/cl_blas.h"
+#include "backend/opencl/cl_internal.h"
+
+struct sb_bbuf {
+	cl_mem m;
+	size_t n;       /* floats */
+};
+
+enum {
+	K_GEMM, K_BIAS_ACT, K_FILL_BIAS, K_BIAS_COLS, K_ADD, K_GLU, K_GLU_ADD, K_NORM_STATS,
+	K_GN_APPLY, K_GN_APPLY_TOKENS, K_LAYERNORM, K_SOFTMAX, K_SCALE_ADD, K_TRANSPOSE,
+	K_FTEN_TO_TOKENS, K_TOKENS_TO_FTEN, K_ADD_FREQ_EMB, K_IM2COL_TIME, K_CONVTR_GATHER,
+	K_COUNT,
+	P_UPLOAD = K_COUNT, P_DOWNLOAD, P_COPY, P_ZERO, P_COUNT /* profile entries beyond kernels */
+};
+
+struct sb_bdev {
+	sb_cl_device *dev;
+	cl_command_queue q;
+	const sb_logger *log;
+	sb_status st;           /* the first failure since clear() */
+	/* the operations' program (ops.cl), built at the first operation */
+	int built;
+	cl_program prog;
+	cl_kernel k[K_COUNT];
+	size_t red_wg;          /* work-group size of the reductions */
+	cl_mem stats;           /* per batch item mean and rstd of the norms */
+	size_t stats_n;
+	sb_cl_gemm_kind gemm;   /* CLBlast or the own kernel (cl_blas.h) */
+	int profiling;
+	long prof_calls[P_COUNT];
+	double prof_s[P_COUNT], prof_flops[P_COUNT];
+};
+
+extern const sb_ops sb_cl_ops;
+extern const sb_classic_ops sb_cl_classic_ops;
+extern const char *const sb_cl_op_names[P_COUNT];
+
+/* keeps the first failure of the current forward pass */
+void sb_cl_fail(sb_bdev *d, sb_status st);
+/* builds ops.cl and its kernels on first use; SB_OK when ready */
+sb_status sb_cl_ops_ready(sb_bdev *d);
+/* profiling around one step (cl_backend.c) */
+double sb_cl_prof_begin(sb_bdev *d);
+void sb_cl_prof_end(sb_bdev *d, int id, double t0, double flops);
+/* the devices of the ICD loader, for the registry (cl_enum.c) */
+sb_status sb_cl_enumerate(const sb_logger *log, sb_device_props *out, size_t cap, size_t *n);
+
+#endif

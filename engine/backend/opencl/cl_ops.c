@@ -1,0 +1,483 @@
+/* The OpenCL backend's operations (backend.h: sb_ops): one kernel of ops.cl per operation
+ * (matrix products through CLBlast where it serves, cl_blas.h), built through the device's
+ * kernel cache at the first operation. A failure is kept in the device and every later launch
+ * is skipped until clear(), so a model's forward pass reads as straight-line code and checks
+ * once at the end (and before every download, so nothing reads a half-computed buffer).
+ */
+#include "backend/opencl/cl_backend.h"
+
+#include "ops_cl.h" /* generated: the kernels' source */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const sb_cl_op_names[P_COUNT] = {
+	"gemm", "bias_act", "fill_bias", "bias_cols", "add", "glu", "glu_add", "norm_stats",
+	"gn_apply", "gn_apply_tokens", "layernorm", "softmax_rows", "scale_add", "transpose",
+	"ften_to_tokens", "tokens_to_ften", "add_freq_emb", "im2col_time", "convtr_gather",
+	"upload", "download", "copy", "zero",
+};
+
+void sb_cl_fail(sb_bdev *d, sb_status st)
+{
+	if (d->st == SB_OK)
+		d->st = st;
+}
+
+static void fail(sb_bdev *c, cl_int err, const char *what)
+{
+	if (c->st == SB_OK)
+		c->st = sb_cl_status(c->dev, err, what);
+}
+
+/* ---- arguments ---- */
+
+typedef struct {
+	sb_bdev *c;
+	cl_kernel k;
+	int id;
+	double flops; /* for the profile (matrix products) */
+	cl_uint i;
+	cl_int err;
+} kargs;
+
+static kargs args(sb_bdev *c, int kernel)
+{
+	if (sb_cl_ops_ready(c) != SB_OK) {
+		kargs none = {c, NULL, kernel, 0.0, 0, CL_INVALID_KERNEL};
+		return none;
+	}
+	kargs a = {c, c->k[kernel], kernel, 0.0, 0, CL_SUCCESS};
+	return a;
+}
+
+/* ---- profiling: the queue drained around each step, wall time per entry ---- */
+
+static void set(kargs *a, size_t size, const void *p)
+{
+	if (a->err == CL_SUCCESS)
+		a->err = clSetKernelArg(a->k, a->i, size, p);
+	a->i++;
+}
+
+static void a_db(kargs *a, sb_dv b)
+{
+	cl_ulong off = b.off;
+	cl_mem m = b.buf ? b.buf->m : NULL;
+	set(a, sizeof m, &m);
+	set(a, sizeof off, &off);
+}
+
+static void a_i32(kargs *a, int v)
+{
+	cl_int x = v;
+	set(a, sizeof x, &x);
+}
+
+static void a_i64(kargs *a, long v)
+{
+	cl_long x = v;
+	set(a, sizeof x, &x);
+}
+
+static void a_u64(kargs *a, size_t v)
+{
+	cl_ulong x = v;
+	set(a, sizeof x, &x);
+}
+
+static void a_f32(kargs *a, float v)
+{
+	cl_float x = v;
+	set(a, sizeof x, &x);
+}
+
+static void a_mem(kargs *a, cl_mem m)
+{
+	set(a, sizeof m, &m);
+}
+
+static size_t round_up(size_t n, size_t m)
+{
+	return (n + m - 1) / m * m;
+}
+
+/* Enqueue with global sizes rounded up to the local ones (NULL local: 1-D, 256). */
+static void run(kargs *a, cl_uint dims, const size_t *global, const size_t *local)
+{
+	sb_bdev *c = a->c;
+	if (c->st != SB_OK)
+		return;
+	if (a->err != CL_SUCCESS) {
+		fail(c, a->err, "setting kernel arguments");
+		return;
+	}
+	size_t g[3], l[3] = {256, 1, 1};
+	for (cl_uint d = 0; d < dims; d++) {
+		if (local)
+			l[d] = local[d];
+		g[d] = round_up(global[d] ? global[d] : 1, l[d]);
+	}
+	const double t0 = sb_cl_prof_begin(c);
+	const cl_int err = clEnqueueNDRangeKernel(c->q, a->k, dims, NULL, g, l, 0, NULL, NULL);
+	if (err != CL_SUCCESS)
+		fail(c, err, "enqueueing a kernel");
+	sb_cl_prof_end(c, a->id, t0, a->flops);
+}
+
+/* ---- kernels ---- */
+
+static void gemm_one(sb_bdev *c, int M, int N, int K, float alpha, sb_dv A, int lda, long sa,
+                     sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C, int ldc, long sc,
+                     int batch)
+{
+	if (c->gemm == SB_CL_GEMM_CLBLAST) {
+		const double t0 = sb_cl_prof_begin(c);
+		const sb_status st = sb_cl_sgemm(c->dev, M, N, K, alpha, A.buf->m, A.off, lda, sa,
+		                                 B.buf->m, B.off, ldb, sb, tb, beta, C.buf->m, C.off,
+		                                 ldc, sc, batch);
+		sb_cl_prof_end(c, K_GEMM, t0, 2.0 * M * N * K * batch);
+		if (st == SB_OK)
+			return;
+		if (st != SB_ERR_UNSUPPORTED) {
+			c->st = st;
+			return;
+		}
+		/* CLBlast refused (logged): the own kernel from now on, still on this device */
+		sb_log(c->log, SB_LOG_WARNING, "matrix products through the own kernel from now on");
+		c->gemm = SB_CL_GEMM_OWN;
+	}
+	kargs a = args(c, K_GEMM);
+	a_i32(&a, M);
+	a_i32(&a, N);
+	a_i32(&a, K);
+	a_f32(&a, alpha);
+	a_db(&a, A);
+	a_i32(&a, lda);
+	a_i64(&a, sa);
+	a_db(&a, B);
+	a_i32(&a, ldb);
+	a_i64(&a, sb);
+	a_i32(&a, tb);
+	a_f32(&a, beta);
+	a_db(&a, C);
+	a_i32(&a, ldc);
+	a_i64(&a, sc);
+	const size_t g[3] = {(size_t)(N + 63) / 64 * 16, (size_t)(M + 63) / 64 * 16, (size_t)batch};
+	const size_t l[3] = {16, 16, 1};
+	a.flops = 2.0 * M * N * K * batch;
+	run(&a, 3, g, l);
+}
+
+/* the second batch level: one strided-batched product per item of it */
+static void op_gemm(sb_bdev *c, int M, int N, int K, float alpha, sb_dv A, int lda, long sa,
+                    sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C, int ldc, long sc,
+                    int batch, int batch2, long sa2, long sb2, long sc2)
+{
+	if (M <= 0 || N <= 0 || batch <= 0 || batch2 <= 0 || c->st != SB_OK)
+		return;
+	if (sb_cl_ops_ready(c) != SB_OK)
+		return;
+	for (int j = 0; j < batch2 && c->st == SB_OK; j++)
+		gemm_one(c, M, N, K, alpha, sb_dv_at(A, (size_t)(j * sa2)), lda, sa,
+		         sb_dv_at(B, (size_t)(j * sb2)), ldb, sb, tb, beta,
+		         sb_dv_at(C, (size_t)(j * sc2)), ldc, sc, batch);
+}
+
+static void op_bias_act(sb_bdev *c, sb_dv x, size_t n, int C, int T, sb_dv b, int act)
+{
+	kargs a = args(c, K_BIAS_ACT);
+	a_db(&a, x);
+	a_u64(&a, n);
+	a_i32(&a, C);
+	a_i32(&a, T);
+	a_db(&a, b);
+	a_i32(&a, act);
+	run(&a, 1, &n, NULL);
+}
+
+static void op_fill_bias(sb_bdev *c, sb_dv x, size_t n, int C, int T, sb_dv b)
+{
+	kargs a = args(c, K_FILL_BIAS);
+	a_db(&a, x);
+	a_u64(&a, n);
+	a_i32(&a, C);
+	a_i32(&a, T);
+	a_db(&a, b);
+	run(&a, 1, &n, NULL);
+}
+
+static void op_bias_cols(sb_bdev *c, sb_dv x, size_t n, int cols, sb_dv b, int act)
+{
+	kargs a = args(c, K_BIAS_COLS);
+	a_db(&a, x);
+	a_u64(&a, n);
+	a_i32(&a, cols);
+	a_db(&a, b);
+	a_i32(&a, act);
+	run(&a, 1, &n, NULL);
+}
+
+static void op_add(sb_bdev *c, sb_dv x, sb_dv y, size_t n)
+{
+	kargs a = args(c, K_ADD);
+	a_db(&a, x);
+	a_db(&a, y);
+	a_u64(&a, n);
+	run(&a, 1, &n, NULL);
+}
+
+static void op_glu(sb_bdev *c, sb_dv z, long zstride, sb_dv out, long ostride, int CT,
+                   int batch)
+{
+	kargs a = args(c, K_GLU);
+	a_db(&a, z);
+	a_i64(&a, zstride);
+	a_db(&a, out);
+	a_i64(&a, ostride);
+	a_i32(&a, CT);
+	const size_t g[2] = {(size_t)CT, (size_t)batch}, l[2] = {256, 1};
+	run(&a, 2, g, l);
+}
+
+static void op_glu_add(sb_bdev *c, sb_dv x, long xstride, sb_dv z, long zstride, int CT,
+                       int T, sb_dv scale, int batch)
+{
+	kargs a = args(c, K_GLU_ADD);
+	a_db(&a, x);
+	a_i64(&a, xstride);
+	a_db(&a, z);
+	a_i64(&a, zstride);
+	a_i32(&a, CT);
+	a_i32(&a, T);
+	a_db(&a, scale);
+	const size_t g[2] = {(size_t)CT, (size_t)batch}, l[2] = {256, 1};
+	run(&a, 2, g, l);
+}
+
+/* the stats buffer holds mean and rstd for every batch item of the current norm */
+static void need_stats(sb_bdev *c, size_t items)
+{
+	if (c->st != SB_OK || c->stats_n >= items)
+		return;
+	if (c->stats)
+		clReleaseMemObject(c->stats);
+	c->stats = NULL;
+	c->stats_n = 0;
+	const size_t n = items < 4096 ? 4096 : items;
+	sb_status st = sb_cl_device_alloc(c->dev, sizeof(float) * 2 * n, CL_MEM_READ_WRITE, &c->stats);
+	if (st != SB_OK)
+		c->st = st;
+	else
+		c->stats_n = n;
+}
+
+static void stats(sb_bdev *c, sb_dv x, long stride, long n, int batch)
+{
+	need_stats(c, (size_t)batch);
+	kargs a = args(c, K_NORM_STATS);
+	a_db(&a, x);
+	a_i64(&a, stride);
+	a_i64(&a, n);
+	a_mem(&a, c->stats);
+	const size_t g = (size_t)batch * c->red_wg, l = c->red_wg;
+	run(&a, 1, &g, &l);
+}
+
+static void op_groupnorm(sb_bdev *c, sb_dv x, long stride, int C, int T, int batch,
+                         sb_dv w, sb_dv b, int act)
+{
+	const int CT = C * T;
+	stats(c, x, stride, CT, batch);
+	kargs a = args(c, K_GN_APPLY);
+	a_db(&a, x);
+	a_i64(&a, stride);
+	a_i32(&a, CT);
+	a_i32(&a, T);
+	a_mem(&a, c->stats);
+	a_db(&a, w);
+	a_db(&a, b);
+	a_i32(&a, act);
+	const size_t g[2] = {(size_t)CT, (size_t)batch}, l[2] = {256, 1};
+	run(&a, 2, g, l);
+}
+
+static void op_groupnorm_tokens(sb_bdev *c, sb_dv x, size_t n, int D, sb_dv w, sb_dv b)
+{
+	const size_t total = n * (size_t)D;
+	stats(c, x, 0, (long)total, 1);
+	kargs a = args(c, K_GN_APPLY_TOKENS);
+	a_db(&a, x);
+	a_u64(&a, total);
+	a_i32(&a, D);
+	a_mem(&a, c->stats);
+	a_db(&a, w);
+	a_db(&a, b);
+	run(&a, 1, &total, NULL);
+}
+
+static void op_layernorm(sb_bdev *c, sb_dv x, sb_dv out, size_t n, int D, sb_dv w, sb_dv b)
+{
+	kargs a = args(c, K_LAYERNORM);
+	a_db(&a, x);
+	a_db(&a, out);
+	a_i32(&a, D);
+	a_db(&a, w);
+	a_db(&a, b);
+	const size_t g = n * c->red_wg, l = c->red_wg;
+	run(&a, 1, &g, &l);
+}
+
+static void op_softmax(sb_bdev *c, sb_dv x, size_t rows, int n)
+{
+	kargs a = args(c, K_SOFTMAX);
+	a_db(&a, x);
+	a_i32(&a, n);
+	const size_t g = rows * c->red_wg, l = c->red_wg;
+	run(&a, 1, &g, &l);
+}
+
+static void op_scale_add(sb_bdev *c, sb_dv x, sb_dv y, sb_dv g, size_t n, int D)
+{
+	kargs a = args(c, K_SCALE_ADD);
+	a_db(&a, x);
+	a_db(&a, y);
+	a_db(&a, g);
+	a_u64(&a, n);
+	a_i32(&a, D);
+	run(&a, 1, &n, NULL);
+}
+
+static void op_transpose(sb_bdev *c, sb_dv in, sb_dv out, int R, int Cc)
+{
+	kargs a = args(c, K_TRANSPOSE);
+	a_db(&a, in);
+	a_db(&a, out);
+	a_i32(&a, R);
+	a_i32(&a, Cc);
+	const size_t g[2] = {(size_t)Cc, (size_t)R}, l[2] = {16, 16};
+	run(&a, 2, g, l);
+}
+
+static void op_rows_tokens(sb_bdev *c, sb_dv x, sb_dv out, int Fr, int C, int T, int back)
+{
+	kargs a = args(c, back ? K_TOKENS_TO_FTEN : K_FTEN_TO_TOKENS);
+	a_db(&a, x);
+	a_db(&a, out);
+	a_i32(&a, Fr);
+	a_i32(&a, C);
+	a_i32(&a, T);
+	const size_t g[3] = {(size_t)T, (size_t)C, (size_t)Fr}, l[3] = {64, 1, 1};
+	run(&a, 3, g, l);
+}
+
+static void op_add_row_channel(sb_bdev *c, sb_dv x, int F, int C, int T, sb_dv emb)
+{
+	kargs a = args(c, K_ADD_FREQ_EMB);
+	a_db(&a, x);
+	a_i32(&a, C);
+	a_i32(&a, T);
+	a_db(&a, emb);
+	const size_t g[3] = {(size_t)T, (size_t)C, (size_t)F}, l[3] = {64, 1, 1};
+	run(&a, 3, g, l);
+}
+
+static void op_im2col(sb_bdev *c, sb_dv x, long lin, int cin, sb_dv col, long lout)
+{
+	kargs a = args(c, K_IM2COL_TIME);
+	a_db(&a, x);
+	a_i64(&a, lin);
+	a_db(&a, col);
+	a_i64(&a, lout);
+	const size_t g[2] = {(size_t)lout, (size_t)cin * 8}, l[2] = {256, 1};
+	run(&a, 2, g, l);
+}
+
+static void op_convtr(sb_bdev *c, sb_dv p, long lin, int cout, long length, sb_dv b,
+                      int act, sb_dv out)
+{
+	kargs a = args(c, K_CONVTR_GATHER);
+	a_db(&a, p);
+	a_i64(&a, lin);
+	a_i32(&a, cout);
+	a_i64(&a, length);
+	a_db(&a, b);
+	a_i32(&a, act);
+	a_db(&a, out);
+	const size_t g[2] = {(size_t)length, (size_t)cout}, l[2] = {256, 1};
+	run(&a, 2, g, l);
+}
+
+static void op_zero(sb_bdev *c, sb_dv x, size_t n)
+{
+	if (c->st != SB_OK || !n)
+		return;
+	const double t0 = sb_cl_prof_begin(c);
+	const cl_float zero = 0.f;
+	const cl_int err = clEnqueueFillBuffer(c->q, x.buf->m, &zero, sizeof zero,
+	                                       sizeof(float) * x.off, sizeof(float) * n, 0, NULL,
+	                                       NULL);
+	if (err != CL_SUCCESS)
+		fail(c, err, "clearing a buffer");
+	sb_cl_prof_end(c, P_ZERO, t0, 0.0);
+}
+
+static void op_copy(sb_bdev *c, sb_dv dst, sb_dv src, size_t n)
+{
+	if (c->st != SB_OK || !n)
+		return;
+	const double t0 = sb_cl_prof_begin(c);
+	const cl_int err = clEnqueueCopyBuffer(c->q, src.buf->m, dst.buf->m, sizeof(float) * src.off,
+	                                       sizeof(float) * dst.off, sizeof(float) * n, 0, NULL,
+	                                       NULL);
+	if (err != CL_SUCCESS)
+		fail(c, err, "copying");
+	sb_cl_prof_end(c, P_COPY, t0, 0.0);
+}
+
+sb_status sb_cl_ops_ready(sb_bdev *c)
+{
+	if (c->built)
+		return c->prog ? SB_OK : SB_ERR_DEVICE;
+	c->built = 1;
+	cl_device_id id = sb_cl_device_id(c->dev);
+	size_t max_wg = 256;
+	clGetDeviceInfo(id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof max_wg, &max_wg, NULL);
+	c->red_wg = 256;
+	while (c->red_wg > max_wg)
+		c->red_wg /= 2;
+	if (max_wg < 256) {
+		sb_log(c->log, SB_LOG_ERROR, "the device's work-groups (%zu) are smaller than the "
+		       "16 x 16 of the matrix product", max_wg);
+		sb_cl_fail(c, SB_ERR_DEVICE);
+		return SB_ERR_DEVICE;
+	}
+	char opts[64];
+	snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DRED_WG=%zu", c->red_wg);
+	cl_program prog = NULL;
+	sb_status st = sb_cl_device_build(c->dev, "ops", (const char *)ops_cl, opts, &prog, NULL);
+	for (int i = 0; st == SB_OK && i < K_COUNT; i++)
+		st = sb_cl_device_kernel(c->dev, prog, sb_cl_op_names[i], &c->k[i]);
+	if (st != SB_OK) {
+		for (int i = 0; i < K_COUNT; i++)
+			if (c->k[i])
+				clReleaseKernel(c->k[i]);
+		memset(c->k, 0, sizeof c->k);
+		if (prog)
+			clReleaseProgram(prog);
+		sb_cl_fail(c, st);
+		return st;
+	}
+	c->prog = prog;
+	c->gemm = sb_cl_gemm_choose(c->dev);
+	sb_log(c->log, SB_LOG_INFO, "matrix products on %s through %s",
+	       sb_cl_device_props(c->dev)->label, sb_cl_gemm_name(c->gemm));
+	return SB_OK;
+}
+
+const sb_ops sb_cl_ops = {
+	op_gemm, op_zero, op_copy, op_bias_act, op_fill_bias, op_bias_cols, op_add, op_scale_add,
+	op_glu, op_glu_add, op_groupnorm, op_groupnorm_tokens, op_layernorm, op_softmax,
+	op_transpose, op_rows_tokens, op_add_row_channel, op_im2col, op_convtr,
+};

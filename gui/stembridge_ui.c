@@ -771,6 +771,7 @@ static void port_event(LV2UI_Handle handle, uint32_t port, uint32_t size, uint32
 		if (ui->ports[port] != v) ui->dirty = true;
 		ui->ports[port] = v;
 		sbui_set_port(&ui->model, port, v);
+		if (port == sb_port_time_left(ui->channels)) sbui_set_time_left(&ui->model, v);
 	} else if (format == ui->u.atom_eventTransfer && size >= sizeof(LV2_Atom)) {
 		const LV2_Atom* a = buffer;
 		if (a->type == ui->u.atom_Object && lv2_atom_total_size(a) <= size) {

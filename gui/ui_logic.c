@@ -21,22 +21,34 @@ void sbui_model_init(sbui_model* m, double sample_rate)
 {
 	memset(m, 0, sizeof *m);
 	m->device_out_port = -1.0f;
+	m->time_left_port = -1.0f;
 	m->model_port = (float)SB_MODEL_AUTO;
 	m->sample_rate = sample_rate > 0 ? sample_rate : 48000.0;
 }
 
-int sbui_device_count(const sbui_model* m) { return SB_DEVICE_FIRST_CL + m->n_devices; }
+int sbui_device_count(const sbui_model* m)
+{
+	return SB_DEVICE_FIRST_CL + m->n_devices + (m->n_devices > 0);
+}
 
 static int port_to_int(float v) { return (int)lrintf(v); }
+
+/* the port value of the i-th choice the button cycles through */
+static int device_choice(const sbui_model* m, int i)
+{
+	return i < SB_DEVICE_FIRST_CL + m->n_devices ? i : SB_DEVICE_ALL;
+}
 
 float sbui_device_step(const sbui_model* m, int dir)
 {
 	int n = sbui_device_count(m);
 	int cur = port_to_int(m->device_port);
-	if (cur < 0 || cur >= n) /* not present: next is Auto, back is the last listed */
-		return (float)(dir > 0 ? 0 : n - 1);
-	int next = ((cur + (dir > 0 ? 1 : -1)) % n + n) % n;
-	return (float)next;
+	int at = -1;
+	for (int i = 0; i < n; i++)
+		if (device_choice(m, i) == cur) at = i;
+	if (at < 0) /* not present: next is Auto, back is the last listed */
+		return (float)device_choice(m, dir > 0 ? 0 : n - 1);
+	return (float)device_choice(m, ((at + (dir > 0 ? 1 : -1)) % n + n) % n);
 }
 
 static const sbui_device* device_at(const sbui_model* m, int v)
@@ -53,6 +65,8 @@ void sbui_device_label(const sbui_model* m, float port_value, char* out, int siz
 		snprintf(out, (size_t)size, "Auto");
 	else if (v == SB_DEVICE_CPU)
 		snprintf(out, (size_t)size, "CPU");
+	else if (v == SB_DEVICE_ALL)
+		snprintf(out, (size_t)size, "All devices");
 	else if (d)
 		snprintf(out, (size_t)size, "%s", d->name[0] ? d->name : d->key);
 	else if (!m->devices_known && v > SB_DEVICE_CPU)
@@ -71,6 +85,12 @@ void sbui_device_tooltip(const sbui_model* m, float port_value, char* out, int s
 	}
 	if (v == SB_DEVICE_CPU) {
 		snprintf(out, (size_t)size, "CPU: the native engine on the host's processor");
+		return;
+	}
+	if (v == SB_DEVICE_ALL) {
+		snprintf(out, (size_t)size,
+		         "All devices: every GPU and the CPU share each take, segment by segment; "
+		         "a faster device does more");
 		return;
 	}
 	if (!d && !m->devices_known) {
@@ -150,9 +170,21 @@ void sbui_stage_text(const sbui_model* m, char* out, int size)
 		break;
 	}
 	case SBUI_QUEUED: snprintf(out, (size_t)size, "Queued"); break;
-	case SBUI_SEPARATING:
-		snprintf(out, (size_t)size, "Separating %d %%", (int)lrintf(sbui_progress(m) * 100.0f));
+	case SBUI_SEPARATING: {
+		const int pct = (int)lrintf(sbui_progress(m) * 100.0f);
+		if (m->time_left_port >= 0.5f) {
+			long s = lrintf(m->time_left_port);
+			if (s >= 3600)
+				snprintf(out, (size_t)size, "Separating %d %%, %ld:%02ld:%02ld left", pct,
+				         s / 3600, s / 60 % 60, s % 60);
+			else
+				snprintf(out, (size_t)size, "Separating %d %%, %ld:%02ld left", pct, s / 60,
+				         s % 60);
+		} else {
+			snprintf(out, (size_t)size, "Separating %d %%", pct);
+		}
 		break;
+	}
 	case SBUI_WRITING: snprintf(out, (size_t)size, "Writing stems"); break;
 	case SBUI_DONE: snprintf(out, (size_t)size, "Done: %d stems", m->n_stems); break;
 	case SBUI_ERROR:
@@ -307,6 +339,8 @@ void sbui_set_port(sbui_model* m, uint32_t port, float value)
 	default: break;
 	}
 }
+
+void sbui_set_time_left(sbui_model* m, float seconds) { m->time_left_port = seconds; }
 
 void sbui_clear_devices(sbui_model* m)
 {

@@ -49,6 +49,7 @@ typedef struct {
 	float device_port;        /* the chosen device, SB_DEVICE_* numbering */
 	float state_port;         /* SB_STATE_* */
 	float progress_port;      /* 0..1 */
+	float time_left_port;     /* seconds until the separation is done; -1 not known */
 	float device_out_port;    /* device in use; -1 none */
 	float fallback_port;      /* 1 when the device in use is a fallback */
 	char device_in_use[SBUI_TEXT]; /* the plugin's label, reason included */
@@ -71,6 +72,8 @@ void sbui_model_init(sbui_model* m, double sample_rate);
 /* The number of entries the device button cycles through: Auto, CPU, each listed device.
  * A port value beyond the list (a preset from another machine) is shown as "not present";
  * stepping from it goes back into the list. Before the list arrives, only Auto and CPU. */
+/* How many choices the Device button cycles through: Auto, CPU, each listed device, and All
+ * devices once there is a device besides the CPU. */
 int sbui_device_count(const sbui_model* m);
 /* The port value after a click (dir +1) or a right-click / scroll down (dir -1); wraps. */
 float sbui_device_step(const sbui_model* m, int dir);
@@ -117,6 +120,8 @@ void sbui_set_install_status(sbui_model* m, const char* text);
 void sbui_set_port(sbui_model* m, uint32_t port, float value);
 void sbui_clear_devices(sbui_model* m);
 bool sbui_add_device(sbui_model* m, const sbui_device* d);
+/* The Time left output (its index differs between the mono and stereo plugins). */
+void sbui_set_time_left(sbui_model* m, float seconds);
 void sbui_clear_stems(sbui_model* m);
 bool sbui_add_stem(sbui_model* m, const char* path);
 void sbui_set_text(char* dst, const char* src, int len); /* len may be -1: NUL-terminated */

@@ -71,6 +71,7 @@ typedef struct {
 	sb_msg_kind kind;
 	int state;              /* SB_STATE_* */
 	float progress;
+	float time_left;        /* seconds, -1 not known */
 	int device;             /* SB_PORT_DEVICE_OUT numbering */
 	int fallback;
 	uint32_t jobs_done;
@@ -124,7 +125,7 @@ typedef struct sb_instance {
 	const LV2_Atom_Sequence *control;
 	LV2_Atom_Sequence *notify;
 	const float *ctl[SB_PORT_JOBS_DONE_OUT + 1];
-	float *out_state, *out_progress, *out_device, *out_fallback, *out_jobs;
+	float *out_state, *out_progress, *out_device, *out_fallback, *out_jobs, *out_time_left;
 	const float *in[2];
 	float *out[2];
 	const float *freewheel;
@@ -140,7 +141,7 @@ typedef struct sb_instance {
 	sb_block *rt_block;
 	uint32_t rt_take_serial;
 	int rt_state;
-	float rt_progress;
+	float rt_progress, rt_time_left;
 	int rt_device, rt_fallback;
 	uint32_t rt_jobs_done;
 	sb_audition *rt_audition;
@@ -208,7 +209,8 @@ typedef struct sb_instance {
 		bool made_root;         /* the take made the folder above it too */
 		unsigned stems;
 		int last_state;
-		float last_progress;
+		float last_progress, last_eta;
+		int last_n_devices;
 	} jobs[SB_MAX_JOBS];
 	uint32_t jobs_done;
 	int nrt_state, nrt_dev, nrt_fallback;
@@ -227,11 +229,11 @@ typedef struct sb_instance {
 		uint32_t serial;
 		char waits_for[64];
 	} waiting[SB_TAKES];
-	char nrt_dev_label[384];    /* the label of the device the last job ran on */
+	char nrt_dev_label[SB_TEXT];    /* the label of the device the last job ran on */
 	bool nrt_have_keys;         /* nrt_keys/nrt_names filled from the device table */
 	char nrt_keys[SB_DEVICE_N_CL][640];  /* stable key of Device k+1, "" when absent */
 	char nrt_names[SB_DEVICE_N_CL][384];
-	float nrt_progress;
+	float nrt_progress, nrt_time_left;
 	struct sb_instance *next;   /* service's list */
 } sb_instance;
 

@@ -164,6 +164,7 @@ static LV2_Handle instantiate(const LV2_Descriptor *d, double rate, const char *
 	self->nrt_device_port = -1;
 	self->rt_device = -1;
 	self->nrt_dev = -1;
+	self->rt_time_left = self->nrt_time_left = -1.0f;
 	self->nrt_model_port = -1;
 	atomic_init(&self->model_port, -1);
 	atomic_init(&self->audition_pending, NULL);
@@ -222,6 +223,8 @@ static void connect_port(LV2_Handle h, uint32_t port, void *data)
 			self->freewheel = data;
 		else if (port == SB_PORT_STEM_GUITAR_MONO || port == SB_PORT_STEM_PIANO_MONO)
 			self->ctl_stem_extra[port - SB_PORT_STEM_GUITAR_MONO] = data;
+		else if (port == SB_PORT_TIME_LEFT_MONO)
+			self->out_time_left = data;
 	} else {
 		if (port == SB_PORT_AUDIO_IN_1 || port == SB_PORT_AUDIO_IN_1 + 1)
 			self->in[port - SB_PORT_AUDIO_IN_1] = data;
@@ -231,6 +234,8 @@ static void connect_port(LV2_Handle h, uint32_t port, void *data)
 			self->freewheel = data;
 		else if (port == SB_PORT_STEM_GUITAR_STEREO || port == SB_PORT_STEM_PIANO_STEREO)
 			self->ctl_stem_extra[port - SB_PORT_STEM_GUITAR_STEREO] = data;
+		else if (port == SB_PORT_TIME_LEFT_STEREO)
+			self->out_time_left = data;
 	}
 }
 
@@ -671,6 +676,7 @@ SB_REALTIME static void read_status(sb_instance *self)
 			break;
 		self->rt_state = m->state;
 		self->rt_progress = m->progress;
+		self->rt_time_left = m->time_left;
 		self->rt_device = m->device;
 		self->rt_fallback = m->fallback;
 		self->rt_jobs_done = m->jobs_done;
@@ -846,6 +852,8 @@ SB_REALTIME static void run(LV2_Handle h, uint32_t n_frames)
 		*self->out_state = (float)(self->rt_recording ? SB_STATE_RECORDING : self->rt_state);
 	if (self->out_progress)
 		*self->out_progress = self->rt_progress;
+	if (self->out_time_left)
+		*self->out_time_left = self->rt_time_left;
 	if (self->out_device)
 		*self->out_device = (float)self->rt_device;
 	if (self->out_fallback)

@@ -165,6 +165,7 @@ static void post(sb_instance *self, sb_msg_kind kind, const char *text)
 	m.kind = kind;
 	m.state = self->nrt_state;
 	m.progress = self->nrt_progress;
+	m.time_left = self->nrt_time_left;
 	m.device = self->nrt_dev;
 	m.fallback = self->nrt_fallback;
 	m.jobs_done = self->jobs_done;
@@ -463,6 +464,7 @@ static void wait_for_install(sb_instance *self, ready_take *r, const char *name)
 		             name);
 		self->nrt_state = SB_STATE_QUEUED;
 		self->nrt_progress = 0.0f;
+		self->nrt_time_left = -1.0f;
 		post(self, SB_MSG_STATUS, NULL);
 		return;
 	}
@@ -577,11 +579,14 @@ static void start_take(sb_instance *self, ready_take *r)
 	self->jobs[slot].stems = stems;
 	self->jobs[slot].last_state = -1;
 	self->jobs[slot].last_progress = -1.0f;
+	self->jobs[slot].last_eta = -2.0f;
+	self->jobs[slot].last_n_devices = 0;
 	snprintf(self->jobs[slot].take, sizeof self->jobs[slot].take, "%s", take);
 	snprintf(self->jobs[slot].dir, sizeof self->jobs[slot].dir, "%s", dir);
 	self->jobs[slot].made_root = made_root;
 	self->nrt_state = SB_STATE_QUEUED;
 	self->nrt_progress = 0.0f;
+	self->nrt_time_left = -1.0f;
 	post(self, SB_MSG_STATUS, NULL);
 }
 
@@ -607,6 +612,7 @@ static void silent_take(sb_instance *self, const sb_take *t, int64_t frames)
 	lv2_log_warning(&self->logger, "stembridge: %s\n", msg);
 	self->nrt_state = SB_STATE_SILENT;
 	self->nrt_progress = 0.0f;
+	self->nrt_time_left = -1.0f;
 	post(self, SB_MSG_SILENT, msg);
 }
 
@@ -771,6 +777,28 @@ static void audition_load(sb_instance *self, int slot, char paths[SB_PLUGIN_STEM
 	audition_free(atomic_exchange(&self->audition_pending, a));
 }
 
+/* The devices a job runs on, in words: "CPU + Radeon RX 7900"; with shares: "CPU 5 segments +
+ * Radeon RX 7900 12 segments". */
+static void devices_text(const sb_job_progress *p, bool shares, char *out, size_t len)
+{
+	out[0] = '\0';
+	if (p->n_devices <= 1) {
+		snprintf(out, len, "%s", p->device_name);
+		return;
+	}
+	size_t at = 0;
+	for (int d = 0; d < p->n_devices && d < SB_JOB_MAX_DEVICES; d++) {
+		const sb_job_device *jd = &p->devices[d];
+		int w = shares ? snprintf(out + at, len - at, "%s%s %ld segment%s%s", d ? " + " : "",
+		                          jd->name, jd->done, jd->done == 1 ? "" : "s",
+		                          jd->dropped ? " (dropped)" : "")
+		               : snprintf(out + at, len - at, "%s%s", d ? " + " : "", jd->name);
+		if (w < 0 || (size_t)w >= len - at)
+			break;
+		at += (size_t)w;
+	}
+}
+
 static void poll_jobs(sb_instance *self, sb_engine *e)
 {
 	for (int i = 0; i < SB_MAX_JOBS; i++) {
@@ -782,23 +810,32 @@ static void poll_jobs(sb_instance *self, sb_engine *e)
 		int state = p.state == SB_JOB_QUEUED ? SB_STATE_QUEUED
 		          : p.state <= SB_JOB_WRITING ? SB_STATE_SEPARATING
 		          : p.state == SB_JOB_DONE ? SB_STATE_DONE : SB_STATE_ERROR;
-		const int dev = port_of_device_key(self, p.device_key);
-		if (state != self->jobs[i].last_state && p.device_id[0]) {
+		/* one device: its port value and name; several sharing the take: All devices, and
+		 * their names */
+		const int dev = p.n_devices > 1 ? SB_DEVICE_ALL : port_of_device_key(self, p.device_key);
+		if (p.device_id[0] && (state != self->jobs[i].last_state ||
+		                       p.n_devices != self->jobs[i].last_n_devices)) {
 			self->nrt_dev = dev;
 			self->nrt_fallback = p.fell_back;
-			char text[600];
-			snprintf(text, sizeof text, "%s%s", p.device_name,
-			         p.fell_back ? " (fallback)" : "");
-			snprintf(self->nrt_dev_label, sizeof self->nrt_dev_label, "%s", p.device_name);
+			char names[SB_TEXT];
+			devices_text(&p, false, names, sizeof names);
+			char text[SB_TEXT + 16];
+			snprintf(text, sizeof text, "%s%s", names, p.fell_back ? " (fallback)" : "");
+			snprintf(self->nrt_dev_label, sizeof self->nrt_dev_label, "%s", names);
+			self->jobs[i].last_n_devices = p.n_devices;
 			post(self, SB_MSG_DEVICE_IN_USE, text);
 		}
 		if (state == SB_STATE_QUEUED || state == SB_STATE_SEPARATING) {
+			const float eta = p.eta_s >= 0 ? (float)p.eta_s : -1.0f;
 			if (state != self->jobs[i].last_state ||
-			    p.fraction - self->jobs[i].last_progress >= 0.01) {
+			    p.fraction - self->jobs[i].last_progress >= 0.01 ||
+			    fabsf(eta - self->jobs[i].last_eta) >= 1.0f) {
 				self->nrt_state = state;
 				self->nrt_progress = (float)p.fraction;
+				self->nrt_time_left = eta;
 				self->jobs[i].last_state = state;
 				self->jobs[i].last_progress = (float)p.fraction;
+				self->jobs[i].last_eta = eta;
 				post(self, SB_MSG_STATUS, NULL);
 			}
 			continue;
@@ -816,16 +853,23 @@ static void poll_jobs(sb_instance *self, sb_engine *e)
 		self->jobs[i].active = false;
 		/* the device the job ended on, with the reason in words when it was a fallback */
 		if (r->fallback_reason[0]) {
-			char text[SB_TEXT];
+			char text[SB_TEXT + sizeof r->fallback_reason + 16];
 			snprintf(text, sizeof text, "%s (fallback: %s)", self->nrt_dev_label,
 			         r->fallback_reason);
 			self->nrt_fallback = 1;
+			post(self, SB_MSG_DEVICE_IN_USE, text);
+		}
+		/* a take several devices shared: each one's part, in words */
+		if (r->status == SB_OK && p.n_devices > 1 && !r->fallback_reason[0]) {
+			char text[SB_TEXT];
+			devices_text(&p, true, text, sizeof text);
 			post(self, SB_MSG_DEVICE_IN_USE, text);
 		}
 		if (r->status == SB_OK) {
 			self->jobs_done++;
 			self->nrt_state = SB_STATE_DONE;
 			self->nrt_progress = 1.0f;
+			self->nrt_time_left = 0.0f;
 			pthread_mutex_lock(&self->nrt_lock);
 			snprintf(self->nrt_manifest, sizeof self->nrt_manifest, "%s", r->manifest_path);
 			pthread_mutex_unlock(&self->nrt_lock);

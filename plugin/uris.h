@@ -127,8 +127,16 @@ typedef enum {
 #define SB_PORT_STEM_PIANO_MONO    (SB_N_PORTS_MONO + 2)
 #define SB_PORT_STEM_GUITAR_STEREO (SB_N_PORTS_STEREO + 1)
 #define SB_PORT_STEM_PIANO_STEREO  (SB_N_PORTS_STEREO + 2)
-#define SB_N_PORTS_ALL_MONO   (SB_N_PORTS_MONO + 3)
-#define SB_N_PORTS_ALL_STEREO (SB_N_PORTS_STEREO + 3)
+/* Then the time left of the separation running now (seconds, -1 not known). */
+#define SB_PORT_TIME_LEFT_MONO   (SB_N_PORTS_MONO + 3)
+#define SB_PORT_TIME_LEFT_STEREO (SB_N_PORTS_STEREO + 3)
+#define SB_N_PORTS_ALL_MONO   (SB_N_PORTS_MONO + 4)
+#define SB_N_PORTS_ALL_STEREO (SB_N_PORTS_STEREO + 4)
+
+static inline unsigned sb_port_time_left(int channels)
+{
+	return channels == 1 ? SB_PORT_TIME_LEFT_MONO : SB_PORT_TIME_LEFT_STEREO;
+}
 
 /* The stem toggle port of canonical stem s (0..5) in the plugin with 'channels' channels. */
 static inline unsigned sb_port_stem(int channels, int s)

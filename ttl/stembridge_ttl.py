@@ -92,7 +92,8 @@ WRITABLE = ["outputDir", "modelFile", "maxMinutes", "trackName"]
 READABLE = ["manifest", "deviceKey", "deviceName", "deviceInUse", "lastError", "timelineStart",
             "recordedFrames", "modelList", "installStatus"]
 
-DEVICE_POINTS = [("Auto", 0), ("CPU", 1)] + [(f"Device {k}", k + 1) for k in range(1, 9)]
+DEVICE_POINTS = ([("Auto", 0), ("CPU", 1)] + [(f"Device {k}", k + 1) for k in range(1, 9)] +
+                 [("All devices", 10)])
 MODEL_POINTS = [("Built-in", 0), ("HTDemucs", 1), ("HTDemucs fine-tuned", 2),
                 ("HTDemucs 6 stems", 3), ("Auto (best installed)", 4)]
 AUDITION_POINTS = [("Off", 0), ("Vocals", 1), ("Drums", 2), ("Bass", 3), ("Other", 4),
@@ -152,8 +153,9 @@ FIRST = [
            comment="Armed: each stretch the transport rolls is recorded as a take and separated "
                    "when it ends (stop, jump or disarm)."),
     enum("device", "Device", "in", 0, DEVICE_POINTS, group="recording",
-         comment="Where the separation runs: Auto (the best GPU, else the CPU), the CPU, or an "
-                 "OpenCL device in the order 'stembridge devices' lists them."),
+         comment="Where the separation runs: Auto (the best GPU, else the CPU; every GPU when "
+                 "there are several), the CPU, an OpenCL device in the order 'stembridge "
+                 "devices' lists them, or All devices (every GPU and the CPU share each take)."),
     enum("mode", "Mode", "in", 0, [("Parallel", 0), ("Sequential", 1)], group="recording",
          comment="Parallel: takes of several tracks run on several devices at once. "
                  "Sequential: one take at a time."),
@@ -175,7 +177,8 @@ FIRST = [
     control("progress", "Progress", "out", 0, 0, 1, group="status",
             comment="Progress of the separation running now.", extra=["units:unit units:coef"]),
     enum("device_in_use", "Device in use", "out", -1, [("None", -1)] + DEVICE_POINTS,
-         group="status", comment="The device the last job ran on."),
+         group="status", comment="The device the last job ran on (All devices: several shared "
+                                 "it; deviceInUse names them)."),
     toggle("fallback", "Fallback", 0, io="out", group="status",
            comment="On when the device in use is not the one asked for (missing, out of memory, "
                    "failed): the reason is in the log and the manifest."),
@@ -202,7 +205,9 @@ LAST = [
                    "models."),
     toggle("stem_piano", "Piano stem", 1, group="stems",
            comment="Six-stem models only (htdemucs_6s); ignored with a note for four-stem "
-                   "models."),
+                   "models."),    control("time_left", "Time left", "out", -1, -1, 86400, group="status",
+            comment="Seconds until the separation running now is done, from its rate so far; "
+                    "-1 while not known.", extra=["units:unit units:s"]),
 ]
 
 
@@ -273,7 +278,7 @@ def plugin_ttl(variant):
 	doap:shortdesc "Stem separation for recorded regions" ;
 	rdfs:comment "Records the region the transport plays while armed and separates it into stems (vocals, drums, bass, other; guitar and piano with six-stem models) on a GPU through OpenCL or on the CPU. The stems go to the host's session folder (Ardour) or the output folder, named after the track and the take, with a manifest and a stems.txt an importer reads." ;
 	doap:license <http://opensource.org/licenses/GPL-3.0> ;
-	lv2:minorVersion 4 ;
+	lv2:minorVersion 5 ;
 	lv2:microVersion 0 ;
 	# work:schedule starts the plugin's service thread when it is first needed
 	lv2:requiredFeature urid:map , work:schedule ;

@@ -25,7 +25,7 @@
 
 #include "io/stream.h"
 #include "io/temp_file.h"
-#include "jobs/engine.h"
+#include "io/format.h"
 
 #include <stdatomic.h>
 

@@ -313,7 +313,7 @@ sb_status sb_engine_new(const sb_engine_opts *opts, sb_engine **out)
 	e->dev = calloc(nd, sizeof *e->dev);
 	for (size_t i = 0; e->dev && i < nd; i++)
 		pthread_mutex_init(&e->dev[i].lock, NULL);
-	e->set = calloc(nd + (opts->n_devices ? opts->n_devices : 1), sizeof *e->set);
+	e->set = calloc(nd + 1, sizeof *e->set);
 	size_t np = 0;
 	while (opts->model_path && opts->model_path[np])
 		np++;
@@ -329,20 +329,22 @@ sb_status sb_engine_new(const sb_engine_opts *opts, sb_engine **out)
 		}
 	/* The device set for jobs without a device of their own. */
 	for (size_t i = 0; i < opts->n_devices; i++) {
-		sb_device_resolution r;
-		if (sb_devices_resolve(e->devices, opts->devices[i], &r) != SB_OK) {
-			sb_log(&e->opts.log, SB_LOG_ERROR, "unknown device '%s' (use auto, cpu, opencl:N)",
-			       opts->devices[i]);
+		sb_device_set ds;
+		if (sb_devices_resolve_set(e->devices, opts->devices[i], &ds) != SB_OK) {
+			sb_log(&e->opts.log, SB_LOG_ERROR,
+			       "unknown device '%s' (use auto, all, cpu, opencl:N)", opts->devices[i]);
 			sb_engine_free(e);
 			return SB_ERR_INVALID;
 		}
-		if (r.fell_back)
-			sb_log(&e->opts.log, SB_LOG_WARNING, "%s: using the CPU instead", r.reason);
-		int dup = 0;
-		for (size_t k = 0; k < e->n_set; k++)
-			dup |= e->set[k] == r.index;
-		if (!dup)
-			e->set[e->n_set++] = r.index;
+		for (size_t k = 0; k < ds.n; k++) {
+			if (ds.reason[k][0])
+				sb_log(&e->opts.log, SB_LOG_WARNING, "%s: using the CPU instead", ds.reason[k]);
+			int dup = 0;
+			for (size_t m = 0; m < e->n_set; m++)
+				dup |= e->set[m] == ds.index[k];
+			if (!dup && e->n_set < nd)
+				e->set[e->n_set++] = ds.index[k];
+		}
 	}
 	if (e->n_set == 0 && opts->mode == SB_MODE_PARALLEL)
 		for (size_t i = 0; i < nd; i++)

@@ -12,13 +12,13 @@
 #ifndef SB_ENGINE_H
 #define SB_ENGINE_H
 
+#include "io/format.h"
 #include "sb_common.h"
 
 typedef struct sb_engine sb_engine;
 typedef uint64_t sb_job_id;
 
 typedef enum { SB_MODE_PARALLEL = 0, SB_MODE_SEQUENTIAL } sb_mode;
-typedef enum { SB_FORMAT_WAV16 = 0, SB_FORMAT_WAV24, SB_FORMAT_WAVF32, SB_FORMAT_FLAC } sb_format;
 
 typedef struct {
 	sb_mode mode;

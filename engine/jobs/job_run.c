@@ -25,11 +25,36 @@
 #define SB_SILENT_INPUT_PEAK 3.1622777e-5 /* -90 dBFS */
 
 typedef struct {
+	char text[MAX_EVENTS][600];
+	const char *ptr[MAX_EVENTS];
+	int n;
+} event_log;
+
+static void event(event_log *ev, const sb_logger *log, sb_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void event(event_log *ev, const sb_logger *log, sb_log_level level, const char *fmt, ...)
+{
+	char buf[600];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	sb_log(log, level, "%s", buf);
+	if (ev->n < MAX_EVENTS) {
+		snprintf(ev->text[ev->n], sizeof ev->text[ev->n], "%s", buf);
+		ev->ptr[ev->n] = ev->text[ev->n];
+		ev->n++;
+	}
+}
+
+typedef struct {
 	const sb_job_env *env;
 	sb_job_progress p;
 	double lo, hi;     /* the separation's share of the whole job */
 	double t0, t_sep;  /* the job's start, the separation's */
 	double sep_frac;   /* the separation's own progress */
+	event_log *ev;     /* where a device that stopped mid-job is recorded */
+	const sb_logger *log;
 } progress_state;
 
 static void report(progress_state *ps, sb_job_state state, double fraction, const char *stage)
@@ -66,6 +91,8 @@ static void device_report(void *user, const sb_device_report *r)
 	if (r->dev < 0 || r->dev >= ps->p.n_devices)
 		return;
 	sb_job_device *d = &ps->p.devices[r->dev];
+	if (r->dropped != SB_OK && !d->dropped && ps->ev)
+		event(ps->ev, ps->log, SB_LOG_WARNING, "%s", r->reason ? r->reason : "a device failed");
 	d->done = r->done;
 	d->total = r->total;
 	d->busy_s = r->busy_s;
@@ -98,29 +125,6 @@ static void use_devices(progress_state *ps, const dev_plan *pl)
 		snprintf(jd->id, sizeof jd->id, "%s", pl->dev[i].props->id);
 		snprintf(jd->key, sizeof jd->key, "%s", pl->dev[i].props->key);
 		snprintf(jd->name, sizeof jd->name, "%s", pl->dev[i].props->label);
-	}
-}
-
-typedef struct {
-	char text[MAX_EVENTS][600];
-	const char *ptr[MAX_EVENTS];
-	int n;
-} event_log;
-
-static void event(event_log *ev, const sb_logger *log, sb_log_level level, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static void event(event_log *ev, const sb_logger *log, sb_log_level level, const char *fmt, ...)
-{
-	char buf[600];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof buf, fmt, ap);
-	va_end(ap);
-	sb_log(log, level, "%s", buf);
-	if (ev->n < MAX_EVENTS) {
-		snprintf(ev->text[ev->n], sizeof ev->text[ev->n], "%s", buf);
-		ev->ptr[ev->n] = ev->text[ev->n];
-		ev->n++;
 	}
 }
 
@@ -263,8 +267,8 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 	const sb_logger log_s = {capture_fn, &cap};
 	const sb_logger *log = &log_s;
 	const double t_start = sb_now();
-	progress_state ps = {env, {0}, 0.02, 0.97, 0, 0, 0};
 	event_log ev = {0};
+	progress_state ps = {env, {0}, 0.02, 0.97, 0, 0, 0, &ev, log};
 	sb_model *model = NULL;
 	sb_source *src = NULL;
 	sb_stem_writer *w = NULL;
@@ -327,6 +331,12 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 	st = sb_model_open(model_name, env->model_path, log, &model);
 	if (st != SB_OK)
 		goto fail;
+	if (pl.n > 1 && !model->info.shares_devices) {
+		event(&ev, log, SB_LOG_INFO, "%s runs on one device: %s", model->info.name,
+		      pl.dev[0].props->label);
+		pl.n = 1;
+		use_devices(&ps, &pl);
+	}
 	const unsigned model_stems = model->info.stems ? model->info.stems
 	                                               : (1u << SB_N_STEMS) - 1;
 	const unsigned stems = spec->stems ? spec->stems : model_stems;

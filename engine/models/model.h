@@ -58,6 +58,8 @@ typedef struct {
 	const char *stem_names[8];     /* SB_STEM_* order for 4-stem models */
 	unsigned stems;                /* mask of the canonical stems it makes (bit SB_STEM_*) */
 	int stems_sum;                 /* 1: the stems add back to the input by construction */
+	int shares_devices;            /* 1: separate() shares one file's work among every device
+	                                  of ctx; 0: it runs on the first */
 	int64_t default_chunk_frames;  /* input frames per chunk when ctx->chunk_frames is 0: where
 	                                  the job runner starts halving after a device OOM */
 } sb_model_info;

@@ -4,7 +4,8 @@ length and channel count, adding back to the input; devices listed by name; ever
 refused with one clear line on stderr, a non-zero exit, and nothing half-written left behind.
 
 usage: test_cli.py STEMBRIDGE GROUP [GOLDEN_DIR]
-GROUP: separate, formats, bad, devices, fallback, demucs, damaged, signals, commit, repeat
+GROUP: separate, formats, bad, devices, fallback, demucs, share, damaged, signals, commit,
+       repeat
 """
 import json
 import math
@@ -396,6 +397,86 @@ def group_demucs(tmp):
     check(used == {"opencl:0", "opencl:1"}, f"the two takes ran on {used}, not one per device")
 
 
+def rel_diff(a, b):
+    if len(a) != len(b):
+        return float("inf")
+    err = math.fsum((x - y) ** 2 for x, y in zip(a, b))
+    ref = math.fsum(y * y for y in b) or 1.0
+    return math.sqrt(err / ref)
+
+
+def run_on_terminal(args, env):
+    """Runs the CLI with stderr on a pseudo-terminal (as a person at a shell sees it)."""
+    import pty
+    master, slave = pty.openpty()
+    e = dict(os.environ)
+    e.update(env)
+    p = subprocess.Popen([EXE] + args, stdout=subprocess.DEVNULL, stderr=slave, env=e)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    return p.wait(timeout=600), out.decode("utf-8", "replace")
+
+
+def group_share(tmp):
+    """One 60 s file on the CPU and two OpenCL devices at once (PoCL): the manifest says how
+    many segments each did and for how long, the stems equal the one-device stems within 1e-4
+    relative, and a terminal shows a bar with the percent, the time left and each device's
+    segments."""
+    model = fixture_model()
+    rate, frames = 44100, 44100 * 60
+    inp = os.path.join(tmp, "song.wav")
+    wavio.write_wav(inp, wavio.test_signal(frames, 2, rate, seed=3), 2, rate, fmt="float")
+    env = {"POCL_DEVICES": "pthread pthread"}
+    one, three = os.path.join(tmp, "one"), os.path.join(tmp, "three")
+    p = run(["separate", inp, "-o", one, "--model", model, "--device", "cpu", "-q"], env=env)
+    check(p.returncode == 0, f"one device: exit {p.returncode}: {p.stderr}")
+    code, term = run_on_terminal(["separate", inp, "-o", three, "--model", model, "--device",
+                                  "cpu,opencl:0,opencl:1"], env)
+    check(code == 0, f"three devices: exit {code}: {term[-2000:]}")
+    frames_drawn = term.split("\r")
+    check(any("%" in f and " left" in f and "files" in f for f in frames_drawn),
+          f"the bar never showed a percent and the time left: {term[-1500:]!r}")
+    check(any(all(f" {d} " in f + " " for d in ("cpu", "opencl:0", "opencl:1"))
+              for f in frames_drawn),
+          f"the bar never showed each device's segments: {term[-1500:]!r}")
+    m1 = json.load(open(os.path.join(one, "song", "manifest.json")))
+    m3 = json.load(open(os.path.join(three, "song", "manifest.json")))
+    total = sum(d["segments"] for d in m1["device"]["devices"])
+    devs = m3["device"]["devices"]
+    check([d["id"] for d in devs] == ["cpu", "opencl:0", "opencl:1"],
+          f"manifest devices {[d['id'] for d in devs]}")
+    check(all(d["segments"] > 0 and d["seconds"] > 0 and not d["dropped"] for d in devs),
+          f"every device must do some of the song: {devs}")
+    check(sum(d["segments"] for d in devs) == total > 0,
+          f"segments {[d['segments'] for d in devs]} against {total} on one device")
+    check(m3["device"]["requested"] == "cpu,opencl:0,opencl:1" and not m3["device"]["fell_back"],
+          f"manifest device {m3['device']}")
+    for s in STEMS:
+        a, _, _, _, _ = wavio.read_wav(os.path.join(three, "song", s + ".wav"))
+        b, _, _, _, _ = wavio.read_wav(os.path.join(one, "song", s + ".wav"))
+        e = rel_diff(a, b)
+        check(e < 1e-4, f"{s}: three devices differ from one by {e:.2e} relative")
+    # plain lines when stderr is not a terminal: the time left, never a bare 0 %
+    pl = run(["separate", inp, "-o", os.path.join(tmp, "plain"), "--model", model, "--device",
+              "cpu,opencl:0,opencl:1", "--batch", "2"], env=env)
+    check(pl.returncode == 0 and "progress: 100% (1/1 files)" in pl.stderr and
+          " left" in pl.stderr and "\r" not in pl.stderr, f"plain progress: {pl.stderr!r}")
+    mb = json.load(open(os.path.join(tmp, "plain", "song", "manifest.json")))
+    check(sum(d["segments"] for d in mb["device"]["devices"]) == total,
+          f"--batch 2: segments {mb['device']['devices']}")
+    bad = run(["separate", inp, "-o", os.path.join(tmp, "bad"), "--batch", "0"])
+    check(bad.returncode == 2 and "--batch" in bad.stderr, f"--batch 0: {bad.stderr}")
+
+
 def temp_files(d):
     """Files of the engine's temporary naming (.<name>.part-<pid>-XXXXXX) under d."""
     return [f for f in files_under(d) if ".part-" in os.path.basename(f)]
@@ -695,7 +776,7 @@ def group_repeat(tmp):
 
 GROUPS = {"damaged": group_damaged, "signals": group_signals, "commit": group_commit,
           "repeat": group_repeat, "demucs": group_demucs, "separate": group_separate, "formats": group_formats, "bad": group_bad,
-          "devices": group_devices, "fallback": group_fallback}
+          "devices": group_devices, "fallback": group_fallback, "share": group_share}
 
 with tempfile.TemporaryDirectory(prefix="sb-cli-") as tmp:
     # the machine's installed models and catalogue stay out: 'auto' is the built-in model here

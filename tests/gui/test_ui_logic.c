@@ -85,19 +85,22 @@ static void test_with_devices(void)
 	sbui_device a = gpu("NVIDIA H100 80GB HBM3", "NVIDIA CUDA", (int64_t)80 << 30, 132);
 	sbui_device b = gpu("Radeon RX 7900", "AMD APP", (int64_t)24 << 30, 96);
 	CHECK(sbui_add_device(&m, &a) && sbui_add_device(&m, &b), "add");
-	CHECK(sbui_device_count(&m) == 4, "count %d", sbui_device_count(&m));
-	/* click: Auto, CPU, then each device by name, then around */
-	float seen[5];
-	walk(&m, +1, 5, seen);
-	CHECK(seen[0] == 1 && seen[1] == 2 && seen[2] == 3 && seen[3] == 0 && seen[4] == 1,
-	      "click order %g %g %g %g %g", seen[0], seen[1], seen[2], seen[3], seen[4]);
+	CHECK(sbui_device_count(&m) == 5, "count %d", sbui_device_count(&m));
+	/* click: Auto, CPU, then each device by name, All devices, then around */
+	float seen[6];
+	walk(&m, +1, 6, seen);
+	CHECK(seen[0] == 1 && seen[1] == 2 && seen[2] == 3 && seen[3] == SB_DEVICE_ALL &&
+	      seen[4] == 0 && seen[5] == 1, "click order %g %g %g %g %g %g", seen[0], seen[1],
+	      seen[2], seen[3], seen[4], seen[5]);
 	CHECK(!strcmp(label(&m, 2), "NVIDIA H100 80GB HBM3"), "%s", label(&m, 2));
 	CHECK(!strcmp(label(&m, 3), "Radeon RX 7900"), "%s", label(&m, 3));
+	CHECK(!strcmp(label(&m, SB_DEVICE_ALL), "All devices"), "%s", label(&m, SB_DEVICE_ALL));
 	/* right-click / scroll: back, around the other way */
 	sbui_set_port(&m, SB_PORT_DEVICE, 0);
-	walk(&m, -1, 4, seen);
-	CHECK(seen[0] == 3 && seen[1] == 2 && seen[2] == 1 && seen[3] == 0,
-	      "back order %g %g %g %g", seen[0], seen[1], seen[2], seen[3]);
+	walk(&m, -1, 5, seen);
+	CHECK(seen[0] == SB_DEVICE_ALL && seen[1] == 3 && seen[2] == 2 && seen[3] == 1 &&
+	      seen[4] == 0, "back order %g %g %g %g %g", seen[0], seen[1], seen[2], seen[3],
+	      seen[4]);
 	/* hover: every detail the issue names */
 	char tip[1024];
 	sbui_device_tooltip(&m, 2, tip, sizeof tip);
@@ -106,6 +109,8 @@ static void test_with_devices(void)
 	      strstr(tip, "580.1"), "tooltip '%s'", tip);
 	sbui_device_tooltip(&m, 0, tip, sizeof tip);
 	CHECK(strstr(tip, "Auto"), "auto tooltip '%s'", tip);
+	sbui_device_tooltip(&m, SB_DEVICE_ALL, tip, sizeof tip);
+	CHECK(strstr(tip, "every GPU and the CPU"), "all devices tooltip '%s'", tip);
 	/* a device without a name shows its key rather than nothing */
 	sbui_device c = gpu("", "PoCL", -1, -1);
 	sbui_add_device(&m, &c);
@@ -117,19 +122,20 @@ static void test_with_devices(void)
 	sbui_set_port(&m, SB_PORT_DEVICE, 7);
 	CHECK(!strcmp(label(&m, 7), "Device 6 (not present)"), "%s", label(&m, 7));
 	CHECK(sbui_device_step(&m, +1) == 0, "next from missing: %g", sbui_device_step(&m, +1));
-	CHECK(sbui_device_step(&m, -1) == 4, "back from missing: %g", sbui_device_step(&m, -1));
+	CHECK(sbui_device_step(&m, -1) == SB_DEVICE_ALL, "back from missing: %g",
+	      sbui_device_step(&m, -1));
 
 	/* a list longer than the port's range is cut at Device 8 */
 	sbui_clear_devices(&m);
 	int added = 0;
 	for (int i = 0; i < 10; i++)
 		added += sbui_add_device(&m, &a);
-	CHECK(added == SBUI_MAX_DEVICES && sbui_device_count(&m) == SB_DEVICE_FIRST_CL + 8,
+	CHECK(added == SBUI_MAX_DEVICES && sbui_device_count(&m) == SB_DEVICE_FIRST_CL + 8 + 1,
 	      "added %d", added);
 	/* a new list replaces the old one */
 	sbui_clear_devices(&m);
 	sbui_add_device(&m, &b);
-	CHECK(sbui_device_count(&m) == 3 && !strcmp(label(&m, 2), "Radeon RX 7900"), "replaced");
+	CHECK(sbui_device_count(&m) == 4 && !strcmp(label(&m, 2), "Radeon RX 7900"), "replaced");
 }
 
 static void stage(const sbui_model *m, char *out)
@@ -168,6 +174,16 @@ static void test_stage_from_ports(void)
 	stage(&m, s);
 	CHECK(!strcmp(s, "Separating 42 %") && sbui_progress(&m) > 0.41f && sbui_progress(&m) < 0.43f,
 	      "'%s' %g", s, sbui_progress(&m));
+	/* the plugin's Time left output, once the job has a rate */
+	sbui_set_time_left(&m, 83.4f);
+	stage(&m, s);
+	CHECK(!strcmp(s, "Separating 42 %, 1:23 left"), "'%s'", s);
+	sbui_set_time_left(&m, 3725.0f);
+	stage(&m, s);
+	CHECK(!strcmp(s, "Separating 42 %, 1:02:05 left"), "'%s'", s);
+	sbui_set_time_left(&m, -1.0f); /* not known yet */
+	stage(&m, s);
+	CHECK(!strcmp(s, "Separating 42 %"), "'%s'", s);
 	sbui_set_port(&m, SB_PORT_PROGRESS_OUT, 1.0f);
 	stage(&m, s);
 	CHECK(!strcmp(s, "Writing stems") && sbui_progress(&m) == 1.0f, "'%s'", s);
@@ -240,7 +256,11 @@ static void test_port_events(void)
 	 * from there */
 	sbui_set_port(&m, SB_PORT_DEVICE, 2);
 	CHECK(!strcmp(label(&m, m.device_port), "GPU A"), "%s", label(&m, m.device_port));
-	CHECK(sbui_device_step(&m, +1) == 0, "next after host change %g", sbui_device_step(&m, 1));
+	CHECK(sbui_device_step(&m, +1) == SB_DEVICE_ALL, "next after host change %g",
+	      sbui_device_step(&m, 1));
+	sbui_set_port(&m, SB_PORT_DEVICE, SB_DEVICE_ALL);
+	CHECK(sbui_device_step(&m, +1) == 0, "next after All devices %g", sbui_device_step(&m, 1));
+	sbui_set_port(&m, SB_PORT_DEVICE, 2);
 	/* hosts send floats: 1.9999 is device 2 */
 	sbui_set_port(&m, SB_PORT_DEVICE, 1.9999f);
 	CHECK(!strcmp(label(&m, m.device_port), "GPU A"), "%s", label(&m, m.device_port));

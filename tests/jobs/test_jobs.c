@@ -4,6 +4,7 @@
  * recorded, and cancel leaving nothing behind. Run under ThreadSanitizer too (tools/dev.sh).
  *
  * usage: test_jobs GROUP   (parallel, sequential, match, faults, cancel)
+ *        test_jobs share MODEL.safetensors   (one song on three devices, one lost mid-song)
  */
 #include "backend/device.h"
 #include "jobs/engine.h"
@@ -360,6 +361,149 @@ static void test_cancel(void)
 	CHECK(atomic_load(&frees) == 3, "input_free called %d times for 3 jobs", atomic_load(&frees));
 }
 
+/* One song on several devices (models that share: HTDemucs; the fixture htdemucs-mini). */
+static const char *share_model; /* tests/fixtures/htdemucs/htdemucs-mini.safetensors */
+
+static sb_job_id submit_model(sb_engine *e, const char *dir, int64_t frames, const char *device)
+{
+	sb_job_spec s;
+	memset(&s, 0, sizeof s);
+	s.frames = frames;
+	s.channels = 2;
+	s.rate = 44100;
+	s.samples = make_signal(frames, 2, 44100, 1234u);
+	s.input_free = count_free;
+	s.track = "song";
+	s.device = device;
+	s.model = share_model;
+	s.out_dir = dir;
+	s.format = SB_FORMAT_WAVF32;
+	s.timeline_start = -1;
+	sb_job_id id = 0;
+	sb_status st = sb_engine_submit(e, &s, &id);
+	CHECK(st == SB_OK, "submit on %s: %s", device, sb_status_str(st));
+	return id;
+}
+
+/* The manifest's per-device shares: ids in order, segments each, their sum; *dropped_id the
+ * one that stopped (NULL none). */
+static long shares(json_t *m, const char **ids, long *segs, int max, int *n, int *dropped)
+{
+	json_t *devs = json_object_get(json_object_get(m, "device"), "devices");
+	long sum = 0;
+	*n = 0;
+	*dropped = -1;
+	for (size_t i = 0; i < json_array_size(devs) && *n < max; i++) {
+		json_t *d = json_array_get(devs, i);
+		ids[*n] = json_string_value(json_object_get(d, "id"));
+		segs[*n] = (long)json_integer_value(json_object_get(d, "segments"));
+		if (json_is_true(json_object_get(d, "dropped")))
+			*dropped = *n;
+		CHECK(json_real_value(json_object_get(d, "seconds")) > 0 || segs[*n] == 0,
+		      "device %s: no seconds recorded", ids[*n] ? ids[*n] : "?");
+		sum += segs[*n];
+		(*n)++;
+	}
+	return sum;
+}
+
+static void same_stems(const char *a, const char *b, const char *what)
+{
+	for (int s = 0; s < 4; s++) {
+		const char *stem = (const char *[]){"vocals", "drums", "bass", "other"}[s];
+		double rel = stem_diff(a, b, "song", stem);
+		CHECK(rel < 1e-4, "%s: %s differs from the one-device run by %g relative", what, stem,
+		      rel);
+	}
+}
+
+static void test_share(void)
+{
+	const int64_t frames = 44100 * 20 + 321;
+	char one[4200], three[4200], lost[4200], gone[4200];
+	subdir(one, sizeof one, "share-one");
+	subdir(three, sizeof three, "share-three");
+	subdir(lost, sizeof lost, "share-lost");
+	subdir(gone, sizeof gone, "share-gone");
+
+	sb_engine *e = engine(SB_MODE_PARALLEL, NULL, 0);
+	sb_job_result r1 = finish(e, submit_model(e, one, frames, "cpu"));
+	CHECK(r1.status == SB_OK, "one device: %s", r1.message);
+	/* every device takes segments of the one song, in any order; the blend is the same */
+	sb_job_id id = submit_model(e, three, frames, "cpu,opencl:0,opencl:1");
+	int saw_all = 0, saw_eta = 0;
+	for (int spin = 0; spin < 600000; spin++) {
+		sb_job_progress p;
+		if (sb_engine_progress(e, id, &p) != SB_OK || p.state >= SB_JOB_DONE)
+			break;
+		saw_all |= p.n_devices == 3;
+		saw_eta |= p.eta_s > 0 && p.rate > 0;
+		usleep(1000);
+	}
+	CHECK(saw_all, "the progress never showed three devices");
+	CHECK(saw_eta, "the progress never had a rate and a time left");
+	sb_job_result r3 = finish(e, id);
+	CHECK(r3.status == SB_OK, "three devices: %s", r3.message);
+	json_t *m1 = r1.status == SB_OK ? manifest(&r1) : NULL;
+	json_t *m3 = r3.status == SB_OK ? manifest(&r3) : NULL;
+	if (m1 && m3) {
+		const char *ids[8];
+		long segs[8];
+		int n = 0, dropped = -1;
+		const long total = shares(m1, ids, segs, 8, &n, &dropped);
+		CHECK(n == 1 && total > 20, "one device's manifest: %d devices, %ld segments", n, total);
+		const long sum = shares(m3, ids, segs, 8, &n, &dropped);
+		CHECK(n == 3 && ids[0] && !strcmp(ids[0], "cpu") && ids[1] &&
+		      !strcmp(ids[1], "opencl:0") && ids[2] && !strcmp(ids[2], "opencl:1"),
+		      "the manifest lists %d devices", n);
+		for (int i = 0; i < n; i++)
+			CHECK(segs[i] > 0, "%s did no segment", ids[i] ? ids[i] : "?");
+		CHECK(sum == total, "the devices did %ld segments, the song has %ld", sum, total);
+		CHECK(dropped < 0, "a device was dropped");
+		CHECK(!json_is_true(json_object_get(json_object_get(m3, "device"), "fell_back")),
+		      "sharing is not a fallback");
+	}
+	json_decref(m1);
+	json_decref(m3);
+	same_stems(one, three, "three devices");
+	sb_engine_free(e);
+
+	/* opencl:1 is lost after two passes: its segment goes back to the others, the stems are
+	 * the same, the manifest says which device stopped and why */
+	setenv("SB_FAULT_INJECT", "opencl:1:lost:2", 1);
+	e = engine(SB_MODE_PARALLEL, NULL, 0);
+	sb_job_result rl = finish(e, submit_model(e, lost, frames, "cpu,opencl:0,opencl:1"));
+	CHECK(rl.status == SB_OK, "a device lost mid-song: %s", rl.message);
+	json_t *ml = rl.status == SB_OK ? manifest(&rl) : NULL;
+	if (ml) {
+		const char *ids[8];
+		long segs[8];
+		int n = 0, dropped = -1;
+		shares(ml, ids, segs, 8, &n, &dropped);
+		CHECK(dropped == 2 && segs[2] == 2, "opencl:1 should be dropped after 2 segments "
+		      "(dropped %d, %ld segments)", dropped, n == 3 ? segs[2] : -1L);
+		char *events = json_dumps(json_object_get(ml, "events"), 0);
+		CHECK(events && strstr(events, "was lost") && strstr(events, "other devices"),
+		      "the events do not say the device was lost: %s", events ? events : "?");
+		free(events);
+		CHECK(count_files(lost, ".part") == 0, "temporary files left");
+	}
+	json_decref(ml);
+	same_stems(one, lost, "a device lost mid-song");
+	sb_engine_free(e);
+
+	/* every device of the set lost: the job runner finishes on the CPU and says so */
+	setenv("SB_FAULT_INJECT", "opencl:0:lost:1,opencl:1:lost:1", 1);
+	e = engine(SB_MODE_PARALLEL, NULL, 0);
+	sb_job_result rg = finish(e, submit_model(e, gone, frames, "opencl:0,opencl:1"));
+	CHECK(rg.status == SB_OK, "every device lost: %s", rg.message);
+	CHECK(!strcmp(rg.device_used, "cpu") && rg.fallback_reason[0],
+	      "every device lost: ran on %s, reason '%s'", rg.device_used, rg.fallback_reason);
+	same_stems(one, gone, "every device lost");
+	sb_engine_free(e);
+	unsetenv("SB_FAULT_INJECT");
+}
+
 int main(int argc, char **argv)
 {
 	const char *group = argc > 1 ? argv[1] : "parallel";
@@ -381,6 +525,10 @@ int main(int argc, char **argv)
 		test_faults();
 	else if (!strcmp(group, "cancel"))
 		test_cancel();
+	else if (!strcmp(group, "share") && argc > 2) {
+		share_model = argv[2];
+		test_share();
+	}
 	else {
 		fprintf(stderr, "unknown group %s\n", group);
 		return 2;

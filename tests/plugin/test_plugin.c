@@ -1194,6 +1194,103 @@ static int test_model_file(void)
 	return failures;
 }
 
+/* All devices, the Device control's last choice: every GPU and the CPU share the take's
+ * segments (on a machine without a GPU, as in CI, that is the CPU alone). The choice is saved
+ * as "all" and comes back; while the take is separated the Time left output counts down, and it
+ * reads 0 once the stems are there. */
+static int test_all_devices(void)
+{
+	const char *golden = getenv("SB_FIXTURES_DIR");
+	char model[1200];
+	if (!golden || !golden[0] ||
+	    snprintf(model, sizeof model, "%s/htdemucs-mini.safetensors", golden) >= (int)sizeof model ||
+	    access(model, R_OK) != 0) {
+		fprintf(stderr, "alldevices: no htdemucs-mini.safetensors in SB_FIXTURES_DIR\n");
+		return 1;
+	}
+	char dir[1200], outdir[1300];
+	make_tmp("all-devices", dir, sizeof dir);
+	snprintf(outdir, sizeof outdir, "%s/out", dir);
+	host_plugin *h = host_new(true, 1024, HOST_PATH_NONE, NULL);
+	CHECK(h != NULL, "instantiate");
+	if (!h)
+		return 1;
+	const unsigned tl = sb_port_time_left(h->channels);
+	CHECK(h->ctl[tl] == -1.0f, "Time left before any take: %g", h->ctl[tl]);
+	host_set_text(h, SB__outputDir, ATOM_PATH, outdir);
+	host_set_text(h, SB__trackName, ATOM_STRING, "Everyone");
+	host_set_text(h, SB__modelFile, ATOM_PATH, model);
+	h->ctl[SB_PORT_MODEL] = SB_MODEL_HTDEMUCS;
+	h->ctl[SB_PORT_DEVICE] = SB_DEVICE_ALL;
+	host_run(h);
+
+	/* a 40 s take: long enough to have a rate to go by */
+	recording rec = {0};
+	rec.channels = h->channels;
+	const uint32_t jobs = (uint32_t)h->ctl[SB_PORT_JOBS_DONE_OUT];
+	h->ctl[SB_PORT_RECORD] = 1.0f;
+	host_transport(h, 48000, 1.0f);
+	roll(h, 47 * 40, 12, &rec, 1);
+	h->ctl[SB_PORT_RECORD] = 0.0f;
+	host_transport(h, h->pos, 0.0f);
+	float most = -1.0f;
+	int counted_down = 0, done = 0;
+	float last = -1.0f;
+	for (double end = host_now() + 600; host_now() < end;) {
+		host_run(h);
+		const int state = (int)h->ctl[SB_PORT_STATE_OUT];
+		if ((uint32_t)h->ctl[SB_PORT_JOBS_DONE_OUT] > jobs) {
+			done = 1;
+			break;
+		}
+		if (state == SB_STATE_ERROR)
+			break;
+		if (state == SB_STATE_SEPARATING && h->ctl[tl] > 0) {
+			most = h->ctl[tl] > most ? h->ctl[tl] : most;
+			counted_down |= last > 0 && h->ctl[tl] < last;
+			last = h->ctl[tl];
+		}
+		host_sleep_ms(2);
+	}
+	CHECK(done, "the take was not separated on All devices: %s", h->last_error);
+	CHECK(most > 0, "Time left never showed while separating");
+	CHECK(counted_down, "Time left never went down (most %g)", most);
+	CHECK(h->ctl[tl] == 0.0f, "Time left once done: %g", h->ctl[tl]);
+	CHECK(h->device_in_use[0], "deviceInUse not announced");
+	char *m = h->manifest[0] ? slurp(h->manifest) : NULL;
+	CHECK(m && strstr(m, "\"requested\": \"all\""), "the manifest does not say 'all' was asked "
+	      "for: %.300s", m ? strstr(m, "\"device\"") : "(none)");
+	CHECK(m && strstr(m, "\"devices\": ["), "the manifest lists no devices");
+	free(m);
+	int n = count_exact_stems(h, &rec);
+	CHECK(n == 4, "%d of 4 stems", n);
+
+	/* saved as "all", restored into another instance, saved again the same */
+	kv s;
+	save_direct(h, &s);
+	CHECK(kv_int(&s, SB__devicePort) == SB_DEVICE_ALL, "saved port %d", kv_int(&s, SB__devicePort));
+	CHECK(kv_text(&s, SB__deviceKey) && !strcmp(kv_text(&s, SB__deviceKey), "all"),
+	      "saved key '%s'", kv_text(&s, SB__deviceKey));
+	host_plugin *b = host_new(true, 1024, HOST_PATH_NONE, NULL);
+	CHECK(b != NULL, "second instance");
+	if (b) {
+		b->ctl[SB_PORT_DEVICE] = SB_DEVICE_ALL;
+		const LV2_State_Interface *si =
+			lilv_instance_get_extension_data(b->inst, LV2_STATE__interface);
+		si->restore(lilv_instance_get_handle(b->inst), kv_retrieve, &s, 0, NULL);
+		host_run(b);
+		kv s2;
+		save_direct(b, &s2);
+		CHECK(kv_int(&s2, SB__devicePort) == SB_DEVICE_ALL && kv_text(&s2, SB__deviceKey) &&
+		      !strcmp(kv_text(&s2, SB__deviceKey), "all"), "restored and saved again: %d '%s'",
+		      kv_int(&s2, SB__devicePort), kv_text(&s2, SB__deviceKey));
+		host_free(b);
+	}
+	free(rec.data);
+	host_free(h);
+	return failures;
+}
+
 /* Waits for the service to log the warning a damaged patch:Set leaves for it. */
 static int wait_warning(host_plugin *h, int before)
 {
@@ -1921,6 +2018,8 @@ int main(int argc, char **argv)
 		r = test_naming();
 	} else if (!strcmp(argv[1], "paths")) {
 		r = test_paths();
+	} else if (!strcmp(argv[1], "alldevices")) {
+		r = test_all_devices();
 	} else {
 		fprintf(stderr, "unknown test %s\n", argv[1]);
 		r = 2;

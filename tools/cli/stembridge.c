@@ -1,6 +1,6 @@
 /* stembridge: the command-line face of the engine.
  *
- *   stembridge separate IN... -o DIR [--device auto|cpu|opencl:N[,opencl:M...]] [--model NAME]
+ *   stembridge separate IN... -o DIR [--device auto|all|cpu|opencl:N[,opencl:M...]] [--model NAME]
  *                      [--stems vocals,drums,bass,other] [--format wav|flac] [--bits 16|24|32]
  *                      [--parallel|--sequential] [--overwrite] [--template T] [--quiet]
  *   stembridge devices [--json]        (also: stembridge --list-devices)
@@ -44,8 +44,13 @@ static void usage(FILE *f)
 	        "\n"
 	        "separate options:\n"
 	        "  -o, --output DIR        where the stems go (required)\n"
-	        "  --device D              auto (default), cpu, opencl:N, or a comma list of them\n"
-	        "                          (the set parallel mode spreads files over)\n"
+	        "  --device D              auto (default: the best device; every GPU when there are\n"
+	        "                          several), all (every GPU and the CPU), cpu, opencl:N, or a\n"
+	        "                          comma list of them. One file is shared among the devices\n"
+	        "                          segment by segment; several files spread over them\n"
+	        "                          (--parallel) or each take them all in turn (--sequential)\n"
+	        "  --batch N               segments per forward pass on each device (default: the\n"
+	        "                          device's; more is faster where memory allows)\n"
 	        "  --model NAME            auto (default: the best installed model, htdemucs first, else\n"
 	        "                          builtin), builtin, htdemucs, htdemucs_ft, htdemucs_6s, any\n"
 	        "                          model 'stembridge models' lists, or a .safetensors file\n"
@@ -124,12 +129,25 @@ static int parse_stems(const char *s, unsigned *mask)
 	return *mask != 0;
 }
 
-static void draw_progress(sb_engine *e, const sb_job_id *ids, const int *ok, int n, int tty)
+static void clock_text(double s, char *out, size_t len)
+{
+	const long t = (long)(s + 0.5);
+	if (t >= 3600)
+		snprintf(out, len, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+	else
+		snprintf(out, len, "%ld:%02ld", t / 60, t % 60);
+}
+
+/* Progress on stderr: on a terminal one line redrawn (a bar, percent, time left, files, and each
+ * device's segments when a file is shared), else a plain line at each quarter. Time left: the
+ * job's own estimate for one file (from its segment rate), the overall rate for several. */
+static void draw_progress(sb_engine *e, const sb_job_id *ids, const int *ok, int n, int tty,
+                          double t0)
 {
 	static double last_plain = 0; /* the first plain line comes at 25 %, never a bare 0 % */
-	double sum = 0;
-	int done = 0;
-	char stage[64] = "", dev[64] = "";
+	double sum = 0, eta = -1;
+	int done = 0, running = 0;
+	char stage[64] = "", devs[512] = "";
 	for (int i = 0; i < n; i++) {
 		if (!ok[i]) {
 			sum += 1;
@@ -140,25 +158,53 @@ static void draw_progress(sb_engine *e, const sb_job_id *ids, const int *ok, int
 		if (sb_engine_progress(e, ids[i], &p) != SB_OK)
 			continue;
 		sum += p.fraction;
-		if (p.state >= SB_JOB_DONE)
+		if (p.state >= SB_JOB_DONE) {
 			done++;
-		else if (p.state == SB_JOB_RUNNING || p.state == SB_JOB_WRITING) {
-			snprintf(stage, sizeof stage, "%s", p.stage);
-			snprintf(dev, sizeof dev, "%s", p.device_id);
+			continue;
+		}
+		if (p.state != SB_JOB_RUNNING && p.state != SB_JOB_WRITING)
+			continue;
+		running++;
+		snprintf(stage, sizeof stage, "%s", p.stage);
+		eta = p.eta_s;
+		/* which devices work, with their segments when a file is shared */
+		for (int d = 0; d < p.n_devices; d++) {
+			const size_t at = strlen(devs);
+			if (p.n_devices > 1)
+				snprintf(devs + at, sizeof devs - at, "%s%s %ld%s", at ? "  " : "",
+				         p.devices[d].id, p.devices[d].done, p.devices[d].dropped ? "!" : "");
+			else
+				snprintf(devs + at, sizeof devs - at, "%s%s", at ? "  " : "", p.devices[d].id);
+		}
+		if (!p.n_devices && p.device_id[0]) {
+			const size_t at = strlen(devs);
+			snprintf(devs + at, sizeof devs - at, "%s%s", at ? "  " : "", p.device_id);
 		}
 	}
-	double f = n ? sum / n : 1;
+	const double f = n ? sum / n : 1;
+	if (n > 1 || running != 1) {
+		const double el = sb_now() - t0;
+		eta = f > 0.02 && el > 2 ? el * (1 - f) / f : -1;
+	}
+	char left[48] = "";
+	if (eta >= 0 && f < 1) {
+		char c[24];
+		clock_text(eta, c, sizeof c);
+		snprintf(left, sizeof left, "%s left", c);
+	}
 	if (tty) {
 		int width = 30, fill = (int)(f * width + 0.5);
 		char bar[40];
 		for (int i = 0; i < width; i++)
 			bar[i] = i < fill ? '#' : '.';
 		bar[width] = '\0';
-		fprintf(stderr, "\r[%s] %3d%%  %d/%d files  %-12s %-10s", bar, (int)(f * 100 + 0.5), done,
-		        n, stage, dev);
+		/* \033[K clears what a longer line before left behind */
+		fprintf(stderr, "\r[%s] %3d%%  %-11s %d/%d files  %-10s %s\033[K", bar,
+		        (int)(f * 100 + 0.5), left, done, n, stage, devs);
 		fflush(stderr);
 	} else if (f - last_plain >= 0.25 || (f >= 1 && last_plain < 1)) {
-		fprintf(stderr, "progress: %d%% (%d/%d files)\n", (int)(f * 100 + 0.5), done, n);
+		fprintf(stderr, "progress: %d%% (%d/%d files)%s%s\n", (int)(f * 100 + 0.5), done, n,
+		        left[0] ? ", " : "", left);
 		last_plain = f;
 	}
 }
@@ -171,6 +217,7 @@ static int cmd_separate(int argc, char **argv)
 	int n_model_path = 0;
 	unsigned stems = 0;
 	int flac = 0, bits = 32, overwrite = 0, threads = 0, quiet = 0, shifts = 0, model_other = 0;
+	int batch = 0;
 	double overlap = 0;
 	long long timeline_start = -1;
 	sb_mode mode = SB_MODE_PARALLEL;
@@ -253,6 +300,16 @@ static int cmd_separate(int argc, char **argv)
 				free(inputs);
 				return 2;
 			}
+		} else if (!strcmp(a, "--batch")) {
+			NEED_VALUE;
+			char *end = NULL;
+			long b = strtol(v, &end, 10);
+			if (!end || *end || b < 1 || b > 64) {
+				fprintf(stderr, "stembridge: error: --batch takes 1 to 64\n");
+				free(inputs);
+				return 2;
+			}
+			batch = (int)b;
 		} else if (!strcmp(a, "--threads")) {
 			NEED_VALUE;
 			threads = atoi(v);
@@ -292,8 +349,9 @@ static int cmd_separate(int argc, char **argv)
 	}
 	g_cli.quiet = quiet;
 
-	/* The device set: one name is the job's own device (so a fallback is recorded per job),
-	 * several make the set that parallel mode spreads files over. */
+	/* The devices: one name is each job's own device (so a fallback is recorded per job).
+	 * Several are shared by one file (segment by segment), taken in turn by each file in
+	 * sequential mode, and the set parallel mode spreads several files over. */
 	char devbuf[1024];
 	const char *devs[16];
 	size_t n_devs = 0;
@@ -301,12 +359,24 @@ static int cmd_separate(int argc, char **argv)
 	char *save = NULL;
 	for (char *t = strtok_r(devbuf, ",", &save); t && n_devs < 16; t = strtok_r(NULL, ",", &save))
 		devs[n_devs++] = t;
+	if (n_devs == 0) {
+		fprintf(stderr, "stembridge: error: --device names no device\n");
+		free(inputs);
+		return 2;
+	}
+	/* one file, or files in turn: each job gets the whole request; several files at once:
+	 * spread over the set (auto: every GPU, else the best device), or all on the one device
+	 * named (its fallback recorded per job) */
+	const int shared = n_inputs == 1 || mode == SB_MODE_SEQUENTIAL;
+	const int spread = !shared && (n_devs > 1 || !strcmp(devs[0], "all") ||
+	                               !strcmp(devs[0], "auto"));
 	sb_engine_opts eo;
 	memset(&eo, 0, sizeof eo);
 	eo.mode = mode;
-	eo.devices = n_devs > 1 ? devs : NULL;
-	eo.n_devices = n_devs > 1 ? n_devs : 0;
+	eo.devices = spread && strcmp(devs[0], "auto") ? devs : NULL;
+	eo.n_devices = eo.devices ? n_devs : 0;
 	eo.cpu_threads = threads;
+	eo.batch = batch;
 	eo.model_path = model_path;
 	eo.log.fn = log_cli;
 	eo.log.user = &g_cli;
@@ -319,9 +389,10 @@ static int cmd_separate(int argc, char **argv)
 	const sb_device_list *dl = sb_engine_devices(e);
 	for (size_t i = 0; i < n_devs; i++) {
 		sb_device_resolution r;
-		if (sb_devices_resolve(dl, devs[i], &r) != SB_OK) {
+		if ((n_devs > 1 || strcmp(devs[i], "all") != 0) &&
+		    sb_devices_resolve(dl, devs[i], &r) != SB_OK) {
 			fprintf(stderr,
-			        "stembridge: error: unknown device '%s' (use auto, cpu or opencl:N; "
+			        "stembridge: error: unknown device '%s' (use auto, all, cpu or opencl:N; "
 			        "'stembridge devices' lists them)\n",
 			        devs[i]);
 			sb_engine_free(e);
@@ -348,7 +419,7 @@ static int cmd_separate(int argc, char **argv)
 		sb_job_spec spec;
 		memset(&spec, 0, sizeof spec);
 		spec.input_path = inputs[i];
-		spec.device = n_devs == 1 ? devs[0] : NULL;
+		spec.device = shared ? (device_arg ? device_arg : "auto") : spread ? NULL : devs[0];
 		spec.model = model;
 		spec.stems = stems;
 		spec.out_dir = out_dir;
@@ -368,6 +439,7 @@ static int cmd_separate(int argc, char **argv)
 		}
 	}
 	const int tty = !quiet && isatty(2);
+	const double t0 = sb_now();
 	int cancelling = 0;
 	for (;;) {
 		int pending = 0;
@@ -381,7 +453,7 @@ static int cmd_separate(int argc, char **argv)
 					sb_engine_cancel(e, ids[i]);
 		}
 		if (!quiet && !cancelling)
-			draw_progress(e, ids, ok, n_inputs, tty);
+			draw_progress(e, ids, ok, n_inputs, tty, t0);
 		if (!pending)
 			break;
 	}

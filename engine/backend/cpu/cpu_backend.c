@@ -249,7 +249,7 @@ static void cpu_clear(sb_bdev *d)
 
 /* ---- operations ---- */
 
-#define EW_GRAIN 16384
+#define EW_GRAIN 65536
 
 typedef struct {
 	float *x, *o;
@@ -307,11 +307,14 @@ static void k_bias_act(void *v, int64_t b, int64_t e, int w)
 	}
 }
 
-static int64_t rows_grain(int T)
+/* the items per chunk that make a chunk worth waking a thread for (per_item values each) */
+static int64_t grain_for(int64_t per_item)
 {
-	const int64_t g = EW_GRAIN / (T > 0 ? T : 1);
+	const int64_t g = EW_GRAIN / (per_item > 0 ? per_item : 1);
 	return g > 0 ? g : 1;
 }
+
+static int64_t rows_grain(int T) { return grain_for(T); }
 
 static void op_bias_act(sb_bdev *d, sb_dv x, size_t n, int C, int T, sb_dv b, int act)
 {
@@ -526,7 +529,7 @@ static void op_groupnorm(sb_bdev *d, sb_dv x, long stride, int C, int T, int bat
 	const double t0 = prof_t0(d);
 	if (batch >= d->threads) {
 		ew j = {.x = P(x), .xs = stride, .C = C, .T = T, .w = P(w), .b = P(b), .act = act};
-		sb_pool_for(d->pool, batch, 1, k_gn_items, &j);
+		sb_pool_for(d->pool, batch, grain_for((int64_t)C * T), k_gn_items, &j);
 	} else {
 		for (int i = 0; i < batch; i++)
 			gn_split(d, P(x) + (size_t)i * stride, C, T, P(w), P(b), act, C, C);
@@ -652,7 +655,7 @@ static void op_transpose(sb_bdev *d, sb_dv in, sb_dv out, int R, int C)
 {
 	const double t0 = prof_t0(d);
 	tr_job j = {P(in), P(out), R, C};
-	sb_pool_for(d->pool, (R + 31) / 32, 1, k_transpose, &j);
+	sb_pool_for(d->pool, (R + 31) / 32, grain_for((int64_t)32 * C), k_transpose, &j);
 	prof_add(d, OP_TRANSPOSE, t0, 0);
 }
 
@@ -683,7 +686,7 @@ static void op_rows_tokens(sb_bdev *d, sb_dv x, sb_dv o, int F, int C, int T, in
 {
 	const double t0 = prof_t0(d);
 	rt_job j = {P(x), P(o), F, C, T, back};
-	sb_pool_for(d->pool, F, 1, k_rows_tokens, &j);
+	sb_pool_for(d->pool, F, grain_for((int64_t)C * T), k_rows_tokens, &j);
 	prof_add(d, OP_ROWS_TOKENS, t0, 0);
 }
 
@@ -733,7 +736,7 @@ static void op_im2col(sb_bdev *d, sb_dv x, long lin, int cin, sb_dv col, long lo
 {
 	const double t0 = prof_t0(d);
 	conv_job j = {.x = P(x), .o = P(col), .lin = lin, .lout = lout, .cin = cin};
-	sb_pool_for(d->pool, (int64_t)cin * 8, 1, k_im2col, &j);
+	sb_pool_for(d->pool, (int64_t)cin * 8, grain_for(lout), k_im2col, &j);
 	prof_add(d, OP_IM2COL, t0, 0);
 }
 
@@ -764,7 +767,7 @@ static void op_convtr(sb_bdev *d, sb_dv p, long lin, int cout, long length, sb_d
 	const double t0 = prof_t0(d);
 	conv_job j = {.p = P(p), .b = P(b), .o = P(o), .lin = lin, .length = length, .cout = cout,
 	              .act = act};
-	sb_pool_for(d->pool, cout, 1, k_convtr, &j);
+	sb_pool_for(d->pool, cout, grain_for(length), k_convtr, &j);
 	prof_add(d, OP_CONVTR, t0, 0);
 }
 
@@ -798,7 +801,10 @@ static void op_gemm(sb_bdev *d, int M, int N, int K, float alpha, sb_dv A, int l
 		gemm_job g = {M, N, K, lda, ldb, ldc, tb, alpha, beta, P(A) + j * sa2, P(B) + j * sb2,
 		              P(C) + j * sc2, sa, sb, sc};
 		if (batch >= d->threads && batch > 1) {
-			sb_pool_for(d->pool, batch, 1, k_gemm_items, &g);
+			/* products too small to be worth a wake-up run on this thread */
+			const int64_t mnk = (int64_t)M * N * K, small = 4 * 65536;
+			sb_pool_for(d->pool, batch, mnk < small ? (small + mnk - 1) / mnk : 1, k_gemm_items,
+			            &g);
 		} else {
 			for (int i = 0; i < batch; i++)
 				sb_sgemm_par(d->pool, 0, tb, M, N, K, alpha, g.A + i * sa, lda, g.B + i * sb, ldb,

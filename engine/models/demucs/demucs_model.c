@@ -109,6 +109,7 @@ sb_status sb_demucs_model_open(const char *path, const char *name, const sb_demu
 	info->n_stems = n;
 	info->stems = mask;
 	info->default_chunk_frames = c->segment_length;
+	info->shares_devices = 1; /* the pipeline deals segments out to every device */
 	*out = m;
 	return SB_OK;
 }

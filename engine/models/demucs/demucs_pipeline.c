@@ -462,6 +462,8 @@ static sb_status commit(sched *s)
 static void report(sched *s, worker *w, sb_status dropped, const char *why)
 {
 	const sb_run_ctx *ctx = s->p->ctx;
+	if (ctx && !ctx->device_report && dropped != SB_OK)
+		sb_log(ctx->log, SB_LOG_WARNING, "%s", why); /* no runner to record it */
 	if (!ctx || !ctx->device_report)
 		return;
 	sb_device_report r = {w->dev, w->done, (long)s->units_total, w->busy, dropped, why};
@@ -582,8 +584,7 @@ static void *worker_main(void *arg)
 			                                                    ? "ran out of memory"
 			                                                    : "failed");
 			s->last_dev_err = st;
-			sb_log(ctx->log, SB_LOG_WARNING, "%s", s->last_dev_why);
-			report(s, w, st, s->last_dev_why);
+			report(s, w, st, s->last_dev_why); /* the job runner logs and records it */
 			pthread_cond_broadcast(&s->cond);
 			break;
 		}

@@ -1,0 +1,722 @@
+/* Every operation of the backend interface (backend/backend.h: sb_ops, and the built-in
+ * model's classic group) on every device of every registered backend, by normalised error
+ * ||got - want|| / ||want|| (as ggml's test-backend-ops does it):
+ *   - sb_ops against a plain C reference of the arithmetic backend.h defines, computed in
+ *     double (so the CPU backend is checked too, not taken as the truth);
+ *   - sb_ops and the classic group against the CPU backend.
+ * Nothing below names a backend: one registered in backend/registry.c is tested here the day
+ * it is added. Shapes are odd on purpose (tails of tiles and vectors), some large enough that
+ * the CPU backend splits them over its threads, with offsets into buffers and padded leading
+ * dimensions, and batches whose items share one weight (stride 0).
+ *
+ * usage: test_ops            prints one line per backend, device and operation; exit 1 on a
+ *                            failure. POCL_DEVICES="pthread pthread" gives two OpenCL devices.
+ */
+#include "backend/backend.h"
+#include "models/classic/classic_ops.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+
+static void log_fn(void *user, sb_log_level level, const char *msg)
+{
+	(void)user;
+	if (level <= SB_LOG_WARNING)
+		fprintf(stderr, "  [backend] %s\n", msg);
+}
+static const sb_logger logger = {log_fn, NULL};
+
+/* ---- data ---- */
+
+static unsigned rng = 12345u;
+static float frand(void)
+{
+	rng = rng * 1664525u + 1013904223u;
+	return (float)((rng >> 8) / 16777216.0 * 2.0 - 1.0);
+}
+static float *rnd(size_t n, float scale)
+{
+	float *x = malloc(sizeof(float) * (n ? n : 1));
+	for (size_t i = 0; i < n; i++)
+		x[i] = scale * frand();
+	return x;
+}
+static double *dup_d(const float *x, size_t n)
+{
+	double *d = malloc(sizeof(double) * (n ? n : 1));
+	for (size_t i = 0; i < n; i++)
+		d[i] = x[i];
+	return d;
+}
+
+static double rel_err(const float *got, const double *want, size_t n)
+{
+	double e = 0, r = 0;
+	for (size_t i = 0; i < n; i++) {
+		const double d = (double)got[i] - want[i];
+		if (!isfinite(got[i]))
+			return INFINITY;
+		e += d * d;
+		r += want[i] * want[i];
+	}
+	return sqrt(e / (r > 0 ? r : 1));
+}
+static double rel_err_f(const float *got, const float *want, size_t n)
+{
+	double *w = dup_d(want, n);
+	double e = rel_err(got, w, n);
+	free(w);
+	return e;
+}
+
+/* ---- a device and its buffers ---- */
+
+typedef struct {
+	const sb_exec *x;
+	sb_bbuf *bufs[32];
+	int n;
+	int failed;
+} arena;
+
+/* n floats on the device at a small offset into a larger buffer, with h's contents */
+static sb_dv put(arena *a, const float *h, size_t n)
+{
+	sb_dv v = {NULL, 0};
+	const size_t off = 5;
+	sb_bbuf *b = NULL;
+	if (a->n == 32 || a->x->be->alloc(a->x->d, n + off + 3, &b) != SB_OK) {
+		a->failed = 1;
+		return v;
+	}
+	a->bufs[a->n++] = b;
+	v.buf = b;
+	v.off = off;
+	if (h)
+		a->x->be->upload(a->x->d, v, h, n);
+	return v;
+}
+static void get(arena *a, float *h, sb_dv v, size_t n)
+{
+	if (!a->failed && v.buf)
+		a->x->be->download(a->x->d, h, v, n);
+}
+static sb_status done(arena *a)
+{
+	sb_status st = a->failed ? SB_ERR_DEVICE_OOM : a->x->be->finish(a->x->d);
+	a->x->be->clear(a->x->d);
+	return st;
+}
+static void arena_free(arena *a)
+{
+	for (int i = 0; i < a->n; i++)
+		a->x->be->release(a->x->d, a->bufs[i]);
+	a->n = 0;
+	a->failed = 0;
+}
+
+/* One case's verdict: against the reference, and against the CPU backend's output. */
+typedef struct {
+	const char *dev;
+	const float *cpu; /* the CPU backend's result of the same case (NULL: this is the CPU) */
+} where;
+
+static void verdict(const where *w, const char *op, const char *shape, sb_status st,
+                    const float *got, const double *want, size_t n, double tol)
+{
+	if (st != SB_OK) {
+		printf("  %-9s %-16s %-28s FAIL: %s\n", w->dev, op, shape, sb_status_str(st));
+		failures++;
+		return;
+	}
+	const double e = rel_err(got, want, n);
+	const double ec = w->cpu ? rel_err_f(got, w->cpu, n) : 0;
+	const int ok = e < tol && ec < tol;
+	printf("  %-9s %-16s %-28s ref %.1e  cpu %.1e  %s\n", w->dev, op, shape, e, ec,
+	       ok ? "ok" : "FAIL");
+	if (!ok)
+		failures++;
+}
+
+/* The results a device gives, in case order, kept for the CPU to compare the others with. */
+#define MAX_CASES 64
+typedef struct {
+	float *out[MAX_CASES];
+	size_t n[MAX_CASES];
+	int count;
+} results;
+
+static const float *keep(results *r, int i, const float *got, size_t n)
+{
+	if (!r || i >= MAX_CASES)
+		return NULL;
+	free(r->out[i]);
+	r->out[i] = malloc(sizeof(float) * (n ? n : 1));
+	memcpy(r->out[i], got, sizeof(float) * n);
+	r->n[i] = n;
+	if (i >= r->count)
+		r->count = i + 1;
+	return r->out[i];
+}
+
+typedef struct {
+	arena *a;
+	const char *dev;
+	results *cpu;  /* the CPU backend's results (NULL while running the CPU itself) */
+	results *mine; /* where this device's results go (the CPU's run fills cpu) */
+	int i;         /* case number */
+} run;
+
+static void judge(run *r, const char *op, const char *shape, sb_status st, const float *got,
+                  const double *want, size_t n, double tol)
+{
+	where w = {r->dev, NULL};
+	if (r->cpu && r->i < r->cpu->count && r->cpu->n[r->i] == n)
+		w.cpu = r->cpu->out[r->i];
+	verdict(&w, op, shape, st, got, want, n, tol);
+	keep(r->mine, r->i, got, n);
+	r->i++;
+}
+
+static const sb_ops *ops(run *r) { return r->a->x->be->ops; }
+static sb_bdev *dv(run *r) { return r->a->x->d; }
+
+/* ---- the operations ---- */
+
+static double gelu(double x) { return 0.5 * x * (1.0 + erf(x / sqrt(2.0))); }
+
+static void case_gemm(run *r, int M, int N, int K, int tb, int batch, int batch2, int pad,
+                      int share_a)
+{
+	const int lda = K + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
+	const long sa = share_a ? 0 : (long)M * lda + 3, sb = (long)(tb ? N : K) * ldb + 1,
+	           sc = (long)M * ldc + 2;
+	const long sa2 = share_a ? 0 : sa * batch + 7, sb2 = sb * batch + 5, sc2 = sc * batch + 4;
+	const size_t na = (size_t)(share_a ? (long)M * lda : sa2 * batch2),
+	             nb = (size_t)(sb2 * batch2), nc = (size_t)(sc2 * batch2);
+	const float alpha = 0.7f, beta = 0.3f;
+	float *A = rnd(na, 1), *B = rnd(nb, 1), *C = rnd(nc, 1), *got = malloc(sizeof(float) * nc);
+	double *want = dup_d(C, nc);
+	for (int j = 0; j < batch2; j++)
+		for (int i = 0; i < batch; i++) {
+			const float *a = A + i * sa + j * sa2, *b = B + i * sb + j * sb2;
+			double *c = want + i * sc + j * sc2;
+			for (int m = 0; m < M; m++)
+				for (int n = 0; n < N; n++) {
+					double s = 0;
+					for (int k = 0; k < K; k++)
+						s += (double)a[(size_t)m * lda + k] *
+						     (tb ? b[(size_t)n * ldb + k] : b[(size_t)k * ldb + n]);
+					c[(size_t)m * ldc + n] = alpha * s + beta * c[(size_t)m * ldc + n];
+				}
+		}
+	sb_dv dA = put(r->a, A, na), dB = put(r->a, B, nb), dC = put(r->a, C, nc);
+	if (!r->a->failed)
+		ops(r)->gemm(dv(r), M, N, K, alpha, dA, lda, sa, dB, ldb, sb, tb, beta, dC, ldc, sc,
+		             batch, batch2, sa2, sb2, sc2);
+	memcpy(got, C, sizeof(float) * nc);
+	get(r->a, got, dC, nc);
+	sb_status st = done(r->a);
+	char shape[64];
+	snprintf(shape, sizeof shape, "%dx%dx%d%s b%dx%d%s%s", M, N, K, tb ? " tB" : "", batch,
+	         batch2, pad ? " pad" : "", share_a ? " A0" : "");
+	judge(r, "gemm", shape, st, got, want, nc, 2e-6 * sqrt((double)K) + 1e-6);
+	arena_free(r->a);
+	free(A);
+	free(B);
+	free(C);
+	free(got);
+	free(want);
+}
+
+/* An elementwise operation: x (and y) in, x out. */
+enum { E_ZERO, E_COPY, E_BIAS, E_BIAS_GELU, E_FILL, E_COLS, E_COLS_GELU, E_ADD, E_SCALE_ADD,
+       E_ROWCH };
+static void case_ew(run *r, int kind, int C, int T, int batch)
+{
+	const size_t n = (size_t)C * T * batch;
+	float *x = rnd(n, 2), *y = rnd(n, 1), *b = rnd((size_t)C * T, 1), *got = malloc(sizeof(float) * n);
+	double *want = dup_d(x, n);
+	const char *name = "?";
+	for (size_t i = 0; i < n; i++) {
+		const int c = (int)((i / (size_t)T) % (size_t)C);
+		switch (kind) {
+		case E_ZERO: want[i] = 0; name = "zero"; break;
+		case E_COPY: want[i] = y[i]; name = "copy"; break;
+		case E_BIAS: want[i] = (double)x[i] + b[c]; name = "bias_act"; break;
+		case E_BIAS_GELU: want[i] = gelu((double)x[i] + b[c]); name = "bias_act gelu"; break;
+		case E_FILL: want[i] = b[c]; name = "fill_bias"; break;
+		case E_COLS: want[i] = (double)x[i] + b[i % (size_t)T]; name = "bias_cols"; break;
+		case E_COLS_GELU: want[i] = gelu((double)x[i] + b[i % (size_t)T]); name = "bias_cols gelu";
+			break;
+		case E_ADD: want[i] = (double)x[i] + y[i]; name = "add"; break;
+		case E_SCALE_ADD: want[i] = (double)x[i] + (double)b[i % (size_t)T] * y[i];
+			name = "scale_add"; break;
+		case E_ROWCH: name = "add_row_channel"; break; /* below */
+		}
+	}
+	float *e = NULL;
+	if (kind == E_ROWCH) { /* x [F = batch][C][T] += e[f][c] */
+		e = rnd((size_t)batch * C, 1);
+		for (size_t i = 0; i < n; i++)
+			want[i] = (double)x[i] + e[i / (size_t)T];
+	}
+	sb_dv dx = put(r->a, x, n), dy = put(r->a, y, n), db = put(r->a, b, (size_t)C * T);
+	sb_dv de = e ? put(r->a, e, (size_t)batch * C) : db;
+	if (!r->a->failed)
+		switch (kind) {
+		case E_ZERO: ops(r)->zero(dv(r), dx, n); break;
+		case E_COPY: ops(r)->copy(dv(r), dx, dy, n); break;
+		case E_BIAS: ops(r)->bias_act(dv(r), dx, n, C, T, db, SB_ACT_NONE); break;
+		case E_BIAS_GELU: ops(r)->bias_act(dv(r), dx, n, C, T, db, SB_ACT_GELU); break;
+		case E_FILL: ops(r)->fill_bias(dv(r), dx, n, C, T, db); break;
+		case E_COLS: ops(r)->bias_cols(dv(r), dx, n, T, db, SB_ACT_NONE); break;
+		case E_COLS_GELU: ops(r)->bias_cols(dv(r), dx, n, T, db, SB_ACT_GELU); break;
+		case E_ADD: ops(r)->add(dv(r), dx, dy, n); break;
+		case E_SCALE_ADD: ops(r)->scale_add(dv(r), dx, dy, db, n, T); break;
+		case E_ROWCH: ops(r)->add_row_channel(dv(r), dx, batch, C, T, de); break;
+		}
+	memcpy(got, x, sizeof(float) * n);
+	get(r->a, got, dx, n);
+	sb_status st = done(r->a);
+	char shape[64];
+	snprintf(shape, sizeof shape, "%d x %d x %d", batch, C, T);
+	judge(r, name, shape, st, got, want, n, 1e-6);
+	arena_free(r->a);
+	free(x);
+	free(y);
+	free(b);
+	free(e);
+	free(got);
+	free(want);
+}
+
+static double sigmoid(double v) { return 1.0 / (1.0 + exp(-v)); }
+
+static void case_glu(run *r, int CT, int T, int batch, int add)
+{
+	const long zs = 2L * CT + 4, xs = CT + 3;
+	const size_t nz = (size_t)zs * batch, nx = (size_t)xs * batch;
+	float *z = rnd(nz, 3), *x = rnd(nx, 1), *sc = rnd((size_t)(CT / T), 1);
+	float *got = malloc(sizeof(float) * nx);
+	double *want = dup_d(x, nx);
+	for (int b = 0; b < batch; b++)
+		for (int e = 0; e < CT; e++) {
+			const double g = (double)z[b * zs + e] * sigmoid(z[b * zs + CT + e]);
+			want[b * xs + e] = add ? (double)x[b * xs + e] + (double)sc[e / T] * g : g;
+		}
+	sb_dv dz = put(r->a, z, nz), dx = put(r->a, x, nx), ds = put(r->a, sc, (size_t)(CT / T));
+	if (!r->a->failed) {
+		if (add)
+			ops(r)->glu_add(dv(r), dx, xs, dz, zs, CT, T, ds, batch);
+		else
+			ops(r)->glu(dv(r), dz, zs, dx, xs, CT, batch);
+	}
+	memcpy(got, x, sizeof(float) * nx);
+	get(r->a, got, dx, nx);
+	sb_status st = done(r->a);
+	char shape[64];
+	snprintf(shape, sizeof shape, "%d x %d (T %d)", batch, CT, T);
+	judge(r, add ? "glu_add" : "glu", shape, st, got, want, nx, 1e-6);
+	arena_free(r->a);
+	free(z);
+	free(x);
+	free(sc);
+	free(got);
+	free(want);
+}
+
+/* mean and biased variance of n values */
+static void stats(const float *x, size_t n, size_t step, double *mean, double *rstd)
+{
+	double s = 0, q = 0;
+	for (size_t i = 0; i < n; i++)
+		s += x[i * step];
+	const double m = s / (double)n;
+	for (size_t i = 0; i < n; i++)
+		q += (x[i * step] - m) * (x[i * step] - m);
+	*mean = m;
+	*rstd = 1.0 / sqrt(q / (double)n + 1e-5);
+}
+
+static void case_groupnorm(run *r, int C, int T, int batch, int act)
+{
+	const long stride = (long)C * T + 9;
+	const size_t n = (size_t)stride * batch;
+	float *x = rnd(n, 2), *w = rnd((size_t)C, 1), *b = rnd((size_t)C, 1);
+	for (size_t i = 0; i < n; i++)
+		x[i] += 0.5f; /* a mean to take out */
+	float *got = malloc(sizeof(float) * n);
+	double *want = dup_d(x, n);
+	for (int i = 0; i < batch; i++) {
+		double m, rs;
+		stats(x + i * stride, (size_t)C * T, 1, &m, &rs);
+		for (int c = 0; c < C; c++)
+			for (int t = 0; t < T; t++) {
+				const size_t at = (size_t)(i * stride) + (size_t)c * T + t;
+				const double v = (x[at] - m) * rs * w[c] + b[c];
+				want[at] = act ? gelu(v) : v;
+			}
+	}
+	sb_dv dx = put(r->a, x, n), dw = put(r->a, w, (size_t)C), db = put(r->a, b, (size_t)C);
+	if (!r->a->failed)
+		ops(r)->groupnorm(dv(r), dx, stride, C, T, batch, dw, db, act);
+	memcpy(got, x, sizeof(float) * n);
+	get(r->a, got, dx, n);
+	sb_status st = done(r->a);
+	char shape[64];
+	snprintf(shape, sizeof shape, "%d x %d x %d%s", batch, C, T, act ? " gelu" : "");
+	judge(r, "groupnorm", shape, st, got, want, n, 2e-6);
+	arena_free(r->a);
+	free(x);
+	free(w);
+	free(b);
+	free(got);
+	free(want);
+}
+
+enum { N_TOKENS, N_LAYER, N_LAYER_INPLACE };
+static void case_norm_tokens(run *r, int kind, int rows, int D)
+{
+	const size_t n = (size_t)rows * D;
+	float *x = rnd(n, 2), *w = rnd((size_t)D, 1), *b = rnd((size_t)D, 1), *o = rnd(n, 1);
+	float *got = malloc(sizeof(float) * n);
+	double *want = malloc(sizeof(double) * n);
+	if (kind == N_TOKENS) {
+		double m, rs;
+		stats(x, n, 1, &m, &rs);
+		for (size_t i = 0; i < n; i++)
+			want[i] = (x[i] - m) * rs * w[i % (size_t)D] + b[i % (size_t)D];
+	} else {
+		for (int row = 0; row < rows; row++) {
+			double m, rs;
+			stats(x + (size_t)row * D, (size_t)D, 1, &m, &rs);
+			for (int d = 0; d < D; d++)
+				want[(size_t)row * D + d] = (x[(size_t)row * D + d] - m) * rs * w[d] + b[d];
+		}
+	}
+	sb_dv dx = put(r->a, x, n), dw = put(r->a, w, (size_t)D), db = put(r->a, b, (size_t)D);
+	sb_dv dout = kind == N_LAYER ? put(r->a, o, n) : dx;
+	if (!r->a->failed) {
+		if (kind == N_TOKENS)
+			ops(r)->groupnorm_tokens(dv(r), dx, (size_t)rows, D, dw, db);
+		else
+			ops(r)->layernorm(dv(r), dx, dout, (size_t)rows, D, dw, db);
+	}
+	get(r->a, got, dout, n);
+	sb_status st = done(r->a);
+	char shape[64];
+	snprintf(shape, sizeof shape, "%d x %d%s", rows, D, kind == N_LAYER_INPLACE ? " in place" : "");
+	judge(r, kind == N_TOKENS ? "groupnorm_tokens" : "layernorm", shape, st, got, want, n, 2e-6);
+	arena_free(r->a);
+	free(x);
+	free(w);
+	free(b);
+	free(o);
+	free(got);
+	free(want);
+}
+
+static void case_softmax(run *r, int rows, int n)
+{
+	const size_t total = (size_t)rows * n;
+	float *x = rnd(total, 8);
+	for (size_t i = 0; i < total; i += 7)
+		x[i] += 60.0f; /* exp would overflow without the max taken out */
+	float *got = malloc(sizeof(float) * total);
+	double *want = malloc(sizeof(double) * total);
+	for (int row = 0; row < rows; row++) {
+		const float *v = x + (size_t)row * n;
+		double mx = v[0], s = 0;
+		for (int i = 1; i < n; i++)
+			mx = v[i] > mx ? v[i] : mx;
+		for (int i = 0; i < n; i++)
+			s += exp(v[i] - mx);
+		for (int i = 0; i < n; i++)
+			want[(size_t)row * n + i] = exp(v[i] - mx) / s;
+	}
+	sb_dv dx = put(r->a, x, total);
+	if (!r->a->failed)
+		ops(r)->softmax(dv(r), dx, (size_t)rows, n);
+	get(r->a, got, dx, total);
+	sb_status st = done(r->a);
+	char shape[64];
+	snprintf(shape, sizeof shape, "%d x %d", rows, n);
+	judge(r, "softmax", shape, st, got, want, total, 2e-6);
+	arena_free(r->a);
+	free(x);
+	free(got);
+	free(want);
+}
+
+enum { L_TRANSPOSE, L_TO_TOKENS, L_FROM_TOKENS };
+static void case_layout(run *r, int kind, int F, int C, int T)
+{
+	const size_t n = (size_t)F * C * (kind == L_TRANSPOSE ? 1 : T);
+	float *x = rnd(n, 1), *got = malloc(sizeof(float) * n);
+	double *want = malloc(sizeof(double) * n);
+	if (kind == L_TRANSPOSE) { /* F x C matrix */
+		for (int i = 0; i < F; i++)
+			for (int c = 0; c < C; c++)
+				want[(size_t)c * F + i] = x[(size_t)i * C + c];
+	} else {
+		for (int f = 0; f < F; f++)
+			for (int c = 0; c < C; c++)
+				for (int t = 0; t < T; t++) {
+					const size_t row = ((size_t)f * C + c) * T + t;
+					const size_t tok = ((size_t)t * F + f) * C + c;
+					if (kind == L_TO_TOKENS)
+						want[tok] = x[row];
+					else
+						want[row] = x[tok];
+				}
+	}
+	sb_dv dx = put(r->a, x, n), dout = put(r->a, NULL, n);
+	if (!r->a->failed) {
+		if (kind == L_TRANSPOSE)
+			ops(r)->transpose(dv(r), dx, dout, F, C);
+		else
+			ops(r)->rows_tokens(dv(r), dx, dout, F, C, T, kind == L_FROM_TOKENS);
+	}
+	get(r->a, got, dout, n);
+	sb_status st = done(r->a);
+	char shape[64];
+	if (kind == L_TRANSPOSE)
+		snprintf(shape, sizeof shape, "%d x %d", F, C);
+	else
+		snprintf(shape, sizeof shape, "%d x %d x %d%s", F, C, T,
+		         kind == L_FROM_TOKENS ? " back" : "");
+	judge(r, kind == L_TRANSPOSE ? "transpose" : "rows_tokens", shape, st, got, want, n, 1e-7);
+	arena_free(r->a);
+	free(x);
+	free(got);
+	free(want);
+}
+
+static void case_im2col(run *r, int cin, long lin)
+{
+	const long lout = (lin + 4 - 8) / 4 + 1;
+	const size_t nx = (size_t)cin * lin, nc = (size_t)cin * 8 * lout;
+	float *x = rnd(nx, 1), *got = malloc(sizeof(float) * nc);
+	double *want = malloc(sizeof(double) * nc);
+	for (int ci = 0; ci < cin; ci++)
+		for (int k = 0; k < 8; k++)
+			for (long j = 0; j < lout; j++) {
+				const long idx = 4 * j + k - 2;
+				want[((size_t)ci * 8 + k) * lout + j] =
+					idx >= 0 && idx < lin ? x[(size_t)ci * lin + idx] : 0.0;
+			}
+	sb_dv dx = put(r->a, x, nx), dc = put(r->a, NULL, nc);
+	if (!r->a->failed)
+		ops(r)->im2col_k8s4(dv(r), dx, lin, cin, dc, lout);
+	get(r->a, got, dc, nc);
+	sb_status st = done(r->a);
+	char shape[64];
+	snprintf(shape, sizeof shape, "%d x %ld -> %ld", cin, lin, lout);
+	judge(r, "im2col_k8s4", shape, st, got, want, nc, 1e-7);
+	arena_free(r->a);
+	free(x);
+	free(got);
+	free(want);
+}
+
+static void case_convtr(run *r, int cout, long lin, long length, int act)
+{
+	const size_t np = (size_t)8 * cout * lin, no = (size_t)cout * length;
+	float *p = rnd(np, 1), *b = rnd((size_t)cout, 1), *got = malloc(sizeof(float) * no);
+	double *want = malloc(sizeof(double) * no);
+	for (int c = 0; c < cout; c++)
+		for (long t = 0; t < length; t++) {
+			const long u = t + 2, t1 = u / 4, t2 = t1 - 1;
+			const int k = (int)(u % 4);
+			double v = b[c];
+			if (t1 < lin)
+				v += p[((size_t)k * cout + c) * lin + t1];
+			if (t2 >= 0 && t2 < lin)
+				v += p[((size_t)(k + 4) * cout + c) * lin + t2];
+			want[(size_t)c * length + t] = act ? gelu(v) : v;
+		}
+	sb_dv dp = put(r->a, p, np), db = put(r->a, b, (size_t)cout), dout = put(r->a, NULL, no);
+	if (!r->a->failed)
+		ops(r)->convtr_k8s4(dv(r), dp, lin, cout, length, db, act, dout);
+	get(r->a, got, dout, no);
+	sb_status st = done(r->a);
+	char shape[64];
+	snprintf(shape, sizeof shape, "%d x %ld -> %ld%s", cout, lin, length, act ? " gelu" : "");
+	judge(r, "convtr_k8s4", shape, st, got, want, no, 1e-6);
+	arena_free(r->a);
+	free(p);
+	free(b);
+	free(got);
+	free(want);
+}
+
+/* Every case, in a fixed order (the CPU's results are matched by position). */
+static void all_cases(run *r)
+{
+	case_gemm(r, 37, 45, 70, 0, 1, 1, 0, 0);
+	case_gemm(r, 37, 45, 70, 1, 1, 1, 3, 0);
+	case_gemm(r, 19, 33, 48, 0, 3, 2, 1, 1);   /* weights shared by every item */
+	case_gemm(r, 24, 17, 40, 1, 4, 1, 0, 0);   /* more items than a CPU has threads */
+	case_gemm(r, 256, 300, 384, 0, 1, 1, 0, 0); /* split over threads, tiled on a GPU */
+	case_gemm(r, 200, 128, 256, 1, 2, 1, 0, 1);
+	case_ew(r, E_ZERO, 7, 33, 3);
+	case_ew(r, E_COPY, 7, 33, 3);
+	case_ew(r, E_COPY, 48, 2000, 1);
+	case_ew(r, E_BIAS, 7, 33, 3);
+	case_ew(r, E_BIAS_GELU, 7, 33, 3);
+	case_ew(r, E_BIAS_GELU, 48, 2000, 1);
+	case_ew(r, E_FILL, 7, 33, 3);
+	case_ew(r, E_COLS, 7, 33, 3);
+	case_ew(r, E_COLS_GELU, 5, 384, 40);
+	case_ew(r, E_ADD, 7, 33, 3);
+	case_ew(r, E_ADD, 64, 2100, 1);
+	case_ew(r, E_SCALE_ADD, 6, 19, 11);
+	case_ew(r, E_SCALE_ADD, 40, 384, 8);
+	case_ew(r, E_ROWCH, 6, 9, 4);
+	case_ew(r, E_ROWCH, 48, 336, 8);
+	case_glu(r, 60, 10, 3, 0);
+	case_glu(r, 48 * 700, 700, 2, 0);
+	case_glu(r, 60, 10, 3, 1);
+	case_glu(r, 48 * 700, 700, 2, 1);
+	case_groupnorm(r, 8, 40, 3, 0);
+	case_groupnorm(r, 8, 40, 1, 1);
+	case_groupnorm(r, 48, 2000, 1, 1); /* one item split over threads */
+	case_groupnorm(r, 24, 300, 5, 0);  /* more items than threads */
+	case_norm_tokens(r, N_TOKENS, 50, 24);
+	case_norm_tokens(r, N_TOKENS, 700, 192);
+	case_norm_tokens(r, N_LAYER, 30, 64);
+	case_norm_tokens(r, N_LAYER_INPLACE, 333, 384);
+	case_softmax(r, 20, 37);
+	case_softmax(r, 64, 1100);
+	case_layout(r, L_TRANSPOSE, 45, 70, 0);
+	case_layout(r, L_TRANSPOSE, 300, 257, 0);
+	case_layout(r, L_TO_TOKENS, 6, 5, 7);
+	case_layout(r, L_FROM_TOKENS, 6, 5, 7);
+	case_layout(r, L_TO_TOKENS, 8, 48, 336);
+	case_layout(r, L_FROM_TOKENS, 8, 48, 336);
+	case_im2col(r, 3, 50);
+	case_im2col(r, 48, 4411);
+	case_convtr(r, 5, 12, 45, 0);
+	case_convtr(r, 48, 1103, 4410, 1);
+}
+
+/* The classic group: one chunk of the built-in separator, against the CPU backend. */
+static float *classic_chunk(const sb_exec *x, int nt, size_t *n_out, sb_status *st)
+{
+	sb_classic_params p;
+	sb_classic_params_default(&p);
+	sb_classic_geom g;
+	sb_classic_geometry(&p, 44100, &g);
+	g.channels = 2;
+	g.max_frames = nt;
+	float *t = malloc(sizeof(float) * ((size_t)g.n_fft + 2 * (size_t)g.bins));
+	sb_classic_tables(&p, 44100, g.n_fft, t, t + g.n_fft, t + g.n_fft + g.bins);
+	g.win = t;
+	g.bass_w = t + g.n_fft;
+	g.voice_w = t + g.n_fft + g.bins;
+	const size_t n_in = (size_t)(nt + 2 * g.kt + 1) * g.hop * 2;
+	*n_out = (size_t)3 * (nt + 1) * g.hop * 2;
+	rng = 777u;
+	float *in = rnd(n_in, 0.5f), *out = calloc(*n_out, sizeof(float));
+	sb_classic_state *s = NULL;
+	*st = x->be->classic->create(x->d, &g, &s);
+	if (*st == SB_OK) {
+		*st = x->be->classic->process(s, nt, in, out);
+		x->be->classic->destroy(s);
+	}
+	free(t);
+	free(in);
+	return out;
+}
+
+int main(void)
+{
+	sb_device_list *list = NULL;
+	if (sb_devices_enumerate(&logger, &list) != SB_OK) {
+		fprintf(stderr, "no device list\n");
+		return 1;
+	}
+	/* the registered backends and their devices */
+	for (size_t b = 0; sb_backend_at(b); b++) {
+		const sb_backend *be = sb_backend_at(b);
+		size_t n = 0;
+		for (size_t i = 0; i < sb_devices_count(list); i++)
+			n += sb_devices_get(list, i)->backend == be;
+		printf("backend %s (interface %u): %zu device%s%s\n", be->name, be->api, n,
+		       n == 1 ? "" : "s", n ? "" : " here (nothing to test on this machine)");
+		if (be->api != SB_BACKEND_API) {
+			printf("  FAIL: %s speaks interface %u, the engine %u\n", be->name, be->api,
+			       SB_BACKEND_API);
+			failures++;
+		}
+		/* every entry of the table is there */
+		const void *const must[] = {be->enumerate, be->open, be->close, be->lost, be->begin_chunk,
+		                            be->row_tile, be->batch, be->alloc, be->wrap, be->release,
+		                            be->upload, be->download, be->finish, be->status, be->clear,
+		                            be->ops, be->classic, be->set_profiling, be->profile,
+		                            be->describe};
+		for (size_t k = 0; k < sizeof must / sizeof must[0]; k++)
+			if (!must[k]) {
+				printf("  FAIL: %s leaves entry %zu of its table empty\n", be->name, k);
+				failures++;
+			}
+		const void *const *op = (const void *const *)be->ops;
+		for (size_t k = 0; be->ops && k < sizeof(sb_ops) / sizeof(void *); k++)
+			if (!op[k]) {
+				printf("  FAIL: %s leaves operation %zu empty\n", be->name, k);
+				failures++;
+			}
+	}
+
+	results cpu = {{0}, {0}, 0};
+	float *cpu_classic = NULL;
+	size_t cpu_classic_n = 0;
+	for (size_t i = 0; i < sb_devices_count(list); i++) {
+		const sb_device_props *d = sb_devices_get(list, i);
+		sb_exec x;
+		const sb_open_opts oo = {0};
+		printf("%s: %s [%s]\n", d->id, d->label, d->backend->name);
+		if (sb_exec_open(d, &oo, &logger, &x) != SB_OK) {
+			printf("  FAIL: %s does not open\n", d->id);
+			failures++;
+			continue;
+		}
+		arena a = {&x, {0}, 0, 0};
+		results mine = {{0}, {0}, 0};
+		run r = {&a, d->id, i == 0 ? NULL : &cpu, i == 0 ? &cpu : &mine, 0};
+		rng = 12345u;
+		all_cases(&r);
+		/* the classic group */
+		size_t n = 0;
+		sb_status st = SB_OK;
+		float *out = classic_chunk(&x, 24, &n, &st);
+		if (i == 0) {
+			cpu_classic = out;
+			cpu_classic_n = n;
+			printf("  %-9s %-16s %-28s %s\n", d->id, "classic", "24 frames, stereo",
+			       st == SB_OK ? "ok (the reference)" : sb_status_str(st));
+			failures += st != SB_OK;
+		} else {
+			const double e = st == SB_OK && n == cpu_classic_n ? rel_err_f(out, cpu_classic, n)
+			                                                   : INFINITY;
+			const int ok = e < 1e-4;
+			printf("  %-9s %-16s %-28s cpu %.1e  %s\n", d->id, "classic", "24 frames, stereo",
+			       e, ok ? "ok" : "FAIL");
+			failures += !ok;
+			free(out);
+		}
+		for (int k = 0; k < mine.count; k++)
+			free(mine.out[k]);
+		sb_exec_close(&x);
+	}
+	for (int k = 0; k < cpu.count; k++)
+		free(cpu.out[k]);
+	free(cpu_classic);
+	sb_devices_free(list);
+	printf("%d failure(s)\n", failures);
+	return failures ? 1 : 0;
+}

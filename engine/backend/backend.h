@@ -33,7 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SB_BACKEND_API 1
+#define SB_BACKEND_API 2
 
 typedef struct sb_bdev sb_bdev; /* an opened device: the backend's own struct */
 typedef struct sb_bbuf sb_bbuf; /* memory on a device: the backend's own struct */
@@ -107,6 +107,14 @@ typedef struct {
 	 * 2: o[c][t] = act(b[c] + p[u%4][c][u/4] + p[u%4 + 4][c][u/4 - 1]), u = t + 2, t < length */
 	void (*convtr_k8s4)(sb_bdev *d, sb_dv p, long lin, int cout, long length, sb_dv b, int act,
 	                    sb_dv o);
+	/* multi-head attention: for head h < heads, query row i < nq, c < hd,
+	 * o[i ldo + h hd + c] = sum_j P[i][j] v[j ldkv + h hd + c] with
+	 * P[i][j] = softmax over j < nk of scale sum_e q[i ldq + h hd + e] k[j ldkv + h hd + e]
+	 * (k and v may be columns of one matrix, as q, k and v of a fused projection are). Where
+	 * the scores live is the backend's own business: a CPU keeps a block of them in cache, a
+	 * GPU may hold them all or none. */
+	void (*attention)(sb_bdev *d, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq, int nk,
+	                  int heads, int hd, float scale, sb_dv o, int ldo);
 } sb_ops;
 
 /* The built-in separator's per-chunk work (models/classic/classic.h steps 1-6 and the inverse

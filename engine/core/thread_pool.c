@@ -1,27 +1,81 @@
-/* Fork-join pool, see thread_pool.h. Workers sleep on a condition variable between jobs; a
- * job is split into about four chunks per thread, taken from an atomic counter so that a
- * thread slowed by another process on the machine does not hold the others up. */
+/* Fork-join pool, see thread_pool.h. A job is split into about four chunks per thread, taken
+ * from an atomic counter so that a thread slowed by another process on the machine does not
+ * hold the others up.
+ *
+ * Waking: a model's forward pass is thousands of short operations back to back, and a futex
+ * wake-up per operation (tens of microseconds on a virtual machine) would cost more than most
+ * of them. So a worker that finished a job, and the caller waiting for the workers, spin for a
+ * short while (SPIN_NS) on the generation and busy counters before they sleep on the condition
+ * variables; a job that comes within that time starts without a system call. The spin is short
+ * so that an idle pool gives its cores back at once (a DAW's audio thread may need them).
+ */
 #include "core/thread_pool.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
+
+#define SPIN_NS 50000 /* 50 us */
 
 struct sb_pool {
 	int threads;
 	pthread_t *tid;
 	pthread_mutex_t lock;
 	pthread_cond_t wake, done;
-	uint64_t generation; /* bumped per job, under lock */
-	int quit;
-	int busy; /* workers still in the current job, under lock */
+	atomic_uint_fast64_t generation; /* bumped per job, after the job's fields are set */
+	atomic_int quit;
+	atomic_int busy;   /* workers still in the current job */
+	atomic_int sleepers; /* workers asleep on wake, the caller asleep on done (+1000) */
 	/* the current job */
 	sb_pool_fn fn;
 	void *ctx;
 	int64_t n, chunk, n_chunks;
 	atomic_llong next;
 };
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Spins until cond(p, arg) holds or SPIN_NS pass; 1 when it holds. */
+static int spin_until(sb_pool *p, int (*cond)(sb_pool *, uint64_t), uint64_t arg)
+{
+	const int64_t end = now_ns() + SPIN_NS;
+	for (int i = 0;; i++) {
+		if (cond(p, arg))
+			return 1;
+		cpu_relax();
+		if ((i & 63) == 63 && now_ns() > end)
+			return cond(p, arg);
+	}
+}
+
+/* Sequentially consistent throughout: a sleeper counts itself before it checks, the other side
+ * publishes before it looks for sleepers, so one of them always sees the other. */
+static int new_job(sb_pool *p, uint64_t seen)
+{
+	return atomic_load(&p->generation) != seen || atomic_load(&p->quit);
+}
+
+static int all_done(sb_pool *p, uint64_t unused)
+{
+	(void)unused;
+	return atomic_load(&p->busy) == 0;
+}
 
 static void run_chunks(sb_pool *p, int worker)
 {
@@ -47,20 +101,27 @@ static void *worker_main(void *arg)
 	const int worker = wa->worker;
 	free(wa);
 	uint64_t seen = 0;
-	pthread_mutex_lock(&p->lock);
 	for (;;) {
-		while (!p->quit && p->generation == seen)
-			pthread_cond_wait(&p->wake, &p->lock);
-		if (p->quit)
+		if (!spin_until(p, new_job, seen)) {
+			pthread_mutex_lock(&p->lock);
+			atomic_fetch_add(&p->sleepers, 1);
+			while (!new_job(p, seen))
+				pthread_cond_wait(&p->wake, &p->lock);
+			atomic_fetch_sub(&p->sleepers, 1);
+			pthread_mutex_unlock(&p->lock);
+		}
+		if (atomic_load(&p->quit))
 			break;
-		seen = p->generation;
-		pthread_mutex_unlock(&p->lock);
+		seen = atomic_load(&p->generation);
 		run_chunks(p, worker);
-		pthread_mutex_lock(&p->lock);
-		if (--p->busy == 0)
+		if (atomic_fetch_sub(&p->busy, 1) == 1 &&
+		    atomic_load(&p->sleepers) >= 1000) {
+			/* the caller went to sleep: wake it under the lock it waits with */
+			pthread_mutex_lock(&p->lock);
 			pthread_cond_signal(&p->done);
+			pthread_mutex_unlock(&p->lock);
+		}
 	}
-	pthread_mutex_unlock(&p->lock);
 	return NULL;
 }
 
@@ -77,6 +138,11 @@ sb_status sb_pool_new(int threads, sb_pool **out)
 	if (!p)
 		return SB_ERR_NOMEM;
 	p->threads = 1;
+	atomic_init(&p->generation, 0);
+	atomic_init(&p->quit, 0);
+	atomic_init(&p->busy, 0);
+	atomic_init(&p->sleepers, 0);
+	atomic_init(&p->next, 0);
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->wake, NULL);
 	pthread_cond_init(&p->done, NULL);
@@ -106,7 +172,7 @@ void sb_pool_free(sb_pool *p)
 	if (!p)
 		return;
 	pthread_mutex_lock(&p->lock);
-	p->quit = 1;
+	atomic_store(&p->quit, 1);
 	pthread_cond_broadcast(&p->wake);
 	pthread_mutex_unlock(&p->lock);
 	for (int i = 1; i < p->threads; i++)
@@ -136,20 +202,27 @@ void sb_pool_for(sb_pool *p, int64_t n, int64_t grain, sb_pool_fn fn, void *ctx)
 	int64_t chunk = (n + 4 * p->threads - 1) / (4 * p->threads);
 	if (chunk < grain)
 		chunk = grain;
-	pthread_mutex_lock(&p->lock);
+	/* The workers are between jobs (busy is 0): the fields are ours until the release below. */
 	p->fn = fn;
 	p->ctx = ctx;
 	p->n = n;
 	p->chunk = chunk;
 	p->n_chunks = (n + chunk - 1) / chunk;
-	atomic_store(&p->next, 0);
-	p->busy = p->threads - 1;
-	p->generation++;
-	pthread_cond_broadcast(&p->wake);
-	pthread_mutex_unlock(&p->lock);
+	atomic_store_explicit(&p->next, 0, memory_order_relaxed);
+	atomic_store_explicit(&p->busy, p->threads - 1, memory_order_relaxed);
+	atomic_fetch_add(&p->generation, 1);
+	if (atomic_load(&p->sleepers) > 0) {
+		pthread_mutex_lock(&p->lock);
+		pthread_cond_broadcast(&p->wake);
+		pthread_mutex_unlock(&p->lock);
+	}
 	run_chunks(p, 0);
-	pthread_mutex_lock(&p->lock);
-	while (p->busy > 0)
-		pthread_cond_wait(&p->done, &p->lock);
-	pthread_mutex_unlock(&p->lock);
+	if (!spin_until(p, all_done, 0)) {
+		pthread_mutex_lock(&p->lock);
+		atomic_fetch_add(&p->sleepers, 1000);
+		while (!all_done(p, 0))
+			pthread_cond_wait(&p->done, &p->lock);
+		atomic_fetch_sub(&p->sleepers, 1000);
+		pthread_mutex_unlock(&p->lock);
+	}
 }

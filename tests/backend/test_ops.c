@@ -554,6 +554,61 @@ static void case_convtr(run *r, int cout, long lin, long length, int act)
 	free(want);
 }
 
+/* self-attention (q, k, v columns of one fused projection) or cross-attention (k, v of their
+ * own matrix) */
+static void case_attention(run *r, int nq, int nk, int heads, int hd, int fused)
+{
+	const int D = heads * hd, ldq = fused ? 3 * D : D, ldkv = fused ? 3 * D : 2 * D,
+	          ldo = D + 3;
+	const size_t nqv = (size_t)nq * ldq, nkv = fused ? 0 : (size_t)nk * ldkv,
+	             no = (size_t)nq * ldo;
+	if (fused)
+		nk = nq;
+	float *qm = rnd(nqv, 1), *kvm = fused ? NULL : rnd(nkv, 1), *o = rnd(no, 1);
+	const float *kp = fused ? qm + D : kvm, *vp = fused ? qm + 2 * D : kvm + D;
+	const float scale = 1.f / sqrtf((float)hd);
+	float *got = malloc(sizeof(float) * no);
+	double *want = dup_d(o, no), *p = malloc(sizeof(double) * (size_t)nk);
+	for (int h = 0; h < heads; h++)
+		for (int i = 0; i < nq; i++) {
+			double mx = -INFINITY, sum = 0;
+			for (int j = 0; j < nk; j++) {
+				double v = 0;
+				for (int e = 0; e < hd; e++)
+					v += (double)qm[(size_t)i * ldq + h * hd + e] *
+					     kp[(size_t)j * ldkv + h * hd + e];
+				p[j] = scale * v;
+				mx = p[j] > mx ? p[j] : mx;
+			}
+			for (int j = 0; j < nk; j++)
+				sum += (p[j] = exp(p[j] - mx));
+			for (int c = 0; c < hd; c++) {
+				double v = 0;
+				for (int j = 0; j < nk; j++)
+					v += p[j] / sum * vp[(size_t)j * ldkv + h * hd + c];
+				want[(size_t)i * ldo + h * hd + c] = v;
+			}
+		}
+	sb_dv dq = put(r->a, qm, nqv), dkv = fused ? dq : put(r->a, kvm, nkv), dout = put(r->a, o, no);
+	if (!r->a->failed)
+		ops(r)->attention(dv(r), dq, ldq, fused ? sb_dv_at(dq, (size_t)D) : dkv,
+		                  fused ? sb_dv_at(dq, (size_t)2 * D) : sb_dv_at(dkv, (size_t)D), ldkv,
+		                  nq, nk, heads, hd, scale, dout, ldo);
+	memcpy(got, o, sizeof(float) * no);
+	get(r->a, got, dout, no);
+	sb_status st = done(r->a);
+	char shape[64];
+	snprintf(shape, sizeof shape, "%d x %d, %d x %d%s", nq, nk, heads, hd, fused ? " qkv" : "");
+	judge(r, "attention", shape, st, got, want, no, 2e-6);
+	arena_free(r->a);
+	free(qm);
+	free(kvm);
+	free(o);
+	free(got);
+	free(want);
+	free(p);
+}
+
 /* Every case, in a fixed order (the CPU's results are matched by position). */
 static void all_cases(run *r)
 {
@@ -602,6 +657,10 @@ static void all_cases(run *r)
 	case_im2col(r, 48, 4411);
 	case_convtr(r, 5, 12, 45, 0);
 	case_convtr(r, 48, 1103, 4410, 1);
+	case_attention(r, 37, 37, 3, 8, 1);
+	case_attention(r, 300, 300, 8, 48, 1);  /* more query rows than a CPU block */
+	case_attention(r, 45, 70, 4, 16, 0);
+	case_attention(r, 600, 257, 8, 48, 0);
 }
 
 /* The classic group: one chunk of the built-in separator, against the CPU backend. */

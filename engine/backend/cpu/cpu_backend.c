@@ -31,12 +31,14 @@ struct sb_bbuf {
 enum {
 	OP_GEMM, OP_ZERO, OP_COPY, OP_BIAS_ACT, OP_FILL_BIAS, OP_BIAS_COLS, OP_ADD, OP_SCALE_ADD,
 	OP_GLU, OP_GLU_ADD, OP_GROUPNORM, OP_GN_TOKENS, OP_LAYERNORM, OP_SOFTMAX, OP_TRANSPOSE,
-	OP_ROWS_TOKENS, OP_ADD_ROW_CHANNEL, OP_IM2COL, OP_CONVTR, OP_UPLOAD, OP_DOWNLOAD, OP_COUNT
+	OP_ROWS_TOKENS, OP_ADD_ROW_CHANNEL, OP_IM2COL, OP_CONVTR, OP_ATTENTION, OP_UPLOAD,
+	OP_DOWNLOAD, OP_COUNT
 };
 static const char *const op_names[OP_COUNT] = {
 	"gemm", "zero", "copy", "bias_act", "fill_bias", "bias_cols", "add", "scale_add", "glu",
 	"glu_add", "groupnorm", "groupnorm_tokens", "layernorm", "softmax", "transpose",
-	"rows_tokens", "add_row_channel", "im2col_k8s4", "convtr_k8s4", "upload", "download",
+	"rows_tokens", "add_row_channel", "im2col_k8s4", "convtr_k8s4", "attention", "upload",
+	"download",
 };
 
 struct sb_bdev {
@@ -48,6 +50,8 @@ struct sb_bdev {
 	long calls[OP_COUNT];
 	double secs[OP_COUNT], flops[OP_COUNT];
 	const sb_logger *log;
+	float *att;             /* attention scores, one block per thread */
+	size_t att_n;
 };
 
 static inline float *P(sb_dv v)
@@ -146,6 +150,7 @@ static void cpu_close(sb_bdev *d)
 	if (!d)
 		return;
 	sb_pool_free(d->pool);
+	free(d->att);
 	free(d);
 }
 
@@ -771,6 +776,60 @@ static void op_convtr(sb_bdev *d, sb_dv p, long lin, int cout, long length, sb_d
 	prof_add(d, OP_CONVTR, t0, 0);
 }
 
+/* ---- attention: tasks of one head and a block of queries, each on one thread, so that the
+ * block's scores stay in its core's cache from the product to the softmax to the next product */
+
+#define ATT_ROWS 256
+
+typedef struct {
+	const float *q, *k, *v;
+	float *o, *s;
+	int ldq, ldkv, ldo, nq, nk, hd, blocks;
+	float scale;
+} att_job;
+
+static void k_attention(void *vj, int64_t b, int64_t e, int wk)
+{
+	const att_job *j = vj;
+	float *s = j->s + (size_t)wk * ATT_ROWS * (size_t)j->nk;
+	for (int64_t task = b; task < e; task++) {
+		const int h = (int)(task / j->blocks);
+		const int q0 = (int)(task % j->blocks) * ATT_ROWS;
+		const int m = j->nq - q0 < ATT_ROWS ? j->nq - q0 : ATT_ROWS;
+		sb_sgemm(0, 1, m, j->nk, j->hd, j->scale, j->q + (size_t)q0 * j->ldq + (size_t)h * j->hd,
+		         j->ldq, j->k + (size_t)h * j->hd, j->ldkv, 0.f, s, j->nk);
+		for (int r = 0; r < m; r++) {
+			float *row = s + (size_t)r * j->nk;
+			const float sum = sb_vexp_sum(row, j->nk, sb_vmax(row, j->nk));
+			sb_vscale(row, j->nk, 1.f / sum);
+		}
+		sb_sgemm(0, 0, m, j->hd, j->nk, 1.f, s, j->nk, j->v + (size_t)h * j->hd, j->ldkv, 0.f,
+		         j->o + (size_t)q0 * j->ldo + (size_t)h * j->hd, j->ldo);
+	}
+}
+
+static void op_attention(sb_bdev *d, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
+                         int nk, int heads, int hd, float scale, sb_dv o, int ldo)
+{
+	if (nq <= 0 || nk <= 0 || heads <= 0 || d->st != SB_OK)
+		return;
+	const double t0 = prof_t0(d);
+	const size_t need = (size_t)d->threads * ATT_ROWS * (size_t)nk;
+	if (d->att_n < need) {
+		float *s = realloc(d->att, sizeof(float) * need);
+		if (!s) {
+			d->st = SB_ERR_NOMEM;
+			return;
+		}
+		d->att = s;
+		d->att_n = need;
+	}
+	att_job j = {P(q), P(k), P(v), P(o), d->att, ldq, ldkv, ldo, nq, nk, hd,
+	             (nq + ATT_ROWS - 1) / ATT_ROWS, scale};
+	sb_pool_for(d->pool, (int64_t)heads * j.blocks, 1, k_attention, &j);
+	prof_add(d, OP_ATTENTION, t0, 4.0 * nq * nk * hd * heads);
+}
+
 /* ---- matrix products ---- */
 
 typedef struct {
@@ -817,7 +876,7 @@ static void op_gemm(sb_bdev *d, int M, int N, int K, float alpha, sb_dv A, int l
 static const sb_ops cpu_ops = {
 	op_gemm, op_zero, op_copy, op_bias_act, op_fill_bias, op_bias_cols, op_add, op_scale_add,
 	op_glu, op_glu_add, op_groupnorm, op_groupnorm_tokens, op_layernorm, op_softmax,
-	op_transpose, op_rows_tokens, op_add_row_channel, op_im2col, op_convtr,
+	op_transpose, op_rows_tokens, op_add_row_channel, op_im2col, op_convtr, op_attention,
 };
 
 const sb_backend sb_backend_cpu_impl = {

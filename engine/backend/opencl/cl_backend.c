@@ -61,6 +61,8 @@ static void cl_close(sb_bdev *d)
 		clReleaseProgram(d->prog);
 	if (d->stats)
 		clReleaseMemObject(d->stats);
+	if (d->att)
+		clReleaseMemObject(d->att);
 	sb_cl_device_close(d->dev);
 	free(d);
 }

@@ -33,6 +33,8 @@ struct sb_bdev {
 	size_t red_wg;          /* work-group size of the reductions */
 	cl_mem stats;           /* per batch item mean and rstd of the norms */
 	size_t stats_n;
+	cl_mem att;             /* attention scores (op_attention) */
+	size_t att_n;
 	sb_cl_gemm_kind gemm;   /* CLBlast or the own kernel (cl_blas.h) */
 	int profiling;
 	long prof_calls[P_COUNT];

@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,6 +289,15 @@ sb_cl_gemm_kind sb_cl_gemm_choose(sb_cl_device *d)
 
 /* ---- products ---- */
 
+#ifdef SB_HAVE_CLBLAST
+/* CLBlast (1.5.3, database.cpp) fills its static kernel database on the first routine it
+ * builds, without a lock: two devices starting their first product at once (one song shared
+ * by two GPUs, two tracks on two GPUs) would both write it. Until one product has gone
+ * through, products wait for each other; after that the database is only read. */
+static pthread_mutex_t first_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int first_done;
+#endif
+
 sb_status sb_cl_sgemm(sb_cl_device *d, int M, int N, int K, float alpha, cl_mem A, size_t aoff,
                       int lda, long sa, cl_mem B, size_t boff, int ldb, long sb, int tb,
                       float beta, cl_mem C, size_t coff, int ldc, long sc, int batch)
@@ -296,6 +306,9 @@ sb_status sb_cl_sgemm(sb_cl_device *d, int M, int N, int K, float alpha, cl_mem 
 	cl_command_queue q = sb_cl_device_queue(d);
 	const CLBlastTranspose bt = tb ? CLBlastTransposeYes : CLBlastTransposeNo;
 	CLBlastStatusCode rc;
+	const int first = !atomic_load_explicit(&first_done, memory_order_acquire);
+	if (first)
+		pthread_mutex_lock(&first_lock);
 	if (batch == 1)
 		rc = CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, bt, (size_t)M, (size_t)N,
 		                  (size_t)K, alpha, A, aoff, (size_t)lda, B, boff, (size_t)ldb, beta, C,
@@ -306,6 +319,11 @@ sb_status sb_cl_sgemm(sb_cl_device *d, int M, int N, int K, float alpha, cl_mem 
 		                                (size_t)lda, (size_t)sa, B, boff, (size_t)ldb,
 		                                (size_t)sb, beta, C, coff, (size_t)ldc, (size_t)sc,
 		                                (size_t)batch, &q, NULL);
+	if (first) {
+		if (rc == CLBlastSuccess)
+			atomic_store_explicit(&first_done, 1, memory_order_release);
+		pthread_mutex_unlock(&first_lock);
+	}
 	if (rc == CLBlastSuccess)
 		return SB_OK;
 	/* out of memory and a lost device mean what they mean for our own kernels */

@@ -476,8 +476,36 @@ sb_status sb_cl_ops_ready(sb_bdev *c)
 	return SB_OK;
 }
 
+/* Attention as two strided-batched products around a softmax, every head at once (the scores,
+ * heads x nq x nk floats, in a buffer the device keeps for it): three launches. */
+static void op_attention(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
+                         int nk, int heads, int hd, float scale, sb_dv o, int ldo)
+{
+	if (nq <= 0 || nk <= 0 || heads <= 0 || c->st != SB_OK || sb_cl_ops_ready(c) != SB_OK)
+		return;
+	const size_t need = (size_t)heads * nq * nk;
+	if (c->att_n < need) {
+		if (c->att)
+			clReleaseMemObject(c->att);
+		c->att = NULL;
+		c->att_n = 0;
+		sb_status st = sb_cl_device_alloc(c->dev, sizeof(float) * need, CL_MEM_READ_WRITE,
+		                                  &c->att);
+		if (st != SB_OK) {
+			c->st = st;
+			return;
+		}
+		c->att_n = need;
+	}
+	sb_bbuf sbuf = {c->att, need};
+	const sb_dv s = {&sbuf, 0};
+	gemm_one(c, nq, nk, hd, scale, q, ldq, hd, k, ldkv, hd, 1, 0.f, s, nk, (long)nq * nk, heads);
+	op_softmax(c, s, (size_t)heads * nq, nk);
+	gemm_one(c, nq, hd, nk, 1.f, s, nk, (long)nq * nk, v, ldkv, hd, 0, 0.f, o, ldo, hd, heads);
+}
+
 const sb_ops sb_cl_ops = {
 	op_gemm, op_zero, op_copy, op_bias_act, op_fill_bias, op_bias_cols, op_add, op_scale_add,
 	op_glu, op_glu_add, op_groupnorm, op_groupnorm_tokens, op_layernorm, op_softmax,
-	op_transpose, op_rows_tokens, op_add_row_channel, op_im2col, op_convtr,
+	op_transpose, op_rows_tokens, op_add_row_channel, op_im2col, op_convtr, op_attention,
 };

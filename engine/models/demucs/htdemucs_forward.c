@@ -465,13 +465,8 @@ static void attention(sb_htdemucs_on *r, sb_dv q, int ldq, sb_dv k, sb_dv v, int
                       long nk, int heads, int D, sb_dv o)
 {
 	const int hd = D / heads;
-	sb_dv s = A(r, (size_t)heads * nq * nk);
-	gemm(r, (int)nq, (int)nk, hd, 1.f / sqrtf((float)hd), q, ldq, hd, k, ldkv, hd, 1, 0.f, s,
-	     (int)nk, nq * nk, heads, 1, 0, 0, 0);
-	OP(r)->softmax(r->x.d, s, (size_t)heads * nq, (int)nk);
-	gemm(r, (int)nq, hd, (int)nk, 1.f, s, (int)nk, nq * nk, v, ldkv, hd, 0, 0.f, o, D, hd, heads,
-	     1, 0, 0, 0);
-	R(r, s);
+	OP(r)->attention(r->x.d, q, ldq, k, v, ldkv, (int)nq, (int)nk, heads, hd,
+	                 1.f / sqrtf((float)hd), o, D);
 }
 
 /* one layer over B segments of n tokens at x [B][n][D]; kv: the other branch's tokens */

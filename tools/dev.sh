@@ -16,9 +16,9 @@ build_pkgs="build-essential meson ninja-build pkg-config libsndfile1-dev libfftw
   pocl-opencl-icd clinfo sox python3"
 # ardour: the headless and GUI host tests; python3-torch: checkpoints for the converter's test;
 # clang and its runtime: the fuzz targets under libFuzzer; libelf-dev: lv2lint (built from
-# ../shared/tools when it is there)
+# ../shared/tools when it is there); slurm and munge: the batch test's single-node cluster
 test_pkgs="sordi xvfb xdotool imagemagick libsuil-dev ardour python3-torch clang libclang-rt-14-dev
-  libelf-dev"
+  libelf-dev slurmctld slurmd slurm-client munge"
 
 install_missing() {
 	local missing=()

@@ -55,6 +55,9 @@ sb_status sb_manifest_render(const sb_manifest *m, char **json, char **stems_txt
 	} else {
 		json_object_set_new(in, "path", json_null());
 	}
+	json_object_set_new(in, "size", m->input_size >= 0 ? json_integer(m->input_size) : json_null());
+	json_object_set_new(in, "mtime_ns",
+	                    m->input_mtime_ns >= 0 ? json_integer(m->input_mtime_ns) : json_null());
 	json_object_set_new(in, "frames", json_integer(m->frames));
 	json_object_set_new(in, "channels", json_integer(m->channels));
 	json_object_set_new(in, "rate", json_real(m->rate));

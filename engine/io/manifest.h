@@ -6,8 +6,10 @@
  * and renamed only when every file is complete, so a manifest is never without its stems nor
  * stems without their manifest. The JSON keys (version 1):
  *   stembridge, manifest_version, status ("ok" | "failed"), error,
- *   input {path, frames, channels, rate, seconds, format, peak_dbfs (null: digital silence),
- *         silent (below -90 dBFS throughout: the stems are silent too)},
+ *   input {path, size, mtime_ns (the file as it was read: a batch re-run skips an input whose
+ *         manifest is ok and whose file still has this size and time), frames, channels, rate,
+ *         seconds, format, peak_dbfs (null: digital silence), silent (below -90 dBFS
+ *         throughout: the stems are silent too)},
  *   timeline_start (samples or null), take, track,
  *   model {name, requested, description, shifts, overlap}: name is the model that ran, never
  *   "auto"; requested is what the job asked for,
@@ -34,6 +36,8 @@ typedef struct {
 	const char *status;         /* "ok", "failed" */
 	const char *error;          /* NULL when ok */
 	const char *input_path;     /* NULL for memory input */
+	int64_t input_size;         /* bytes, -1 unknown (memory input) */
+	int64_t input_mtime_ns;     /* modification time, ns since the epoch, -1 unknown */
 	int64_t frames;
 	int channels;
 	double rate;

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MAX_EVENTS 16
@@ -295,7 +296,14 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 	/* Input */
 	char track_buf[256];
 	const char *track = spec->track;
+	int64_t in_size = -1, in_mtime = -1;
 	if (spec->input_path) {
+		/* the file as it is read: its size and time let a batch re-run skip it */
+		struct stat sst;
+		if (stat(spec->input_path, &sst) == 0) {
+			in_size = (int64_t)sst.st_size;
+			in_mtime = (int64_t)sst.st_mtim.tv_sec * 1000000000 + sst.st_mtim.tv_nsec;
+		}
 		st = sb_source_file(spec->input_path, log, &src, &ai);
 		if (!track)
 			track = base_name(spec->input_path, track_buf, sizeof track_buf);
@@ -517,6 +525,8 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 	sb_manifest m = {
 		.status = "ok",
 		.input_path = spec->input_path,
+		.input_size = in_size,
+		.input_mtime_ns = in_mtime,
 		.frames = src->frames,
 		.channels = src->channels,
 		.rate = src->rate,

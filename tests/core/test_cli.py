@@ -5,7 +5,7 @@ refused with one clear line on stderr, a non-zero exit, and nothing half-written
 
 usage: test_cli.py STEMBRIDGE GROUP [GOLDEN_DIR]
 GROUP: separate, formats, bad, devices, fallback, demucs, share, damaged, signals, commit,
-       repeat
+       repeat, batch
 """
 import json
 import math
@@ -774,7 +774,188 @@ def group_repeat(tmp):
                   "float WAV time reference")
 
 
-GROUPS = {"damaged": group_damaged, "signals": group_signals, "commit": group_commit,
+def batch_lines(out):
+    lines = []
+    logs = os.path.join(out, "logs")
+    for f in sorted(os.listdir(logs)) if os.path.isdir(logs) else []:
+        with open(os.path.join(logs, f)) as fh:
+            lines += [json.loads(l) for l in fh]
+    return lines
+
+
+def group_batch(tmp):
+    """stembridge batch without a scheduler: a folder walked (OUT inside it left out), a list
+    with repeats sharded 3 ways (disjoint, complete, the same on every run), a re-run that
+    separates nothing and touches no stem, a changed input done again, a bad input logged while
+    the batch goes on (exit 1), another's stem never overwritten, --skip-failed, SIGTERM
+    mid-batch (nothing partial, the re-run completes), --report, Slurm's array variables."""
+    src = os.path.join(tmp, "music")
+    paths = []
+    for d in ("alpha", "beta/live", "gamma"):
+        os.makedirs(os.path.join(src, d))
+        for k in range(3):
+            p = os.path.join(src, d, f"t{k}.wav")
+            wavio.write_wav(p, wavio.test_signal(44100 * 2, 2, 44100, seed=len(paths) + 1), 2,
+                            44100)
+            paths.append(p)
+    os.makedirs(os.path.join(src, ".hidden"))
+    wavio.write_wav(os.path.join(src, ".hidden", "x.wav"), wavio.test_signal(4410, 2, 44100), 2,
+                    44100)
+    with open(os.path.join(src, "notes.txt"), "w") as f:
+        f.write("not audio")
+    out = os.path.join(src, "stems")  # inside the walked folder: never taken as input
+    b = ["batch", "--model", "builtin"]
+    p = run(b + [src, "-o", out])
+    check(p.returncode == 0, f"batch of a folder: exit {p.returncode}: {p.stderr}")
+    lines = batch_lines(out)
+    done = sorted(l["path"] for l in lines if l.get("status") == "done")
+    check(done == sorted(paths), f"the folder's 9 files done once each: {done}")
+    for l in lines:
+        if l.get("status") == "done":
+            check(l["realtime_factor"] > 0 and l["audio_s"] == 2.0 and l["device"] == "cpu" and
+                  l["seconds"] > 0 and l["size"] == os.path.getsize(l["path"]),
+                  f"a JSON line's numbers: {l}")
+    summ = [l for l in lines if l.get("summary")]
+    check(len(summ) == 1 and summ[0]["done"] == 9 and summ[0]["failed"] == 0 and
+          abs(summ[0]["audio_hours"] - 18 / 3600) < 1e-9, f"the summary line: {summ}")
+    check("9 done, 0 skipped, 0 failed" in p.stdout, f"the summary for a person: {p.stdout!r}")
+    stem_dir = os.path.join(out, "beta", "live", "t1")
+    check(sorted(os.listdir(stem_dir)) == sorted([s + ".wav" for s in STEMS] +
+                                                 ["manifest.json", "stems.txt"]),
+          f"the stems of beta/live/t1.wav under OUT/beta/live/t1: {os.listdir(stem_dir)}")
+    sum_check(paths[4], [os.path.join(stem_dir, s + ".wav") for s in STEMS])
+    stamps = {f: os.stat(f).st_mtime_ns for f in files_under(out) if "/logs/" not in f}
+
+    # a re-run separates nothing and touches no stem
+    t0 = time.time()
+    p = run(b + [src, "-o", out])
+    again = batch_lines(out)[len(lines):]
+    check(p.returncode == 0 and sorted(l["status"] for l in again if not l.get("summary")) ==
+          ["skipped"] * 9, f"re-run: exit {p.returncode}, {[l.get('status') for l in again]}")
+    check(all(os.stat(f).st_mtime_ns == t for f, t in stamps.items()),
+          "a re-run rewrote a stem")
+    print(f"batch: re-run of 9 finished inputs in {time.time() - t0:.2f} s")
+
+    # a changed input is done again, its own stems replaced; the rest skipped
+    wavio.write_wav(paths[0], wavio.test_signal(44100 * 3, 2, 44100, seed=99), 2, 44100)
+    n = len(batch_lines(out))
+    p = run(b + [src, "-o", out])
+    new = batch_lines(out)[n:]
+    st = {l["path"]: l["status"] for l in new if not l.get("summary")}
+    check(p.returncode == 0 and st[paths[0]] == "done" and
+          sorted(st.values()).count("skipped") == 8, f"changed input: {st} {p.stderr}")
+    with open(os.path.join(out, "alpha", "t0", "manifest.json")) as f:
+        check(json.load(f)["input"]["frames"] == 44100 * 3, "the changed input's new stems")
+
+    # a list with a comment, a repeat, a bad file and a path that is not there; 3 shards
+    bad = os.path.join(src, "gamma", "broken.wav")
+    with open(bad, "wb") as f:
+        f.write(b"RIFF\x10\x00\x00\x00WAVEfmt ")
+    lst = os.path.join(tmp, "list.txt")
+    listed = paths + [paths[2], bad, os.path.join(src, "missing.wav")]
+    with open(lst, "w") as f:
+        f.write("# catalogue\n\n" + "\n".join(listed) + "\n")
+    uniq = paths + [bad, os.path.join(src, "missing.wav")]
+    out2 = os.path.join(tmp, "out2")
+    codes = []
+    for i in range(3):
+        codes.append(run(b + [lst, "-o", out2, "--shard", f"{i}/3"]).returncode)
+    lines = batch_lines(out2)
+    for i in range(3):
+        took = [l["path"] for l in lines if l.get("shard") == f"{i}/3" and not l.get("summary")]
+        check(took == uniq[i::3], f"shard {i}/3 took {took}, not {uniq[i::3]}")
+    check(sorted(codes) == [0, 1, 1], f"exit 1 for the shards with a bad input: {codes}")
+    failed = {l["path"]: l for l in lines if l.get("status") == "failed"}
+    check(sorted(failed) == sorted(uniq[-2:]) and all(l.get("error") for l in failed.values()),
+          f"the bad inputs logged with their error: {failed}")
+    check(os.path.exists(os.path.join(out2, "alpha", "t0", "vocals.wav")) and
+          not os.path.exists(os.path.join(out2, "gamma", "broken")),
+          "paths under OUT relative to the list's common folder, nothing for a bad input")
+    # the same shard again: the same inputs, the good ones skipped, the bad one retried
+    def shard0_lines():
+        return [l for l in batch_lines(out2) if l.get("shard") == "0/3"]
+    n = len(shard0_lines())
+    p = run(b + [lst, "-o", out2, "--shard", "0/3"])
+    again = [l for l in shard0_lines()[n:] if not l.get("summary")]
+    check([l["path"] for l in again] == uniq[0::3] and p.returncode == 1 and
+          [l["status"] for l in again] == ["skipped"] * 3 + ["failed"],
+          f"shard 0/3 again: {[(l['path'], l['status']) for l in again]}")
+    n = len(shard0_lines())
+    p = run(b + [lst, "-o", out2, "--shard", "0/3", "--skip-failed"])
+    again = [l for l in shard0_lines()[n:] if not l.get("summary")]
+    check(p.returncode == 0 and all(l["status"] == "skipped" for l in again),
+          f"--skip-failed: exit {p.returncode}, {[l['status'] for l in again]}")
+    r = run(["batch", "--report", out2, "--json"])
+    rep = json.loads(r.stdout) if r.stdout.startswith("{") else {}
+    check(r.returncode == 1 and rep.get("inputs") == 11 and rep.get("complete") == 9 and
+          rep.get("failed") == 2 and rep.get("separations") == 9 and
+          abs(rep.get("audio_hours", 0) - 19 / 3600) < 1e-9,
+          f"--report: exit {r.returncode}, {r.stdout}")
+    r = run(["batch", "--report", out2])
+    check("11 inputs" in r.stdout and "9 complete, 2 failed" in r.stdout and
+          "broken.wav" in r.stdout, f"the report for a person: {r.stdout!r}")
+
+    # a stem that is someone else's is never overwritten
+    out3 = os.path.join(tmp, "out3")
+    mine = os.path.join(out3, "alpha", "t1", "vocals.wav")
+    os.makedirs(os.path.dirname(mine))
+    with open(mine, "wb") as f:
+        f.write(b"the user's own file")
+    p = run(b + [os.path.join(src, "alpha"), "-o", out3, "--root", src])
+    check(p.returncode == 1 and "vocals.wav" in p.stderr, f"another's stem: {p.stderr}")
+    with open(mine, "rb") as f:
+        check(f.read() == b"the user's own file", "another's stem was overwritten")
+    check(os.path.exists(os.path.join(out3, "alpha", "t2", "vocals.wav")),
+          "the batch went on past the refused input")
+
+    # Slurm's array variables pick the shard; nonsense is refused
+    out4 = os.path.join(tmp, "out4")
+    os.makedirs(os.path.join(tmp, "xdg-empty", ".hidden"))
+    env = {"SLURM_ARRAY_TASK_ID": "6", "SLURM_ARRAY_TASK_MIN": "2", "SLURM_ARRAY_TASK_STEP": "2",
+           "SLURM_ARRAY_TASK_COUNT": "3", "SLURM_ARRAY_JOB_ID": "77"}
+    p = run(b + [lst, "-o", out4], env=env)
+    lines = batch_lines(out4)
+    check(os.path.exists(os.path.join(out4, "logs", "batch-2-of-3.jsonl")) and
+          [l["path"] for l in lines if not l.get("summary")] == uniq[2::3] and
+          all(l.get("slurm_job") == "77" for l in lines), f"array task 6 of 2-6:2: {lines}")
+    for args, what in (([lst, "-o", out4, "--shard", "3/3"], "--shard 3/3"),
+                       ([lst, "-o", out4, "--shard", "x"], "--shard x"),
+                       ([os.path.join(src, "beta"), "-o", out4, "--model", "nonesuch"],
+                        "an unknown model"),
+                       ([os.path.join(tmp, "xdg-empty"), "-o", out4], "a folder with no audio"),
+                       ([lst], "no -o")):
+        p = run(b + args)
+        check(p.returncode == 2 and p.stderr.startswith("stembridge: error:"),
+              f"{what}: exit {p.returncode}: {p.stderr!r}")
+    p = run(b + ["-", "-o", out4], env={"SLURM_ARRAY_TASK_ID": "9", "SLURM_ARRAY_TASK_MIN": "0",
+                                        "SLURM_ARRAY_TASK_COUNT": "4"})
+    check(p.returncode == 2, f"a task outside its array's count: exit {p.returncode}")
+
+    # SIGTERM in the middle of a batch: exit 143, nothing partial, the summary says so; the
+    # next run does only what is missing
+    longf = long_input(tmp, 120)
+    lst2 = os.path.join(tmp, "list2.txt")
+    with open(lst2, "w") as f:
+        f.write("\n".join([paths[1], longf, paths[2]]) + "\n")
+    out5 = os.path.join(tmp, "out5")
+    proc = start_job(b + [lst2, "-o", out5, "--threads", "1"])
+    if check(wait_for_temp(os.path.join(out5), proc), "SIGTERM: the batch ended too soon"):
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=120)
+        check(proc.returncode == 143, f"SIGTERM: exit {proc.returncode}")
+        check(temp_files(out5) == [], f"SIGTERM left {temp_files(out5)}")
+        lines = batch_lines(out5)
+        check([l.get("status") for l in lines] == ["done", "cancelled", None] and
+              lines[-1].get("stopped_by") == "SIGTERM" and lines[-1].get("cancelled") == 2,
+              f"SIGTERM's lines: {lines}")
+        p = run(b + [lst2, "-o", out5])
+        st = [l["status"] for l in batch_lines(out5)[len(lines):] if not l.get("summary")]
+        check(p.returncode == 0 and st == ["skipped", "done", "done"], f"after SIGTERM: {st}")
+    else:
+        proc.kill()
+
+
+GROUPS = {"batch": group_batch, "damaged": group_damaged, "signals": group_signals, "commit": group_commit,
           "repeat": group_repeat, "demucs": group_demucs, "separate": group_separate, "formats": group_formats, "bad": group_bad,
           "devices": group_devices, "fallback": group_fallback, "share": group_share}
 

@@ -3,6 +3,7 @@
  *   stembridge separate IN... -o DIR [--device auto|all|cpu|opencl:N[,opencl:M...]] [--model NAME]
  *                      [--stems vocals,drums,bass,other] [--format wav|flac] [--bits 16|24|32]
  *                      [--parallel|--sequential] [--overwrite] [--template T] [--quiet]
+ *   stembridge batch LIST -o DIR [--shard I/N] [separate's options]   (tools/cli/cmd_batch.c)
  *   stembridge devices [--json]        (also: stembridge --list-devices)
  *   stembridge models
  *
@@ -17,6 +18,7 @@
  * it left (core/temp_file.h).
  */
 #include "commands.h"
+#include "options.h"
 
 #include "io/audio_file.h"
 #include "backend/device.h"
@@ -37,42 +39,20 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: stembridge separate IN... -o DIR [options]\n"
+	        "       stembridge batch LIST -o DIR [--shard I/N] [options]   a catalogue, on Slurm\n"
+	        "       stembridge batch --report DIR   sum a batch's logs\n"
 	        "       stembridge devices [--json]     list the devices (also --list-devices)\n"
 	        "       stembridge models [--json]       the models, installed or not, and 'auto'\n"
 	        "       stembridge models install NAME  download, check and install a model\n"
 	        "       stembridge models remove NAME   remove an installed model\n"
 	        "\n"
-	        "separate options:\n"
-	        "  -o, --output DIR        where the stems go (required)\n"
-	        "  --device D              auto (default: the best device; every GPU when there are\n"
-	        "                          several), all (every GPU and the CPU), cpu, opencl:N, or a\n"
-	        "                          comma list of them. One file is shared among the devices\n"
-	        "                          segment by segment; several files spread over them\n"
-	        "                          (--parallel) or each take them all in turn (--sequential)\n"
-	        "  --batch N               segments per forward pass on each device (default: the\n"
-	        "                          device's; more is faster where memory allows)\n"
-	        "  --model NAME            auto (default: the best installed model, htdemucs first, else\n"
-	        "                          builtin), builtin, htdemucs, htdemucs_ft, htdemucs_6s, any\n"
-	        "                          model 'stembridge models' lists, or a .safetensors file\n"
-	        "  --model-other           keep the model's own \"other\" (default: other = input minus\n"
-	        "                          the other stems written, so they add back to the input)\n"
-	        "  --shifts N              Demucs: average N random time shifts (slower, a little\n"
-	        "                          better; seeded, so runs repeat)\n"
-	        "  --overlap F             Demucs: segment overlap, above 0 up to 0.9 (default 0.25)\n"
-	        "  --stems LIST            which of the model's stems to write (default: all of them):\n"
-	        "                          vocals,drums,bass,other, and guitar,piano with htdemucs_6s;\n"
-	        "                          stems left out fold into other (vocals,other = karaoke)\n"
-	        "  --format wav|flac       file format (default wav)\n"
-	        "  --bits 16|24|32         sample format: wav 16, 24 or 32 (float, default); flac 24\n"
-	        "  --parallel              files run at once, one per device of the set (default)\n"
-	        "  --sequential            files run one after another on one device\n"
-	        "  --template T            file names, default {track}/{stem}.{ext}; fields\n"
-	        "                          {track} {take} {stem} {model} {ext}\n"
-	        "  --timeline-start N      the region's position in samples, for the manifest\n"
-	        "  --overwrite             replace stems that exist (default: refuse)\n"
-	        "  --threads N             CPU threads per job (default: all cores)\n"
-	        "  --model-path DIR        another folder to look for models in\n"
-	        "  -q, --quiet             no progress, warnings or summary; errors only\n");
+	        "separate options (batch takes them too; 'stembridge batch --help'):\n"
+	        "%s"
+	        "  --parallel              several files at once, spread over the devices (default);\n"
+	        "                          one file is shared among the devices segment by segment\n"
+	        "  --sequential            files one after another, each on the whole device set\n"
+	        "  --timeline-start N      the region's position in samples, for the manifest\n",
+	        sb_cli_options_help);
 }
 
 typedef struct {
@@ -109,33 +89,6 @@ static void log_cli(void *user, sb_log_level level, const char *msg)
 		fprintf(stderr, "stembridge: error: %s\n", msg);
 	else if (level == SB_LOG_WARNING && !c->quiet)
 		fprintf(stderr, "stembridge: warning: %s\n", msg);
-}
-
-static int parse_stems(const char *s, unsigned *mask)
-{
-	*mask = 0;
-	char buf[256];
-	snprintf(buf, sizeof buf, "%s", s);
-	char *save = NULL;
-	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		const int k = sb_stem_index(t);
-		if (k < 0) {
-			fprintf(stderr, "stembridge: error: unknown stem '%s' (stems: vocals, drums, bass, "
-			        "other, guitar, piano; a model makes some of them)\n", t);
-			return 0;
-		}
-		*mask |= 1u << k;
-	}
-	return *mask != 0;
-}
-
-static void clock_text(double s, char *out, size_t len)
-{
-	const long t = (long)(s + 0.5);
-	if (t >= 3600)
-		snprintf(out, len, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
-	else
-		snprintf(out, len, "%ld:%02ld", t / 60, t % 60);
 }
 
 /* Progress on stderr: on a terminal one line redrawn (a bar, percent, time left, files, and each
@@ -189,7 +142,7 @@ static void draw_progress(sb_engine *e, const sb_job_id *ids, const int *ok, int
 	char left[48] = "";
 	if (eta >= 0 && f < 1) {
 		char c[24];
-		clock_text(eta, c, sizeof c);
+		sb_cli_clock(eta, c, sizeof c);
 		snprintf(left, sizeof left, "%s left", c);
 	}
 	if (tty) {
@@ -211,123 +164,22 @@ static void draw_progress(sb_engine *e, const sb_job_id *ids, const int *ok, int
 
 static int cmd_separate(int argc, char **argv)
 {
-	const char *out_dir = NULL, *model = NULL, *tmpl = NULL;
-	const char *device_arg = NULL;
-	const char *model_path[8] = {0};
-	int n_model_path = 0;
-	unsigned stems = 0;
-	int flac = 0, bits = 32, overwrite = 0, threads = 0, quiet = 0, shifts = 0, model_other = 0;
-	int batch = 0;
-	double overlap = 0;
-	long long timeline_start = -1;
-	sb_mode mode = SB_MODE_PARALLEL;
+	sb_cli_opts o;
+	sb_cli_opts_init(&o);
 	const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
 	int n_inputs = 0;
 	if (!inputs)
 		return 1;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define NEED_VALUE                                                                           \
-	do {                                                                                     \
-		if (!v) {                                                                            \
-			fprintf(stderr, "stembridge: error: %s needs a value\n", a);                     \
-			free(inputs);                                                                    \
-			return 2;                                                                        \
-		}                                                                                    \
-		i++;                                                                                 \
-	} while (0)
-		if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-			NEED_VALUE;
-			out_dir = v;
-		} else if (!strcmp(a, "--device")) {
-			NEED_VALUE;
-			device_arg = v;
-		} else if (!strcmp(a, "--model")) {
-			NEED_VALUE;
-			model = v;
-		} else if (!strcmp(a, "--stems")) {
-			NEED_VALUE;
-			if (!parse_stems(v, &stems)) {
-				free(inputs);
-				return 2;
-			}
-		} else if (!strcmp(a, "--format")) {
-			NEED_VALUE;
-			if (!strcmp(v, "flac"))
-				flac = 1;
-			else if (strcmp(v, "wav")) {
-				fprintf(stderr, "stembridge: error: unknown format '%s' (wav, flac)\n", v);
-				free(inputs);
-				return 2;
-			}
-		} else if (!strcmp(a, "--bits")) {
-			NEED_VALUE;
-			bits = atoi(v);
-			if (bits != 16 && bits != 24 && bits != 32) {
-				fprintf(stderr, "stembridge: error: --bits takes 16, 24 or 32\n");
-				free(inputs);
-				return 2;
-			}
-		} else if (!strcmp(a, "--template")) {
-			NEED_VALUE;
-			tmpl = v;
-		} else if (!strcmp(a, "--timeline-start")) {
-			NEED_VALUE;
-			char *end = NULL;
-			timeline_start = strtoll(v, &end, 10);
-			if (!end || *end || timeline_start < 0) {
-				fprintf(stderr, "stembridge: error: --timeline-start takes a sample count\n");
-				free(inputs);
-				return 2;
-			}
-		} else if (!strcmp(a, "--shifts")) {
-			NEED_VALUE;
-			char *end = NULL;
-			long n = strtol(v, &end, 10);
-			if (!end || *end || n < 0 || n > 32) {
-				fprintf(stderr, "stembridge: error: --shifts takes 0 to 32\n");
-				free(inputs);
-				return 2;
-			}
-			shifts = (int)n;
-		} else if (!strcmp(a, "--overlap")) {
-			NEED_VALUE;
-			char *end = NULL;
-			overlap = strtod(v, &end);
-			if (!end || *end || !(overlap > 0 && overlap <= 0.9)) {
-				fprintf(stderr, "stembridge: error: --overlap takes more than 0, up to 0.9\n");
-				free(inputs);
-				return 2;
-			}
-		} else if (!strcmp(a, "--batch")) {
-			NEED_VALUE;
-			char *end = NULL;
-			long b = strtol(v, &end, 10);
-			if (!end || *end || b < 1 || b > 64) {
-				fprintf(stderr, "stembridge: error: --batch takes 1 to 64\n");
-				free(inputs);
-				return 2;
-			}
-			batch = (int)b;
-		} else if (!strcmp(a, "--threads")) {
-			NEED_VALUE;
-			threads = atoi(v);
-		} else if (!strcmp(a, "--model-path")) {
-			NEED_VALUE;
-			if (n_model_path < 7)
-				model_path[n_model_path++] = v;
-		} else if (!strcmp(a, "--parallel")) {
-			mode = SB_MODE_PARALLEL;
-		} else if (!strcmp(a, "--sequential")) {
-			mode = SB_MODE_SEQUENTIAL;
-		} else if (!strcmp(a, "--model-other")) {
-			model_other = 1;
-		} else if (!strcmp(a, "--overwrite")) {
-			overwrite = 1;
-		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
-			quiet = 1;
-		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+		const int r = sb_cli_parse_option(&o, argc, argv, &i);
+		if (r < 0) {
+			free(inputs);
+			return 2;
+		}
+		if (r > 0)
+			continue;
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
 			free(inputs);
 			return 0;
@@ -338,8 +190,10 @@ static int cmd_separate(int argc, char **argv)
 		} else {
 			inputs[n_inputs++] = a;
 		}
-#undef NEED_VALUE
 	}
+	const char *out_dir = o.out_dir, *device_arg = o.device_arg;
+	const int quiet = o.quiet;
+	const sb_mode mode = o.mode;
 	if (n_inputs == 0 || !out_dir) {
 		fprintf(stderr, "stembridge: error: %s\n",
 		        n_inputs == 0 ? "no input file given" : "no output folder given (-o DIR)");
@@ -375,9 +229,9 @@ static int cmd_separate(int argc, char **argv)
 	eo.mode = mode;
 	eo.devices = spread && strcmp(devs[0], "auto") ? devs : NULL;
 	eo.n_devices = eo.devices ? n_devs : 0;
-	eo.cpu_threads = threads;
-	eo.batch = batch;
-	eo.model_path = model_path;
+	eo.cpu_threads = o.threads;
+	eo.batch = o.batch;
+	eo.model_path = o.model_path;
 	eo.log.fn = log_cli;
 	eo.log.user = &g_cli;
 	sb_engine *e = NULL;
@@ -401,8 +255,6 @@ static int cmd_separate(int argc, char **argv)
 		}
 	}
 
-	sb_format fmt = flac ? SB_FORMAT_FLAC
-	              : bits == 16 ? SB_FORMAT_WAV16 : bits == 24 ? SB_FORMAT_WAV24 : SB_FORMAT_WAVF32;
 	sb_job_id *ids = calloc((size_t)n_inputs, sizeof *ids);
 	int *ok = calloc((size_t)n_inputs, sizeof *ok);
 	if (!ids || !ok) {
@@ -417,19 +269,9 @@ static int cmd_separate(int argc, char **argv)
 	catch_stop_signals();
 	for (int i = 0; i < n_inputs; i++) {
 		sb_job_spec spec;
-		memset(&spec, 0, sizeof spec);
+		sb_cli_job_spec(&o, &spec);
 		spec.input_path = inputs[i];
 		spec.device = shared ? (device_arg ? device_arg : "auto") : spread ? NULL : devs[0];
-		spec.model = model;
-		spec.stems = stems;
-		spec.out_dir = out_dir;
-		spec.name_template = tmpl;
-		spec.format = fmt;
-		spec.overwrite = overwrite;
-		spec.timeline_start = timeline_start;
-		spec.shifts = shifts;
-		spec.keep_model_other = model_other;
-		spec.overlap = overlap;
 		st = sb_engine_submit(e, &spec, &ids[i]);
 		if (st != SB_OK) {
 			fprintf(stderr, "stembridge: error: %s: %s\n", inputs[i], sb_status_str(st));
@@ -518,6 +360,8 @@ int main(int argc, char **argv)
 	const char *cmd = argv[1];
 	if (!strcmp(cmd, "separate"))
 		return cmd_separate(argc - 1, argv + 1);
+	if (!strcmp(cmd, "batch"))
+		return sb_cli_batch(argc - 1, argv + 1);
 	if (!strcmp(cmd, "devices") || !strcmp(cmd, "--list-devices"))
 		return sb_cli_devices(argc - 1, argv + 1);
 	if (!strcmp(cmd, "models"))
@@ -530,7 +374,7 @@ int main(int argc, char **argv)
 		printf("stembridge %s\n", VERSION);
 		return 0;
 	}
-	fprintf(stderr, "stembridge: error: unknown command '%s' (separate, devices, models)\n", cmd);
+	fprintf(stderr, "stembridge: error: unknown command '%s' (separate, batch, devices, models)\n", cmd);
 	usage(stderr);
 	return 2;
 }

@@ -1,0 +1,181 @@
+/* The options separate and batch share (options.h). */
+#include "options.h"
+
+#include "io/stem_writer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char sb_cli_options_help[] =
+	"  -o, --output DIR        where the stems go (required)\n"
+	"  --device D              auto (default: the best device; every GPU when there are\n"
+	"                          several), all (every GPU and the CPU), cpu, opencl:N, or a\n"
+	"                          comma list of them\n"
+	"  --batch N               segments per forward pass on each device (default: the\n"
+	"                          device's; more is faster where memory allows)\n"
+	"  --model NAME            auto (default: the best installed model, htdemucs first, else\n"
+	"                          builtin), builtin, htdemucs, htdemucs_ft, htdemucs_6s, any\n"
+	"                          model 'stembridge models' lists, or a .safetensors file\n"
+	"  --model-other           keep the model's own \"other\" (default: other = input minus\n"
+	"                          the other stems written, so they add back to the input)\n"
+	"  --shifts N              Demucs: average N random time shifts (slower, a little\n"
+	"                          better; seeded, so runs repeat)\n"
+	"  --overlap F             Demucs: segment overlap, above 0 up to 0.9 (default 0.25)\n"
+	"  --stems LIST            which of the model's stems to write (default: all of them):\n"
+	"                          vocals,drums,bass,other, and guitar,piano with htdemucs_6s;\n"
+	"                          stems left out fold into other (vocals,other = karaoke)\n"
+	"  --format wav|flac       file format (default wav)\n"
+	"  --bits 16|24|32         sample format: wav 16, 24 or 32 (float, default); flac 24\n"
+	"  --template T            file names, default {track}/{stem}.{ext}; fields\n"
+	"                          {track} {take} {stem} {model} {ext}\n"
+	"  --overwrite             replace stems that exist (default: refuse)\n"
+	"  --threads N             CPU threads per job (default: all cores)\n"
+	"  --model-path DIR        another folder to look for models in\n"
+	"  -q, --quiet             no progress, warnings or summary; errors only\n";
+
+void sb_cli_opts_init(sb_cli_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->bits = 32;
+	o->timeline_start = -1;
+	o->mode = SB_MODE_PARALLEL;
+}
+
+static int parse_stems(const char *s, unsigned *mask)
+{
+	*mask = 0;
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s", s);
+	char *save = NULL;
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		const int k = sb_stem_index(t);
+		if (k < 0) {
+			fprintf(stderr, "stembridge: error: unknown stem '%s' (stems: vocals, drums, bass, "
+			        "other, guitar, piano; a model makes some of them)\n", t);
+			return 0;
+		}
+		*mask |= 1u << k;
+	}
+	return *mask != 0;
+}
+
+static int bad(const char *msg)
+{
+	fprintf(stderr, "stembridge: error: %s\n", msg);
+	return -1;
+}
+
+int sb_cli_parse_option(sb_cli_opts *o, int argc, char **argv, int *i)
+{
+	const char *a = argv[*i];
+	/* flags without a value */
+	if (!strcmp(a, "--parallel"))
+		o->mode = SB_MODE_PARALLEL;
+	else if (!strcmp(a, "--sequential"))
+		o->mode = SB_MODE_SEQUENTIAL;
+	else if (!strcmp(a, "--model-other"))
+		o->model_other = 1;
+	else if (!strcmp(a, "--overwrite"))
+		o->overwrite = 1;
+	else if (!strcmp(a, "-q") || !strcmp(a, "--quiet"))
+		o->quiet = 1;
+	else
+		goto valued;
+	return 1;
+valued:;
+	static const char *const valued_names[] = {
+		"-o", "--output", "--device", "--model", "--stems", "--format", "--bits", "--template",
+		"--timeline-start", "--shifts", "--overlap", "--batch", "--threads", "--model-path",
+	};
+	int known = 0;
+	for (size_t k = 0; k < sizeof valued_names / sizeof *valued_names; k++)
+		known |= !strcmp(a, valued_names[k]);
+	if (!known)
+		return 0;
+	if (*i + 1 >= argc) {
+		fprintf(stderr, "stembridge: error: %s needs a value\n", a);
+		return -1;
+	}
+	const char *v = argv[++*i];
+	char *end = NULL;
+	if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+		o->out_dir = v;
+	} else if (!strcmp(a, "--device")) {
+		o->device_arg = v;
+	} else if (!strcmp(a, "--model")) {
+		o->model = v;
+	} else if (!strcmp(a, "--stems")) {
+		if (!parse_stems(v, &o->stems))
+			return -1;
+	} else if (!strcmp(a, "--format")) {
+		if (!strcmp(v, "flac"))
+			o->flac = 1;
+		else if (!strcmp(v, "wav"))
+			o->flac = 0;
+		else {
+			fprintf(stderr, "stembridge: error: unknown format '%s' (wav, flac)\n", v);
+			return -1;
+		}
+	} else if (!strcmp(a, "--bits")) {
+		o->bits = atoi(v);
+		if (o->bits != 16 && o->bits != 24 && o->bits != 32)
+			return bad("--bits takes 16, 24 or 32");
+	} else if (!strcmp(a, "--template")) {
+		o->tmpl = v;
+	} else if (!strcmp(a, "--timeline-start")) {
+		o->timeline_start = strtoll(v, &end, 10);
+		if (!end || *end || o->timeline_start < 0)
+			return bad("--timeline-start takes a sample count");
+	} else if (!strcmp(a, "--shifts")) {
+		long n = strtol(v, &end, 10);
+		if (!end || *end || n < 0 || n > 32)
+			return bad("--shifts takes 0 to 32");
+		o->shifts = (int)n;
+	} else if (!strcmp(a, "--overlap")) {
+		o->overlap = strtod(v, &end);
+		if (!end || *end || !(o->overlap > 0 && o->overlap <= 0.9))
+			return bad("--overlap takes more than 0, up to 0.9");
+	} else if (!strcmp(a, "--batch")) {
+		long b = strtol(v, &end, 10);
+		if (!end || *end || b < 1 || b > 64)
+			return bad("--batch takes 1 to 64");
+		o->batch = (int)b;
+	} else if (!strcmp(a, "--threads")) {
+		o->threads = atoi(v);
+	} else if (!strcmp(a, "--model-path")) {
+		if (o->n_model_path < 7)
+			o->model_path[o->n_model_path++] = v;
+	}
+	return 1;
+}
+
+sb_format sb_cli_format(const sb_cli_opts *o)
+{
+	return o->flac ? SB_FORMAT_FLAC
+	     : o->bits == 16 ? SB_FORMAT_WAV16 : o->bits == 24 ? SB_FORMAT_WAV24 : SB_FORMAT_WAVF32;
+}
+
+void sb_cli_job_spec(const sb_cli_opts *o, sb_job_spec *spec)
+{
+	memset(spec, 0, sizeof *spec);
+	spec->model = o->model;
+	spec->stems = o->stems;
+	spec->out_dir = o->out_dir;
+	spec->name_template = o->tmpl;
+	spec->format = sb_cli_format(o);
+	spec->overwrite = o->overwrite;
+	spec->timeline_start = o->timeline_start;
+	spec->shifts = o->shifts;
+	spec->keep_model_other = o->model_other;
+	spec->overlap = o->overlap;
+}
+
+void sb_cli_clock(double s, char *out, size_t len)
+{
+	const long t = (long)(s + 0.5);
+	if (t >= 3600)
+		snprintf(out, len, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+	else
+		snprintf(out, len, "%ld:%02ld", t / 60, t % 60);
+}

@@ -113,6 +113,22 @@ demucs)
 			tee "$R/pytorch-$REF_DEVICE-tf32-$tf.json" || note "PyTorch (tf32 $tf)"
 	done
 	;;
+share)
+	# batches of segments on the GPU (B = 1, 2, 4: GFLOP/s and launches per segment), then one
+	# song shared by the GPU and the CPU against the GPU alone
+	secs=${2:-180}
+	model=/tmp/sb-htdemucs-full.safetensors
+	for dev in "$gpu:1" "$gpu:2" "$gpu:4" "$gpu,cpu:1"; do
+		d=${dev%:*} b=${dev##*:}
+		m="--model $model"
+		[ -e "$model" ] || m="--write-model $model"
+		sb "$C/bin/bench_demucs" "$C/golden/released-shapes.json" $m --device "$d" \
+			--batch "$b" --repeat "$REPEAT" --seconds "$secs" --profile \
+			> "$R/share-${d//[:,]/_}-b$b.json" 2> "$R/share-${d//[:,]/_}-b$b-profile.txt" ||
+			note "bench_demucs ($d, batch $b)"
+		cat "$R/share-${d//[:,]/_}-b$b.json"
+	done
+	;;
 tune)
 	STEMBRIDGE="$C/bin/stembridge" sb tools/clblast_tune.sh "$gpu" --quick --out "$R/clblast-tuning" \
 		2>&1 | tee "$R/tune.txt" || note clblast_tune.sh
@@ -124,7 +140,7 @@ tune)
 	cat "$R/demucs-clblast-tuned-profile.txt" "$R/demucs-clblast-tuned.json"
 	;;
 *)
-	echo "run.sh: unknown step '$step' (check, classic, demucs, tune)" >&2
+	echo "run.sh: unknown step '$step' (check, classic, demucs, share, tune)" >&2
 	exit 2
 	;;
 esac

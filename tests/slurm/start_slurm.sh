@@ -17,7 +17,9 @@ for p in slurmctld slurmd sbatch munged; do
 		exit 1; }
 done
 host=$(hostname -s)
-mkdir -p /run/munge /var/spool/slurmctld /var/spool/slurmd /var/log/slurm
+# state folders of our own: another cluster's state (its ClusterName) would stop slurmctld
+state=/var/spool/stembridge-test
+mkdir -p /run/munge $state/ctld $state/d /var/log/slurm
 chown munge:munge /run/munge
 if [ ! -f /etc/munge/munge.key ]; then
 	head -c 128 /dev/urandom > /etc/munge/munge.key
@@ -37,8 +39,8 @@ ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
-StateSaveLocation=/var/spool/slurmctld
-SlurmdSpoolDir=/var/spool/slurmd
+StateSaveLocation=$state/ctld
+SlurmdSpoolDir=$state/d
 SlurmctldLogFile=/var/log/slurm/slurmctld.log
 SlurmdLogFile=/var/log/slurm/slurmd.log
 SlurmctldPidFile=/run/slurmctld.pid

@@ -27,10 +27,19 @@ static json_t *str_or_null(const char *s)
 	return s ? json_string(s) : json_null();
 }
 
-static void abs_path(const char *p, char *out, size_t len)
+void sb_manifest_input_path(const char *p, char *out, size_t len)
 {
 	char *r = realpath(p, NULL);
-	snprintf(out, len, "%s", r ? r : p);
+	char cwd[PATH_MAX];
+	if (r)
+		snprintf(out, len, "%s", r);
+	else if (p[0] != '/' && getcwd(cwd, sizeof cwd) && strlen(cwd) + 1 < len) {
+		const size_t cl = strlen(cwd);
+		memcpy(out, cwd, cl);
+		out[cl] = '/';
+		snprintf(out + cl + 1, len - cl - 1, "%s", p);
+	} else
+		snprintf(out, len, "%s", p);
 	free(r);
 }
 
@@ -50,7 +59,7 @@ sb_status sb_manifest_render(const sb_manifest *m, char **json, char **stems_txt
 	char ap[PATH_MAX];
 	json_t *in = json_object();
 	if (m->input_path) {
-		abs_path(m->input_path, ap, sizeof ap);
+		sb_manifest_input_path(m->input_path, ap, sizeof ap);
 		json_object_set_new(in, "path", json_string(ap));
 	} else {
 		json_object_set_new(in, "path", json_null());

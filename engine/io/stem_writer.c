@@ -60,6 +60,17 @@ const char *sb_format_ext(sb_format f)
 	return f == SB_FORMAT_FLAC ? "flac" : "wav";
 }
 
+const char *sb_track_name(const char *path, char *buf, size_t len)
+{
+	const char *b = strrchr(path, '/');
+	b = b ? b + 1 : path;
+	snprintf(buf, len, "%s", b);
+	char *dot = strrchr(buf, '.');
+	if (dot && dot != buf)
+		*dot = '\0';
+	return buf;
+}
+
 sb_status sb_expand_template(const char *tmpl, const char *track, const char *take,
                              const char *stem, const char *model, const char *ext,
                              char *out, size_t len)

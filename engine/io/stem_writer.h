@@ -53,6 +53,9 @@ sb_status sb_expand_template(const char *tmpl, const char *track, const char *ta
                              char *out, size_t len);
 const char *sb_format_ext(sb_format f);
 
+/* {track} for an input file when none is given: its base name without the extension. */
+const char *sb_track_name(const char *path, char *buf, size_t len);
+
 /* Works out the final names and checks them: SB_ERR_EXISTS (naming the file) when one is
  * there and overwrite is off; creates the folders; cleans stale temporary files there; opens
  * the temporary files. */

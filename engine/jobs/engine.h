@@ -56,7 +56,7 @@ typedef struct {
 	sb_format format;
 	int overwrite;                   /* 0: never replace an existing stem (SB_ERR_EXISTS) */
 	int64_t timeline_start;          /* sample position of the region, -1 unknown */
-	const char *manifest_name;       /* NULL: "{track}/manifest.json" beside the stems */
+	const char *manifest_name;       /* NULL: SB_MANIFEST_NAME (io/manifest.h), beside the stems */
 	int keep_model_other;            /* 1: keep a model's own "other" even where the stems then
 	                                    do not add back to the input; 0 (default): other =
 	                                    input minus the other stems, for every model */

@@ -160,17 +160,6 @@ static void capture_fn(void *user, sb_log_level level, const char *msg)
 		c->inner->fn(c->inner->user, level, msg);
 }
 
-static const char *base_name(const char *path, char *buf, size_t len)
-{
-	const char *b = strrchr(path, '/');
-	b = b ? b + 1 : path;
-	snprintf(buf, len, "%s", b);
-	char *dot = strrchr(buf, '.');
-	if (dot && dot != buf)
-		*dot = '\0';
-	return buf;
-}
-
 /* "vocals, drums, bass, other" for a mask of canonical stems */
 static void stem_list(unsigned mask, char *buf, size_t len)
 {
@@ -306,7 +295,7 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 		}
 		st = sb_source_file(spec->input_path, log, &src, &ai);
 		if (!track)
-			track = base_name(spec->input_path, track_buf, sizeof track_buf);
+			track = sb_track_name(spec->input_path, track_buf, sizeof track_buf);
 	} else {
 		st = sb_source_memory(spec->samples, spec->frames, spec->channels, spec->rate, &src);
 		if (st == SB_OK) {
@@ -377,7 +366,7 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 	};
 	char manifest_path[PATH_MAX], txt_path[PATH_MAX];
 	char rel[PATH_MAX];
-	st = sb_expand_template(spec->manifest_name ? spec->manifest_name : "{track}/manifest.json",
+	st = sb_expand_template(spec->manifest_name ? spec->manifest_name : SB_MANIFEST_NAME,
 	                        track, take, "manifest", model->info.name, "json", rel, sizeof rel);
 	if (st != SB_OK || snprintf(manifest_path, sizeof manifest_path, "%s/%s", spec->out_dir,
 	                            rel) >= (int)sizeof manifest_path) {

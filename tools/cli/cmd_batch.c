@@ -32,6 +32,8 @@
 #include "options.h"
 
 #include "backend/device.h"
+#include "io/manifest.h"
+#include "io/stem_writer.h"
 #include "models/model.h"
 
 #include <dirent.h>
@@ -209,35 +211,13 @@ static void drop_repeats(strvec *s)
 	free(sorted);
 }
 
-static void absolute(const char *p, char *out, size_t len)
-{
-	if (p[0] == '/') {
-		snprintf(out, len, "%s", p);
-		return;
-	}
-	char cwd[PATH_MAX];
-	if (!getcwd(cwd, sizeof cwd))
-		snprintf(cwd, sizeof cwd, ".");
-	while (p[0] == '.' && p[1] == '/')
-		p += 2;
-	/* a path too long for PATH_MAX is cut; stat() of the input fails on it anyway */
-	const size_t cl = strlen(cwd);
-	if (cl + 1 < len) {
-		memcpy(out, cwd, cl);
-		out[cl] = '/';
-		snprintf(out + cl + 1, len - cl - 1, "%s", p);
-	} else {
-		snprintf(out, len, "%s", p);
-	}
-}
-
 /* The folder every path of the list has in common (absolute, no trailing '/'). */
 static void common_folder(const strvec *s, char *out, size_t len)
 {
 	out[0] = '\0';
 	for (size_t i = 0; i < s->n; i++) {
 		char a[PATH_MAX];
-		absolute(s->v[i], a, sizeof a);
+		sb_manifest_input_path(s->v[i], a, sizeof a);
 		char *slash = strrchr(a, '/');
 		if (slash)
 			*slash = '\0';
@@ -261,7 +241,7 @@ static void common_folder(const strvec *s, char *out, size_t len)
 static void relative_folder(const char *input, const char *root, char *out, size_t len)
 {
 	char a[PATH_MAX];
-	absolute(input, a, sizeof a);
+	sb_manifest_input_path(input, a, sizeof a);
 	char *slash = strrchr(a, '/');
 	if (slash)
 		*slash = '\0';
@@ -276,15 +256,6 @@ static void relative_folder(const char *input, const char *root, char *out, size
 	for (char *p = out; (p = strstr(p, "..")); p += 2)
 		if ((p == out || p[-1] == '/') && (p[2] == '/' || p[2] == '\0'))
 			p[0] = p[1] = '_';
-}
-
-static void base_name(const char *path, char *buf, size_t len)
-{
-	const char *b = strrchr(path, '/');
-	snprintf(buf, len, "%s", b ? b + 1 : path);
-	char *dot = strrchr(buf, '.');
-	if (dot && dot != buf)
-		*dot = '\0';
 }
 
 /* ---- restart ----------------------------------------------------------------------------- */
@@ -448,6 +419,21 @@ static void result_line(int fd, const char *shard, const char *host, const char 
 	}
 }
 
+/* The line of an input that never became a job: failed before it started, or skipped for a
+ * reason (its error field). A failure is said on stderr too. */
+static void unstarted(int fd, const char *shard, const char *host, const char *in,
+                      const char *abs_in, const struct stat *in_st, const char *status,
+                      const char *why, tally *t)
+{
+	sb_job_result r;
+	memset(&r, 0, sizeof r);
+	r.status = strcmp(status, "failed") ? SB_OK : SB_ERR_IO;
+	snprintf(r.message, sizeof r.message, "%s", why);
+	if (r.status != SB_OK)
+		fprintf(stderr, "stembridge: error: %s: %s\n", in, why);
+	result_line(fd, shard, host, abs_in, in_st, status, 0, &r, t);
+}
+
 /* Shard from --shard, else the Slurm array task, else 0/1. 0 when it makes no sense. */
 static int shard_of(const char *arg, long *idx, long *count)
 {
@@ -472,14 +458,17 @@ static int shard_of(const char *arg, long *idx, long *count)
 	return 1;
 }
 
-/* The paths that failed in an earlier run with the file as it is now (--skip-failed). */
-static void earlier_failures(const char *out_dir, strvec *failed)
+/* Calls fn on every line of every task's log in OUT/logs (NULL for a line that is not JSON: a
+ * task killed in the middle of a write). Returns the logs read, -1 when there is no log folder
+ * (errno says why). */
+static long each_log_line(const char *out_dir, void (*fn)(void *user, json_t *line), void *user)
 {
 	char dir[PATH_MAX];
 	snprintf(dir, sizeof dir, "%s/logs", out_dir);
 	DIR *d = opendir(dir);
 	if (!d)
-		return;
+		return -1;
+	long logs = 0;
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		const size_t l = strlen(de->d_name);
@@ -490,27 +479,39 @@ static void earlier_failures(const char *out_dir, strvec *failed)
 		FILE *f = fopen(p, "r");
 		if (!f)
 			continue;
+		logs++;
 		char *line = NULL;
 		size_t cap = 0;
 		while (getline(&line, &cap, f) >= 0) {
-			if (!strstr(line, "\"failed\""))
-				continue;
 			json_error_t je;
 			json_t *o = json_loads(line, 0, &je);
-			const char *path = json_string_value(json_object_get(o, "path"));
-			const char *status = json_string_value(json_object_get(o, "status"));
-			struct stat st;
-			if (path && status && !strcmp(status, "failed") && stat(path, &st) == 0 &&
-			    json_integer_value(json_object_get(o, "size")) == (long long)st.st_size &&
-			    json_integer_value(json_object_get(o, "mtime_ns")) ==
-			        (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec)
-				strvec_push(failed, path);
+			fn(user, o);
 			json_decref(o);
 		}
 		free(line);
 		fclose(f);
 	}
 	closedir(d);
+	return logs;
+}
+
+static void collect_failure(void *user, json_t *o)
+{
+	strvec *failed = user;
+	const char *path = json_string_value(json_object_get(o, "path"));
+	const char *status = json_string_value(json_object_get(o, "status"));
+	struct stat st;
+	if (path && status && !strcmp(status, "failed") && stat(path, &st) == 0 &&
+	    json_integer_value(json_object_get(o, "size")) == (long long)st.st_size &&
+	    json_integer_value(json_object_get(o, "mtime_ns")) ==
+	        (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec)
+		strvec_push(failed, path);
+}
+
+/* The paths that failed in an earlier run with the file as it is now (--skip-failed). */
+static void earlier_failures(const char *out_dir, strvec *failed)
+{
+	each_log_line(out_dir, collect_failure, failed);
 	qsort(failed->v, failed->n, sizeof *failed->v, cmp_str);
 }
 
@@ -570,7 +571,7 @@ static int run_batch(const char *list, const sb_cli_opts *o, const char *shard_a
 	} else if (stat(list, &lst) == 0 && S_ISDIR(lst.st_mode)) {
 		ok = walk(list, out_real, &all, 0);
 		qsort(all.v, all.n, sizeof *all.v, cmp_str);
-		absolute(list, root, sizeof root);
+		sb_manifest_input_path(list, root, sizeof root);
 	} else {
 		FILE *f = fopen(list, "r");
 		if (!f) {
@@ -593,7 +594,7 @@ static int run_batch(const char *list, const sb_cli_opts *o, const char *shard_a
 		return 2;
 	}
 	if (root_arg)
-		absolute(root_arg, root, sizeof root);
+		sb_manifest_input_path(root_arg, root, sizeof root);
 	else if (!root[0])
 		common_folder(&all, root, sizeof root);
 	for (size_t l = strlen(root); l > 1 && root[l - 1] == '/'; l--)
@@ -702,26 +703,23 @@ static int run_batch(const char *list, const sb_cli_opts *o, const char *shard_a
 				const char *in = mine.v[i];
 				char abs_in[PATH_MAX], rel[PATH_MAX], dir[PATH_MAX * 2], track[256];
 				char mpath[PATH_MAX * 3];
-				absolute(in, abs_in, sizeof abs_in);
+				sb_manifest_input_path(in, abs_in, sizeof abs_in);
 				struct stat ist;
 				if (stat(in, &ist) != 0 || !S_ISREG(ist.st_mode)) {
-					sb_job_result r;
-					memset(&r, 0, sizeof r);
-					r.status = SB_ERR_IO;
-					snprintf(r.message, sizeof r.message, "%s",
-					         errno ? strerror(errno) : "not a file");
-					fprintf(stderr, "stembridge: error: %s: %s\n", in, r.message);
-					result_line(fd, shard, host, abs_in, NULL, "failed", 0, &r, &t);
+					unstarted(fd, shard, host, in, abs_in, NULL, "failed",
+					          errno ? strerror(errno) : "not a file", &t);
 					finished++;
 					continue;
 				}
 				relative_folder(in, root, rel, sizeof rel);
 				snprintf(dir, sizeof dir, "%s%s%s", o->out_dir, rel[0] ? "/" : "", rel);
-				base_name(in, track, sizeof track);
-				for (char *c = track; *c; c++)
-					if ((unsigned char)*c < 32)
-						*c = '_';
-				snprintf(mpath, sizeof mpath, "%s/%s/manifest.json", dir, track);
+				/* where the job will put its manifest: the engine's own name and rule */
+				char mrel[PATH_MAX];
+				sb_track_name(in, track, sizeof track);
+				if (sb_expand_template(SB_MANIFEST_NAME, track, "1", "manifest", NULL, "json",
+				                       mrel, sizeof mrel) != SB_OK)
+					mrel[0] = '\0';
+				snprintf(mpath, sizeof mpath, "%s/%s", dir, mrel);
 				const prior_state ps = prior(mpath, abs_in, &ist);
 				if (ps == PRIOR_COMPLETE) {
 					result_line(fd, shard, host, abs_in, &ist, "skipped", 0, NULL, &t);
@@ -731,10 +729,8 @@ static int run_batch(const char *list, const sb_cli_opts *o, const char *shard_a
 				const char *key = abs_in;
 				if (failed_before.n && bsearch(&key, failed_before.v, failed_before.n,
 				                               sizeof *failed_before.v, cmp_str)) {
-					sb_job_result r;
-					memset(&r, 0, sizeof r);
-					snprintf(r.message, sizeof r.message, "failed before (--skip-failed)");
-					result_line(fd, shard, host, abs_in, &ist, "skipped", 0, &r, &t);
+					unstarted(fd, shard, host, in, abs_in, &ist, "skipped",
+					          "failed before (--skip-failed)", &t);
 					finished++;
 					continue;
 				}
@@ -747,13 +743,10 @@ static int run_batch(const char *list, const sb_cli_opts *o, const char *shard_a
 				/* its own stems from an older file are replaced, nothing else is */
 				spec.overwrite = o->overwrite || ps == PRIOR_STALE;
 				if (!mkdirs(dir) || sb_engine_submit(e, &spec, &slots[k].id) != SB_OK) {
-					sb_job_result r;
-					memset(&r, 0, sizeof r);
-					r.status = SB_ERR_IO;
-					snprintf(r.message, sizeof r.message, "not started: %s",
+					char why[256];
+					snprintf(why, sizeof why, "not started: %s",
 					         errno ? strerror(errno) : "refused");
-					fprintf(stderr, "stembridge: error: %s: %s\n", in, r.message);
-					result_line(fd, shard, host, abs_in, &ist, "failed", 0, &r, &t);
+					unstarted(fd, shard, host, in, abs_in, &ist, "failed", why, &t);
 					finished++;
 					continue;
 				}
@@ -773,7 +766,7 @@ static int run_batch(const char *list, const sb_cli_opts *o, const char *shard_a
 			sb_engine_release(e, slots[k].id);
 			const char *in = mine.v[slots[k].input];
 			char abs_in[PATH_MAX];
-			absolute(in, abs_in, sizeof abs_in);
+			sb_manifest_input_path(in, abs_in, sizeof abs_in);
 			struct stat ist;
 			const int have = stat(in, &ist) == 0;
 			const char *status = r.status == SB_OK ? "done"
@@ -891,89 +884,85 @@ typedef struct {
 	char *status;
 	char *error;
 	char time[32];
+	size_t seq;       /* the order it was read in: later in a log is later in time */
 } last_line;
 
 static int cmp_last(const void *a, const void *b)
 {
 	const last_line *x = a, *y = b;
-	const int c = strcmp(x->path, y->path);
-	return c ? c : strcmp(x->time, y->time);
+	int c = strcmp(x->path, y->path);
+	if (!c)
+		c = strcmp(x->time, y->time);
+	return c ? c : (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+typedef struct {
+	last_line *v;
+	size_t n, cap;
+	long runs, separations, bad_lines;
+	double audio_s, sep_s, task_s, first, last;
+} report_sums;
+
+static void add_line(void *user, json_t *o)
+{
+	report_sums *r = user;
+	if (!o) {
+		r->bad_lines++;
+		return;
+	}
+	if (json_is_true(json_object_get(o, "summary"))) {
+		r->runs++;
+		const double st = json_number_value(json_object_get(o, "start"));
+		const double w = json_number_value(json_object_get(o, "wall_s"));
+		r->task_s += w;
+		if (st > 0 && (r->first == 0 || st < r->first))
+			r->first = st;
+		if (st + w > r->last)
+			r->last = st + w;
+		return;
+	}
+	const char *path = json_string_value(json_object_get(o, "path"));
+	const char *status = json_string_value(json_object_get(o, "status"));
+	const char *tm = json_string_value(json_object_get(o, "time"));
+	const char *err = json_string_value(json_object_get(o, "error"));
+	if (!path || !status)
+		return;
+	if (!strcmp(status, "done")) {
+		r->separations++;
+		r->audio_s += json_number_value(json_object_get(o, "audio_s"));
+		r->sep_s += json_number_value(json_object_get(o, "seconds"));
+	}
+	if (r->n == r->cap) {
+		const size_t cap = r->cap ? r->cap * 2 : 1024;
+		last_line *nv = realloc(r->v, cap * sizeof *nv);
+		if (!nv)
+			return;
+		r->v = nv;
+		r->cap = cap;
+	}
+	last_line *l = &r->v[r->n];
+	l->path = strdup(path);
+	l->status = strdup(status);
+	l->error = err ? strdup(err) : NULL;
+	snprintf(l->time, sizeof l->time, "%s", tm ? tm : "");
+	l->seq = r->n++;
 }
 
 static int report(const char *out_dir, int as_json)
 {
-	char dir[PATH_MAX];
-	snprintf(dir, sizeof dir, "%s/logs", out_dir);
-	DIR *d = opendir(dir);
-	if (!d) {
-		fprintf(stderr, "stembridge: error: %s: %s (no batch has logged there)\n", dir,
-		        strerror(errno));
+	report_sums sums;
+	memset(&sums, 0, sizeof sums);
+	const long logs = each_log_line(out_dir, add_line, &sums);
+	if (logs < 0) {
+		fprintf(stderr, "stembridge: error: %s/logs: %s (no batch has logged there)\n",
+		        out_dir, strerror(errno));
 		return 1;
 	}
-	last_line *v = NULL;
-	size_t n = 0, cap = 0;
-	long runs = 0, separations = 0, bad_lines = 0, logs = 0;
-	double audio_s = 0, sep_s = 0, task_s = 0, first = 0, last = 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		const size_t l = strlen(de->d_name);
-		if (l < 7 || strcmp(de->d_name + l - 6, ".jsonl"))
-			continue;
-		char p[PATH_MAX + 256];
-		snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-		FILE *f = fopen(p, "r");
-		if (!f)
-			continue;
-		logs++;
-		char *line = NULL;
-		size_t lcap = 0;
-		while (getline(&line, &lcap, f) >= 0) {
-			json_error_t je;
-			json_t *o = json_loads(line, 0, &je);
-			if (!o) {
-				bad_lines++; /* a task killed in the middle of a write */
-				continue;
-			}
-			if (json_is_true(json_object_get(o, "summary"))) {
-				runs++;
-				const double st = json_number_value(json_object_get(o, "start"));
-				const double w = json_number_value(json_object_get(o, "wall_s"));
-				task_s += w;
-				if (st > 0 && (first == 0 || st < first))
-					first = st;
-				if (st + w > last)
-					last = st + w;
-			} else {
-				const char *path = json_string_value(json_object_get(o, "path"));
-				const char *status = json_string_value(json_object_get(o, "status"));
-				const char *tm = json_string_value(json_object_get(o, "time"));
-				const char *err = json_string_value(json_object_get(o, "error"));
-				if (path && status) {
-					if (!strcmp(status, "done")) {
-						separations++;
-						audio_s += json_number_value(json_object_get(o, "audio_s"));
-						sep_s += json_number_value(json_object_get(o, "seconds"));
-					}
-					if (n == cap) {
-						cap = cap ? cap * 2 : 1024;
-						last_line *nv = realloc(v, cap * sizeof *v);
-						if (!nv)
-							break;
-						v = nv;
-					}
-					v[n].path = strdup(path);
-					v[n].status = strdup(status);
-					v[n].error = err ? strdup(err) : NULL;
-					snprintf(v[n].time, sizeof v[n].time, "%s", tm ? tm : "");
-					n++;
-				}
-			}
-			json_decref(o);
-		}
-		free(line);
-		fclose(f);
-	}
-	closedir(d);
+	last_line *v = sums.v;
+	const size_t n = sums.n;
+	const long runs = sums.runs, separations = sums.separations, bad_lines = sums.bad_lines;
+	const double audio_s = sums.audio_s, sep_s = sums.sep_s, task_s = sums.task_s;
+	const double first = sums.first, last = sums.last;
 	if (n)
 		qsort(v, n, sizeof *v, cmp_last);
 	/* each input's latest line says where it stands */

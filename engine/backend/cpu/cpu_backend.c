@@ -277,7 +277,7 @@ static void op_zero(sb_bdev *d, sb_dv x, size_t n)
 {
 	const double t0 = prof_t0(d);
 	ew j = {.x = P(x)};
-	sb_pool_for(d->pool, (int64_t)n, 65536, k_zero, &j);
+	sb_pool_for(d->pool, (int64_t)n, EW_GRAIN, k_zero, &j);
 	prof_add(d, OP_ZERO, t0, 0);
 }
 
@@ -292,7 +292,7 @@ static void op_copy(sb_bdev *d, sb_dv dst, sb_dv src, size_t n)
 {
 	const double t0 = prof_t0(d);
 	ew j = {.x = P(dst), .y = P(src)};
-	sb_pool_for(d->pool, (int64_t)n, 65536, k_copy, &j);
+	sb_pool_for(d->pool, (int64_t)n, EW_GRAIN, k_copy, &j);
 	prof_add(d, OP_COPY, t0, 0);
 }
 
@@ -384,7 +384,7 @@ static void op_add(sb_bdev *d, sb_dv x, sb_dv y, size_t n)
 {
 	const double t0 = prof_t0(d);
 	ew j = {.x = P(x), .y = P(y)};
-	sb_pool_for(d->pool, (int64_t)n, 65536, k_add, &j);
+	sb_pool_for(d->pool, (int64_t)n, EW_GRAIN, k_add, &j);
 	prof_add(d, OP_ADD, t0, 0);
 }
 

@@ -46,7 +46,7 @@ typedef struct {
 	int64_t timeline_start;
 	int64_t lost;           /* frames dropped because the block pool ran dry (never expected) */
 	float peak;             /* the largest |sample| recorded: a silent take is not separated */
-	int device_port, mode, model;
+	int device_port, mode, model, bf16;
 	unsigned stems;
 	uint32_t serial;
 } sb_take;
@@ -102,7 +102,7 @@ typedef struct {
 		patch_subject;
 	LV2_URID sb_outputDir, sb_modelFile, sb_manifest, sb_deviceKey, sb_deviceName,
 		sb_deviceInUse, sb_lastError, sb_recordedFrames, sb_timelineStart, sb_maxMinutes, sb_trackName,
-		sb_devicePort, sb_mode, sb_model, sb_stemMask, sb_stems, sb_deviceList,
+		sb_devicePort, sb_mode, sb_model, sb_stemMask, sb_precision, sb_stems, sb_deviceList,
 		sb_devicePlatform, sb_deviceType, sb_deviceMemory, sb_deviceUnits, sb_deviceDriver,
 		sb_modelList, sb_installModel, sb_installStatus, sb_instanceId, sb_lastTake;
 } sb_urids;
@@ -130,6 +130,7 @@ typedef struct sb_instance {
 	float *out[2];
 	const float *freewheel;
 	const float *ctl_stem_extra[2]; /* the guitar and piano toggles (ports after the audio) */
+	const float *ctl_precision;     /* the Precision control: 1 = bf16 products */
 
 	/* run() only */
 	int64_t rt_pos;
@@ -224,7 +225,7 @@ typedef struct sb_instance {
 	struct {
 		float *samples;         /* NULL: free slot */
 		int64_t frames, timeline_start;
-		int device_port, mode, model;
+		int device_port, mode, model, bf16;
 		unsigned stems;
 		uint32_t serial;
 		char waits_for[64];

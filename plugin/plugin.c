@@ -64,6 +64,7 @@ static void map_urids(LV2_URID_Map *map, sb_urids *u)
 	u->sb_mode = map->map(map->handle, SB__mode);
 	u->sb_model = map->map(map->handle, SB__model);
 	u->sb_stemMask = map->map(map->handle, SB__stemMask);
+	u->sb_precision = map->map(map->handle, SB__precision);
 	u->sb_stems = map->map(map->handle, SB__stems);
 	u->sb_deviceList = map->map(map->handle, SB__deviceList);
 	u->sb_devicePlatform = map->map(map->handle, SB__devicePlatform);
@@ -225,6 +226,8 @@ static void connect_port(LV2_Handle h, uint32_t port, void *data)
 			self->ctl_stem_extra[port - SB_PORT_STEM_GUITAR_MONO] = data;
 		else if (port == SB_PORT_TIME_LEFT_MONO)
 			self->out_time_left = data;
+		else if (port == SB_PORT_PRECISION_MONO)
+			self->ctl_precision = data;
 	} else {
 		if (port == SB_PORT_AUDIO_IN_1 || port == SB_PORT_AUDIO_IN_1 + 1)
 			self->in[port - SB_PORT_AUDIO_IN_1] = data;
@@ -236,6 +239,8 @@ static void connect_port(LV2_Handle h, uint32_t port, void *data)
 			self->ctl_stem_extra[port - SB_PORT_STEM_GUITAR_STEREO] = data;
 		else if (port == SB_PORT_TIME_LEFT_STEREO)
 			self->out_time_left = data;
+		else if (port == SB_PORT_PRECISION_STEREO)
+			self->ctl_precision = data;
 	}
 }
 
@@ -286,6 +291,7 @@ SB_REALTIME static void take_start(sb_instance *self)
 	t->device_port = ctl_int(self, SB_PORT_DEVICE, 0);
 	t->mode = ctl_int(self, SB_PORT_MODE, 0);
 	t->model = ctl_int(self, SB_PORT_MODEL, SB_MODEL_AUTO);
+	t->bf16 = self->ctl_precision && *self->ctl_precision > 0.5f;
 	t->stems = 0;
 	for (int s = 0; s < 4; s++)
 		if (ctl(self, SB_PORT_STEM_VOCALS + s, 1.0f) > 0.5f)

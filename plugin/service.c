@@ -430,7 +430,7 @@ static void remove_take_folder(const char *dir, bool made_root)
 typedef struct {
 	float *samples;
 	int64_t frames, timeline_start;
-	int device_port, mode, model;
+	int device_port, mode, model, bf16;
 	unsigned stems;
 	uint32_t serial;
 } ready_take;
@@ -456,6 +456,7 @@ static void wait_for_install(sb_instance *self, ready_take *r, const char *name)
 		self->waiting[i].device_port = r->device_port;
 		self->waiting[i].mode = r->mode;
 		self->waiting[i].model = r->model;
+		self->waiting[i].bf16 = r->bf16;
 		self->waiting[i].stems = r->stems;
 		self->waiting[i].serial = r->serial;
 		snprintf(self->waiting[i].waits_for, sizeof self->waiting[i].waits_for, "%s", name);
@@ -555,6 +556,7 @@ static void start_take(sb_instance *self, ready_take *r)
 	spec.device = (r->device_port == SB_DEVICE_AUTO && r->mode == SB_MODE_CTL_PARALLEL &&
 	               strcmp(req, "auto") == 0) ? NULL : req;
 	spec.model = mc.run;
+	spec.bf16 = r->bf16;
 	spec.stems = stems;
 	spec.out_dir = dir;
 	spec.name_template = "{track}-{take}-{stem}.{ext}";
@@ -661,7 +663,7 @@ static void submit_take(sb_instance *self, sb_take *t)
 		return;
 	}
 	ready_take r = {samples, frames, copy.timeline_start, copy.device_port, copy.mode,
-	                copy.model, copy.stems, copy.serial};
+	                copy.model, copy.bf16, copy.stems, copy.serial};
 	start_take(self, &r);
 }
 
@@ -673,7 +675,8 @@ static void install_ended(sb_instance *self, const char *name, sb_status result,
 			continue;
 		ready_take r = {self->waiting[i].samples, self->waiting[i].frames,
 		                self->waiting[i].timeline_start, self->waiting[i].device_port,
-		                self->waiting[i].mode, self->waiting[i].model, self->waiting[i].stems,
+		                self->waiting[i].mode, self->waiting[i].model, self->waiting[i].bf16,
+		                self->waiting[i].stems,
 		                self->waiting[i].serial};
 		self->waiting[i].samples = NULL;
 		if (result == SB_OK) {

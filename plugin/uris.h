@@ -52,6 +52,7 @@
 #define SB__mode         SB__ "mode"          /* atom:Int */
 #define SB__model        SB__ "model"         /* atom:Int */
 #define SB__stemMask     SB__ "stemMask"      /* atom:Int: bit s = stem s written */
+#define SB__precision    SB__ "precision"     /* atom:Int: SB_PRECISION_* */
 
 /* Control values */
 /* Device control: Auto, CPU, Device 1..8 (the k-th device of deviceList), and All devices (every
@@ -130,8 +131,17 @@ typedef enum {
 /* Then the time left of the separation running now (seconds, -1 not known). */
 #define SB_PORT_TIME_LEFT_MONO   (SB_N_PORTS_MONO + 3)
 #define SB_PORT_TIME_LEFT_STEREO (SB_N_PORTS_STEREO + 3)
-#define SB_N_PORTS_ALL_MONO   (SB_N_PORTS_MONO + 4)
-#define SB_N_PORTS_ALL_STEREO (SB_N_PORTS_STEREO + 4)
+/* Then the precision of the matrix products: SB_PRECISION_* (saved with the session). */
+#define SB_PORT_PRECISION_MONO   (SB_N_PORTS_MONO + 4)
+#define SB_PORT_PRECISION_STEREO (SB_N_PORTS_STEREO + 4)
+#define SB_N_PORTS_ALL_MONO   (SB_N_PORTS_MONO + 5)
+#define SB_N_PORTS_ALL_STEREO (SB_N_PORTS_STEREO + 5)
+enum { SB_PRECISION_FP32 = 0, SB_PRECISION_BF16 = 1 };
+
+static inline unsigned sb_port_precision(int channels)
+{
+	return channels == 1 ? SB_PORT_PRECISION_MONO : SB_PORT_PRECISION_STEREO;
+}
 
 static inline unsigned sb_port_time_left(int channels)
 {

@@ -12,7 +12,7 @@ mode=${1:-demo}
 build_pkgs="build-essential meson ninja-build pkg-config libsndfile1-dev libfftw3-dev
   ocl-icd-opencl-dev opencl-headers ocl-icd-libopencl1 libjansson-dev libsamplerate0-dev lv2-dev
   zlib1g-dev libcurl4-openssl-dev libssl-dev
-  libopenblas-dev libclblast-dev libcairo2-dev libx11-dev liblilv-dev lilv-utils
+  libdnnl2 libclblast-dev libcairo2-dev libx11-dev liblilv-dev lilv-utils
   pocl-opencl-icd clinfo sox python3"
 # ardour: the headless and GUI host tests; python3-torch: checkpoints for the converter's test;
 # clang and its runtime: the fuzz targets under libFuzzer; libelf-dev: lv2lint (built from

@@ -6,12 +6,13 @@
  *
  *   bench_demucs SHAPES_JSON [--model FILE] [--write-model FILE] [--threads N]
  *                [--seconds S] [--repeat N] [--device cpu|opencl:N|LIST] [--batch B]
- *                [--gemm clblast|own] [--profile]
+ *                [--gemm clblast|own] [--precision fp32|bf16] [--profile]
  *
  * --device names the device of the segment timing (the first of a list) and the devices the
  * song is shared among ("cpu,opencl:0,opencl:1"); --batch B runs B segments per forward pass
  * (the segment time is a pass's time over B); --gemm picks the OpenCL matrix products
- * (SB_CL_GEMM); --profile adds one more pass with the device drained around every operation
+ * (SB_CL_GEMM); --precision bf16 asks the devices for bf16 products (the CPU's need
+ * AVX512_BF16; the JSON's "precision" says what ran); --profile adds one more pass with the device drained around every operation
  * and prints, on stderr, where its time went (operation, calls, ms, GFLOP/s of the products),
  * and in the JSON the products' rate and the operations launched per segment.
  */
@@ -70,7 +71,7 @@ static void progress(void *user, double fraction, const char *stage)
 int main(int argc, char **argv)
 {
 	const char *shapes = NULL, *model = NULL, *write_model = NULL, *device = "cpu";
-	int threads = 0, repeat = 1, profile = 0, batch = 1;
+	int threads = 0, repeat = 1, profile = 0, batch = 1, bf16 = 0;
 	double seconds = 180;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--model") && i + 1 < argc)
@@ -89,6 +90,8 @@ int main(int argc, char **argv)
 			batch = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--gemm") && i + 1 < argc)
 			setenv("SB_CL_GEMM", argv[++i], 1);
+		else if (!strcmp(argv[i], "--precision") && i + 1 < argc)
+			bf16 = !strcmp(argv[++i], "bf16");
 		else if (!strcmp(argv[i], "--profile"))
 			profile = 1;
 		else if (argv[i][0] != '-' && !shapes)
@@ -96,7 +99,8 @@ int main(int argc, char **argv)
 		else {
 			fprintf(stderr, "usage: bench_demucs SHAPES_JSON [--model FILE] [--write-model FILE] "
 			                "[--threads N] [--seconds S] [--repeat N] [--device cpu|opencl:N|LIST] "
-			                "[--batch B] [--gemm clblast|own] [--profile]\n");
+			                "[--batch B] [--gemm clblast|own] [--precision fp32|bf16] "
+			                "[--profile]\n");
 			return 2;
 		}
 	}
@@ -127,7 +131,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_demucs: no device '%s' here (or a bad --batch)\n", device);
 		return 1;
 	}
-	const sb_open_opts oo = {threads};
+	const sb_open_opts oo = {threads, bf16 ? SB_PREC_BF16 : SB_PREC_FP32};
 	for (size_t i = 0; i < set.n; i++)
 		if (sb_exec_open(sb_devices_get(devs, set.index[i]), &oo, &log, &dev[i]) != SB_OK) {
 			fprintf(stderr, "bench_demucs: cannot open %s\n",
@@ -167,7 +171,7 @@ int main(int argc, char **argv)
 	}
 	const double seg_s = (sb_now() - t0) / repeat / batch;
 	const double seg_cpu = (cpu_seconds() - c0) / repeat / batch;
-	char gemm[64];
+	char gemm[128];
 	snprintf(gemm, sizeof gemm, "%s", dev[0].be->describe(dev[0].d));
 	double gemm_s = 0, gemm_flops = 0, prof_s = 0;
 	long launches = 0;
@@ -239,10 +243,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("{\"impl\": \"stembridge\", \"device\": \"%s\", \"devices\": %zu, \"batch\": %d, "
-	       "\"gemm\": \"%s\", \"threads\": %d, \"load_s\": %.3f, "
+	       "\"gemm\": \"%s\", \"precision\": \"%s\", \"threads\": %d, \"load_s\": %.3f, "
 	       "\"segment_s\": %.3f, \"segment_cpu_s\": %.3f, \"song_s\": %.3f, "
 	       "\"song_cpu_s\": %.3f, \"song_seconds\": %.1f, \"peak_rss_mb\": %.1f",
-	       dev_label, set.n, batch, gemm, used_threads, load_s, seg_s, seg_cpu, song_s, song_cpu,
+	       dev_label, set.n, batch, gemm,
+	       dev[0].be->precision ? dev[0].be->precision(dev[0].d) : "fp32", used_threads, load_s, seg_s, seg_cpu, song_s, song_cpu,
 	       seconds,
 	       (double)ru.ru_maxrss / 1024.0);
 	if (prof_s > 0)

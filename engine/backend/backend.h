@@ -148,8 +148,13 @@ typedef struct {
 	double seconds, flops;
 } sb_prof_entry;
 
+/* Arithmetic of a device's matrix products. bf16: inputs rounded to bf16, sums in fp32, every
+ * other operation fp32; a backend that cannot says so once in the log and runs fp32. */
+typedef enum { SB_PREC_FP32 = 0, SB_PREC_BF16 = 1 } sb_precision;
+
 typedef struct {
 	int threads;                 /* host threads a CPU backend may use, 0 = all cores */
+	sb_precision precision;      /* asked for; precision() says what runs */
 } sb_open_opts;
 
 struct sb_backend {
@@ -197,11 +202,16 @@ struct sb_backend {
 
 	/* Profiling: with it on, every operation waits for the device before and after it and is
 	 * timed; turning it on clears the totals. profile() copies up to max non-empty entries,
-	 * the slowest first. describe() says how matrix products run ("OpenBLAS", "CLBlast
-	 * 1.5.3"). */
+	 * the slowest first. describe() says how matrix products run ("avx512 fp32 12x32",
+	 * "CLBlast 1.5.3"). precision() (optional: NULL means "fp32") says what they compute in. */
 	void (*set_profiling)(sb_bdev *d, int on);
 	int (*profile)(const sb_bdev *d, sb_prof_entry *out, int max);
 	const char *(*describe)(const sb_bdev *d);
+	const char *(*precision)(const sb_bdev *d);
+	/* Optional: one line on how a device of this backend computes, for device listings (the
+	 * CPU: its instructions and what runs its products). May load libraries; never called
+	 * where no thread may start (a plugin's instantiate). */
+	void (*details)(const sb_device_props *p, char *buf, size_t len);
 };
 
 /* ---- the registry (backend/registry.c) ---- */

@@ -115,6 +115,12 @@ sb_status sb_manifest_render(const sb_manifest *m, char **json, char **stems_txt
 	}
 	json_object_set_new(root, "device", dev);
 
+	json_t *prec = json_object();
+	json_object_set_new(prec, "requested", str_or_null(m->precision_requested));
+	json_object_set_new(prec, "used", str_or_null(m->precision));
+	json_object_set_new(prec, "products", str_or_null(m->products));
+	json_object_set_new(root, "precision", prec);
+
 	json_t *ev = json_array();
 	for (int i = 0; i < m->n_events; i++)
 		json_array_append_new(ev, json_string(m->events[i]));

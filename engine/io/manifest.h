@@ -56,6 +56,9 @@ typedef struct {
 	int n_devices;
 	int fell_back;
 	const char *fallback_reason;
+	/* the matrix products: what the job asked for ("fp32", "bf16"), what the first device ran
+	 * them in and how (its backend's words) */
+	const char *precision_requested, *precision, *products;
 	const char *const *events;  /* n_events strings */
 	int n_events;
 	const sb_stem_writer *stems;/* NULL on failure */

@@ -97,6 +97,7 @@ typedef struct {
 	sb_engine *e;
 	sb_exec own[4];
 	int n_own;
+	int bf16;                  /* the job asks for bf16 products */
 } job_devices;
 
 /* The job runner's way to a device (job_run.h: sb_device_access): a GPU-like device is
@@ -111,7 +112,7 @@ static sb_status open_device(void *user, size_t i, sb_exec *out, char *why, size
 	if (sb_device_is_native(d)) {
 		if (jd->n_own == 4)
 			return SB_ERR_INVALID;
-		const sb_open_opts o = {e->opts.cpu_threads};
+		const sb_open_opts o = {e->opts.cpu_threads, jd->bf16 ? SB_PREC_BF16 : SB_PREC_FP32};
 		sb_status st = sb_exec_open(d, &o, &e->opts.log, &jd->own[jd->n_own]);
 		if (st != SB_OK) {
 			snprintf(why, wlen, "%s could not be started (%s)", d->label, sb_status_str(st));
@@ -123,7 +124,8 @@ static sb_status open_device(void *user, size_t i, sb_exec *out, char *why, size
 	dev_slot *s = &e->dev[i];
 	if (!s->tried) {
 		s->tried = 1;
-		const sb_open_opts o = {e->opts.cpu_threads};
+		/* opened once and kept for every job: fp32 (no GPU backend has bf16 products yet) */
+		const sb_open_opts o = {e->opts.cpu_threads, SB_PREC_FP32};
 		sb_status st = sb_exec_open(d, &o, &e->opts.log, &s->x);
 		if (st != SB_OK) {
 			s->x.d = NULL;
@@ -184,7 +186,7 @@ static void run_job(sb_worker *w, sb_job *j)
 		if (held[i])
 			pthread_mutex_lock(&e->dev[i].lock);
 	progress_target t = {e, j};
-	job_devices jd = {e, {{0}}, 0};
+	job_devices jd = {e, {{0}}, 0, j->spec.bf16};
 	const sb_device_access access = {e->devices, open_device, &jd};
 	sb_job_env env = {
 		.devices = &j->set,

@@ -62,6 +62,9 @@ typedef struct {
 	                                    input minus the other stems, for every model */
 	int shifts;                      /* Demucs: random shifts averaged (seeded), 0 = none */
 	double overlap;                  /* Demucs: segment overlap, 0 = the model's 0.25 */
+	int bf16;                        /* 1: matrix products with bf16 inputs and fp32 sums where
+	                                    the device has them (the CPU with AVX512_BF16), else
+	                                    fp32 with a warning; 0: fp32 */
 } sb_job_spec;
 
 typedef enum {
@@ -102,6 +105,8 @@ typedef struct {
 	char device_requested[640];
 	char device_used[640];           /* the first device's key; every one in the manifest */
 	char fallback_reason[512];
+	char precision[8];               /* what the first device's products ran in: "fp32", "bf16" */
+	char products[128];              /* and how ("oneDNN sgemm (AVX-512)", "CLBlast 1.5.3") */
 } sb_job_result;
 
 sb_status sb_engine_new(const sb_engine_opts *opts, sb_engine **out);

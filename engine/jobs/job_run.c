@@ -426,6 +426,7 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 			.seed = 0x5eed,
 			.shifts = spec->shifts,
 			.overlap = spec->overlap,
+			.bf16 = spec->bf16,
 		};
 		use_devices(&ps, &pl);
 		report(&ps, SB_JOB_RUNNING, ps.lo, "separating");
@@ -504,6 +505,11 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 		goto fail;
 	}
 	snprintf(res->device_used, sizeof res->device_used, "%s", pl.dev[0].props->key);
+	const sb_exec *d0 = &pl.dev[0];
+	snprintf(res->precision, sizeof res->precision, "%s",
+	         d0->be->precision ? d0->be->precision(d0->d) : "fp32");
+	snprintf(res->products, sizeof res->products, "%s",
+	         d0->be->describe ? d0->be->describe(d0->d) : "");
 	sb_manifest_device mdev[SB_JOB_MAX_DEVICES];
 	const int n_mdev = ps.p.n_devices;
 	for (int i = 0; i < n_mdev; i++) {
@@ -537,6 +543,9 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 		.devices = mdev,
 		.n_devices = n_mdev > 1 || (n_mdev == 1 && mdev[0].segments > 0) ? n_mdev : 0,
 		.fell_back = pl.fell_back,
+		.precision_requested = spec->bf16 ? "bf16" : "fp32",
+		.precision = res->precision,
+		.products = res->products,
 		.fallback_reason = res->fallback_reason,
 		.events = ev.ptr,
 		.n_events = ev.n,

@@ -47,6 +47,7 @@ typedef struct {
 	uint32_t seed;                 /* for random shifts, fixed per job */
 	int shifts;                    /* random time shifts averaged (Demucs); 0 = the model's */
 	double overlap;                /* segment overlap (Demucs); 0 = the model's (0.25) */
+	int bf16;                      /* devices the model opens itself: bf16 products */
 } sb_run_ctx;
 
 typedef struct {

@@ -955,7 +955,73 @@ def group_batch(tmp):
         proc.kill()
 
 
-GROUPS = {"batch": group_batch, "damaged": group_damaged, "signals": group_signals, "commit": group_commit,
+def stem_files(out, track):
+    return [os.path.join(out, track, s + ".wav") for s in STEMS]
+
+
+def group_precision(tmp):
+    """The CPU's products as a user meets them: `devices` says which instructions and which
+    product path the CPU uses, and a forced OpenBLAS fallback core changes neither; --precision
+    bf16 runs bf16 where the CPU has AVX512_BF16 (stems near fp32's, still adding back to the
+    input, the manifest saying so) and, where it has not, says so once and runs fp32."""
+    p = run(["devices"])
+    cpu = [l for l in p.stdout.splitlines() if "products: fp32 " in l]
+    check(p.returncode == 0 and len(cpu) == 1 and "instructions " in cpu[0],
+          f"devices: the CPU's instructions and products: {p.stdout}")
+    forced = run(["devices"], env={"OPENBLAS_CORETYPE": "Prescott"})
+    check(forced.stdout == p.stdout,
+          f"a forced OpenBLAS core changed the products: {p.stdout!r} / {forced.stdout!r}")
+    j = json.loads(run(["devices", "--json"]).stdout)
+    check("products: fp32" in j[0].get("details", ""), f"devices --json details: {j[0]}")
+    has_bf16 = cpu and "bf16 not available" not in cpu[0]
+
+    rate = 44100
+    inp = os.path.join(tmp, "p.wav")
+    wavio.write_wav(inp, wavio.test_signal(2 * rate, 2, rate), 2, rate)
+    model = ["--model", "htdemucs-mini", "--model-path", FIXTURES, "--device", "cpu"]
+
+    def separate(name, extra, env=None):
+        out = os.path.join(tmp, name)
+        r = run(["separate", inp, "-o", out] + model + extra, env=env)
+        check(r.returncode == 0, f"{name}: exit {r.returncode}: {r.stderr}")
+        m = json.load(open(os.path.join(out, "p", "manifest.json"))) if r.returncode == 0 else {}
+        return out, r, m.get("precision", {})
+
+    f32, _, pf = separate("fp32", [])
+    check(pf.get("requested") == "fp32" and pf.get("used") == "fp32" and pf.get("products"),
+          f"fp32 manifest precision {pf}")
+    b16, r, pb = separate("bf16", ["--precision", "bf16"])
+    if has_bf16:
+        check(pb.get("requested") == "bf16" and pb.get("used") == "bf16" and
+              "bf16" in pb.get("products", ""), f"bf16 manifest precision {pb}")
+        worst, same = 0.0, 0
+        for a, b in zip(stem_files(b16, "p"), stem_files(f32, "p")):
+            d = rel_diff(wavio.read_wav(a)[0], wavio.read_wav(b)[0])
+            worst = max(worst, d)
+            same += d == 0
+        print(f"bf16 stems against fp32: worst relative L2 {worst:.3g}")
+        check(same < len(STEMS) and worst < 2e-2,
+              f"bf16 stems against fp32: worst relative L2 {worst:.3g}, {same} identical")
+        err = sum_check(inp, stem_files(b16, "p"))
+        check(err is not None and err < 1e-4, f"bf16 stems add back to the input: {err}")
+    else:
+        print("this CPU has no AVX512_BF16: bf16 checked as the fallback only")
+    # a CPU without the instructions (capped here): one warning, fp32, the fp32 stems exactly
+    cap = {"SB_CPU_ISA": "avx2"}
+    c32, _, _ = separate("cap-fp32", [], env=cap)
+    c16, r, pc = separate("cap-bf16", ["--precision", "bf16"], env=cap)
+    check(r.stderr.count("bf16 products need AVX512_BF16") == 1 and "running fp32" in r.stderr,
+          f"bf16 without the instructions must say so once: {r.stderr!r}")
+    check(pc.get("requested") == "bf16" and pc.get("used") == "fp32",
+          f"bf16 without the instructions: manifest {pc}")
+    check(all(open(a, "rb").read() == open(b, "rb").read()
+              for a, b in zip(stem_files(c16, "p"), stem_files(c32, "p"))),
+          "bf16 without the instructions must give the fp32 stems")
+    expect_refusal(["separate", inp, "-o", os.path.join(tmp, "x"), "--precision", "fp16"],
+                   "an unknown precision", os.path.join(tmp, "x"), needle="fp16")
+
+
+GROUPS = {"precision": group_precision, "batch": group_batch, "damaged": group_damaged, "signals": group_signals, "commit": group_commit,
           "repeat": group_repeat, "demucs": group_demucs, "separate": group_separate, "formats": group_formats, "bad": group_bad,
           "devices": group_devices, "fallback": group_fallback, "share": group_share}
 

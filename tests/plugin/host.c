@@ -233,7 +233,7 @@ static host_plugin *host_new_full(bool stereo, uint32_t block, host_path_mode mo
 		lilv_instance_connect_port(h->inst, SB_PORT_AUDIO_IN_1, h->in[0]);
 		lilv_instance_connect_port(h->inst, SB_PORT_AUDIO_IN_1 + 1, h->out[0]);
 		lilv_instance_connect_port(h->inst, SB_PORT_FREEWHEEL_MONO, &h->freewheel);
-		for (uint32_t p = SB_PORT_STEM_GUITAR_MONO; p <= SB_PORT_TIME_LEFT_MONO; p++)
+		for (uint32_t p = SB_PORT_STEM_GUITAR_MONO; p <= SB_PORT_PRECISION_MONO; p++)
 			lilv_instance_connect_port(h->inst, p, &h->ctl[p]);
 	} else {
 		lilv_instance_connect_port(h->inst, SB_PORT_AUDIO_IN_1, h->in[0]);
@@ -241,7 +241,7 @@ static host_plugin *host_new_full(bool stereo, uint32_t block, host_path_mode mo
 		lilv_instance_connect_port(h->inst, SB_PORT_AUDIO_OUT_1_STEREO, h->out[0]);
 		lilv_instance_connect_port(h->inst, SB_PORT_AUDIO_OUT_2_STEREO, h->out[1]);
 		lilv_instance_connect_port(h->inst, SB_PORT_FREEWHEEL_STEREO, &h->freewheel);
-		for (uint32_t p = SB_PORT_STEM_GUITAR_STEREO; p <= SB_PORT_TIME_LEFT_STEREO; p++)
+		for (uint32_t p = SB_PORT_STEM_GUITAR_STEREO; p <= SB_PORT_PRECISION_STEREO; p++)
 			lilv_instance_connect_port(h->inst, p, &h->ctl[p]);
 	}
 	LV2_Atom_Sequence *seq = (LV2_Atom_Sequence *)h->control_buf;

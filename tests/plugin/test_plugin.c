@@ -446,6 +446,7 @@ static int test_state(void)
 	a->ctl[SB_PORT_MODE] = SB_MODE_CTL_SEQUENTIAL;
 	a->ctl[SB_PORT_MODEL] = SB_MODEL_BUILTIN;
 	a->ctl[SB_PORT_STEM_DRUMS] = 0.0f;
+	a->ctl[sb_port_precision(a->channels)] = SB_PRECISION_BF16;
 	host_run(a);
 
 	/* through lilv, as a host saves and loads a session */
@@ -468,6 +469,8 @@ static int test_state(void)
 	CHECK(b->ctl[SB_PORT_DEVICE] == SB_DEVICE_CPU, "device %g", b->ctl[SB_PORT_DEVICE]);
 	CHECK(b->ctl[SB_PORT_MODE] == SB_MODE_CTL_SEQUENTIAL, "mode %g", b->ctl[SB_PORT_MODE]);
 	CHECK(b->ctl[SB_PORT_MODEL] == SB_MODEL_BUILTIN, "model %g", b->ctl[SB_PORT_MODEL]);
+	CHECK(b->ctl[sb_port_precision(b->channels)] == SB_PRECISION_BF16, "precision %g",
+	      b->ctl[sb_port_precision(b->channels)]);
 	CHECK(b->ctl[SB_PORT_STEM_DRUMS] == 0.0f && b->ctl[SB_PORT_STEM_VOCALS] == 1.0f &&
 	      b->ctl[SB_PORT_STEM_BASS] == 1.0f && b->ctl[SB_PORT_STEM_OTHER] == 1.0f, "stems");
 	kv s;
@@ -481,6 +484,8 @@ static int test_state(void)
 	CHECK(kv_text(&s, SB__deviceName) && kv_text(&s, SB__deviceName)[0], "device name");
 	CHECK(kv_int(&s, SB__devicePort) == SB_DEVICE_CPU, "device port");
 	CHECK(kv_int(&s, SB__mode) == SB_MODE_CTL_SEQUENTIAL, "mode");
+	CHECK(kv_int(&s, SB__precision) == SB_PRECISION_BF16, "precision %d",
+	      kv_int(&s, SB__precision));
 	/* vocals, bass, other as set above, and guitar and piano on as their ports default */
 	CHECK(kv_int(&s, SB__stemMask) == (1 | 4 | 8 | 16 | 32), "stem mask %d",
 	      kv_int(&s, SB__stemMask));
@@ -1771,7 +1776,9 @@ static int test_silent(void)
 		CHECK((int)h->ctl[SB_PORT_JOBS_DONE_OUT] == 0, "take %d made a job", k);
 	}
 	CHECK(!tree_has_entries(outdir), "a silent take left files or folders in %s", outdir);
-	/* -80 dBFS is quiet, not silent: separated, and the first take with a number */
+	/* -80 dBFS is quiet, not silent: separated, and the first take with a number; with the
+	 * Precision control on BF16, which the take's job is asked for (the manifest says) */
+	h->ctl[sb_port_precision(h->channels)] = SB_PRECISION_BF16;
 	h->ctl[SB_PORT_RECORD] = 1.0f;
 	host_transport(h, 48000 * 30, 1.0f);
 	roll_level(h, 60, 1e-4f);
@@ -1781,6 +1788,12 @@ static int test_silent(void)
 	CHECK(host_wait_jobs(h, 1, 300), "a quiet take was not separated: %s", h->last_error);
 	CHECK(strstr(h->manifest, "/Vox-take1/Vox-take1-manifest.json") != NULL,
 	      "quiet take's manifest %s", h->manifest);
+	char *man = h->manifest[0] ? slurp(h->manifest) : NULL;
+	const char *prec = man ? strstr(man, "\"precision\"") : NULL;
+	CHECK(prec && strstr(prec, "\"requested\": \"bf16\"") &&
+	      strstr(prec, "\"requested\": \"bf16\"") - prec < 40,
+	      "the take's manifest does not say bf16 was asked for: %s", prec ? prec : "(none)");
+	free(man);
 	host_free(h);
 	return failures;
 }

@@ -57,6 +57,11 @@ int sb_cli_devices(int argc, char **argv)
 				json_object_set_new(o, "cl_device_index", json_integer(d->device_index));
 			}
 			json_object_set_new(o, "auto", json_boolean(i == autodev));
+			if (d->backend->details) {
+				char det[512];
+				d->backend->details(d, det, sizeof det);
+				json_object_set_new(o, "details", json_string(det));
+			}
 			json_array_append_new(arr, o);
 		}
 		char *s = json_dumps(arr, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -69,6 +74,11 @@ int sb_cli_devices(int argc, char **argv)
 		for (size_t i = 0; i < n; i++) {
 			const sb_device_props *d = sb_devices_get(l, i);
 			printf("  %s: %s%s\n", d->id, d->label, i == autodev ? "  [auto]" : "");
+			if (d->backend->details) {
+				char det[512];
+				d->backend->details(d, det, sizeof det);
+				printf("      %s\n", det);
+			}
 			if (!sb_device_is_native(d))
 				printf("      %s, %u compute units, max allocation %.1f GiB, driver %s\n",
 				       sb_device_type_str(d->type), d->compute_units,

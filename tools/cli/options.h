@@ -10,7 +10,7 @@ typedef struct {
 	const char *model_path[8]; /* NULL-terminated */
 	int n_model_path;
 	unsigned stems;
-	int flac, bits, overwrite, threads, quiet, shifts, model_other, batch;
+	int flac, bits, overwrite, threads, quiet, shifts, model_other, batch, bf16;
 	double overlap;
 	long long timeline_start;
 	sb_mode mode;

@@ -1,5 +1,5 @@
-/* The native CPU backend: the host's threads (core/thread_pool.h), OpenBLAS's single-threaded
- * sgemm split across them (gemm.h), and the vectorised element-wise maths of vmath.c. Device
+/* The native CPU backend: the host's threads (core/thread_pool.h), our own packed matrix
+ * products split across them (gemm.h: kernels chosen by instruction set, fp32 or bf16), and the vectorised element-wise maths of vmath.c. Device
  * memory is host memory: wrap() uses the weights where they are.
  *
  * Operations run on the calling thread and the pool and are done when they return; nothing
@@ -11,12 +11,14 @@
  * Threads: a device (its pool) is used by one thread at a time, as the interface requires.
  */
 #include "backend/backend_impl.h"
+#include "backend/cpu/cpu_features.h"
 #include "backend/cpu/cpu_internal.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/vmath.h"
 #include "core/thread_pool.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +54,8 @@ struct sb_bdev {
 	const sb_logger *log;
 	float *att;             /* attention scores, one block per thread */
 	size_t att_n;
+	int bf16;               /* products take bf16 inputs (asked for, and the CPU has them) */
+	sb_gemm_ws **ws;        /* packing buffers, one per worker */
 };
 
 static inline float *P(sb_dv v)
@@ -90,8 +94,22 @@ static int profile(const sb_bdev *d, sb_prof_entry *out, int max)
 
 static const char *describe(const sb_bdev *d)
 {
-	(void)d;
-	return strcmp(sb_gemm_backend(), "openblas") ? "own blocked loop" : "OpenBLAS";
+	return sb_gemm_describe(d ? d->bf16 : 0);
+}
+
+static void details(const sb_device_props *p, char *buf, size_t len)
+{
+	(void)p;
+	const sb_cpu_features *f = sb_cpu_features_get();
+	const int bf16 = sb_gemm_bf16_available();
+	snprintf(buf, len, "instructions %s (%s family %u model %u); products: fp32 %s, bf16 %s", f->flags,
+	         f->vendor, f->family, f->model, sb_gemm_describe(0),
+	         bf16 ? sb_gemm_describe(1) : "not available (runs fp32)");
+}
+
+static const char *precision(const sb_bdev *d)
+{
+	return d->bf16 ? "bf16" : "fp32";
 }
 
 /* ---- devices ---- */
@@ -123,6 +141,8 @@ static sb_status enumerate(const sb_logger *log, sb_device_props *out, size_t ca
 	return SB_OK;
 }
 
+static void cpu_close(sb_bdev *d);
+
 static sb_status cpu_open(const sb_device_props *dev, const sb_open_opts *o, const sb_logger *log,
                           sb_bdev **out)
 {
@@ -140,7 +160,24 @@ static sb_status cpu_open(const sb_device_props *dev, const sb_open_opts *o, con
 	/* two rows per thread by default: a tile's activations stay in the cores' caches */
 	const char *t = getenv("SB_ROW_TILE");
 	d->tile = t && atoi(t) >= 0 ? atoi(t) : 2 * d->threads;
+	d->log = log;
 	sb_gemm_init();
+	if (o && o->precision == SB_PREC_BF16) {
+		d->bf16 = sb_gemm_bf16_available();
+		static atomic_flag said = ATOMIC_FLAG_INIT; /* once a process: the manifest says it
+		                                                for every job */
+		if (!d->bf16 && !atomic_flag_test_and_set(&said))
+			sb_log(log, SB_LOG_WARNING, "bf16 products need AVX512_BF16, which this CPU (%s) lacks: "
+			       "running fp32", sb_cpu_features_get()->flags);
+	}
+	d->ws = calloc((size_t)d->threads, sizeof *d->ws);
+	for (int i = 0; d->ws && i < d->threads; i++)
+		d->ws[i] = sb_gemm_ws_new(d->bf16);
+	if (!d->ws || !d->ws[d->threads - 1]) {
+		cpu_close(d);
+		sb_log(log, SB_LOG_ERROR, "out of memory (matrix product buffers)");
+		return SB_ERR_NOMEM;
+	}
 	*out = d;
 	return SB_OK;
 }
@@ -149,6 +186,9 @@ static void cpu_close(sb_bdev *d)
 {
 	if (!d)
 		return;
+	for (int i = 0; d->ws && i < d->threads; i++)
+		sb_gemm_ws_free(d->ws[i]);
+	free(d->ws);
 	sb_pool_free(d->pool);
 	free(d->att);
 	free(d);
@@ -782,6 +822,7 @@ static void op_convtr(sb_bdev *d, sb_dv p, long lin, int cout, long length, sb_d
 #define ATT_ROWS 256
 
 typedef struct {
+	sb_gemm_ws *const *ws;
 	const float *q, *k, *v;
 	float *o, *s;
 	int ldq, ldkv, ldo, nq, nk, hd, blocks;
@@ -791,19 +832,20 @@ typedef struct {
 static void k_attention(void *vj, int64_t b, int64_t e, int wk)
 {
 	const att_job *j = vj;
+	sb_gemm_ws *ws = j->ws[wk];
 	float *s = j->s + (size_t)wk * ATT_ROWS * (size_t)j->nk;
 	for (int64_t task = b; task < e; task++) {
 		const int h = (int)(task / j->blocks);
 		const int q0 = (int)(task % j->blocks) * ATT_ROWS;
 		const int m = j->nq - q0 < ATT_ROWS ? j->nq - q0 : ATT_ROWS;
-		sb_sgemm(0, 1, m, j->nk, j->hd, j->scale, j->q + (size_t)q0 * j->ldq + (size_t)h * j->hd,
+		sb_sgemm(ws, 0, 1, m, j->nk, j->hd, j->scale, j->q + (size_t)q0 * j->ldq + (size_t)h * j->hd,
 		         j->ldq, j->k + (size_t)h * j->hd, j->ldkv, 0.f, s, j->nk);
 		for (int r = 0; r < m; r++) {
 			float *row = s + (size_t)r * j->nk;
 			const float sum = sb_vexp_sum(row, j->nk, sb_vmax(row, j->nk));
 			sb_vscale(row, j->nk, 1.f / sum);
 		}
-		sb_sgemm(0, 0, m, j->hd, j->nk, 1.f, s, j->nk, j->v + (size_t)h * j->hd, j->ldkv, 0.f,
+		sb_sgemm(ws, 0, 0, m, j->hd, j->nk, 1.f, s, j->nk, j->v + (size_t)h * j->hd, j->ldkv, 0.f,
 		         j->o + (size_t)q0 * j->ldo + (size_t)h * j->hd, j->ldo);
 	}
 }
@@ -824,7 +866,7 @@ static void op_attention(sb_bdev *d, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldk
 		d->att = s;
 		d->att_n = need;
 	}
-	att_job j = {P(q), P(k), P(v), P(o), d->att, ldq, ldkv, ldo, nq, nk, hd,
+	att_job j = {d->ws, P(q), P(k), P(v), P(o), d->att, ldq, ldkv, ldo, nq, nk, hd,
 	             (nq + ATT_ROWS - 1) / ATT_ROWS, scale};
 	sb_pool_for(d->pool, (int64_t)heads * j.blocks, 1, k_attention, &j);
 	prof_add(d, OP_ATTENTION, t0, 4.0 * nq * nk * hd * heads);
@@ -833,6 +875,7 @@ static void op_attention(sb_bdev *d, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldk
 /* ---- matrix products ---- */
 
 typedef struct {
+	sb_gemm_ws *const *ws;
 	int M, N, K, lda, ldb, ldc, tb;
 	float alpha, beta;
 	const float *A, *B;
@@ -842,10 +885,9 @@ typedef struct {
 
 static void k_gemm_items(void *v, int64_t b, int64_t e, int wk)
 {
-	(void)wk;
 	gemm_job *j = v;
 	for (int64_t i = b; i < e; i++)
-		sb_sgemm(0, j->tb, j->M, j->N, j->K, j->alpha, j->A + i * j->sa, j->lda,
+		sb_sgemm(j->ws[wk], 0, j->tb, j->M, j->N, j->K, j->alpha, j->A + i * j->sa, j->lda,
 		         j->B + i * j->sb, j->ldb, j->beta, j->C + i * j->sc, j->ldc);
 }
 
@@ -857,7 +899,7 @@ static void op_gemm(sb_bdev *d, int M, int N, int K, float alpha, sb_dv A, int l
 		return;
 	const double t0 = prof_t0(d);
 	for (int j = 0; j < batch2; j++) {
-		gemm_job g = {M, N, K, lda, ldb, ldc, tb, alpha, beta, P(A) + j * sa2, P(B) + j * sb2,
+		gemm_job g = {d->ws, M, N, K, lda, ldb, ldc, tb, alpha, beta, P(A) + j * sa2, P(B) + j * sb2,
 		              P(C) + j * sc2, sa, sb, sc};
 		if (batch >= d->threads && batch > 1) {
 			/* products too small to be worth a wake-up run on this thread */
@@ -866,7 +908,7 @@ static void op_gemm(sb_bdev *d, int M, int N, int K, float alpha, sb_dv A, int l
 			            &g);
 		} else {
 			for (int i = 0; i < batch; i++)
-				sb_sgemm_par(d->pool, 0, tb, M, N, K, alpha, g.A + i * sa, lda, g.B + i * sb, ldb,
+				sb_sgemm_par(d->pool, d->ws, 0, tb, M, N, K, alpha, g.A + i * sa, lda, g.B + i * sb, ldb,
 				             beta, g.C + i * sc, ldc);
 		}
 	}
@@ -902,4 +944,6 @@ const sb_backend sb_backend_cpu_impl = {
 	.set_profiling = set_profiling,
 	.profile = profile,
 	.describe = describe,
+	.precision = precision,
+	.details = details,
 };

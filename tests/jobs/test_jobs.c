@@ -456,8 +456,10 @@ static void test_share(void)
 		CHECK(n == 3 && ids[0] && !strcmp(ids[0], "cpu") && ids[1] &&
 		      !strcmp(ids[1], "opencl:0") && ids[2] && !strcmp(ids[2], "opencl:1"),
 		      "the manifest lists %d devices", n);
-		for (int i = 0; i < n; i++)
-			CHECK(segs[i] > 0, "%s did no segment", ids[i] ? ids[i] : "?");
+		/* the native CPU is the fastest here: the PoCL devices (on the same cores) get only
+		 * what makes the song faster, maybe nothing (their first segments run again on the
+		 * CPU when it runs out of work) */
+		CHECK(segs[0] > 0, "the CPU did no segment");
 		CHECK(sum == total, "the devices did %ld segments, the song has %ld", sum, total);
 		CHECK(dropped < 0, "a device was dropped");
 		CHECK(!json_is_true(json_object_get(json_object_get(m3, "device"), "fell_back")),
@@ -469,10 +471,11 @@ static void test_share(void)
 	sb_engine_free(e);
 
 	/* opencl:1 is lost after two passes: its segment goes back to the others, the stems are
-	 * the same, the manifest says which device stopped and why */
+	 * the same, the manifest says which device stopped and why (two devices of one speed, so
+	 * that both take segments) */
 	setenv("SB_FAULT_INJECT", "opencl:1:lost:2", 1);
 	e = engine(SB_MODE_PARALLEL, NULL, 0);
-	sb_job_result rl = finish(e, submit_model(e, lost, frames, "cpu,opencl:0,opencl:1"));
+	sb_job_result rl = finish(e, submit_model(e, lost, frames, "opencl:0,opencl:1"));
 	CHECK(rl.status == SB_OK, "a device lost mid-song: %s", rl.message);
 	json_t *ml = rl.status == SB_OK ? manifest(&rl) : NULL;
 	if (ml) {
@@ -480,8 +483,8 @@ static void test_share(void)
 		long segs[8];
 		int n = 0, dropped = -1;
 		shares(ml, ids, segs, 8, &n, &dropped);
-		CHECK(dropped == 2 && segs[2] == 2, "opencl:1 should be dropped after 2 segments "
-		      "(dropped %d, %ld segments)", dropped, n == 3 ? segs[2] : -1L);
+		CHECK(n == 2 && dropped == 1 && segs[1] == 2, "opencl:1 should be dropped after 2 "
+		      "segments (dropped %d, %ld segments)", dropped, n == 2 ? segs[1] : -1L);
 		char *events = json_dumps(json_object_get(ml, "events"), 0);
 		CHECK(events && strstr(events, "was lost") && strstr(events, "other devices"),
 		      "the events do not say the device was lost: %s", events ? events : "?");

@@ -28,8 +28,8 @@ static inline __m512i pair16(const float *lo, const float *hi, int n)
 	return _mm512_or_si512(l, _mm512_slli_epi32(h, 16));
 }
 
-/* Words of two consecutive rows of a row-major matrix, a panel of w (<= 32) columns at a time:
- * B as stored, or A stored transposed. rows: kc; out: kp x NR (or MR) words per panel. */
+/* Words of two consecutive rows of a row-major matrix (B as stored), a panel of pw columns at
+ * a time: kp x pw words per panel. */
 static void pack_pairs(int kc, int width, int pw, const float *s, long ld, uint32_t *d)
 {
 	const int kp = (kc + 1) / 2;
@@ -53,7 +53,7 @@ static void pack_pairs(int kc, int width, int pw, const float *s, long ld, uint3
 }
 
 /* Words of consecutive elements of each row (a row in bf16 is its words), transposed into
- * panels: A as stored, or B stored transposed. */
+ * panels: B stored transposed (N x K). */
 static void pack_rows(int kc, int width, int pw, const float *s, long ld, uint32_t *d)
 {
 	const int kp = (kc + 1) / 2;
@@ -81,12 +81,43 @@ static void pack_rows(int kc, int width, int pw, const float *s, long ld, uint32
 	}
 }
 
+/* A's bf16 panels hold each row's words in a run (row i of a panel at i kp): A as stored is
+ * then converted row by row, with no transposing (the kernel broadcasts from 12 runs). This
+ * matters where N is small: attention's P V (N = 64 per head) spends more on packing P than on
+ * multiplying it otherwise. */
 static void b16_pack_a(int ta, int mc, int kc, const float *a, long lda, void *dst)
 {
-	if (ta)
-		pack_pairs(kc, mc, MR, a, lda, dst);
-	else
-		pack_rows(kc, mc, MR, a, lda, dst);
+	uint32_t *d = dst;
+	const int kp = (kc + 1) / 2;
+	for (int i0 = 0; i0 < mc; i0 += MR) {
+		const int m = mc - i0 < MR ? mc - i0 : MR;
+		for (int i = 0; i < MR; i++, d += kp) {
+			if (i >= m) {
+				memset(d, 0, sizeof(uint32_t) * (size_t)kp);
+				continue;
+			}
+			if (ta) { /* A stored K x M: a column of it, paired (no product asks for this) */
+				for (int p = 0; p < kp; p++) {
+					const float lo = a[(long)(2 * p) * lda + i0 + i];
+					const float hi = 2 * p + 1 < kc ? a[(long)(2 * p + 1) * lda + i0 + i] : 0.f;
+					d[p] = (uint32_t)sb_bf16(lo) | (uint32_t)sb_bf16(hi) << 16;
+				}
+				continue;
+			}
+			const float *r = a + (long)(i0 + i) * lda;
+			for (int k0 = 0; k0 < kc; k0 += 32) {
+				const int kn = kc - k0;
+				const __mmask16 m0 = kn >= 16 ? 0xffff : (__mmask16)((1u << kn) - 1u);
+				const __mmask16 m1 = kn >= 32 ? 0xffff : kn <= 16 ? 0
+				                   : (__mmask16)((1u << (kn - 16)) - 1u);
+				/* low 16 bf16 from the second operand: words (r[2p], r[2p+1]) in order */
+				const __m512i w = (__m512i)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(m1, r + k0 + 16),
+				                                               _mm512_maskz_loadu_ps(m0, r + k0));
+				const int pn = (kn < 32 ? kn + 1 : 32) / 2;
+				_mm512_mask_storeu_epi32(d + k0 / 2, (__mmask16)((1u << pn) - 1u), w);
+			}
+		}
+	}
 }
 
 static void b16_pack_b(int tb, int kc, int nc, const float *b, long ldb, void *dst)
@@ -141,7 +172,7 @@ static void f32_kernel(int kc, const void *pa, const void *pb, float *c, long ld
 
 #define DP_ROW(i)                                                                                \
 	{                                                                                            \
-		const __m512bh ai = (__m512bh)_mm512_set1_epi32((int)a[i]);                              \
+		const __m512bh ai = (__m512bh)_mm512_set1_epi32((int)a##i[p]);                           \
 		c##i##0 = _mm512_dpbf16_ps(c##i##0, ai, b0);                                             \
 		c##i##1 = _mm512_dpbf16_ps(c##i##1, ai, b1);                                             \
 	}
@@ -149,14 +180,17 @@ static void f32_kernel(int kc, const void *pa, const void *pb, float *c, long ld
 static void b16_kernel(int kc, const void *pa, const void *pb, float *c, long ldc, float alpha,
                        float beta)
 {
-	const uint32_t *a = pa, *b = pb;
+	const uint32_t *b = pb;
+	const int kp = (kc + 1) / 2;
+	const uint32_t *a0 = pa, *a1 = a0 + kp, *a2 = a1 + kp, *a3 = a2 + kp, *a4 = a3 + kp,
+	               *a5 = a4 + kp, *a6 = a5 + kp, *a7 = a6 + kp, *a8 = a7 + kp, *a9 = a8 + kp,
+	               *a10 = a9 + kp, *a11 = a10 + kp;
 	ALL_ROWS(DECL_ROW)
-	for (int p = 0, kp = (kc + 1) / 2; p < kp; p++) {
+	for (int p = 0; p < kp; p++) {
 		const __m512bh b0 = (__m512bh)_mm512_load_si512(b);
 		const __m512bh b1 = (__m512bh)_mm512_load_si512(b + 16);
 		_mm_prefetch((const char *)(b + 8 * NR), _MM_HINT_T0);
 		ALL_ROWS(DP_ROW)
-		a += MR;
 		b += NR;
 	}
 	const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);

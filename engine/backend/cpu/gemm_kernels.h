@@ -8,9 +8,10 @@
  *   fp32  A: per panel of MR rows, for k < kc, MR floats; B: per panel of NR columns, for
  *         k < kc, NR floats.
  *   bf16  K in pairs (vdpbf16ps multiplies two pairs and adds both products to an fp32 sum):
- *         A: per panel, for p < ceil(kc / 2), MR 32-bit words each holding (A[i][2p],
- *         A[i][2p+1]); B: per panel, for p, NR words holding (B[2p][j], B[2p+1][j]). An odd
- *         last k is paired with a zero.
+ *         A: per panel, for i < MR, ceil(kc / 2) 32-bit words each holding (A[i][2p],
+ *         A[i][2p+1]) (a row of A in bf16 is its words: packing A as stored converts and
+ *         copies); B: per panel, for p, NR words holding (B[2p][j], B[2p+1][j]). An odd last
+ *         k is paired with a zero.
  * Rows and columns past the matrix's edge are packed as zeros, so the kernel always computes
  * whole tiles; gemm.c writes a partial one through a scratch tile.
  *
@@ -105,55 +106,6 @@ static inline uint16_t sb_bf16(float x)
 				}                                                                                \
 				d += (long)kc * NR;                                                              \
 			}                                                                                    \
-		}                                                                                        \
-	}
-
-#define SB_GEMM_PACKERS_BF16(PFX, MR, NR)                                                        \
-	static inline uint32_t PFX##_pair(float lo, float hi)                                        \
-	{                                                                                            \
-		return (uint32_t)sb_bf16(lo) | (uint32_t)sb_bf16(hi) << 16;                              \
-	}                                                                                            \
-	static void PFX##_pack_a(int ta, int mc, int kc, const float *a, long lda, void *dst)        \
-	{                                                                                            \
-		uint32_t *d = dst;                                                                       \
-		const int kp = (kc + 1) / 2;                                                             \
-		for (int i0 = 0; i0 < mc; i0 += MR) {                                                    \
-			const int m = mc - i0 < MR ? mc - i0 : MR;                                           \
-			for (int i = 0; i < MR; i++) {                                                       \
-				for (int p = 0; p < kp; p++) {                                                   \
-					float lo = 0.f, hi = 0.f;                                                    \
-					if (i < m) {                                                                 \
-						const long r = i0 + i;                                                   \
-						lo = ta ? a[(long)(2 * p) * lda + r] : a[r * lda + 2 * p];               \
-						if (2 * p + 1 < kc)                                                      \
-							hi = ta ? a[(long)(2 * p + 1) * lda + r] : a[r * lda + 2 * p + 1];   \
-					}                                                                            \
-					d[(long)p * MR + i] = PFX##_pair(lo, hi);                                    \
-				}                                                                                \
-			}                                                                                    \
-			d += (long)kp * MR;                                                                  \
-		}                                                                                        \
-	}                                                                                            \
-	static void PFX##_pack_b(int tb, int kc, int nc, const float *b, long ldb, void *dst)        \
-	{                                                                                            \
-		uint32_t *d = dst;                                                                       \
-		const int kp = (kc + 1) / 2;                                                             \
-		for (int j0 = 0; j0 < nc; j0 += NR) {                                                    \
-			const int n = nc - j0 < NR ? nc - j0 : NR;                                           \
-			for (int p = 0; p < kp; p++) {                                                       \
-				const int odd = 2 * p + 1 < kc;                                                  \
-				for (int j = 0; j < NR; j++) {                                                   \
-					float lo = 0.f, hi = 0.f;                                                    \
-					if (j < n) {                                                                 \
-						const long c = j0 + j;                                                   \
-						lo = tb ? b[c * ldb + 2 * p] : b[(long)(2 * p) * ldb + c];               \
-						if (odd)                                                                 \
-							hi = tb ? b[c * ldb + 2 * p + 1] : b[(long)(2 * p + 1) * ldb + c];   \
-					}                                                                            \
-					d[(long)p * NR + j] = PFX##_pair(lo, hi);                                    \
-				}                                                                                \
-			}                                                                                    \
-			d += (long)kp * NR;                                                                  \
 		}                                                                                        \
 	}
 

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static pthread_mutex_t build_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -42,6 +43,7 @@ struct sb_cl_device {
 	long fault_alloc;      /* K of "alloc:K", 0 = no allocation fault */
 	int fault_alloc_plus;  /* "alloc:K+" */
 	long fault_lost;       /* K of "lost:K", -1 = no loss */
+	long fault_slow_ms;    /* MS of "slow:MS", 0 = none */
 };
 
 const char *sb_cl_error_name(cl_int err)
@@ -186,7 +188,7 @@ static int parse_faults(sb_cl_device *d)
 		const char *p = e + 7;
 		long n = 0, k = 0;
 		int ok = parse_long(p, &n, &p) && *p++ == ':';
-		int is_open = 0, is_alloc = 0, is_lost = 0, plus = 0;
+		int is_open = 0, is_alloc = 0, is_lost = 0, is_slow = 0, plus = 0;
 		if (ok) {
 			if (!strcmp(p, "open")) {
 				is_open = 1;
@@ -203,14 +205,18 @@ static int parse_faults(sb_cl_device *d)
 				p += 5;
 				ok = parse_long(p, &k, &p) && *p == '\0';
 				is_lost = ok;
+			} else if (!strncmp(p, "slow:", 5)) {
+				p += 5;
+				ok = parse_long(p, &k, &p) && *p == '\0' && k >= 0 && k <= 60000;
+				is_slow = ok;
 			} else {
 				ok = 0;
 			}
 		}
 		if (!ok) {
 			sb_log(&d->log, SB_LOG_WARNING,
-			       "SB_FAULT_INJECT: ignoring '%s' (want opencl:N:open, opencl:N:alloc:K[+] or "
-			       "opencl:N:lost:K)", e);
+			       "SB_FAULT_INJECT: ignoring '%s' (want opencl:N:open, opencl:N:alloc:K[+], "
+			       "opencl:N:lost:K or opencl:N:slow:MS)", e);
 			continue;
 		}
 		if (n != d->props.index)
@@ -223,10 +229,20 @@ static int parse_faults(sb_cl_device *d)
 		}
 		if (is_lost)
 			d->fault_lost = k;
+		if (is_slow)
+			d->fault_slow_ms = k;
 		sb_log(&d->log, SB_LOG_INFO, "SB_FAULT_INJECT: %s will fail: %s", d->props.id, e);
 	}
 	free(buf);
 	return open_fails;
+}
+
+void sb_cl_device_delay(const sb_cl_device *d)
+{
+	if (d && d->fault_slow_ms > 0) {
+		const struct timespec ts = {d->fault_slow_ms / 1000, (d->fault_slow_ms % 1000) * 1000000};
+		nanosleep(&ts, NULL);
+	}
 }
 
 sb_status sb_cl_device_count_chunk(sb_cl_device *d)

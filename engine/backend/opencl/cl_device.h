@@ -22,6 +22,8 @@
  *   opencl:N:lost:K    after the device has processed K chunks (sb_cl_device_count_chunk()
  *                      calls, K >= 0), the next one returns SB_ERR_DEVICE_LOST and the
  *                      device is lost for good.
+ *   opencl:N:slow:MS   every kernel launch on the device waits MS milliseconds first: a slow
+ *                      device, for the tests of sharing a file among devices.
  * Entries for other devices or other subsystems (not starting "opencl:") are ignored; a
  * malformed "opencl:" entry is logged as a warning and ignored. Several entries may name the
  * same device (one alloc and one lost rule each; a later entry replaces an earlier one).
@@ -33,6 +35,9 @@
 #include "sb_common.h"
 
 typedef struct sb_cl_device sb_cl_device;
+
+/* The injected slowness (opencl:N:slow:MS): waits before a kernel launch. */
+void sb_cl_device_delay(const sb_cl_device *d);
 
 /* Creates the context and queue and builds (or loads from the cache) the kernels.
  * SB_ERR_DEVICE with the reason (and the compiler's log) logged on failure, SB_ERR_NOMEM for

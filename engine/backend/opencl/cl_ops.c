@@ -119,6 +119,7 @@ static void run(kargs *a, cl_uint dims, const size_t *global, const size_t *loca
 			l[d] = local[d];
 		g[d] = round_up(global[d] ? global[d] : 1, l[d]);
 	}
+	sb_cl_device_delay(c->dev);
 	const double t0 = sb_cl_prof_begin(c);
 	const cl_int err = clEnqueueNDRangeKernel(c->q, a->k, dims, NULL, g, l, 0, NULL, NULL);
 	if (err != CL_SUCCESS)

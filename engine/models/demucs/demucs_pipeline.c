@@ -20,16 +20,26 @@
  * consecutive segments of one grid for one model (B: the job's batch, else the largest the
  * devices ask for), in the order above; each device takes the next task when it is free, so a
  * fast device does more. Results are committed in task order whatever order they finish in,
- * so the stems are the same however the work was shared (the blend sums in the same order). A
- * device whose one task would take longer than the others need for all that is left stops
- * taking work (it would only hold up the end). A device that fails (lost, out of memory at one
- * segment per pass) hands its task back and stops; the others finish the file; only when every
- * device has failed does the error go back to the job runner (which falls back to the CPU).
- * The calling thread drives ctx->dev[0]; each other device has a thread of its own.
+ * so the stems are the same however the work was shared (the blend sums in the same order).
+ *
+ * Sharing never makes a file slower than its fastest device alone:
+ *   - a device takes a task only if, at its measured rate (its first task's time, then the
+ *     mean of its tasks), it would finish before the others, at theirs, would have done
+ *     everything left; otherwise it stops taking work;
+ *   - a device that finds nothing left to take runs again a task still running on a device
+ *     that will finish it later than this one would (a backup task, as MapReduce's, Dean and
+ *     Ghemawat, OSDI 2004): the first result wins, and the other run is stopped at its next
+ *     layer (sb_htdemucs_on_stop) and thrown away, so nobody waits for a slow device's last
+ *     segment.
+ * A device that fails (lost, out of memory at one segment per pass) hands its task back and
+ * stops; the others finish the file; only when every device has failed does the error go back
+ * to the job runner (which falls back to the CPU). The calling thread drives ctx->dev[0]; each
+ * other device has a thread of its own.
  */
 #include "models/demucs/demucs_internal.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -269,11 +279,16 @@ static void map_stems(pipeline *p, const sb_htdemucs_config *cfg)
 #define MAX_BLOCKS_IN_FLIGHT 8
 
 typedef struct block block;
+typedef struct worker worker;
+
 typedef struct {
 	block *blk;
 	int net;              /* which model of the grid's list */
 	int taken, done;
-	float *out;           /* [nb][S][ac][Ls] */
+	int runs;             /* devices running it now (2 with a backup) */
+	worker *first;        /* the device that took it first */
+	double started;       /* when it did */
+	float *out;           /* [nb][S][ac][Ls], the winning run's */
 } task;
 
 struct block {
@@ -282,11 +297,11 @@ struct block {
 	int nb;               /* segments */
 	float *in;            /* [nb][ac][Ls] */
 	int n_tasks, n_done;
+	int committed;        /* blended and out of the list, kept while a losing run of one of
+	                         its tasks has not come back (free_block_if_idle) */
 	task tasks[64];
 	block *next;
 };
-
-typedef struct worker worker;
 
 typedef struct {
 	pipeline *p;
@@ -298,6 +313,7 @@ typedef struct {
 	int n_blocks;
 	int B;                /* segments per block */
 	int64_t units_total, units_done, units_untaken;
+	long backups, backups_won;
 	int generated_all;
 	sb_status err;        /* a failure that ends the job (not a device's) */
 	sb_status last_dev_err;
@@ -321,6 +337,10 @@ struct worker {
 	int leaving;
 	pthread_t thread;
 	int started;
+	task *cur;            /* the task it runs now */
+	atomic_int lost_race; /* another device finished cur first: stop */
+	float *buf;           /* where its runs write (the winner's becomes the task's) */
+	size_t buf_n;
 };
 
 static int64_t grid_next_take(const grid *g)
@@ -402,6 +422,21 @@ static task *next_task(sched *s)
 	}
 }
 
+/* Under the lock: frees a committed block unless a run of one of its tasks is still going
+ * (the loser of a backup race, stopping): that run frees it when it comes back. */
+static void free_block_if_idle(block *b)
+{
+	if (!b->committed)
+		return;
+	for (int t = 0; t < b->n_tasks; t++)
+		if (b->tasks[t].runs > 0)
+			return;
+	for (int t = 0; t < b->n_tasks; t++)
+		free(b->tasks[t].out);
+	free(b->in);
+	free(b);
+}
+
 /* Under the lock: the finished blocks at the head, in order, into the accumulators and the
  * sink. */
 static sb_status commit(sched *s)
@@ -451,10 +486,8 @@ static sb_status commit(sched *s)
 		if (!s->head)
 			s->tail = NULL;
 		s->n_blocks--;
-		for (int t = 0; t < b->n_tasks; t++)
-			free(b->tasks[t].out);
-		free(b->in);
-		free(b);
+		b->committed = 1;
+		free_block_if_idle(b);
 	}
 	return SB_OK;
 }
@@ -476,7 +509,8 @@ static int device_failure(sb_status st)
 }
 
 /* Runs one task on the worker's device in passes of its batch (one segment a pass after an
- * out-of-memory at more). */
+ * out-of-memory at more), into the worker's buffer. Stops early (SB_ERR_CANCELLED) when the
+ * job is cancelled or another device finishes the task first. */
 static sb_status run_task(worker *w, task *t)
 {
 	sched *s = w->s;
@@ -486,14 +520,17 @@ static sb_status run_task(worker *w, task *t)
 	const int k = g->nets[t->net];
 	const sb_run_ctx *ctx = p->ctx;
 	sb_status st = SB_OK;
-	if (!w->on[k])
+	if (!w->on[k]) {
 		st = sb_htdemucs_place(p->bag->nets[k], &ctx->dev[w->dev], ctx->log, &w->on[k]);
+		if (st == SB_OK)
+			sb_htdemucs_on_stop(w->on[k], ctx->cancel, &w->lost_race);
+	}
 	const size_t in_seg = (size_t)p->ac * (size_t)g->Ls;
 	const size_t out_seg = (size_t)p->S * in_seg;
 	for (int j = 0; j < b->nb && st == SB_OK;) {
 		const int n = b->nb - j < w->batch ? b->nb - j : w->batch;
 		st = sb_htdemucs_forward(w->on[k], w->pool, w->ws, n, b->in + (size_t)j * in_seg,
-		                         t->out + (size_t)j * out_seg, NULL, NULL);
+		                         w->buf + (size_t)j * out_seg, NULL, NULL);
 		if (st == SB_ERR_DEVICE_OOM && w->batch > 1) {
 			sb_log(ctx->log, SB_LOG_WARNING, "%s ran out of memory at %d segments per pass: "
 			       "one at a time from now on", ctx->dev[w->dev].props->label, w->batch);
@@ -504,6 +541,62 @@ static sb_status run_task(worker *w, task *t)
 		j += n;
 	}
 	return st;
+}
+
+/* Under the lock: a task to run again because w, idle, would finish it before the device
+ * running it (whose rate is unknown, or slower): the oldest such. NULL when none. */
+static task *backup_task(sched *s, worker *w)
+{
+	if (!(w->per_task > 0))
+		return NULL; /* no rate of its own yet to compare */
+	const double now = sb_now();
+	for (block *b = s->head; b; b = b->next)
+		for (int i = 0; i < b->n_tasks; i++) {
+			task *t = &b->tasks[i];
+			if (!t->taken || t->done || t->runs != 1 || t->first == w)
+				continue;
+			const worker *o = t->first;
+			const double theirs = o->per_task > 0 ? t->started + o->per_task * b->nb : INFINITY;
+			if (now + w->per_task * b->nb < theirs)
+				return t;
+		}
+	return NULL;
+}
+
+/* Runs t on w without the lock; what it returns, with the lock held again. */
+static sb_status run_unlocked(sched *s, worker *w, task *t, double *dt)
+{
+	const pipeline *p = s->p;
+	const size_t need = (size_t)t->blk->nb * p->S * p->ac * (size_t)s->grids[t->blk->gi].Ls;
+	if (w->buf_n < need) {
+		free(w->buf);
+		w->buf = malloc(sizeof(float) * need);
+		w->buf_n = w->buf ? need : 0;
+	}
+	w->cur = t;
+	atomic_store(&w->lost_race, 0);
+	pthread_mutex_unlock(&s->lock);
+	const double t0 = sb_now();
+	sb_status st = w->buf ? run_task(w, t) : SB_ERR_NOMEM;
+	*dt = sb_now() - t0;
+	pthread_mutex_lock(&s->lock);
+	w->cur = NULL;
+	t->runs--;
+	return st;
+}
+
+/* Under the lock: t finished on w first. Its output becomes the task's, the other run (a
+ * backup's or the first's) is told to stop. */
+static void won(sched *s, worker *w, task *t)
+{
+	float *keep = t->out;
+	t->out = w->buf;
+	w->buf = keep;
+	w->buf_n = keep ? w->buf_n : 0;
+	t->done = 1;
+	for (int i = 0; i < s->n_w; i++)
+		if (&s->w[i] != w && s->w[i].cur == t)
+			atomic_store(&s->w[i].lost_race, 1);
 }
 
 static void *worker_main(void *arg)
@@ -522,8 +615,50 @@ static void *worker_main(void *arg)
 			break;
 		task *t = next_task(s);
 		if (!t) {
-			if (s->generated_all || s->err != SB_OK)
+			task *bt = s->err == SB_OK ? backup_task(s, w) : NULL;
+			if (bt) {
+				bt->runs++;
+				s->backups++;
+				sb_log(ctx->log, SB_LOG_INFO, "%s runs again a segment %s is still on",
+				       props->label, ctx->dev[bt->first->dev].props->label);
+				double dt = 0;
+				sb_status st = run_unlocked(s, w, bt, &dt);
+				if (st == SB_OK && !bt->done) {
+					s->backups_won++;
+					won(s, w, bt);
+					bt->blk->n_done++;
+					w->done += bt->blk->nb;
+					w->busy += dt;
+					w->per_task = w->busy / (double)w->done;
+					s->units_done += bt->blk->nb;
+					st = commit(s);
+					if (st != SB_OK && s->err == SB_OK)
+						s->err = st;
+					if (ctx->progress)
+						ctx->progress(ctx->progress_user,
+						              (double)s->units_done / (double)s->units_total, "separating");
+					report(s, w, SB_OK, NULL);
+				} else {
+					/* a failed or lost backup changes nothing for the file: the first run
+					 * goes on */
+					free_block_if_idle(bt->blk);
+					if (device_failure(st) && s->n_w > 1) {
+						snprintf(s->last_dev_why, sizeof s->last_dev_why, "%s %s: the other "
+						         "devices finish the file", props->label,
+						         st == SB_ERR_DEVICE_LOST ? "was lost"
+						         : st == SB_ERR_DEVICE_OOM ? "ran out of memory" : "failed");
+						report(s, w, st, s->last_dev_why);
+						pthread_cond_broadcast(&s->cond);
+						break;
+					}
+				}
+				pthread_cond_broadcast(&s->cond);
+				continue;
+			}
+			if (s->generated_all || s->err != SB_OK) {
+				/* nothing to take or back up; a run still going elsewhere ends the file */
 				break;
+			}
 			pthread_cond_wait(&s->cond, &s->lock); /* blocks in flight: wait for a commit */
 			continue;
 		}
@@ -548,17 +683,28 @@ static void *worker_main(void *arg)
 			}
 		}
 		t->taken = 1;
+		t->runs = 1;
+		t->first = w;
+		t->started = sb_now();
 		s->units_untaken -= t->blk->nb;
-		if (!t->out)
-			t->out = malloc(sizeof(float) * (size_t)t->blk->nb * p->S * p->ac *
-			                (size_t)s->grids[t->blk->gi].Ls);
-		pthread_mutex_unlock(&s->lock);
-		const double t0 = sb_now();
-		sb_status st = t->out ? run_task(w, t) : SB_ERR_NOMEM;
-		const double dt = sb_now() - t0;
-		pthread_mutex_lock(&s->lock);
+		double dt = 0;
+		sb_status st = run_unlocked(s, w, t, &dt);
+		if (t->done) {
+			/* a backup finished it first: this run's result (or its stop) is thrown away;
+			 * its time still says how slow this device is */
+			const double per = dt / t->blk->nb;
+			if (w->per_task < per && w->done == 0)
+				w->per_task = per;
+			free_block_if_idle(t->blk);
+			if (device_failure(st) && s->n_w > 1) {
+				report(s, w, st, "failed on a segment another device had already finished");
+				break;
+			}
+			pthread_cond_broadcast(&s->cond);
+			continue;
+		}
 		if (st == SB_OK) {
-			t->done = 1;
+			won(s, w, t);
 			t->blk->n_done++;
 			w->done += t->blk->nb;
 			w->busy += dt;
@@ -575,9 +721,12 @@ static void *worker_main(void *arg)
 			continue;
 		}
 		if (device_failure(st) && s->n_w > 1) {
-			/* hand the task back to the others and stop taking work */
-			t->taken = 0;
-			s->units_untaken += t->blk->nb;
+			/* hand the task back to the others (unless a backup runs it) and stop taking
+			 * work */
+			if (t->runs == 0) {
+				t->taken = 0;
+				s->units_untaken += t->blk->nb;
+			}
 			snprintf(s->last_dev_why, sizeof s->last_dev_why, "%s %s: its segment went to the "
 			         "other devices", props->label,
 			         st == SB_ERR_DEVICE_LOST ? "was lost" : st == SB_ERR_DEVICE_OOM
@@ -610,6 +759,7 @@ static void worker_free(worker *w)
 		sb_htdemucs_unplace(w->on[k]);
 	sb_htdemucs_ws_free(w->ws);
 	sb_pool_free(w->pool);
+	free(w->buf);
 }
 
 /* segments per pass: the job's choice, else the device's, within half its memory */

@@ -15,6 +15,8 @@
 #define SB_HTDEMUCS_H
 
 #include "backend/backend.h"
+
+#include <stdatomic.h>
 #include "core/thread_pool.h"
 #include "models/demucs/safetensors.h"
 
@@ -82,5 +84,10 @@ const sb_exec *sb_htdemucs_on_device(const sb_htdemucs_on *p);
  * SB_ERR_DEVICE_LOST / SB_ERR_DEVICE for the job runner. */
 sb_status sb_htdemucs_forward(sb_htdemucs_on *p, sb_pool *pool, sb_htdemucs_ws *ws, int batch,
                               const float *in, float *out, sb_htdemucs_tap tap, void *tap_user);
+
+/* Flags (either may be NULL) that a pass checks between layers: once one is set, the pass
+ * stops there and returns SB_ERR_CANCELLED (the job's cancel; the pipeline's "another device
+ * finished this segment first"). Set before a pass, from the thread that runs it. */
+void sb_htdemucs_on_stop(sb_htdemucs_on *p, const atomic_int *a, const atomic_int *b);
 
 #endif

@@ -28,6 +28,7 @@
 #include "models/demucs/htdemucs_internal.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +55,27 @@ struct sb_htdemucs_on {
 	int n_blocks;
 	sb_status st;           /* host-side failure of the current pass */
 	long passes;
+	const atomic_int *stop[2]; /* set: the pass ends at the next layer (sb_htdemucs_on_stop) */
 };
+
+void sb_htdemucs_on_stop(sb_htdemucs_on *r, const atomic_int *a, const atomic_int *b)
+{
+	r->stop[0] = a;
+	r->stop[1] = b;
+}
+
+/* Between layers: a stop flag ends the pass as cancelled (what was enqueued is drained at the
+ * end, so the next pass finds its buffers idle). */
+static int stopped(sb_htdemucs_on *r)
+{
+	for (int k = 0; k < 2; k++)
+		if (r->stop[k] && atomic_load_explicit(r->stop[k], memory_order_relaxed)) {
+			if (r->st == SB_OK)
+				r->st = SB_ERR_CANCELLED;
+			return 1;
+		}
+	return 0;
+}
 
 static void fail(sb_htdemucs_on *r, sb_status st)
 {
@@ -584,7 +605,7 @@ static void transformer(sb_htdemucs_on *r, sb_dv x, int Fr, int T1, sb_dv xt, in
 	OP(r)->layernorm(r->x.d, xt, xt, (size_t)B * n2, D, W(r, net->nint_w), W(r, net->nint_b));
 	add_pos(r, x, D, Fr, T1, xt, T2, B);
 	sb_dv old = A(r, (size_t)B * n1 * D);
-	for (int i = 0; i < net->cfg.t_layers && pass_status(r) == SB_OK; i++) {
+	for (int i = 0; i < net->cfg.t_layers && !stopped(r) && pass_status(r) == SB_OK; i++) {
 		if (i % 2 == 0) {
 			layer(r, &net->layers[i], x, n1, B, NULL, 0);
 			layer(r, &net->layers_t[i], xt, n2, B, NULL, 0);
@@ -789,6 +810,8 @@ sb_status sb_htdemucs_forward(sb_htdemucs_on *r, sb_pool *pool, sb_htdemucs_ws *
 
 	for (int i = 0; i < HD_DEPTH; i++) {
 		char name[32];
+		if (stopped(r))
+			goto end;
 		te[i] = A(r, (size_t)B * net->tenc[i].cout * tl[i + 1]);
 		enc_time(r, &net->tenc[i], i ? te[i - 1] : xt, tl[i], B, te[i]);
 		snprintf(name, sizeof name, "tencoder.%d", i);
@@ -853,6 +876,8 @@ sb_status sb_htdemucs_forward(sb_htdemucs_on *r, sb_pool *pool, sb_htdemucs_ws *
 		const int idx = HD_DEPTH - 1 - j;
 		char name[32];
 		dften nx;
+		if (stopped(r))
+			goto end;
 		dec_freq(r, &net->dec[j], &x, &e[idx], &nx);
 		dften_free(r, &x);
 		dften_free(r, &e[idx]);
@@ -892,8 +917,10 @@ sb_status sb_htdemucs_forward(sb_htdemucs_on *r, sb_pool *pool, sb_htdemucs_ws *
 	dften_free(r, &x);
 end:
 	st = pass_status(r);
-	if (st == SB_OK)
-		st = r->x.be->finish(r->x.d);
+	if (st == SB_OK || st == SB_ERR_CANCELLED) {
+		const sb_status fst = r->x.be->finish(r->x.d);
+		st = st == SB_OK ? fst : st;
+	}
 	if (st == SB_ERR_NOMEM)
 		sb_log(r->log, SB_LOG_ERROR, "htdemucs: out of memory for a segment's activations");
 	return st;

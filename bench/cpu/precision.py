@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""How far bf16 products move the stems from fp32 ones: each model separates each input twice
+through the CLI (--precision fp32, then bf16, same device and threads), and for every stem this
+prints the relative L2 distance ||bf16 - fp32|| / ||fp32|| and the SDR of the bf16 stem with the
+fp32 stem as reference, 10 log10(||fp32||^2 / ||bf16 - fp32||^2) (the issue's aim: above 40 dB).
+
+usage: precision.py STEMBRIDGE MODEL.safetensors[,...] INPUT.wav[,...] [--threads N]
+
+bench/cpu/run.sh runs it on the repository's golden models (tests/fixtures/htdemucs), a
+released-size HTDemucs and the demo clip (tools/make_demo_clip.sh), and prints the table.
+"""
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests",
+                                "core"))
+import wavio  # noqa: E402
+
+
+def separate(exe, model, inp, out, precision, threads):
+    p = subprocess.run([exe, "separate", inp, "-o", out, "--model", model, "--device", "cpu",
+                        "--precision", precision, "--threads", str(threads), "-q", "--overwrite"],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"precision.py: {model} {precision}: {p.stderr.strip()}")
+    track = os.path.splitext(os.path.basename(inp))[0]
+    m = json.load(open(os.path.join(out, track, "manifest.json")))
+    return m, {s["stem"]: s["path"] for s in m["stems"]}
+
+
+def main():
+    if len(sys.argv) < 4:
+        sys.exit(__doc__)
+    exe, models, inputs = sys.argv[1], sys.argv[2].split(","), sys.argv[3].split(",")
+    threads = int(sys.argv[sys.argv.index("--threads") + 1]) if "--threads" in sys.argv else 2
+    print("| model | input | products (bf16) | stem | relative L2 | SDR vs fp32, dB |")
+    print("|---|---|---|---|---:|---:|")
+    worst_sdr = math.inf
+    with tempfile.TemporaryDirectory(prefix="sb-precision-") as tmp:
+        for model in models:
+            for inp in inputs:
+                m32, s32 = separate(exe, model, inp, os.path.join(tmp, "f"), "fp32", threads)
+                m16, s16 = separate(exe, model, inp, os.path.join(tmp, "b"), "bf16", threads)
+                if m16["precision"]["used"] != "bf16":
+                    sys.exit(f"precision.py: bf16 did not run ({m16['precision']}): this CPU "
+                             "has no AVX512_BF16")
+                for stem in s32:
+                    a = wavio.read_wav(s32[stem])[0]
+                    b = wavio.read_wav(s16[stem])[0]
+                    num = math.fsum((x - y) ** 2 for x, y in zip(b, a))
+                    den = math.fsum(x * x for x in a)
+                    rel = math.sqrt(num / den) if den > 0 else 0.0
+                    sdr = 10 * math.log10(den / num) if num > 0 else math.inf
+                    worst_sdr = min(worst_sdr, sdr)
+                    print(f"| {os.path.basename(model)} | {os.path.basename(inp)} | "
+                          f"{m16['precision']['products']} | {stem} | {rel:.2e} | {sdr:.1f} |")
+    print(f"\nworst SDR of a bf16 stem against its fp32 stem: {worst_sdr:.1f} dB")
+
+
+main()

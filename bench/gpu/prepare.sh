@@ -20,7 +20,7 @@ REF=${REF:-/tmp/demucs-ref}
 
 rm -rf "$OUT"
 mkdir -p "$OUT/bin" "$OUT/debs" "$OUT/golden" "$OUT/ref"
-for b in bench/demucs/bench_demucs bench/opencl/bench_opencl bench/jobs/bench_jobs \
+for b in bench/demucs/bench_demucs bench/opencl/bench_opencl bench/jobs/bench_jobs bench/cpu/bench_gemm \
          tools/cli/stembridge tests/demucs/test_demucs tests/opencl/test_cl_blas \
          tests/opencl/test_opencl; do
 	cp "$BUILD/$b" "$OUT/bin/"
@@ -38,7 +38,8 @@ cp "$ROOT/bench/demucs/reference.py" "$OUT/"
 pkgs=$(ldd "$OUT"/bin/* 2>/dev/null | awk '/=> \// {print $3}' | sort -u |
 	while read -r lib; do dpkg -S "$(readlink -f "$lib")" 2>/dev/null || dpkg -S "$lib" 2>/dev/null; done |
 	cut -d: -f1 | sort -u | grep -v -x -e libc6 -e libgcc-s1)
-pkgs="$pkgs clblast-utils ocl-icd-libopencl1"
+# loaded with dlopen, so ldd does not see them: oneDNN (the CPU's products), OpenBLAS (compared)
+pkgs="$pkgs clblast-utils ocl-icd-libopencl1 libdnnl2 libgomp1 libopenblas0-pthread"
 (cd "$OUT/debs" && apt-get download $pkgs >/dev/null)
 echo "$pkgs" | tr ' ' '\n' | sort -u > "$OUT/debs/LIST"
 size=$(du -sm "$OUT" | cut -f1)

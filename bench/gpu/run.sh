@@ -7,6 +7,10 @@
 #   bench/gpu/run.sh demucs [SECONDS=180]    HTDemucs full size: Stembridge (CLBlast, own
 #                               kernel, profiles) beside PyTorch on CUDA (float32, and TF32)
 #   bench/gpu/run.sh tune       CLBlast's tuners (--quick) for the GPU, then HTDemucs again
+#   bench/gpu/run.sh cpu [SECONDS=60]   the machine's CPU (issue #27): products per library and
+#                               bf16 (bench_gemm), a segment and a song at 2 and all threads in
+#                               fp32 (oneDNN, OpenBLAS's own choice of core) and bf16, beside
+#                               PyTorch on the CPU at the same threads
 #
 # It registers NVIDIA's OpenCL driver (present, not registered there), unpacks the carried
 # Debian libraries into /tmp/sbdeb (only our programs see them) and writes its logs and JSON
@@ -129,6 +133,27 @@ share)
 		cat "$R/share-${d//[:,]/_}-b$b.json"
 	done
 	;;
+cpu)
+	secs=${2:-60}
+	model=/tmp/sb-htdemucs-full.safetensors
+	all=$(nproc)
+	for t in 2 "$all"; do
+		for g in onednn own openblas; do
+			SB_GEMM=$g sb "$C/bin/bench_gemm" --threads "$t" --seconds 1 | tail -1 |
+				tee -a "$R/cpu-gemm.jsonl" || note "bench_gemm ($g, $t threads)"
+		done
+		sb "$C/bin/bench_gemm" --threads "$t" --precision bf16 --seconds 1 | tail -1 |
+			tee -a "$R/cpu-gemm.jsonl" || note "bench_gemm (bf16, $t threads)"
+		for run in onednn:fp32 openblas:fp32 onednn:bf16; do
+			g=${run%:*} p=${run#*:}
+			m="--model $model"
+			[ -e "$model" ] || m="--write-model $model"
+			SB_GEMM=$g sb "$C/bin/bench_demucs" "$C/golden/released-shapes.json" $m --device cpu 				--threads "$t" --precision "$p" --repeat 3 --seconds "$secs" --profile 				2>/dev/null | tee -a "$R/cpu-demucs.jsonl" || note "bench_demucs (cpu $g $p, $t threads)"
+		done
+		"$PY" "$C/reference.py" --ref "$C/ref" --shims "$C/ref/shims" bench "$model" "$secs" \
+			--device cpu --threads "$t" | tee -a "$R/cpu-pytorch.jsonl" || note "PyTorch (cpu, $t threads)"
+	done
+	;;
 tune)
 	STEMBRIDGE="$C/bin/stembridge" sb tools/clblast_tune.sh "$gpu" --quick --out "$R/clblast-tuning" \
 		2>&1 | tee "$R/tune.txt" || note clblast_tune.sh
@@ -140,7 +165,7 @@ tune)
 	cat "$R/demucs-clblast-tuned-profile.txt" "$R/demucs-clblast-tuned.json"
 	;;
 *)
-	echo "run.sh: unknown step '$step' (check, classic, demucs, share, tune)" >&2
+	echo "run.sh: unknown step '$step' (check, classic, demucs, share, tune, cpu)" >&2
 	exit 2
 	;;
 esac

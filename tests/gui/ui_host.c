@@ -52,7 +52,7 @@
 #define RATE 48000.0
 #define CONTROL_CAP 16384
 #define NOTIFY_CAP 65536
-#define N_PORTS (SB_N_PORTS_STEREO + 1) /* and the freewheel input */
+#define N_PORTS SB_N_PORTS_ALL_STEREO /* every port of the stereo plugin */
 
 /* ---- URID map, shared by plugin and UI ---- */
 static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -459,7 +459,10 @@ int main(int argc, char **argv)
 	lilv_instance_connect_port(H.inst, SB_PORT_AUDIO_IN_1 + 1, H.in[1]);
 	lilv_instance_connect_port(H.inst, SB_PORT_AUDIO_OUT_1_STEREO, H.out[0]);
 	lilv_instance_connect_port(H.inst, SB_PORT_AUDIO_OUT_2_STEREO, H.out[1]);
-	lilv_instance_connect_port(H.inst, SB_PORT_FREEWHEEL_STEREO, &H.ctl[SB_PORT_FREEWHEEL_STEREO]);
+	/* the freewheel input and the controls after the audio ports (guitar, piano, time left,
+	 * precision) */
+	for (uint32_t p = SB_PORT_FREEWHEEL_STEREO; p < SB_N_PORTS_ALL_STEREO; p++)
+		lilv_instance_connect_port(H.inst, p, &H.ctl[p]);
 	lilv_instance_activate(H.inst);
 
 	/* the host's window, the UI's parent */

@@ -32,6 +32,9 @@ os.makedirs(OUT)
 BASE_W, BASE_H = 540, 440
 DEVICE_BUTTON = (200, 58)
 PORT_RECORD, PORT_DEVICE, PORT_MODEL = 2, 3, 5
+PORT_PRECISION = 24  # the stereo plugin's Precision control (ttl: symbol "precision")
+# the Precision button, third in the row under the device (Record, Parallel, FP32)
+PRECISION_BUTTON = (443, 116)
 # the Model button, below the device row and the two lines of a fallback with its reason
 MODEL_BUTTON = (300, 168)
 fails = []
@@ -185,6 +188,14 @@ def run_scale_1(env):
         check(n >= 0, "the plugin sent its device list (%d OpenCL devices)" % n)
         time.sleep(0.3)
         screenshot(env, geo, "ui-scale1-initial.png")
+
+        # the Precision button: FP32 -> BF16 and back, as the plugin's control (saved by the host)
+        click(env, geo, 1.0, where=PRECISION_BUTTON)
+        check(wait_write(h, PORT_PRECISION) == 1.0, "a click on FP32 asks for bf16 products")
+        time.sleep(0.3)
+        screenshot(env, geo, "ui-scale1-bf16.png")
+        click(env, geo, 1.0, where=PRECISION_BUTTON)
+        check(wait_write(h, PORT_PRECISION) == 0.0, "a second click goes back to fp32")
 
         click(env, geo, 1.0)
         check(wait_write(h, PORT_DEVICE) == 1.0, "a click moves Auto -> CPU")

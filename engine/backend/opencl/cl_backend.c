@@ -59,6 +59,8 @@ static void cl_close(sb_bdev *d)
 			clReleaseKernel(d->k[i]);
 	if (d->prog)
 		clReleaseProgram(d->prog);
+	if (d->parts)
+		clReleaseMemObject(d->parts);
 	if (d->stats)
 		clReleaseMemObject(d->stats);
 	if (d->att)

@@ -14,7 +14,8 @@ struct sb_bbuf {
 };
 
 enum {
-	K_GEMM, K_BIAS_ACT, K_FILL_BIAS, K_BIAS_COLS, K_ADD, K_GLU, K_GLU_ADD, K_NORM_STATS,
+	K_GEMM, K_BIAS_ACT, K_FILL_BIAS, K_BIAS_COLS, K_ADD, K_GLU, K_GLU_ADD, K_NORM_PART,
+	K_NORM_FINAL,
 	K_GN_APPLY, K_GN_APPLY_TOKENS, K_LAYERNORM, K_SOFTMAX, K_SCALE_ADD, K_TRANSPOSE,
 	K_FTEN_TO_TOKENS, K_TOKENS_TO_FTEN, K_ADD_FREQ_EMB, K_IM2COL_TIME, K_CONVTR_GATHER,
 	K_COUNT,
@@ -33,6 +34,8 @@ struct sb_bdev {
 	size_t red_wg;          /* work-group size of the reductions */
 	cl_mem stats;           /* per batch item mean and rstd of the norms */
 	size_t stats_n;
+	cl_mem parts;           /* per slice count, mean and M2 of the norms (norm_part) */
+	size_t parts_n;
 	cl_mem att;             /* attention scores (op_attention) */
 	size_t att_n;
 	sb_cl_gemm_kind gemm;   /* CLBlast or the own kernel (cl_blas.h) */

@@ -13,7 +13,8 @@
 #include <string.h>
 
 const char *const sb_cl_op_names[P_COUNT] = {
-	"gemm", "bias_act", "fill_bias", "bias_cols", "add", "glu", "glu_add", "norm_stats",
+	"gemm", "bias_act", "fill_bias", "bias_cols", "add", "glu", "glu_add", "norm_part",
+	"norm_final",
 	"gn_apply", "gn_apply_tokens", "layernorm", "softmax_rows", "scale_add", "transpose",
 	"ften_to_tokens", "tokens_to_ften", "add_freq_emb", "im2col_time", "convtr_gather",
 	"upload", "download", "copy", "zero",
@@ -274,16 +275,47 @@ static void need_stats(sb_bdev *c, size_t items)
 		c->stats_n = n;
 }
 
+/* Slices an item's statistics are split into: about 16 values a work-item, enough
+ * work-groups to fill a large GPU, at most 1024 (norm_final merges them). */
+static int norm_slices(const sb_bdev *c, long n)
+{
+	const long per = 16 * (long)c->red_wg;
+	const long g = (n + per - 1) / per;
+	return g < 1 ? 1 : g > 1024 ? 1024 : (int)g;
+}
+
 static void stats(sb_bdev *c, sb_dv x, long stride, long n, int batch)
 {
 	need_stats(c, (size_t)batch);
-	kargs a = args(c, K_NORM_STATS);
+	const int G = norm_slices(c, n);
+	const size_t parts = (size_t)batch * (size_t)G;
+	if (c->st == SB_OK && c->parts_n < parts) {
+		if (c->parts)
+			clReleaseMemObject(c->parts);
+		c->parts = NULL;
+		c->parts_n = 0;
+		const size_t want = parts < 4096 ? 4096 : parts;
+		sb_status st = sb_cl_device_alloc(c->dev, sizeof(float) * 3 * want, CL_MEM_READ_WRITE,
+		                                  &c->parts);
+		if (st != SB_OK)
+			c->st = st;
+		else
+			c->parts_n = want;
+	}
+	kargs a = args(c, K_NORM_PART);
 	a_db(&a, x);
 	a_i64(&a, stride);
 	a_i64(&a, n);
-	a_mem(&a, c->stats);
-	const size_t g = (size_t)batch * c->red_wg, l = c->red_wg;
+	a_i32(&a, G);
+	a_mem(&a, c->parts);
+	const size_t g = parts * c->red_wg, l = c->red_wg;
 	run(&a, 1, &g, &l);
+	kargs f = args(c, K_NORM_FINAL);
+	a_mem(&f, c->parts);
+	a_i32(&f, G);
+	a_mem(&f, c->stats);
+	const size_t gf = (size_t)batch * c->red_wg;
+	run(&f, 1, &gf, &l);
 }
 
 static void op_groupnorm(sb_bdev *c, sb_dv x, long stride, int C, int T, int batch,

@@ -150,42 +150,89 @@ __kernel void glu_add(__global float *x, ulong xoff, long xstride, __global cons
 	x[xoff + bi * xstride + e] += s[soff + e / T] * (zz[e] * sigm(zz[CT + e]));
 }
 
-/* mean and 1/sqrt(var + 1e-5) of each batch item's n values, two passes, one work-group each */
-__kernel __attribute__((reqd_work_group_size(RED_WG, 1, 1)))
-void norm_stats(__global const float *x, ulong xoff, long stride, long n,
-                __global float *stats)
+/* Mean and variance of a large tensor in one read, on every compute unit: each work-group
+ * takes a slice of one batch item (G slices an item) and leaves its count, mean and M2 (the sum
+ * of squared deviations); norm_final merges them. Within a work-item Welford's update, across
+ * work-items and slices Chan, Golub and LeVeque's pairwise merge ("Updating formulae and a
+ * pairwise algorithm for computing sample variances", 1979): no cancellation however large the
+ * mean is against the spread, as the two-pass form it replaces. */
+static void merge(float *n, float *m, float *q, float n2, float m2, float q2)
 {
-	__local float red[RED_WG];
+	const float nn = *n + n2;
+	if (nn <= 0.f)
+		return;
+	const float d = m2 - *m;
+	*m += d * (n2 / nn);
+	*q += q2 + d * d * (*n * n2 / nn);
+	*n = nn;
+}
+
+__kernel __attribute__((reqd_work_group_size(RED_WG, 1, 1)))
+void norm_part(__global const float *x, ulong xoff, long stride, long n, int G,
+               __global float *part)
+{
+	__local float rn[RED_WG], rm[RED_WG], rq[RED_WG];
 	const int l = get_local_id(0);
-	const long bi = get_group_id(0);
+	const long gid = get_group_id(0), bi = gid / G, g = gid % G;
+	const long per = (n + G - 1) / G, a = g * per, e = min(n, a + per);
 	const __global float *p = x + xoff + bi * stride;
-	float s = 0.f;
-	for (long i = l; i < n; i += RED_WG)
-		s += p[i];
-	red[l] = s;
+	float cn = 0.f, cm = 0.f, cq = 0.f;
+	for (long i = a + l; i < e; i += RED_WG) {
+		const float v = p[i];
+		cn += 1.f;
+		const float d = v - cm;
+		cm += d / cn;
+		cq += d * (v - cm);
+	}
+	rn[l] = cn;
+	rm[l] = cm;
+	rq[l] = cq;
 	barrier(CLK_LOCAL_MEM_FENCE);
 	for (int w = RED_WG / 2; w > 0; w >>= 1) {
-		if (l < w)
-			red[l] += red[l + w];
-		barrier(CLK_LOCAL_MEM_FENCE);
-	}
-	const float mean = red[0] / (float)n;
-	barrier(CLK_LOCAL_MEM_FENCE);
-	float q = 0.f;
-	for (long i = l; i < n; i += RED_WG) {
-		const float d = p[i] - mean;
-		q += d * d;
-	}
-	red[l] = q;
-	barrier(CLK_LOCAL_MEM_FENCE);
-	for (int w = RED_WG / 2; w > 0; w >>= 1) {
-		if (l < w)
-			red[l] += red[l + w];
+		if (l < w) {
+			float nn = rn[l], mm = rm[l], qq = rq[l];
+			merge(&nn, &mm, &qq, rn[l + w], rm[l + w], rq[l + w]);
+			rn[l] = nn;
+			rm[l] = mm;
+			rq[l] = qq;
+		}
 		barrier(CLK_LOCAL_MEM_FENCE);
 	}
 	if (l == 0) {
-		stats[2 * bi] = mean;
-		stats[2 * bi + 1] = rsqrt(red[0] / (float)n + 1e-5f);
+		part[3 * gid] = rn[0];
+		part[3 * gid + 1] = rm[0];
+		part[3 * gid + 2] = rq[0];
+	}
+}
+
+/* mean and 1/sqrt(var + 1e-5) of each batch item from its G slices; one work-group an item */
+__kernel __attribute__((reqd_work_group_size(RED_WG, 1, 1)))
+void norm_final(__global const float *part, int G, __global float *stats)
+{
+	__local float rn[RED_WG], rm[RED_WG], rq[RED_WG];
+	const int l = get_local_id(0);
+	const long bi = get_group_id(0);
+	const __global float *p = part + 3 * bi * (long)G;
+	float cn = 0.f, cm = 0.f, cq = 0.f;
+	for (int i = l; i < G; i += RED_WG)
+		merge(&cn, &cm, &cq, p[3 * i], p[3 * i + 1], p[3 * i + 2]);
+	rn[l] = cn;
+	rm[l] = cm;
+	rq[l] = cq;
+	barrier(CLK_LOCAL_MEM_FENCE);
+	for (int w = RED_WG / 2; w > 0; w >>= 1) {
+		if (l < w) {
+			float nn = rn[l], mm = rm[l], qq = rq[l];
+			merge(&nn, &mm, &qq, rn[l + w], rm[l + w], rq[l + w]);
+			rn[l] = nn;
+			rm[l] = mm;
+			rq[l] = qq;
+		}
+		barrier(CLK_LOCAL_MEM_FENCE);
+	}
+	if (l == 0) {
+		stats[2 * bi] = rm[0];
+		stats[2 * bi + 1] = rsqrt((rn[0] > 0.f ? rq[0] / rn[0] : 0.f) + 1e-5f);
 	}
 }
 

@@ -28,7 +28,7 @@ void sbui_model_init(sbui_model* m, double sample_rate)
 
 int sbui_device_count(const sbui_model* m)
 {
-	return SB_DEVICE_FIRST_CL + m->n_devices + (m->n_devices > 0);
+	return SB_DEVICE_FIRST_ACCEL + m->n_devices + (m->n_devices > 0);
 }
 
 static int port_to_int(float v) { return (int)lrintf(v); }
@@ -36,7 +36,7 @@ static int port_to_int(float v) { return (int)lrintf(v); }
 /* the port value of the i-th choice the button cycles through */
 static int device_choice(const sbui_model* m, int i)
 {
-	return i < SB_DEVICE_FIRST_CL + m->n_devices ? i : SB_DEVICE_ALL;
+	return i < SB_DEVICE_FIRST_ACCEL + m->n_devices ? i : SB_DEVICE_ALL;
 }
 
 float sbui_device_step(const sbui_model* m, int dir)
@@ -53,7 +53,7 @@ float sbui_device_step(const sbui_model* m, int dir)
 
 static const sbui_device* device_at(const sbui_model* m, int v)
 {
-	int i = v - SB_DEVICE_FIRST_CL;
+	int i = v - SB_DEVICE_FIRST_ACCEL;
 	return i >= 0 && i < m->n_devices ? &m->devices[i] : NULL;
 }
 
@@ -70,9 +70,9 @@ void sbui_device_label(const sbui_model* m, float port_value, char* out, int siz
 	else if (d)
 		snprintf(out, (size_t)size, "%s", d->name[0] ? d->name : d->key);
 	else if (!m->devices_known && v > SB_DEVICE_CPU)
-		snprintf(out, (size_t)size, "Device %d", v - SB_DEVICE_FIRST_CL + 1);
+		snprintf(out, (size_t)size, "Device %d", v - SB_DEVICE_FIRST_ACCEL + 1);
 	else
-		snprintf(out, (size_t)size, "Device %d (not present)", v - SB_DEVICE_FIRST_CL + 1);
+		snprintf(out, (size_t)size, "Device %d (not present)", v - SB_DEVICE_FIRST_ACCEL + 1);
 }
 
 void sbui_device_tooltip(const sbui_model* m, float port_value, char* out, int size)
@@ -95,13 +95,13 @@ void sbui_device_tooltip(const sbui_model* m, float port_value, char* out, int s
 	}
 	if (!d && !m->devices_known) {
 		snprintf(out, (size_t)size, "Device %d: waiting for the plugin's device list",
-		         v - SB_DEVICE_FIRST_CL + 1);
+		         v - SB_DEVICE_FIRST_ACCEL + 1);
 		return;
 	}
 	if (!d) {
 		snprintf(out, (size_t)size,
 		         "Device %d is not on this machine; the plugin falls back to the CPU",
-		         v - SB_DEVICE_FIRST_CL + 1);
+		         v - SB_DEVICE_FIRST_ACCEL + 1);
 		return;
 	}
 	char mem[64] = "unknown", units[32] = "unknown";

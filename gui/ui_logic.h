@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define SBUI_MAX_DEVICES 8    /* matches SB_DEVICE_N_CL in plugin/uris.h */
+#define SBUI_MAX_DEVICES 8    /* matches SB_DEVICE_N_ACCEL in plugin/uris.h */
 #define SBUI_MAX_STEMS   8
 #define SBUI_TEXT        256
 

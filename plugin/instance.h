@@ -232,8 +232,8 @@ typedef struct sb_instance {
 	} waiting[SB_TAKES];
 	char nrt_dev_label[SB_TEXT];    /* the label of the device the last job ran on */
 	bool nrt_have_keys;         /* nrt_keys/nrt_names filled from the device table */
-	char nrt_keys[SB_DEVICE_N_CL][640];  /* stable key of Device k+1, "" when absent */
-	char nrt_names[SB_DEVICE_N_CL][384];
+	char nrt_keys[SB_DEVICE_N_ACCEL][640];  /* stable key of Device k+1, "" when absent */
+	char nrt_names[SB_DEVICE_N_ACCEL][384];
 	float nrt_progress, nrt_time_left;
 	struct sb_instance *next;   /* service's list */
 } sb_instance;
@@ -248,7 +248,9 @@ SB_REALTIME void sb_props_write_end(sb_instance *self);
  * name before it, no NUL inside, short enough for sb_props. */
 SB_REALTIME bool sb_model_file_valid(const char *s, size_t len);
 
-/* "auto", "cpu" or "opencl:N" for a device port value. */
+/* A saved device key the engine can resolve (any registered backend's). */
+bool sb_device_key_valid(const char *k);
+/* "auto", "cpu", "all" or "device:N" for a device port value. */
 const char *sb_device_port_request(int port, char *buf, size_t len);
 
 /* service.c */

@@ -783,7 +783,7 @@ SB_REALTIME static void want_service(sb_instance *self)
 	    atomic_load_explicit(&self->service_running, memory_order_acquire))
 		return;
 	const bool need = ctl(self, SB_PORT_RECORD, 0.0f) > 0.5f || self->rt_listener ||
-	                  ctl_int(self, SB_PORT_DEVICE, 0) >= SB_DEVICE_FIRST_CL ||
+	                  ctl_int(self, SB_PORT_DEVICE, 0) >= SB_DEVICE_FIRST_ACCEL ||
 	                  sb_ring_count(&self->requests) > 0;
 	if (!need)
 		return;

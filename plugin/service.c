@@ -12,6 +12,7 @@
 #include "instance.h"
 #include "models.h"
 
+#include "backend/backend.h"
 #include "backend/device.h"
 #include "io/stream.h"
 #include "io/temp_file.h"
@@ -104,8 +105,32 @@ const char *sb_device_port_request(int port, char *buf, size_t len)
 	else if (port == SB_DEVICE_ALL)
 		snprintf(buf, len, "all");
 	else
-		snprintf(buf, len, "opencl:%d", port - SB_DEVICE_FIRST_CL);
+		snprintf(buf, len, "device:%d", port - SB_DEVICE_FIRST_ACCEL);
 	return buf;
+}
+
+/* A saved device key the engine can resolve: auto, cpu, all, device:N, or a registered
+ * backend's "<name>:N" or stable key "<name>|..." (any backend, not only today's). */
+bool sb_device_key_valid(const char *k)
+{
+	if (!strcmp(k, "auto") || !strcmp(k, "cpu") || !strcmp(k, "all"))
+		return true;
+	const size_t nl = strcspn(k, ":|");
+	if (!k[nl] || !k[nl + 1] || nl == 0 || nl >= 32)
+		return false;
+	char name[32];
+	memcpy(name, k, nl);
+	name[nl] = '\0';
+	if (k[nl] == ':') {
+		char *end = NULL;
+		const long n = strtol(k + nl + 1, &end, 10);
+		if (!end || *end || n < 0)
+			return false;
+		if (!strcmp(name, "device"))
+			return true;
+	}
+	const sb_backend *be = sb_backend_by_name(name);
+	return be && be != sb_backend_cpu();
 }
 
 /* the Device control value that shows a device key (-1: none), from the announced table */
@@ -117,9 +142,9 @@ static int port_of_device_key(sb_instance *self, const char *key)
 		return SB_DEVICE_CPU;
 	int port = -1;
 	pthread_mutex_lock(&self->nrt_lock);
-	for (int k = 0; k < SB_DEVICE_N_CL && port < 0; k++)
+	for (int k = 0; k < SB_DEVICE_N_ACCEL && port < 0; k++)
 		if (self->nrt_keys[k][0] && !strcmp(self->nrt_keys[k], key))
-			port = SB_DEVICE_FIRST_CL + k;
+			port = SB_DEVICE_FIRST_ACCEL + k;
 	pthread_mutex_unlock(&self->nrt_lock);
 	return port;
 }
@@ -132,9 +157,9 @@ void sb_service_device_key(sb_instance *self, int port, char *key, size_t klen, 
 	snprintf(key, klen, "%s", req);
 	snprintf(name, nlen, "%s", port <= 0 ? "Auto" : port == 1 ? "CPU"
 	                                      : port == SB_DEVICE_ALL ? "All devices" : req);
-	if (port < SB_DEVICE_FIRST_CL || port >= SB_DEVICE_FIRST_CL + SB_DEVICE_N_CL)
+	if (port < SB_DEVICE_FIRST_ACCEL || port >= SB_DEVICE_FIRST_ACCEL + SB_DEVICE_N_ACCEL)
 		return;
-	const int k = port - SB_DEVICE_FIRST_CL;
+	const int k = port - SB_DEVICE_FIRST_ACCEL;
 	pthread_mutex_lock(&self->nrt_lock);
 	bool have = self->nrt_have_keys;
 	if (have && self->nrt_keys[k][0]) {
@@ -146,7 +171,7 @@ void sb_service_device_key(sb_instance *self, int port, char *key, size_t klen, 
 		return;
 	/* The service has not listed this instance's devices yet: read the engine's table when
 	 * there is one, but never start the engine from save() (a host that saves a plugin it only
-	 * looked at starts nothing); the port value's own form ("opencl:N") stands in. */
+	 * looked at starts nothing); the port value's own form ("device:N") stands in. */
 	pthread_mutex_lock(&svc.lock);
 	const sb_device_list *l = svc.engine ? sb_engine_devices(svc.engine) : NULL;
 	const sb_device_props *d = l ? sb_devices_accel(l, (size_t)k) : NULL;
@@ -534,10 +559,10 @@ static void start_take(sb_instance *self, ready_take *r)
 	 * the key of the device the port shows, from the table this plugin announced. */
 	char req[640];
 	pthread_mutex_lock(&self->nrt_lock);
-	const int k = r->device_port - SB_DEVICE_FIRST_CL;
+	const int k = r->device_port - SB_DEVICE_FIRST_ACCEL;
 	if (self->nrt_device_key[0] && self->nrt_device_port == r->device_port)
 		snprintf(req, sizeof req, "%s", self->nrt_device_key);
-	else if (k >= 0 && k < SB_DEVICE_N_CL && self->nrt_keys[k][0])
+	else if (k >= 0 && k < SB_DEVICE_N_ACCEL && self->nrt_keys[k][0])
 		snprintf(req, sizeof req, "%s", self->nrt_keys[k]);
 	else
 		sb_device_port_request(r->device_port, req, sizeof req);
@@ -919,7 +944,7 @@ static void poll_jobs(sb_instance *self, sb_engine *e)
 	}
 }
 
-/* patch:Put of the deviceList: the OpenCL devices in port order ("Device k" = opencl:k-1), each an
+/* patch:Put of the deviceList: the accelerators in port order ("Device k" = device:k-1), each an
  * object with the keys in uris.h. Built once per instance with its own URIDs, published
  * through an atomic pointer, freed at detach. */
 static void publish_device_list(sb_instance *self, sb_engine *e)
@@ -940,7 +965,7 @@ static void publish_device_list(sb_instance *self, sb_engine *e)
 	lv2_atom_forge_object(f, &body, 0, 0);
 	lv2_atom_forge_key(f, u->sb_deviceList);
 	lv2_atom_forge_tuple(f, &tup);
-	for (int k = 0; k < SB_DEVICE_N_CL; k++) {
+	for (int k = 0; k < SB_DEVICE_N_ACCEL; k++) {
 		const sb_device_props *d = sb_devices_accel(l, (size_t)k);
 		if (!d)
 			break;

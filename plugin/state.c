@@ -165,16 +165,6 @@ static bool get_int(sb_instance *self, LV2_State_Retrieve_Function retrieve, LV2
 	return true;
 }
 
-static bool valid_device_key(const char *k)
-{
-	int n;
-	char tail;
-	if (!strcmp(k, "auto") || !strcmp(k, "cpu"))
-		return true;
-	if (sscanf(k, "opencl:%d%c", &n, &tail) == 1 && n >= 0)
-		return true;
-	return strncmp(k, "opencl|", 7) == 0 && strlen(k) > 7;
-}
 
 static LV2_State_Status restore(LV2_Handle instance, LV2_State_Retrieve_Function retrieve,
                                 LV2_State_Handle handle, uint32_t flags,
@@ -274,7 +264,7 @@ static LV2_State_Status restore(LV2_Handle instance, LV2_State_Retrieve_Function
 		lv2_log_warning(&self->logger, "stembridge: ignoring saved instance id '%s'\n", id);
 		id = NULL;
 	}
-	if (key && !valid_device_key(key)) {
+	if (key && !sb_device_key_valid(key)) {
 		lv2_log_warning(&self->logger, "stembridge: ignoring unknown saved device '%s'\n", key);
 		key = NULL;
 	}

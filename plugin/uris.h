@@ -24,7 +24,7 @@
 #define SB__deviceName   SB__ "deviceName"    /* atom:String: its readable name */
 #define SB__deviceInUse  SB__ "deviceInUse"   /* atom:String: label of the device running now,
                                                  with the fallback reason when there is one */
-#define SB__deviceList   SB__ "deviceList"    /* atom:Tuple of atom:Object, one per OpenCL
+#define SB__deviceList   SB__ "deviceList"    /* atom:Tuple of atom:Object, one per accelerator
                                                  device in port order (Device 1 = first):
                                                  the keys below */
 #define SB__lastError    SB__ "lastError"     /* atom:String */
@@ -58,8 +58,8 @@
 /* Device control: Auto, CPU, Device 1..8 (the k-th device of deviceList), and All devices (every
  * GPU and the CPU share each take's segments), last so that no saved value moves. */
 enum {
-	SB_DEVICE_AUTO = 0, SB_DEVICE_CPU = 1, SB_DEVICE_FIRST_CL = 2, SB_DEVICE_N_CL = 8,
-	SB_DEVICE_ALL = SB_DEVICE_FIRST_CL + SB_DEVICE_N_CL, SB_DEVICE_MAX = SB_DEVICE_ALL
+	SB_DEVICE_AUTO = 0, SB_DEVICE_CPU = 1, SB_DEVICE_FIRST_ACCEL = 2, SB_DEVICE_N_ACCEL = 8,
+	SB_DEVICE_ALL = SB_DEVICE_FIRST_ACCEL + SB_DEVICE_N_ACCEL, SB_DEVICE_MAX = SB_DEVICE_ALL
 };
 enum { SB_MODE_CTL_PARALLEL = 0, SB_MODE_CTL_SEQUENTIAL = 1 };
 /* Model control values; Auto (the default) is the best installed model, htdemucs first. */

@@ -52,7 +52,7 @@ if not want:
     want = (gpus or devs or [{"id": ""}])[0]["id"]
 for d in devs:
     if d["id"] == want:
-        print(d["cl_platform_index"], d["cl_device_index"], d["id"], d["name"], sep="\t")
+        print(d["platform_index"], d["device_index"], d["id"], d["name"], sep="\t")
         break
 else:
     sys.exit("no OpenCL device %r (see: stembridge devices)" % (want or "at all"))

@@ -66,6 +66,11 @@ test)
 	ninja -C build-tsan
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(pwd)/tests/jobs/tsan.supp" \
 		meson test -C build-tsan --suite jobs --print-errorlogs --num-processes 1 || rc=1
+	# A third backend (the CPU registered again as "toy", without the built-in model's group):
+	# listed, chosen, saved and restored by the plugin, sharing a song, the per-operation test
+	[ -d build-toy ] || meson setup build-toy -Dtoy_backend=true -Dgui=disabled
+	ninja -C build-toy
+	meson test -C build-toy --suite toy --print-errorlogs --num-processes 2 || rc=1
 	# Every parser a user or a download reaches, under libFuzzer with ASan and UBSan, for a
 	# fixed number of inputs from its seed corpus (tools/fuzz.sh runs them longer).
 	[ -d build-fuzz ] || CC=clang meson setup build-fuzz -Dfuzz=true \
@@ -74,7 +79,8 @@ test)
 	ninja -C build-fuzz
 	meson test -C build-fuzz --suite fuzz --print-errorlogs --num-processes 2 || rc=1
 	python3 tools/count_tests.py build-test/meson-logs/testlog.json \
-		build-tsan/meson-logs/testlog.json build-fuzz/meson-logs/testlog.json
+		build-tsan/meson-logs/testlog.json build-toy/meson-logs/testlog.json \
+		build-fuzz/meson-logs/testlog.json
 	exit $rc
 	;;
 *)

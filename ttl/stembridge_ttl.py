@@ -154,8 +154,9 @@ FIRST = [
                    "when it ends (stop, jump or disarm)."),
     enum("device", "Device", "in", 0, DEVICE_POINTS, group="recording",
          comment="Where the separation runs: Auto (the best GPU, else the CPU; every GPU when "
-                 "there are several), the CPU, an OpenCL device in the order 'stembridge "
-                 "devices' lists them, or All devices (every GPU and the CPU share each take)."),
+                 "there are several), the CPU, Device N (the N-th GPU or accelerator, in the "
+                 "order 'stembridge devices' lists them), or All devices (every GPU and the CPU "
+                 "share each take)."),
     enum("mode", "Mode", "in", 0, [("Parallel", 0), ("Sequential", 1)], group="recording",
          comment="Parallel: takes of several tracks run on several devices at once. "
                  "Sequential: one take at a time."),

@@ -2,6 +2,8 @@
 # The GPU checks and benchmarks, on the lent device machine, from the repository root, with
 # .devcarry/ carried (bench/gpu/prepare.sh makes it). Each step fits one device call (10 min):
 #
+#   bench/gpu/run.sh all [SECONDS=180]   check, demucs, share and cpu in one call (what a lent
+#                               machine should be spent on: one call, then give it back)
 #   bench/gpu/run.sh check      golden vectors on the GPU (CLBlast and own products), CLBlast
 #   bench/gpu/run.sh classic    the built-in model: bench_opencl, bench_jobs (issue #3)
 #   bench/gpu/run.sh demucs [SECONDS=180]    HTDemucs full size: Stembridge (CLBlast, own
@@ -16,6 +18,19 @@
 # Debian libraries into /tmp/sbdeb (only our programs see them) and writes its logs and JSON
 # into $OUT (the device tool's folder, else .devcarry/results).
 set -u -o pipefail
+# all: every table in one device call (aimed at under five minutes on an H100): the checks, the
+# GPU against PyTorch, sharing and batches, the CPU against PyTorch; each step in a child so
+# one failing does not stop the others
+if [ "${1:-}" = all ]; then
+	rc=0
+	t0=$(date +%s)
+	for s in "check" "demucs ${2:-180}" "share ${2:-180}" "cpu 30"; do
+		echo "== run.sh $s ($(( $(date +%s) - t0 )) s in)"
+		REPEAT=${REPEAT:-3} "$0" $s || rc=1
+	done
+	echo "== all done in $(( $(date +%s) - t0 )) s"
+	exit $rc
+fi
 C=$(pwd)/.devcarry
 PY=${PY:-python3}   # the Python that has PyTorch
 failed=0

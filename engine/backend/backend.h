@@ -198,7 +198,7 @@ struct sb_backend {
 	void (*clear)(sb_bdev *d);
 
 	const sb_ops *ops;
-	const sb_classic_ops *classic;
+	const sb_classic_ops *classic; /* optional: NULL runs the built-in model on the CPU */
 
 	/* Profiling: with it on, every operation waits for the device before and after it and is
 	 * timed; turning it on clears the totals. profile() copies up to max non-empty entries,

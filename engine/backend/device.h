@@ -78,12 +78,17 @@ typedef struct {
 	char reason[512];   /* why, for the log and the manifest; "" when not a fallback */
 } sb_device_resolution;
 
-/* Resolve what a user or a state asked for: "auto", "cpu", "<backend>:N", or a stable key.
+/* Resolve what a user or a state asked for: "auto", "cpu", "<backend>:N", "device:N" (the N-th
+ * accelerator of any backend, sb_devices_accel: the plugin's "Device N+1"), or a stable key.
  * SB_ERR_INVALID for a string that is none of these (the CLI reports it and exits non-zero).
  * A well-formed request for a device that is not here resolves to the CPU with fell_back=1 and
  * a reason naming the device ("opencl:3 not found: 2 OpenCL devices present"); never silent. */
 sb_status sb_devices_resolve(const sb_device_list *list, const char *request,
                              sb_device_resolution *res);
+
+/* The request forms, for messages: "auto, all, cpu, device:N, opencl:N" with every registered
+ * backend's name. */
+void sb_devices_request_forms(char *buf, size_t len);
 
 /* Several devices for one job: its segments are shared among them (models/demucs). */
 #define SB_MAX_SET 16

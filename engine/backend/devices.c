@@ -193,6 +193,25 @@ sb_status sb_devices_resolve(const sb_device_list *list, const char *request,
 		return SB_OK;
 	}
 	const char *colon = strchr(request, ':'), *bar = strchr(request, '|');
+	if (colon && !bar && !strncmp(request, "device:", 7)) {
+		/* the N-th accelerator of any backend (the plugin's "Device N+1") */
+		char *end = NULL;
+		long n = strtol(colon + 1, &end, 10);
+		if (colon[1] == '\0' || !end || *end || n < 0)
+			return SB_ERR_INVALID;
+		const size_t have = sb_devices_count_accel(list);
+		const sb_device_props *d = sb_devices_accel(list, (size_t)n);
+		for (size_t i = 0; d && i < list->n; i++)
+			if (&list->dev[i] == d) {
+				res->index = i;
+				return SB_OK;
+			}
+		res->index = 0;
+		res->fell_back = 1;
+		snprintf(res->reason, sizeof res->reason, "%.100s not found: %zu accelerator%s present",
+		         request, have, have == 1 ? "" : "s");
+		return SB_OK;
+	}
 	if (colon && !bar) {
 		char name[32];
 		const size_t nl = (size_t)(colon - request);
@@ -233,6 +252,14 @@ static void set_add(sb_device_set *s, const sb_device_resolution *r)
 	snprintf(s->reason[s->n], sizeof s->reason[s->n], "%s", r->reason);
 	s->fell_back |= r->fell_back;
 	s->n++;
+}
+
+void sb_devices_request_forms(char *buf, size_t len)
+{
+	size_t at = (size_t)snprintf(buf, len, "auto, all, cpu, device:N");
+	for (size_t i = 0; sb_backend_at(i) && at < len; i++)
+		if (sb_backend_at(i) != sb_backend_cpu())
+			at += (size_t)snprintf(buf + at, len - at, ", %s:N", sb_backend_at(i)->name);
 }
 
 sb_status sb_devices_resolve_set(const sb_device_list *list, const char *request,

@@ -6,10 +6,14 @@
 
 extern const sb_backend sb_backend_cpu_impl;
 extern const sb_backend sb_backend_opencl_impl;
+extern const sb_backend sb_backend_toy_impl;
 
 static const sb_backend *const registry[] = {
 	&sb_backend_cpu_impl,
 	&sb_backend_opencl_impl,
+#ifdef SB_TOY_BACKEND
+	&sb_backend_toy_impl, /* tests only (-Dtoy_backend=true) */
+#endif
 };
 
 const sb_backend *sb_backend_at(size_t i)

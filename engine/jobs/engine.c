@@ -333,8 +333,10 @@ sb_status sb_engine_new(const sb_engine_opts *opts, sb_engine **out)
 	for (size_t i = 0; i < opts->n_devices; i++) {
 		sb_device_set ds;
 		if (sb_devices_resolve_set(e->devices, opts->devices[i], &ds) != SB_OK) {
+			char forms[256];
+			sb_devices_request_forms(forms, sizeof forms);
 			sb_log(&e->opts.log, SB_LOG_ERROR,
-			       "unknown device '%s' (use auto, all, cpu, opencl:N)", opts->devices[i]);
+			       "unknown device '%s' (use %s)", opts->devices[i], forms);
 			sb_engine_free(e);
 			return SB_ERR_INVALID;
 		}
@@ -447,8 +449,10 @@ sb_status sb_engine_submit(sb_engine *e, const sb_job_spec *spec, sb_job_id *id)
 	if (spec->device) {
 		if (sb_devices_resolve_set(e->devices, spec->device, &j->set) != SB_OK) {
 			pthread_mutex_unlock(&e->lock);
-			sb_log(&e->opts.log, SB_LOG_ERROR, "unknown device '%s' (use auto, cpu, opencl:N, "
-			       "several of them separated by commas, or all)", spec->device);
+			char forms[256];
+			sb_devices_request_forms(forms, sizeof forms);
+			sb_log(&e->opts.log, SB_LOG_ERROR, "unknown device '%s' (use %s, or several of "
+			       "them separated by commas)", spec->device, forms);
 			j->spec.samples = NULL;
 			job_free(j);
 			return SB_ERR_INVALID;

@@ -444,10 +444,12 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 			      "%s ran out of memory: retrying with chunks of %lld frames (try %d of %d)",
 			      pl.dev[0].props->label, (long long)chunk, oom_retries, MAX_OOM_RETRIES);
 		} else {
+			const int lacks = model->vt->runs_on && !model->vt->runs_on(model, pl.dev[0].be);
 			const char *why = st == SB_ERR_DEVICE_OOM ? "ran out of memory even with small chunks"
 			                : st == SB_ERR_DEVICE_LOST ? "was lost mid-job"
 			                : nonfinite ? "produced NaN or infinite samples"
-			                            : "failed";
+			                : lacks ? "has no operations for this model"
+			                        : "failed";
 			const char *who = pl.n > 1 ? "every device" : pl.dev[0].props->label;
 			event(&ev, log, SB_LOG_WARNING, "%s %s: finishing on the CPU", who, why);
 			char reason[512];

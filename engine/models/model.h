@@ -69,6 +69,9 @@ typedef struct sb_model sb_model;
 typedef struct {
 	sb_status (*separate)(sb_model *m, const sb_run_ctx *ctx, sb_source *in, sb_sink *out);
 	void (*free)(sb_model *m);
+	/* optional: whether a backend has what the model needs (NULL: every backend does); a
+	 * device of one that has not is taken to the CPU by the job runner, which says why */
+	int (*runs_on)(const sb_model *m, const sb_backend *be);
 } sb_model_vtable;
 
 struct sb_model {

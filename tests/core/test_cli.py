@@ -272,17 +272,17 @@ def group_devices(tmp):
     check([x["auto"] for x in d] == [True, False, False],
           "auto must prefer the native CPU over an OpenCL CPU driver")
     # the ICD's numbering, which CLBlast's tuners take (tools/clblast_tune.sh)
-    check(d[1]["cl_platform_index"] == d[2]["cl_platform_index"] >= 0 and
-          [d[1]["cl_device_index"], d[2]["cl_device_index"]] == [0, 1],
-          f"OpenCL indices {[(x.get('cl_platform_index'), x.get('cl_device_index')) for x in d]}")
-    check("cl_platform_index" not in d[0], "the native CPU has no OpenCL indices")
+    check(d[1]["platform_index"] == d[2]["platform_index"] >= 0 and
+          [d[1]["device_index"], d[2]["device_index"]] == [0, 1],
+          f"OpenCL indices {[(x.get('platform_index'), x.get('device_index')) for x in d]}")
+    check("platform_index" not in d[0], "the native CPU has no OpenCL indices")
     tune = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools",
                         "clblast_tune.sh")
     env = dict(os.environ, POCL_DEVICES="pthread pthread", STEMBRIDGE=EXE,
                XDG_DATA_HOME=os.path.join(tmp, "data"))
     t = subprocess.run(["sh", tune, "opencl:1", "--dry-run"], env=env, capture_output=True,
                        text=True)
-    want = f"-platform {d[2]['cl_platform_index']} -device 1 -precision 32"
+    want = f"-platform {d[2]['platform_index']} -device 1 -precision 32"
     check(t.returncode == 0 and f"clblast_tuner_xgemm {want}" in t.stdout and
           os.path.join(tmp, "data", "stembridge", "clblast") in t.stdout,
           f"clblast_tune.sh --dry-run: {t.returncode} {t.stdout} {t.stderr}")
@@ -520,6 +520,52 @@ def group_share_slow(tmp):
             a = wavio.read_wav(os.path.join(both, "song", s + ".wav"))[0]
             b = wavio.read_wav(os.path.join(alone, "song", s + ".wav"))[0]
             check(a == b, f"{s}: the shared run's stems are not the fast device's")
+
+
+def group_toy(tmp):
+    """A third backend (the CPU registered again as "toy", built with -Dtoy_backend=true): listed
+    by name, chosen by its id, by device:N and by its key, sharing a song with the CPU, and the
+    built-in model it lacks run on the CPU with the reason said."""
+    env = {"POCL_DEVICES": "pthread pthread"}
+    d = json.loads(run(["devices", "--json"], env=env).stdout)
+    toy = [x for x in d if x["backend"] == "toy"]
+    if not check(len(toy) == 1 and toy[0]["id"] == "toy:0" and toy[0]["key"] == "toy|toy|stembridge|Toy accelerator|0",
+                 f"the toy device is not listed: {[x['id'] for x in d]}"):
+        return
+    accel = [x for x in d if x["id"] != "cpu"]
+    n = accel.index(toy[0])
+    model = fixture_model()
+    inp = os.path.join(tmp, "t.wav")
+    wavio.write_wav(inp, wavio.test_signal(44100 * 12, 2, 44100, seed=9), 2, 44100, fmt="float")
+    ref = os.path.join(tmp, "cpu")
+    p = run(["separate", inp, "-o", ref, "--model", model, "--device", "cpu", "-q"], env=env)
+    check(p.returncode == 0, f"cpu: {p.stderr}")
+    for name, dev in (("id", "toy:0"), ("n", f"device:{n}"), ("key", "toy|toy|stembridge|Toy accelerator|0"),
+                      ("share", "cpu,toy:0")):
+        out = os.path.join(tmp, name)
+        p = run(["separate", inp, "-o", out, "--model", model, "--device", dev, "-q"], env=env)
+        check(p.returncode == 0, f"--device {dev}: exit {p.returncode}: {p.stderr}")
+        if p.returncode:
+            continue
+        m = json.load(open(os.path.join(out, "t", "manifest.json")))
+        used = [x["id"] for x in m["device"].get("devices", [])] or [m["device"]["used_id"]]
+        check("toy:0" in used and not m["device"]["fell_back"],
+              f"--device {dev}: ran on {used}, fell back {m['device']['fell_back']}")
+        for s in STEMS:
+            a = wavio.read_wav(os.path.join(out, "t", s + ".wav"))[0]
+            b = wavio.read_wav(os.path.join(ref, "t", s + ".wav"))[0]
+            check(rel_diff(a, b) < 1e-6, f"--device {dev}: {s} differs from the CPU's")
+    out = os.path.join(tmp, "builtin")
+    p = run(["separate", inp, "-o", out, "--model", "builtin", "--device", "toy:0"], env=env)
+    check(p.returncode == 0 and "no operations for the built-in model" in p.stderr,
+          f"the built-in model on the toy: exit {p.returncode}: {p.stderr!r}")
+    if p.returncode == 0:
+        m = json.load(open(os.path.join(out, "t", "manifest.json")))
+        check(m["device"]["used"] == "cpu" and m["device"]["fell_back"],
+              f"the built-in model on the toy must run on the CPU: {m['device']}")
+    bad = run(["separate", inp, "-o", os.path.join(tmp, "x"), "--device", "nosuch:0"], env=env)
+    check(bad.returncode == 2 and "toy:N" in bad.stderr and "opencl:N" in bad.stderr,
+          f"the unknown-device message must list every backend: {bad.stderr!r}")
 
 
 def temp_files(d):
@@ -1066,7 +1112,7 @@ def group_precision(tmp):
                    "an unknown precision", os.path.join(tmp, "x"), needle="fp16")
 
 
-GROUPS = {"share_slow": group_share_slow, "precision": group_precision, "batch": group_batch, "damaged": group_damaged, "signals": group_signals, "commit": group_commit,
+GROUPS = {"toy": group_toy, "share_slow": group_share_slow, "precision": group_precision, "batch": group_batch, "damaged": group_damaged, "signals": group_signals, "commit": group_commit,
           "repeat": group_repeat, "demucs": group_demucs, "separate": group_separate, "formats": group_formats, "bad": group_bad,
           "devices": group_devices, "fallback": group_fallback, "share": group_share}
 

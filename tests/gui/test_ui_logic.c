@@ -130,7 +130,7 @@ static void test_with_devices(void)
 	int added = 0;
 	for (int i = 0; i < 10; i++)
 		added += sbui_add_device(&m, &a);
-	CHECK(added == SBUI_MAX_DEVICES && sbui_device_count(&m) == SB_DEVICE_FIRST_CL + 8 + 1,
+	CHECK(added == SBUI_MAX_DEVICES && sbui_device_count(&m) == SB_DEVICE_FIRST_ACCEL + 8 + 1,
 	      "added %d", added);
 	/* a new list replaces the old one */
 	sbui_clear_devices(&m);

@@ -418,6 +418,81 @@ static void set_port(const char *sym, void *user, const void *v, uint32_t size, 
 	h->ctl[lilv_port_get_index(h->plugin, p)] = *(const float *)v;
 }
 
+/* A build with the toy backend (-Dtoy_backend=true): its device is one more "Device k" in the
+ * announced table, chosen, saved by its key ("toy|..."), restored without a warning, and a take
+ * runs on it (the built-in model, which the toy lacks, goes to the CPU and says so). */
+static int test_toy(void)
+{
+	host_plugin *a = host_new(true, 256, HOST_PATH_NONE, NULL);
+	CHECK(a != NULL, "instantiate");
+	if (!a)
+		return 1;
+	for (double end = host_now() + 60; host_now() < end && a->n_device_list < 1;) {
+		host_run(a);
+		host_sleep_ms(2);
+	}
+	CHECK(a->n_device_list >= 1, "no device list (%d devices)", a->n_device_list);
+	/* the toy registers last: the last device of the table */
+	const float port = (float)(SB_DEVICE_FIRST_ACCEL + a->n_device_list - 1);
+	a->ctl[SB_PORT_DEVICE] = port;
+	host_run(a);
+	kv s;
+	save_direct(a, &s);
+	const char *key = kv_text(&s, SB__deviceKey);
+	CHECK(key && !strcmp(key, "toy|toy|stembridge|Toy accelerator|0"), "the toy device saved as '%s'", key ? key : "");
+
+	char dir[1200];
+	make_tmp("toy-state", dir, sizeof dir);
+	LV2_URID_Map *mp = host_map_feature();
+	LilvState *st = lilv_state_new_from_instance(a->plugin, a->inst, mp, NULL, dir, dir, dir,
+	                                             port_value, a, LV2_STATE_IS_POD, NULL);
+	char path[1400];
+	snprintf(path, sizeof path, "%s/state.ttl", dir);
+	if (st)
+		lilv_state_save(host_world, mp, host_unmap_feature(), st, NULL, dir, "state.ttl");
+	lilv_state_free(st);
+	host_plugin *b = host_new(true, 256, HOST_PATH_NONE, NULL);
+	const int before = host_log_warnings();
+	LilvState *ld = lilv_state_new_from_file(host_world, mp, NULL, path);
+	CHECK(ld != NULL, "cannot load %s", path);
+	if (ld) {
+		lilv_state_restore(ld, b->inst, set_port, b, 0, NULL);
+		lilv_state_free(ld);
+	}
+	CHECK(host_log_warnings() == before, "restoring the toy device's key logged a warning");
+	CHECK(b->ctl[SB_PORT_DEVICE] == port, "restored Device control %g, saved %g",
+	      b->ctl[SB_PORT_DEVICE], port);
+	kv s2;
+	save_direct(b, &s2);
+	CHECK(kv_text(&s2, SB__deviceKey) && !strcmp(kv_text(&s2, SB__deviceKey), "toy|toy|stembridge|Toy accelerator|0"),
+	      "the restored instance saves '%s'", kv_text(&s2, SB__deviceKey));
+
+	/* a take on the toy: the built-in model is not in its backend, so the CPU runs it */
+	char outdir[1300];
+	snprintf(outdir, sizeof outdir, "%s/out", dir);
+	b->ctl[SB_PORT_MODEL] = SB_MODEL_BUILTIN;
+	host_set_text(b, SB__outputDir, ATOM_PATH, outdir);
+	host_set_text(b, SB__trackName, ATOM_STRING, "Toy");
+	recording rec = {0};
+	rec.channels = b->channels;
+	b->ctl[SB_PORT_RECORD] = 1.0f;
+	host_transport(b, 48000, 1.0f);
+	roll(b, 60, 5, &rec, 1);
+	b->ctl[SB_PORT_RECORD] = 0.0f;
+	host_transport(b, b->pos, 0.0f);
+	CHECK(host_wait_jobs(b, 1, 300), "the take on the toy device was not separated: %s",
+	      b->last_error);
+	char *m = b->manifest[0] ? slurp(b->manifest) : NULL;
+	CHECK(m && strstr(m, "toy|toy|stembridge|Toy accelerator|0") &&
+	      strstr(m, "has no operations for this model"),
+	      "the manifest does not say the toy was asked for and why the CPU ran it");
+	free(m);
+	free(rec.data);
+	host_free(a);
+	host_free(b);
+	return failures;
+}
+
 static int test_state(void)
 {
 	char dir[1200], outdir[1300];
@@ -598,7 +673,7 @@ static int test_fallback(void)
 	const char *key = "opencl|Imaginary Platform|Nobody|Phantom GPU 9000|0";
 	put(&s, SB__deviceKey, "http://lv2plug.in/ns/ext/atom#String", key, strlen(key) + 1);
 	put(&s, SB__deviceName, "http://lv2plug.in/ns/ext/atom#String", "Phantom GPU 9000", 17);
-	int32_t port = SB_DEVICE_FIRST_CL + 5;
+	int32_t port = SB_DEVICE_FIRST_ACCEL + 5;
 	put(&s, SB__devicePort, "http://lv2plug.in/ns/ext/atom#Int", &port, sizeof port);
 	h->ctl[SB_PORT_DEVICE] = (float)port; /* the host restores the port value */
 	const LV2_State_Interface *si = lilv_instance_get_extension_data(h->inst, LV2_STATE__interface);
@@ -850,9 +925,9 @@ static int test_presets(void)
 	static const struct { const char *label; float device, mode; } want[] = {
 		{"Auto", SB_DEVICE_AUTO, SB_MODE_CTL_SEQUENTIAL},
 		{"CPU only", SB_DEVICE_CPU, SB_MODE_CTL_SEQUENTIAL},
-		{"First GPU", SB_DEVICE_FIRST_CL, SB_MODE_CTL_PARALLEL},
+		{"First GPU", SB_DEVICE_FIRST_ACCEL, SB_MODE_CTL_PARALLEL},
 		{"All GPUs in parallel", SB_DEVICE_AUTO, SB_MODE_CTL_PARALLEL},
-		{"One GPU in sequence", SB_DEVICE_FIRST_CL, SB_MODE_CTL_SEQUENTIAL},
+		{"One GPU in sequence", SB_DEVICE_FIRST_ACCEL, SB_MODE_CTL_SEQUENTIAL},
 	};
 	for (int stereo = 0; stereo < 2; stereo++) {
 		host_plugin *h = host_new(stereo, 256, HOST_PATH_NONE, NULL);
@@ -901,7 +976,7 @@ static int test_presets(void)
 	CHECK(a != NULL, "instantiate");
 	if (!a)
 		return 1;
-	a->ctl[SB_PORT_DEVICE] = SB_DEVICE_FIRST_CL;
+	a->ctl[SB_PORT_DEVICE] = SB_DEVICE_FIRST_ACCEL;
 	a->ctl[SB_PORT_MODE] = SB_MODE_CTL_SEQUENTIAL;
 	host_run(a);
 	kv before;
@@ -937,7 +1012,7 @@ static int test_presets(void)
 	}
 	kv after;
 	save_direct(b, &after);
-	CHECK(b->ctl[SB_PORT_DEVICE] == SB_DEVICE_FIRST_CL && b->ctl[SB_PORT_MODE] == SB_MODE_CTL_SEQUENTIAL,
+	CHECK(b->ctl[SB_PORT_DEVICE] == SB_DEVICE_FIRST_ACCEL && b->ctl[SB_PORT_MODE] == SB_MODE_CTL_SEQUENTIAL,
 	      "preset gave device %g mode %g", b->ctl[SB_PORT_DEVICE], b->ctl[SB_PORT_MODE]);
 	CHECK(key_before && kv_text(&after, SB__deviceKey) &&
 	      !strcmp(kv_text(&after, SB__deviceKey), key_before),
@@ -1819,7 +1894,7 @@ static int test_naming(void)
 	if (!a)
 		return 1;
 	a->ctl[SB_PORT_MODEL] = SB_MODEL_BUILTIN;
-	a->ctl[SB_PORT_DEVICE] = SB_DEVICE_FIRST_CL; /* Device 1: PoCL here */
+	a->ctl[SB_PORT_DEVICE] = SB_DEVICE_FIRST_ACCEL; /* Device 1: PoCL here */
 	host_set_text(a, SB__outputDir, ATOM_PATH, outdir);
 	recording rec = {0};
 	CHECK(record_take(a, 48000, 40, 1, &rec), "take 1: %s", a->last_error);
@@ -1858,7 +1933,7 @@ static int test_naming(void)
 	const LV2_State_Interface *si = lilv_instance_get_extension_data(b->inst, LV2_STATE__interface);
 	si->restore(lilv_instance_get_handle(b->inst), kv_retrieve, &s1, 0, NULL);
 	b->ctl[SB_PORT_MODEL] = SB_MODEL_BUILTIN;
-	b->ctl[SB_PORT_DEVICE] = SB_DEVICE_FIRST_CL;
+	b->ctl[SB_PORT_DEVICE] = SB_DEVICE_FIRST_ACCEL;
 	/* someone else's folder already holds take 2 of this name: it is skipped, not shared */
 	char taken[2600], cmd0[5400];
 	snprintf(taken, sizeof taken, "%s/%s-take2", outdir, track);
@@ -2023,6 +2098,8 @@ int main(int argc, char **argv)
 		r = test_auto();
 	} else if (!strcmp(argv[1], "modelinstall")) {
 		r = test_model_install();
+	} else if (!strcmp(argv[1], "toy")) {
+		r = test_toy();
 	} else if (!strcmp(argv[1], "lazy")) {
 		r = test_lazy();
 	} else if (!strcmp(argv[1], "silent")) {

@@ -657,8 +657,10 @@ static int run_batch(const char *list, const sb_cli_opts *o, const char *shard_a
 	sb_device_set set;
 	if (sb_devices_resolve_set(dl, o->device_arg ? o->device_arg : "auto", &set) != SB_OK ||
 	    set.n == 0) {
-		fprintf(stderr, "stembridge: error: unknown device '%s' (use auto, all, cpu or "
-		        "opencl:N; 'stembridge devices' lists them)\n", o->device_arg);
+		char forms[256];
+		sb_devices_request_forms(forms, sizeof forms);
+		fprintf(stderr, "stembridge: error: unknown device '%s' (use %s; 'stembridge devices' "
+		        "lists them)\n", o->device_arg, forms);
 		sb_engine_free(e);
 		close(fd);
 		strvec_free(&mine);

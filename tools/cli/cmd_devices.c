@@ -51,10 +51,11 @@ int sb_cli_devices(int argc, char **argv)
 			json_object_set_new(o, "max_alloc", json_integer((json_int_t)d->max_alloc));
 			json_object_set_new(o, "compute_units", json_integer(d->compute_units));
 			json_object_set_new(o, "backend", json_string(d->backend->name));
-			/* OpenCL's own numbering (clinfo's, and CLBlast's tuners' -platform and -device) */
-			if (!strcmp(d->backend->name, "opencl")) {
-				json_object_set_new(o, "cl_platform_index", json_integer(d->platform_index));
-				json_object_set_new(o, "cl_device_index", json_integer(d->device_index));
+			/* the backend's own numbering, where it has one (OpenCL's ICD loader's, which
+			 * clinfo and CLBlast's tuners take as -platform and -device) */
+			if (d->platform_index >= 0) {
+				json_object_set_new(o, "platform_index", json_integer(d->platform_index));
+				json_object_set_new(o, "device_index", json_integer(d->device_index));
 			}
 			json_object_set_new(o, "auto", json_boolean(i == autodev));
 			if (d->backend->details) {

@@ -10,8 +10,9 @@
 const char sb_cli_options_help[] =
 	"  -o, --output DIR        where the stems go (required)\n"
 	"  --device D              auto (default: the best device; every GPU when there are\n"
-	"                          several), all (every GPU and the CPU), cpu, opencl:N, or a\n"
-	"                          comma list of them\n"
+	"                          several), all (every GPU and the CPU), cpu, device:N (the\n"
+	"                          N-th accelerator), a backend's NAME:N (opencl:0), or a comma\n"
+	"                          list of them; 'stembridge devices' lists them\n"
 	"  --batch N               segments per forward pass on each device (default: the\n"
 	"                          device's; more is faster where memory allows)\n"
 	"  --model NAME            auto (default: the best installed model, htdemucs first, else\n"

@@ -245,10 +245,10 @@ static int cmd_separate(int argc, char **argv)
 		sb_device_resolution r;
 		if ((n_devs > 1 || strcmp(devs[i], "all") != 0) &&
 		    sb_devices_resolve(dl, devs[i], &r) != SB_OK) {
-			fprintf(stderr,
-			        "stembridge: error: unknown device '%s' (use auto, all, cpu or opencl:N; "
-			        "'stembridge devices' lists them)\n",
-			        devs[i]);
+			char forms[256];
+			sb_devices_request_forms(forms, sizeof forms);
+			fprintf(stderr, "stembridge: error: unknown device '%s' (use %s; 'stembridge "
+			        "devices' lists them)\n", devs[i], forms);
 			sb_engine_free(e);
 			free(inputs);
 			return 2;

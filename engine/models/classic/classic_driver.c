@@ -22,6 +22,13 @@ sb_status sb_classic_run(const sb_exec *dev, const sb_classic_params *p, const s
 	if (!dev || !dev->be || !p || !in || !out)
 		return SB_ERR_INVALID;
 	const sb_classic_ops *ops = dev->be->classic;
+	if (!ops) {
+		/* the group is optional (backend.h): the job runner's ladder takes the model to the
+		 * CPU, as after a device failure, and records why */
+		sb_log(log, SB_LOG_WARNING, "builtin: %s has no operations for the built-in model; "
+		       "it runs on the CPU", dev->props ? dev->props->label : dev->be->name);
+		return SB_ERR_DEVICE;
+	}
 	const int C = in->channels;
 	const int64_t len = in->frames;
 	if (C < 1 || C > 8 || in->rate <= 0) {

@@ -27,7 +27,14 @@ static void classic_free(sb_model *m)
 	free(m);
 }
 
-static const sb_model_vtable classic_vt = {classic_separate, classic_free};
+/* the built-in model's operation group is optional in a backend (backend.h) */
+static int classic_runs_on(const sb_model *m, const sb_backend *be)
+{
+	(void)m;
+	return be->classic != NULL;
+}
+
+static const sb_model_vtable classic_vt = {classic_separate, classic_free, classic_runs_on};
 
 sb_status sb_classic_model_new(const sb_logger *log, sb_model **out)
 {

@@ -41,7 +41,7 @@ static void dm_free(sb_model *m)
 	free(m);
 }
 
-static const sb_model_vtable dm_vt = {dm_separate, dm_free};
+static const sb_model_vtable dm_vt = {dm_separate, dm_free, NULL};
 
 const sb_demucs_bag *sb_demucs_model_bag(const sb_model *m)
 {

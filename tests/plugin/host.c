@@ -455,8 +455,14 @@ int host_wait_jobs(host_plugin *h, int n, double timeout_s)
 	double end = host_now() + timeout_s;
 	while (host_now() < end) {
 		host_run(h);
-		if ((int)h->ctl[SB_PORT_JOBS_DONE_OUT] >= n)
+		if ((int)h->ctl[SB_PORT_JOBS_DONE_OUT] >= n) {
+			/* the manifest's message may come a block after the count: wait for it too */
+			for (double m_end = host_now() + 5; !h->manifest[0] && host_now() < m_end;) {
+				host_sleep_ms(2);
+				host_run(h);
+			}
 			return 1;
+		}
 		if ((int)h->ctl[SB_PORT_STATE_OUT] == SB_STATE_ERROR)
 			return 0;
 		host_sleep_ms(5);

@@ -167,6 +167,26 @@ static void merge(float *n, float *m, float *q, float n2, float m2, float q2)
 	*n = nn;
 }
 
+/* every work-item's (count, mean, M2) merged into entry 0 of the local arrays */
+static void merge_group(__local float *rn, __local float *rm, __local float *rq, int l, float cn,
+                        float cm, float cq)
+{
+	rn[l] = cn;
+	rm[l] = cm;
+	rq[l] = cq;
+	barrier(CLK_LOCAL_MEM_FENCE);
+	for (int w = RED_WG / 2; w > 0; w >>= 1) {
+		if (l < w) {
+			float nn = rn[l], mm = rm[l], qq = rq[l];
+			merge(&nn, &mm, &qq, rn[l + w], rm[l + w], rq[l + w]);
+			rn[l] = nn;
+			rm[l] = mm;
+			rq[l] = qq;
+		}
+		barrier(CLK_LOCAL_MEM_FENCE);
+	}
+}
+
 __kernel __attribute__((reqd_work_group_size(RED_WG, 1, 1)))
 void norm_part(__global const float *x, ulong xoff, long stride, long n, int G,
                __global float *part)
@@ -184,20 +204,7 @@ void norm_part(__global const float *x, ulong xoff, long stride, long n, int G,
 		cm += d / cn;
 		cq += d * (v - cm);
 	}
-	rn[l] = cn;
-	rm[l] = cm;
-	rq[l] = cq;
-	barrier(CLK_LOCAL_MEM_FENCE);
-	for (int w = RED_WG / 2; w > 0; w >>= 1) {
-		if (l < w) {
-			float nn = rn[l], mm = rm[l], qq = rq[l];
-			merge(&nn, &mm, &qq, rn[l + w], rm[l + w], rq[l + w]);
-			rn[l] = nn;
-			rm[l] = mm;
-			rq[l] = qq;
-		}
-		barrier(CLK_LOCAL_MEM_FENCE);
-	}
+	merge_group(rn, rm, rq, l, cn, cm, cq);
 	if (l == 0) {
 		part[3 * gid] = rn[0];
 		part[3 * gid + 1] = rm[0];
@@ -216,20 +223,7 @@ void norm_final(__global const float *part, int G, __global float *stats)
 	float cn = 0.f, cm = 0.f, cq = 0.f;
 	for (int i = l; i < G; i += RED_WG)
 		merge(&cn, &cm, &cq, p[3 * i], p[3 * i + 1], p[3 * i + 2]);
-	rn[l] = cn;
-	rm[l] = cm;
-	rq[l] = cq;
-	barrier(CLK_LOCAL_MEM_FENCE);
-	for (int w = RED_WG / 2; w > 0; w >>= 1) {
-		if (l < w) {
-			float nn = rn[l], mm = rm[l], qq = rq[l];
-			merge(&nn, &mm, &qq, rn[l + w], rm[l + w], rq[l + w]);
-			rn[l] = nn;
-			rm[l] = mm;
-			rq[l] = qq;
-		}
-		barrier(CLK_LOCAL_MEM_FENCE);
-	}
+	merge_group(rn, rm, rq, l, cn, cm, cq);
 	if (l == 0) {
 		stats[2 * bi] = rm[0];
 		stats[2 * bi + 1] = rsqrt((rn[0] > 0.f ? rq[0] / rn[0] : 0.f) + 1e-5f);

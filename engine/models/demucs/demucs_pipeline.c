@@ -599,6 +599,26 @@ static void won(sched *s, worker *w, task *t)
 			atomic_store(&s->w[i].lost_race, 1);
 }
 
+/* Under the lock: t's first result, from w after dt seconds: it becomes the task's, the
+ * device's rate counts it, finished blocks go to the sink, the progress moves. */
+static void finished(sched *s, worker *w, task *t, double dt)
+{
+	const sb_run_ctx *ctx = s->p->ctx;
+	won(s, w, t);
+	t->blk->n_done++;
+	w->done += t->blk->nb;
+	w->busy += dt;
+	w->per_task = w->busy / (double)w->done;
+	s->units_done += t->blk->nb;
+	const sb_status st = commit(s);
+	if (st != SB_OK && s->err == SB_OK)
+		s->err = st;
+	if (ctx->progress)
+		ctx->progress(ctx->progress_user, (double)s->units_done / (double)s->units_total,
+		              "separating");
+	report(s, w, SB_OK, NULL);
+}
+
 static void *worker_main(void *arg)
 {
 	worker *w = arg;
@@ -625,19 +645,7 @@ static void *worker_main(void *arg)
 				sb_status st = run_unlocked(s, w, bt, &dt);
 				if (st == SB_OK && !bt->done) {
 					s->backups_won++;
-					won(s, w, bt);
-					bt->blk->n_done++;
-					w->done += bt->blk->nb;
-					w->busy += dt;
-					w->per_task = w->busy / (double)w->done;
-					s->units_done += bt->blk->nb;
-					st = commit(s);
-					if (st != SB_OK && s->err == SB_OK)
-						s->err = st;
-					if (ctx->progress)
-						ctx->progress(ctx->progress_user,
-						              (double)s->units_done / (double)s->units_total, "separating");
-					report(s, w, SB_OK, NULL);
+					finished(s, w, bt, dt);
 				} else {
 					/* a failed or lost backup changes nothing for the file: the first run
 					 * goes on */
@@ -704,19 +712,7 @@ static void *worker_main(void *arg)
 			continue;
 		}
 		if (st == SB_OK) {
-			won(s, w, t);
-			t->blk->n_done++;
-			w->done += t->blk->nb;
-			w->busy += dt;
-			w->per_task = w->busy / (double)w->done;
-			s->units_done += t->blk->nb;
-			st = commit(s);
-			if (st != SB_OK && s->err == SB_OK)
-				s->err = st;
-			if (ctx->progress)
-				ctx->progress(ctx->progress_user, (double)s->units_done / (double)s->units_total,
-				              "separating");
-			report(s, w, SB_OK, NULL);
+			finished(s, w, t, dt);
 			pthread_cond_broadcast(&s->cond);
 			continue;
 		}
@@ -967,6 +963,10 @@ sb_status sb_demucs_separate(const sb_demucs_bag *bag, const sb_demucs_opts *opt
 				pthread_join(w[i].thread, NULL);
 		/* every device that was left stopped: finish what remains here, or say why not */
 		pthread_mutex_lock(&s.lock);
+		if (s.backups > 0)
+			sb_log(log, SB_LOG_INFO, "htdemucs: %ld task%s run again on a device that had "
+			       "nothing left, %ld finished first there", s.backups,
+			       s.backups == 1 ? "" : "s", s.backups_won);
 		st = s.err;
 		if (st == SB_OK && s.units_done < s.units_total)
 			st = s.last_dev_err != SB_OK ? s.last_dev_err : SB_ERR_DEVICE;

@@ -840,13 +840,18 @@ static void k_attention(void *vj, int64_t b, int64_t e, int wk)
 		const int m = j->nq - q0 < ATT_ROWS ? j->nq - q0 : ATT_ROWS;
 		sb_sgemm(ws, 0, 1, m, j->nk, j->hd, j->scale, j->q + (size_t)q0 * j->ldq + (size_t)h * j->hd,
 		         j->ldq, j->k + (size_t)h * j->hd, j->ldkv, 0.f, s, j->nk);
+		/* the softmax's division goes to the product's hd outputs of a row, not its nk
+		 * scores: one pass over the scores fewer (they do not fit a core's L2) */
+		float inv[ATT_ROWS];
 		for (int r = 0; r < m; r++) {
 			float *row = s + (size_t)r * j->nk;
-			const float sum = sb_vexp_sum(row, j->nk, sb_vmax(row, j->nk));
-			sb_vscale(row, j->nk, 1.f / sum);
+			inv[r] = 1.f / sb_vexp_sum(row, j->nk, sb_vmax(row, j->nk));
 		}
+		float *o = j->o + (size_t)q0 * j->ldo + (size_t)h * j->hd;
 		sb_sgemm(ws, 0, 0, m, j->hd, j->nk, 1.f, s, j->nk, j->v + (size_t)h * j->hd, j->ldkv, 0.f,
-		         j->o + (size_t)q0 * j->ldo + (size_t)h * j->hd, j->ldo);
+		         o, j->ldo);
+		for (int r = 0; r < m; r++)
+			sb_vscale(o + (size_t)r * j->ldo, j->hd, inv[r]);
 	}
 }
 

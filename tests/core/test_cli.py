@@ -472,6 +472,9 @@ def group_share(tmp):
               "cpu,opencl:0,opencl:1", "--batch", "2"], env=env)
     check(pl.returncode == 0 and "progress: 100% (1/1 files)" in pl.stderr and
           " left" in pl.stderr and "\r" not in pl.stderr, f"plain progress: {pl.stderr!r}")
+    # PoCL computes on the CPU's own cores: the user is told that sharing gains nothing here
+    check("runs on the same processor as the CPU device" in pl.stderr,
+          f"no word that PoCL and the CPU share a processor: {pl.stderr!r}")
     mb = json.load(open(os.path.join(tmp, "plain", "song", "manifest.json")))
     check(sum(d["segments"] for d in mb["device"]["devices"]) == total,
           f"--batch 2: segments {mb['device']['devices']}")

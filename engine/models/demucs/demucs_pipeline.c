@@ -940,9 +940,23 @@ sb_status sb_demucs_separate(const sb_demucs_bag *bag, const sb_demucs_opts *opt
 		if (st == SB_OK && !(w[i].ws = sb_htdemucs_ws_new()))
 			st = SB_ERR_NOMEM;
 	}
-	if (st == SB_OK && s.n_w > 1)
+	if (st == SB_OK && s.n_w > 1) {
 		sb_log(log, SB_LOG_INFO, "htdemucs: %lld segments shared among %d devices, %d per task",
 		       (long long)total, s.n_w, s.B);
+		/* a CPU behind a GPU API computes on the same cores as the native CPU: the rate rule
+		 * cannot see that each of its segments slows the CPU's */
+		int native = 0, cpu_behind = -1;
+		for (int i = 0; i < s.n_w; i++) {
+			const sb_device_props *dp = ctx->dev[i].props;
+			native |= dp && dp->type == SB_DEV_CPU_NATIVE;
+			if (dp && dp->type == SB_DEV_OPENCL_CPU && cpu_behind < 0)
+				cpu_behind = i;
+		}
+		if (native && cpu_behind >= 0)
+			sb_log(log, SB_LOG_WARNING, "%s runs on the same processor as the CPU device: "
+			       "sharing a file between them gains nothing over the CPU alone",
+			       ctx->dev[cpu_behind].props->label);
+	}
 	if (st == SB_OK) {
 		s.active = s.n_w;
 		for (int i = 1; i < s.n_w; i++) {

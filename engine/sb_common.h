@@ -48,6 +48,10 @@ typedef struct {
 	void *user;
 } sb_logger;
 
+/* A message into a caller's buffer (err, errlen), for functions that report through one (the
+ * checkpoint converter's readers). */
+void sb_errorf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 void sb_log(const sb_logger *log, sb_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void sb_logv(const sb_logger *log, sb_log_level level, const char *fmt, va_list ap);

@@ -22,15 +22,6 @@ struct sbc_package {
 	size_t n_tensors;
 };
 
-static void fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 static sb_status add_setting(sbc_package *p, const char *key, size_t key_len, char *value)
 {
 	sbc_setting *s = realloc(p->settings, (p->n_settings + 1) * sizeof *s);
@@ -79,24 +70,24 @@ static sb_status read_settings(sbc_package *p, const sbc_pk *args, const sbc_pk 
 	 * positional sources is understood */
 	const sbc_pk *sources = sbc_pk_get(kwargs, "sources");
 	if (args && args->n > 1) {
-		fail(err, errlen, "the model's constructor takes %zu positional arguments; only "
+		sb_errorf(err, errlen, "the model's constructor takes %zu positional arguments; only "
 		     "'sources' is understood", args->n);
 		return SB_ERR_UNSUPPORTED;
 	}
 	if (args && args->n == 1) {
 		if (sources) {
-			fail(err, errlen, "'sources' is given twice (in args and kwargs)");
+			sb_errorf(err, errlen, "'sources' is given twice (in args and kwargs)");
 			return SB_ERR_FORMAT;
 		}
 		sources = args->items[0];
 	}
 	if (!sources_ok(sources)) {
-		fail(err, errlen, "the settings have no usable 'sources' (a list of distinct names "
+		sb_errorf(err, errlen, "the settings have no usable 'sources' (a list of distinct names "
 		     "without commas)");
 		return SB_ERR_FORMAT;
 	}
 	if (kwargs->n / 2 > MAX_SETTINGS) {
-		fail(err, errlen, "%zu settings (more than %d): not a model's", kwargs->n / 2,
+		sb_errorf(err, errlen, "%zu settings (more than %d): not a model's", kwargs->n / 2,
 		     MAX_SETTINGS);
 		return SB_ERR_FORMAT;
 	}
@@ -109,7 +100,7 @@ static sb_status read_settings(sbc_package *p, const sbc_pk *args, const sbc_pk 
 	for (size_t k = 0; k + 1 < kwargs->n; k += 2) {
 		const sbc_pk *key = kwargs->items[k], *val = kwargs->items[k + 1];
 		if (key->type != SBC_PK_STR || !key->len || memchr(key->s, '\0', key->len)) {
-			fail(err, errlen, "a setting's name is not a string");
+			sb_errorf(err, errlen, "a setting's name is not a string");
 			return SB_ERR_FORMAT;
 		}
 		/* a key set twice: the last value counts, in the first one's place (a Python dict) */
@@ -134,7 +125,7 @@ static sb_status read_settings(sbc_package *p, const sbc_pk *args, const sbc_pk 
 	}
 	return SB_OK;
 oom:
-	fail(err, errlen, "out of memory");
+	sb_errorf(err, errlen, "out of memory");
 	return SB_ERR_NOMEM;
 }
 
@@ -147,17 +138,17 @@ static int cmp_tensor_names(const void *a, const void *b)
 static sb_status read_state(sbc_package *p, const sbc_pk *state, char *err, size_t errlen)
 {
 	if (sbc_pk_get(state, "__quantized")) {
-		fail(err, errlen, "a quantized (diffq) model, which is not supported");
+		sb_errorf(err, errlen, "a quantized (diffq) model, which is not supported");
 		return SB_ERR_UNSUPPORTED;
 	}
 	size_t n = state->n / 2;
 	if (!n) {
-		fail(err, errlen, "the model's state dict is empty");
+		sb_errorf(err, errlen, "the model's state dict is empty");
 		return SB_ERR_FORMAT;
 	}
 	p->tensors = calloc(n, sizeof *p->tensors);
 	if (!p->tensors) {
-		fail(err, errlen, "out of memory");
+		sb_errorf(err, errlen, "out of memory");
 		return SB_ERR_NOMEM;
 	}
 	char what[160], terr[300];
@@ -165,28 +156,28 @@ static sb_status read_state(sbc_package *p, const sbc_pk *state, char *err, size
 		const sbc_pk *key = state->items[2 * k], *val = state->items[2 * k + 1];
 		if (key->type != SBC_PK_STR || !key->len || memchr(key->s, '\0', key->len)) {
 			sbc_pk_describe(key, what, sizeof what);
-			fail(err, errlen, "the state dict has a key that is no tensor name (%s)", what);
+			sb_errorf(err, errlen, "the state dict has a key that is no tensor name (%s)", what);
 			return SB_ERR_FORMAT;
 		}
 		sbc_named_tensor *nt = &p->tensors[p->n_tensors];
 		if (!(nt->name = strndup(key->s, key->len))) {
-			fail(err, errlen, "out of memory");
+			sb_errorf(err, errlen, "out of memory");
 			return SB_ERR_NOMEM;
 		}
 		p->n_tensors++;
 		if (!strcmp(nt->name, "__metadata__")) {
-			fail(err, errlen, "the state dict has a tensor named '__metadata__'");
+			sb_errorf(err, errlen, "the state dict has a tensor named '__metadata__'");
 			return SB_ERR_FORMAT;
 		}
 		sb_status st = sbc_torch_tensor(p->torch, val, &nt->t, terr, sizeof terr);
 		if (st != SB_OK) {
-			fail(err, errlen, "state['%s']: %s", nt->name, terr);
+			sb_errorf(err, errlen, "state['%s']: %s", nt->name, terr);
 			return st;
 		}
 	}
 	const sbc_named_tensor **sorted = malloc(n * sizeof *sorted);
 	if (!sorted) {
-		fail(err, errlen, "out of memory");
+		sb_errorf(err, errlen, "out of memory");
 		return SB_ERR_NOMEM;
 	}
 	for (size_t k = 0; k < n; k++)
@@ -194,7 +185,7 @@ static sb_status read_state(sbc_package *p, const sbc_pk *state, char *err, size
 	qsort(sorted, n, sizeof *sorted, cmp_tensor_names);
 	for (size_t k = 1; k < n; k++)
 		if (!strcmp(sorted[k]->name, sorted[k - 1]->name)) {
-			fail(err, errlen, "the state dict names tensor '%s' twice", sorted[k]->name);
+			sb_errorf(err, errlen, "the state dict names tensor '%s' twice", sorted[k]->name);
 			free(sorted);
 			return SB_ERR_FORMAT;
 		}
@@ -211,37 +202,37 @@ static sb_status read_package(sbc_package *p, const sbc_pk *root, const sb_logge
 	if (root->type != SBC_PK_DICT || !klass || !state) {
 		sbc_pk_describe(root, what, sizeof what);
 		if (root->type == SBC_PK_DICT && root->n >= 2 && sbc_torch_is_tensor(root->items[1]))
-			fail(err, errlen, "a bare state dict, without the model's class and settings: "
+			sb_errorf(err, errlen, "a bare state dict, without the model's class and settings: "
 			     "convert the model file demucs saves (the release's .th files)");
 		else
-			fail(err, errlen, "a PyTorch file, but not a Demucs model (it holds %s, not a "
+			sb_errorf(err, errlen, "a PyTorch file, but not a Demucs model (it holds %s, not a "
 			     "dict with 'klass', 'kwargs' and 'state')", what);
 		return SB_ERR_FORMAT;
 	}
 	if (klass->type != SBC_PK_GLOBAL) {
 		sbc_pk_describe(klass, what, sizeof what);
-		fail(err, errlen, "the model's class is %s, not a class", what);
+		sb_errorf(err, errlen, "the model's class is %s, not a class", what);
 		return SB_ERR_FORMAT;
 	}
 	snprintf(p->klass, sizeof p->klass, "%.*s.%.*s", (int)(klass->len > 120 ? 120 : klass->len),
 	         klass->s, (int)(klass->len2 > 120 ? 120 : klass->len2), klass->s2);
 	if (!sbc_pk_is_global(klass, "demucs.htdemucs", "HTDemucs")) {
-		fail(err, errlen, "model class %s is not supported: only demucs.htdemucs.HTDemucs "
+		sb_errorf(err, errlen, "model class %s is not supported: only demucs.htdemucs.HTDemucs "
 		     "(Demucs v4: htdemucs, htdemucs_ft, htdemucs_6s) can be converted", p->klass);
 		return SB_ERR_UNSUPPORTED;
 	}
 	const sbc_pk *args = sbc_pk_get(root, "args"), *kwargs = sbc_pk_get(root, "kwargs");
 	if (args && args->type != SBC_PK_TUPLE && args->type != SBC_PK_LIST) {
-		fail(err, errlen, "'args' is not a tuple");
+		sb_errorf(err, errlen, "'args' is not a tuple");
 		return SB_ERR_FORMAT;
 	}
 	if (!kwargs || kwargs->type != SBC_PK_DICT) {
-		fail(err, errlen, "the model's settings ('kwargs') are missing or not a dict");
+		sb_errorf(err, errlen, "the model's settings ('kwargs') are missing or not a dict");
 		return SB_ERR_FORMAT;
 	}
 	if (state->type != SBC_PK_DICT) {
 		sbc_pk_describe(state, what, sizeof what);
-		fail(err, errlen, "the model's state is %s, not a dict of tensors", what);
+		sb_errorf(err, errlen, "the model's state is %s, not a dict of tensors", what);
 		return SB_ERR_FORMAT;
 	}
 	sb_status st = read_settings(p, args, kwargs, log, err, errlen);
@@ -256,7 +247,7 @@ sb_status sbc_package_open(const char *path, const sb_logger *log, sbc_package *
 	*out = NULL;
 	sbc_package *p = calloc(1, sizeof *p);
 	if (!p) {
-		fail(err, errlen, "out of memory");
+		sb_errorf(err, errlen, "out of memory");
 		return SB_ERR_NOMEM;
 	}
 	const sbc_pk *root = NULL;

@@ -27,15 +27,6 @@ struct sbc_st_writer {
 	uint64_t data_bytes;
 };
 
-static void fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 sbc_st_writer *sbc_st_writer_new(void)
 {
 	sbc_st_writer *w = calloc(1, sizeof *w);
@@ -66,18 +57,18 @@ sb_status sbc_st_add(sbc_st_writer *w, const char *name, const sbc_tensor *t, ch
                      size_t errlen)
 {
 	if (!*name || !strcmp(name, "__metadata__")) {
-		fail(err, errlen, "tensor name '%s' is reserved", name);
+		sb_errorf(err, errlen, "tensor name '%s' is reserved", name);
 		return SB_ERR_INVALID;
 	}
 	if (json_object_get(w->names, name)) {
-		fail(err, errlen, "tensor '%s' appears twice", name);
+		sb_errorf(err, errlen, "tensor '%s' appears twice", name);
 		return SB_ERR_INVALID;
 	}
 	if (w->n == w->cap) {
 		size_t cap = w->cap ? w->cap * 2 : 256;
 		entry *e = realloc(w->entries, cap * sizeof *e);
 		if (!e) {
-			fail(err, errlen, "out of memory");
+			sb_errorf(err, errlen, "out of memory");
 			return SB_ERR_NOMEM;
 		}
 		w->entries = e;
@@ -87,7 +78,7 @@ sb_status sbc_st_add(sbc_st_writer *w, const char *name, const sbc_tensor *t, ch
 	e->name = strdup(name);
 	if (!e->name || json_object_set_new(w->names, name, json_true()) != 0) {
 		free(e->name);
-		fail(err, errlen, "tensor name '%s' is not valid UTF-8 (or out of memory)", name);
+		sb_errorf(err, errlen, "tensor name '%s' is not valid UTF-8 (or out of memory)", name);
 		return SB_ERR_INVALID;
 	}
 	e->t = *t;
@@ -174,7 +165,7 @@ static sb_status write_all(int fd, const void *buf, size_t len, char *err, size_
 			continue;
 		if (n <= 0) {
 			int e = n < 0 ? errno : ENOSPC;
-			fail(err, errlen, "cannot write: %s", strerror(e));
+			sb_errorf(err, errlen, "cannot write: %s", strerror(e));
 			return e == ENOSPC || e == EDQUOT || e == EFBIG ? SB_ERR_NOSPACE : SB_ERR_IO;
 		}
 		p += n;
@@ -188,7 +179,7 @@ static sb_status write_file(sbc_st_writer *w, int fd, char *err, size_t errlen)
 	size_t hlen;
 	char *header = build_header(w, &hlen);
 	if (!header) {
-		fail(err, errlen, "cannot build the header (a name or value that is not UTF-8, or out "
+		sb_errorf(err, errlen, "cannot build the header (a name or value that is not UTF-8, or out "
 		     "of memory)");
 		return SB_ERR_INVALID;
 	}
@@ -202,7 +193,7 @@ static sb_status write_file(sbc_st_writer *w, int fd, char *err, size_t errlen)
 	for (size_t i = 0; st == SB_OK && i < w->n; i++)
 		st = write_all(fd, w->entries[i].t.data, w->entries[i].t.nbytes, err, errlen);
 	if (st == SB_OK && fsync(fd) != 0) {
-		fail(err, errlen, "cannot sync: %s", strerror(errno));
+		sb_errorf(err, errlen, "cannot sync: %s", strerror(errno));
 		st = errno == ENOSPC || errno == EDQUOT ? SB_ERR_NOSPACE : SB_ERR_IO;
 	}
 	return st;
@@ -213,7 +204,7 @@ sb_status sbc_st_write(sbc_st_writer *w, const char *path, int overwrite, char *
 {
 	struct stat sb;
 	if (!overwrite && lstat(path, &sb) == 0) {
-		fail(err, errlen, "exists (use --overwrite to replace it)");
+		sb_errorf(err, errlen, "exists (use --overwrite to replace it)");
 		return SB_ERR_EXISTS;
 	}
 	qsort(w->entries, w->n, sizeof *w->entries, by_layout);
@@ -225,23 +216,23 @@ sb_status sbc_st_write(sbc_st_writer *w, const char *path, int overwrite, char *
 	sb_temp t;
 	if (sb_temp_create(path, &t) != 0) {
 		const int e = errno;
-		fail(err, errlen, "cannot create a file in %s: %s", dir, strerror(e));
+		sb_errorf(err, errlen, "cannot create a file in %s: %s", dir, strerror(e));
 		return e == ENOSPC || e == EDQUOT ? SB_ERR_NOSPACE : SB_ERR_IO;
 	}
 	sb_status st = write_file(w, t.fd, err, errlen);
 	if (st == SB_OK && sb_place_file(t.path, path, overwrite) != 0) {
 		if (errno == EEXIST) {
-			fail(err, errlen, "exists (use --overwrite to replace it)");
+			sb_errorf(err, errlen, "exists (use --overwrite to replace it)");
 			st = SB_ERR_EXISTS;
 		} else {
-			fail(err, errlen, "cannot move into place: %s", strerror(errno));
+			sb_errorf(err, errlen, "cannot move into place: %s", strerror(errno));
 			st = SB_ERR_IO;
 		}
 	}
 	if (st == SB_OK) {
 		t.path[0] = '\0'; /* placed */
 		if (sb_sync_dir(dir) != 0) {
-			fail(err, errlen, "cannot sync the folder %s: %s", dir, strerror(errno));
+			sb_errorf(err, errlen, "cannot sync the folder %s: %s", dir, strerror(errno));
 			unlink(path);
 			st = SB_ERR_IO;
 		}

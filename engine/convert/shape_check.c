@@ -28,15 +28,6 @@ static const struct {
 	{"t_cross_first", "false"},
 };
 
-static void fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* a json value in the converter's metadata form; 0 if it has none */
 static int json_setting(const json_t *v, char *buf, size_t len)
 {
@@ -141,7 +132,7 @@ static sb_status compare_tensors(const sbc_package *p, const char *model, const 
 		const json_t *dims = json_object_get(tensors, nt->name);
 		shape_str(NULL, &nt->t, have, sizeof have);
 		if (!dims) {
-			fail(err, errlen, "tensor '%s' %s is not in the released %s", nt->name, have, model);
+			sb_errorf(err, errlen, "tensor '%s' %s is not in the released %s", nt->name, have, model);
 			return SB_ERR_MODEL;
 		}
 		int same = json_is_array(dims) && json_array_size(dims) == (size_t)nt->t.ndim;
@@ -149,7 +140,7 @@ static sb_status compare_tensors(const sbc_package *p, const char *model, const 
 			same = json_integer_value(json_array_get(dims, (size_t)d)) == nt->t.shape[d];
 		if (!same) {
 			shape_str(dims, NULL, want, sizeof want);
-			fail(err, errlen, "tensor '%s' has shape %s, the released %s has %s", nt->name, have,
+			sb_errorf(err, errlen, "tensor '%s' has shape %s, the released %s has %s", nt->name, have,
 			     model, want);
 			return SB_ERR_MODEL;
 		}
@@ -162,7 +153,7 @@ static sb_status compare_tensors(const sbc_package *p, const char *model, const 
 			i++;
 		if (i == sbc_package_n_tensors(p)) {
 			shape_str(dims, NULL, want, sizeof want);
-			fail(err, errlen, "tensor '%s' %s of the released %s is missing", name, want, model);
+			sb_errorf(err, errlen, "tensor '%s' %s of the released %s is missing", name, want, model);
 			return SB_ERR_MODEL;
 		}
 	}
@@ -177,7 +168,7 @@ sb_status sbc_shapes_check(const char *json_path, const sbc_package *p, char *ma
 	json_error_t je;
 	json_t *root = json_load_file(json_path, 0, &je);
 	if (!root) {
-		fail(err, errlen, "%s: %s (line %d)", json_path, je.text, je.line);
+		sb_errorf(err, errlen, "%s: %s (line %d)", json_path, je.text, je.line);
 		return SB_ERR_FORMAT;
 	}
 	const char *model;
@@ -204,7 +195,7 @@ sb_status sbc_shapes_check(const char *json_path, const sbc_package *p, char *ma
 		break;
 	}
 	if (!entries) {
-		fail(err, errlen, "%s lists no models (objects with 'kwargs' and 'tensors')", json_path);
+		sb_errorf(err, errlen, "%s lists no models (objects with 'kwargs' and 'tensors')", json_path);
 		st = SB_ERR_FORMAT;
 	}
 	json_decref(root);

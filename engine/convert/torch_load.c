@@ -21,15 +21,6 @@ struct sbc_torch {
 	char prefix[256]; /* "archive/" */
 };
 
-static void fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* Why a file that is no zip is no checkpoint: its first bytes say what it is instead. */
 static void explain_not_zip(const char *path, const char *zip_err, char *err, size_t errlen)
 {
@@ -39,14 +30,14 @@ static void explain_not_zip(const char *path, const char *zip_err, char *err, si
 	if (fd >= 0)
 		close(fd);
 	if (got == 0)
-		fail(err, errlen, "an empty file, not a PyTorch checkpoint");
+		sb_errorf(err, errlen, "an empty file, not a PyTorch checkpoint");
 	else if (got >= 2 && head[0] == 0x80 && head[1] <= 5)
-		fail(err, errlen, "a PyTorch checkpoint in the legacy format of torch < 1.6, which is not "
+		sb_errorf(err, errlen, "a PyTorch checkpoint in the legacy format of torch < 1.6, which is not "
 		     "supported (load it with torch and save it again with torch.save)");
 	else if (got == 4 && !memcmp(head, "PK\3\4", 4))
-		fail(err, errlen, "a damaged zip archive: %s", zip_err);
+		sb_errorf(err, errlen, "a damaged zip archive: %s", zip_err);
 	else
-		fail(err, errlen, "not a PyTorch checkpoint (not a zip archive)");
+		sb_errorf(err, errlen, "not a PyTorch checkpoint (not a zip archive)");
 }
 
 sb_status sbc_torch_open(const char *path, sbc_torch **out, const sbc_pk **root, char *err,
@@ -61,13 +52,13 @@ sb_status sbc_torch_open(const char *path, sbc_torch **out, const sbc_pk **root,
 		if (st == SB_ERR_FORMAT)
 			explain_not_zip(path, zerr, err, errlen);
 		else
-			fail(err, errlen, "%s", zerr);
+			sb_errorf(err, errlen, "%s", zerr);
 		return st;
 	}
 	sbc_torch *t = calloc(1, sizeof *t);
 	if (!t) {
 		sbc_zip_close(z);
-		fail(err, errlen, "out of memory");
+		sb_errorf(err, errlen, "out of memory");
 		return SB_ERR_NOMEM;
 	}
 	t->zip = z;
@@ -79,7 +70,7 @@ sb_status sbc_torch_open(const char *path, sbc_torch **out, const sbc_pk **root,
 		const char *slash = strchr(name, '/');
 		if (slash && slash != name && !strcmp(slash, "/data.pkl")) {
 			if (pkl) {
-				fail(err, errlen, "not a PyTorch checkpoint (two data.pkl records)");
+				sb_errorf(err, errlen, "not a PyTorch checkpoint (two data.pkl records)");
 				sbc_torch_close(t);
 				return SB_ERR_FORMAT;
 			}
@@ -87,7 +78,7 @@ sb_status sbc_torch_open(const char *path, sbc_torch **out, const sbc_pk **root,
 		}
 	}
 	if (!pkl || strlen(pkl->name) - strlen("data.pkl") >= sizeof t->prefix) {
-		fail(err, errlen, "a zip archive, but not a PyTorch checkpoint (no <folder>/data.pkl)");
+		sb_errorf(err, errlen, "a zip archive, but not a PyTorch checkpoint (no <folder>/data.pkl)");
 		sbc_torch_close(t);
 		return SB_ERR_FORMAT;
 	}
@@ -103,7 +94,7 @@ sb_status sbc_torch_open(const char *path, sbc_torch **out, const sbc_pk **root,
 			return st;
 		}
 		if (bo->size != 6 || memcmp(b, "little", 6)) {
-			fail(err, errlen, "a checkpoint saved on a big-endian machine, which is not supported");
+			sb_errorf(err, errlen, "a checkpoint saved on a big-endian machine, which is not supported");
 			sbc_torch_close(t);
 			return SB_ERR_UNSUPPORTED;
 		}
@@ -114,14 +105,14 @@ sb_status sbc_torch_open(const char *path, sbc_torch **out, const sbc_pk **root,
 		return st;
 	}
 	if (pkl->size > SIZE_MAX) {
-		fail(err, errlen, "data.pkl too large");
+		sb_errorf(err, errlen, "data.pkl too large");
 		sbc_torch_close(t);
 		return SB_ERR_FORMAT;
 	}
 	char perr[256];
 	if ((st = sbc_pickle_load(data, (size_t)pkl->size, &t->pickle, root, perr, sizeof perr)) !=
 	    SB_OK) {
-		fail(err, errlen, "%s: %s", pkl->name, perr);
+		sb_errorf(err, errlen, "%s: %s", pkl->name, perr);
 		sbc_torch_close(t);
 		return st;
 	}
@@ -218,7 +209,7 @@ sb_status sbc_torch_tensor(sbc_torch *t, const sbc_pk *v, sbc_tensor *out, char 
 	char what[160];
 	if (!args) {
 		sbc_pk_describe(v, what, sizeof what);
-		fail(err, errlen, "not a tensor (%s)", what);
+		sb_errorf(err, errlen, "not a tensor (%s)", what);
 		return SB_ERR_FORMAT;
 	}
 	const sbc_pk *pid = args->items[0], *off = args->items[1];
@@ -226,14 +217,14 @@ sb_status sbc_torch_tensor(sbc_torch *t, const sbc_pk *v, sbc_tensor *out, char 
 	if (!id || id->type != SBC_PK_TUPLE || id->n != 5 || !sbc_pk_is_str(id->items[0], "storage") ||
 	    id->items[2]->type != SBC_PK_STR || id->items[4]->type != SBC_PK_INT ||
 	    id->items[4]->i < 0) {
-		fail(err, errlen, "its storage is not a persistent ('storage', type, key, location, "
+		sb_errorf(err, errlen, "its storage is not a persistent ('storage', type, key, location, "
 		     "numel) record");
 		return SB_ERR_FORMAT;
 	}
 	sbc_dtype dt;
 	if (!storage_dtype(id->items[1], &dt)) {
 		sbc_pk_describe(id->items[1], what, sizeof what);
-		fail(err, errlen, "storage type %s is not supported", what);
+		sb_errorf(err, errlen, "storage type %s is not supported", what);
 		return SB_ERR_UNSUPPORTED;
 	}
 	const sbc_pk *key = id->items[2];
@@ -242,7 +233,7 @@ sb_status sbc_torch_tensor(sbc_torch *t, const sbc_pk *v, sbc_tensor *out, char 
 	int nd = 0, nstride = 0;
 	if (off->type != SBC_PK_INT || off->i < 0 || !int_tuple(args->items[2], size, SBC_MAX_DIMS, &nd) ||
 	    !int_tuple(args->items[3], stride, SBC_MAX_DIMS, &nstride) || nd != nstride) {
-		fail(err, errlen, "bad offset, size or stride (or more than %d dimensions)", SBC_MAX_DIMS);
+		sb_errorf(err, errlen, "bad offset, size or stride (or more than %d dimensions)", SBC_MAX_DIMS);
 		return SB_ERR_FORMAT;
 	}
 	char name[600];
@@ -251,12 +242,12 @@ sb_status sbc_torch_tensor(sbc_torch *t, const sbc_pk *v, sbc_tensor *out, char 
 	const sbc_zip_entry *e = key->len <= 256 && !memchr(key->s, '\0', key->len)
 	                       ? sbc_zip_find(t->zip, name) : NULL;
 	if (!e) {
-		fail(err, errlen, "its storage record '%s' is missing from the archive", name);
+		sb_errorf(err, errlen, "its storage record '%s' is missing from the archive", name);
 		return SB_ERR_FORMAT;
 	}
 	uint64_t storage_bytes;
 	if (!mul_ok((uint64_t)id->items[4]->i, esize, &storage_bytes) || storage_bytes != e->size) {
-		fail(err, errlen, "storage '%s' holds %llu bytes, but its record says %lld elements of %zu",
+		sb_errorf(err, errlen, "storage '%s' holds %llu bytes, but its record says %lld elements of %zu",
 		     name, (unsigned long long)e->size, (long long)id->items[4]->i, esize);
 		return SB_ERR_FORMAT;
 	}
@@ -266,7 +257,7 @@ sb_status sbc_torch_tensor(sbc_torch *t, const sbc_pk *v, sbc_tensor *out, char 
 	uint64_t expect = 1;
 	for (int k = nd - 1; k >= 0; k--) {
 		if (!mul_ok(numel, (uint64_t)size[k], &numel)) {
-			fail(err, errlen, "size too large");
+			sb_errorf(err, errlen, "size too large");
 			return SB_ERR_FORMAT;
 		}
 		if (size[k] != 1 && (uint64_t)stride[k] != expect)
@@ -279,20 +270,20 @@ sb_status sbc_torch_tensor(sbc_torch *t, const sbc_pk *v, sbc_tensor *out, char 
 			uint64_t reach;
 			if (!mul_ok((uint64_t)(size[k] - 1), (uint64_t)stride[k], &reach) ||
 			    reach > ((uint64_t)1 << 62) - last) {
-				fail(err, errlen, "stride too large");
+				sb_errorf(err, errlen, "stride too large");
 				return SB_ERR_FORMAT;
 			}
 			last += reach;
 		}
 		if (last >= (uint64_t)id->items[4]->i) {
-			fail(err, errlen, "the view (offset %lld) reaches element %llu of a storage of %lld",
+			sb_errorf(err, errlen, "the view (offset %lld) reaches element %llu of a storage of %lld",
 			     (long long)off->i, (unsigned long long)last, (long long)id->items[4]->i);
 			return SB_ERR_FORMAT;
 		}
 	}
 	uint64_t nbytes;
 	if (!mul_ok(numel, esize, &nbytes) || nbytes > SIZE_MAX) {
-		fail(err, errlen, "size too large");
+		sb_errorf(err, errlen, "size too large");
 		return SB_ERR_FORMAT;
 	}
 	const uint8_t *base = NULL;
@@ -312,13 +303,13 @@ sb_status sbc_torch_tensor(sbc_torch *t, const sbc_pk *v, sbc_tensor *out, char 
 		return SB_OK;
 	}
 	if (nbytes > MAX_COPY) {
-		fail(err, errlen, "a strided view of %llu bytes is too large to copy",
+		sb_errorf(err, errlen, "a strided view of %llu bytes is too large to copy",
 		     (unsigned long long)nbytes);
 		return SB_ERR_UNSUPPORTED;
 	}
 	uint8_t *copy = malloc((size_t)nbytes);
 	if (!copy) {
-		fail(err, errlen, "out of memory");
+		sb_errorf(err, errlen, "out of memory");
 		return SB_ERR_NOMEM;
 	}
 	/* walk the view in row-major order with an odometer over the dimensions */

@@ -34,15 +34,6 @@ struct sbc_zip {
 	unsigned char *crc_ok;
 };
 
-static void fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 static uint16_t rd16(const uint8_t *p)
 {
 	return (uint16_t)(p[0] | p[1] << 8);
@@ -73,7 +64,7 @@ static int cmp_names(const void *a, const void *b, void *ctx)
 static sb_status find_eocd(const sbc_zip *z, uint64_t *eocd, char *err, size_t errlen)
 {
 	if (z->len < 22) {
-		fail(err, errlen, "too short for a zip archive (%zu bytes)", z->len);
+		sb_errorf(err, errlen, "too short for a zip archive (%zu bytes)", z->len);
 		return SB_ERR_FORMAT;
 	}
 	size_t lo = z->len > 22 + 65535 ? z->len - 22 - 65535 : 0;
@@ -83,7 +74,7 @@ static sb_status find_eocd(const sbc_zip *z, uint64_t *eocd, char *err, size_t e
 			return SB_OK;
 		}
 	}
-	fail(err, errlen, "no zip end-of-central-directory record (truncated?)");
+	sb_errorf(err, errlen, "no zip end-of-central-directory record (truncated?)");
 	return SB_ERR_FORMAT;
 }
 
@@ -102,7 +93,7 @@ static sb_status read_directory(sbc_zip *z, char *err, size_t errlen)
 	if (eocd >= 20 && rd32(z->map + eocd - 20) == SIG_EOCD64_LOC) {
 		uint64_t rec = rd64(z->map + eocd - 20 + 8);
 		if (!fits(rec, 56, eocd - 20) || rd32(z->map + rec) != SIG_EOCD64) {
-			fail(err, errlen, "corrupt zip64 end-of-central-directory record");
+			sb_errorf(err, errlen, "corrupt zip64 end-of-central-directory record");
 			return SB_ERR_FORMAT;
 		}
 		const uint8_t *r = z->map + rec;
@@ -115,11 +106,11 @@ static sb_status read_directory(sbc_zip *z, char *err, size_t errlen)
 		eocd = rec; /* the central directory ends before the zip64 record */
 	}
 	if (disk != 0 || cd_disk != 0 || n_disk != n_total) {
-		fail(err, errlen, "multi-disk zip archives are not supported");
+		sb_errorf(err, errlen, "multi-disk zip archives are not supported");
 		return SB_ERR_FORMAT;
 	}
 	if (!fits(cd_off, cd_size, eocd) || n_total > cd_size / 46) {
-		fail(err, errlen,
+		sb_errorf(err, errlen,
 		     "corrupt zip central directory (%llu entries, %llu bytes at offset %llu, "
 		     "file is %zu bytes; truncated?)",
 		     (unsigned long long)n_total, (unsigned long long)cd_size,
@@ -127,7 +118,7 @@ static sb_status read_directory(sbc_zip *z, char *err, size_t errlen)
 		return SB_ERR_FORMAT;
 	}
 	if (n_total == 0) {
-		fail(err, errlen, "empty zip archive");
+		sb_errorf(err, errlen, "empty zip archive");
 		return SB_ERR_FORMAT;
 	}
 	z->n = (size_t)n_total;
@@ -136,13 +127,13 @@ static sb_status read_directory(sbc_zip *z, char *err, size_t errlen)
 	z->inflated = calloc(z->n, sizeof *z->inflated);
 	z->crc_ok = calloc(z->n, 1);
 	if (!z->entries || !z->by_name || !z->inflated || !z->crc_ok) {
-		fail(err, errlen, "out of memory");
+		sb_errorf(err, errlen, "out of memory");
 		return SB_ERR_NOMEM;
 	}
 	uint64_t at = cd_off, cd_end = cd_off + cd_size;
 	for (size_t i = 0; i < z->n; i++) {
 		if (!fits(at, 46, cd_end) || rd32(z->map + at) != SIG_CENTRAL) {
-			fail(err, errlen, "corrupt zip central directory at entry %zu", i);
+			sb_errorf(err, errlen, "corrupt zip central directory at entry %zu", i);
 			return SB_ERR_FORMAT;
 		}
 		const uint8_t *c = z->map + at;
@@ -150,7 +141,7 @@ static sb_status read_directory(sbc_zip *z, char *err, size_t errlen)
 		uint64_t comp = rd32(c + 20), size = rd32(c + 24), local = rd32(c + 42);
 		size_t name_len = rd16(c + 28), extra_len = rd16(c + 30), comment_len = rd16(c + 32);
 		if (!fits(at + 46, (uint64_t)name_len + extra_len + comment_len, cd_end) || !name_len) {
-			fail(err, errlen, "corrupt zip central directory at entry %zu", i);
+			sb_errorf(err, errlen, "corrupt zip central directory at entry %zu", i);
 			return SB_ERR_FORMAT;
 		}
 		const uint8_t *name = c + 46, *extra = name + name_len;
@@ -172,7 +163,7 @@ static sb_status read_directory(sbc_zip *z, char *err, size_t errlen)
 		}
 		char *copy = malloc(name_len + 1);
 		if (!copy) {
-			fail(err, errlen, "out of memory");
+			sb_errorf(err, errlen, "out of memory");
 			return SB_ERR_NOMEM;
 		}
 		memcpy(copy, name, name_len);
@@ -181,26 +172,26 @@ static sb_status read_directory(sbc_zip *z, char *err, size_t errlen)
 		en->name = copy;
 		z->by_name[i] = i;
 		if (memchr(name, '\0', name_len)) {
-			fail(err, errlen, "zip entry %zu has a NUL in its name", i);
+			sb_errorf(err, errlen, "zip entry %zu has a NUL in its name", i);
 			return SB_ERR_FORMAT;
 		}
 		if (flags & 0x41) {
-			fail(err, errlen, "zip entry '%s' is encrypted", copy);
+			sb_errorf(err, errlen, "zip entry '%s' is encrypted", copy);
 			return SB_ERR_FORMAT;
 		}
 		if (method != 0 && method != 8) {
-			fail(err, errlen, "zip entry '%s' uses compression method %u (only stored and "
+			sb_errorf(err, errlen, "zip entry '%s' uses compression method %u (only stored and "
 			     "deflate are supported)", copy, method);
 			return SB_ERR_FORMAT;
 		}
 		if (method == 0 && comp != size) {
-			fail(err, errlen, "zip entry '%s': stored with %llu bytes but sized %llu", copy,
+			sb_errorf(err, errlen, "zip entry '%s': stored with %llu bytes but sized %llu", copy,
 			     (unsigned long long)comp, (unsigned long long)size);
 			return SB_ERR_FORMAT;
 		}
 		/* the local header and the data must lie before the central directory */
 		if (!fits(local, 30, cd_off) || rd32(z->map + local) != SIG_LOCAL) {
-			fail(err, errlen, "zip entry '%s': bad local header offset %llu", copy,
+			sb_errorf(err, errlen, "zip entry '%s': bad local header offset %llu", copy,
 			     (unsigned long long)local);
 			return SB_ERR_FORMAT;
 		}
@@ -208,7 +199,7 @@ static sb_status read_directory(sbc_zip *z, char *err, size_t errlen)
 		uint64_t data = local + 30 + rd16(lh + 26) + rd16(lh + 28);
 		if (rd16(lh + 26) != name_len || memcmp(lh + 30, name, name_len) != 0 ||
 		    !fits(data, comp, cd_off)) {
-			fail(err, errlen, "zip entry '%s' runs past the end of the data (%llu bytes at "
+			sb_errorf(err, errlen, "zip entry '%s' runs past the end of the data (%llu bytes at "
 			     "offset %llu; truncated or corrupt)", copy, (unsigned long long)comp,
 			     (unsigned long long)data);
 			return SB_ERR_FORMAT;
@@ -223,7 +214,7 @@ static sb_status read_directory(sbc_zip *z, char *err, size_t errlen)
 	qsort_r(z->by_name, z->n, sizeof *z->by_name, cmp_names, z);
 	for (size_t i = 1; i < z->n; i++)
 		if (!strcmp(z->entries[z->by_name[i]].name, z->entries[z->by_name[i - 1]].name)) {
-			fail(err, errlen, "zip entry '%s' appears twice", z->entries[z->by_name[i]].name);
+			sb_errorf(err, errlen, "zip entry '%s' appears twice", z->entries[z->by_name[i]].name);
 			return SB_ERR_FORMAT;
 		}
 	return SB_OK;
@@ -234,36 +225,36 @@ sb_status sbc_zip_open(const char *path, sbc_zip **out, char *err, size_t errlen
 	*out = NULL;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		fail(err, errlen, "cannot open: %s", strerror(errno));
+		sb_errorf(err, errlen, "cannot open: %s", strerror(errno));
 		return SB_ERR_IO;
 	}
 	struct stat sb;
 	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-		fail(err, errlen, "not a regular file");
+		sb_errorf(err, errlen, "not a regular file");
 		close(fd);
 		return SB_ERR_IO;
 	}
 	if (sb.st_size == 0) {
-		fail(err, errlen, "empty file");
+		sb_errorf(err, errlen, "empty file");
 		close(fd);
 		return SB_ERR_FORMAT;
 	}
 	if ((uint64_t)sb.st_size > SIZE_MAX) {
-		fail(err, errlen, "file too large");
+		sb_errorf(err, errlen, "file too large");
 		close(fd);
 		return SB_ERR_IO;
 	}
 	sbc_zip *z = calloc(1, sizeof *z);
 	if (!z) {
 		close(fd);
-		fail(err, errlen, "out of memory");
+		sb_errorf(err, errlen, "out of memory");
 		return SB_ERR_NOMEM;
 	}
 	z->len = (size_t)sb.st_size;
 	void *m = mmap(NULL, z->len, PROT_READ, MAP_PRIVATE, fd, 0);
 	close(fd);
 	if (m == MAP_FAILED) {
-		fail(err, errlen, "cannot map: %s", strerror(errno));
+		sb_errorf(err, errlen, "cannot map: %s", strerror(errno));
 		free(z);
 		return SB_ERR_IO;
 	}
@@ -331,7 +322,7 @@ static sb_status inflate_entry(const sbc_zip *z, const sbc_zip_entry *e, uint8_t
                                size_t errlen)
 {
 	if (e->size > MAX_INFLATED) {
-		fail(err, errlen, "zip entry '%s' inflates to %llu bytes (more than this reader takes)",
+		sb_errorf(err, errlen, "zip entry '%s' inflates to %llu bytes (more than this reader takes)",
 		     e->name, (unsigned long long)e->size);
 		return SB_ERR_FORMAT;
 	}
@@ -339,21 +330,21 @@ static sb_status inflate_entry(const sbc_zip *z, const sbc_zip_entry *e, uint8_t
 	 * each): a directory that claims more is damaged or hostile, and its size must not be
 	 * trusted with an allocation (found by tests/fuzz/fuzz_zip) */
 	if (e->size > e->comp_size * 1032u + 1024u) {
-		fail(err, errlen, "zip entry '%s' claims %llu bytes from %llu compressed, more than "
+		sb_errorf(err, errlen, "zip entry '%s' claims %llu bytes from %llu compressed, more than "
 		     "deflate can give (a damaged archive)", e->name, (unsigned long long)e->size,
 		     (unsigned long long)e->comp_size);
 		return SB_ERR_FORMAT;
 	}
 	uint8_t *buf = malloc(e->size ? (size_t)e->size : 1);
 	if (!buf) {
-		fail(err, errlen, "out of memory inflating '%s'", e->name);
+		sb_errorf(err, errlen, "out of memory inflating '%s'", e->name);
 		return SB_ERR_NOMEM;
 	}
 	z_stream s;
 	memset(&s, 0, sizeof s);
 	if (inflateInit2(&s, -MAX_WBITS) != Z_OK) {
 		free(buf);
-		fail(err, errlen, "zlib: cannot start inflating");
+		sb_errorf(err, errlen, "zlib: cannot start inflating");
 		return SB_ERR_NOMEM;
 	}
 	/* zlib counts in uInt: feed and drain in pieces so that entries over 4 GiB would work */
@@ -383,7 +374,7 @@ static sb_status inflate_entry(const sbc_zip *z, const sbc_zip_entry *e, uint8_t
 	inflateEnd(&s);
 	if (rc != Z_STREAM_END || out_done != e->size) {
 		free(buf);
-		fail(err, errlen, "zip entry '%s': corrupt deflate data%s", e->name,
+		sb_errorf(err, errlen, "zip entry '%s': corrupt deflate data%s", e->name,
 		     rc == Z_STREAM_END ? " (wrong size)" : "");
 		return SB_ERR_FORMAT;
 	}
@@ -396,7 +387,7 @@ sb_status sbc_zip_data(sbc_zip *z, const sbc_zip_entry *e, const uint8_t **data,
 {
 	size_t i = (size_t)(e - z->entries);
 	if (e < z->entries || i >= z->n) {
-		fail(err, errlen, "internal: entry not from this archive");
+		sb_errorf(err, errlen, "internal: entry not from this archive");
 		return SB_ERR_INVALID;
 	}
 	const uint8_t *p;
@@ -420,7 +411,7 @@ sb_status sbc_zip_data(sbc_zip *z, const sbc_zip_entry *e, const uint8_t **data,
 			left -= piece;
 		}
 		if ((uint32_t)crc != e->crc) {
-			fail(err, errlen, "zip entry '%s' is corrupt (CRC-32 %08x, the directory says %08x)",
+			sb_errorf(err, errlen, "zip entry '%s' is corrupt (CRC-32 %08x, the directory says %08x)",
 			     e->name, (unsigned)crc, (unsigned)e->crc);
 			return SB_ERR_FORMAT;
 		}

@@ -75,3 +75,13 @@ size_t sb_data_dirs(const char *sub, const char *const *extra, char (*dirs)[4096
 			snprintf(dirs[n++], 4096, "%s/stembridge/%s", d, sub);
 	return n;
 }
+
+void sb_errorf(char *err, size_t errlen, const char *fmt, ...)
+{
+	if (!err || errlen == 0)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}

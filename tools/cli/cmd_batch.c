@@ -671,13 +671,7 @@ static int run_batch(const char *list, const sb_cli_opts *o, const char *shard_a
 		if (set.reason[k][0] && !quiet)
 			fprintf(stderr, "stembridge: warning: %s\n", set.reason[k]);
 
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_stop;
-	sa.sa_flags = SA_RESETHAND;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	sb_cli_catch_stop(on_stop);
 
 	const int tty = !quiet && isatty(2);
 	if (!quiet) {

@@ -16,6 +16,7 @@
  * 1 when one failed, 2 for a usage error or a name the catalogue does not have.
  */
 #include "commands.h"
+#include "options.h"
 
 #include "models/catalog.h"
 #include "models/install.h"
@@ -470,13 +471,7 @@ static int cmd_install(int argc, char **argv)
 	o.progress = on_progress;
 	o.progress_user = &v;
 	o.log = &log;
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_stop;
-	sa.sa_flags = SA_RESETHAND;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	sb_cli_catch_stop(on_stop);
 	int failed = 0;
 	for (int i = 0; i < n && !stop_signal; i++) {
 		v.last_stage = v.last_file = -1;

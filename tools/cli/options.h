@@ -22,6 +22,10 @@ void sb_cli_opts_init(sb_cli_opts *o);
  * past it), 0 when it is not one, -1 for a bad value (the message is printed: exit 2). */
 int sb_cli_parse_option(sb_cli_opts *o, int argc, char **argv, int *i);
 
+/* SIGINT and SIGTERM call handler once (it sets a flag the command checks); SA_RESETHAND lets
+ * a second one end the process as usual. */
+void sb_cli_catch_stop(void (*handler)(int));
+
 sb_format sb_cli_format(const sb_cli_opts *o);
 
 /* A job spec with the options' settings; input, device and folder are the caller's. */

@@ -68,16 +68,10 @@ static void on_stop_signal(int sig)
 	g_signal = sig;
 }
 
-/* SIGINT and SIGTERM set g_signal once; SA_RESETHAND lets a second one end the process. */
+/* SIGINT and SIGTERM set g_signal once; a second one ends the process. */
 static void catch_stop_signals(void)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_stop_signal;
-	sa.sa_flags = SA_RESETHAND;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	sb_cli_catch_stop(on_stop_signal);
 }
 
 /* Engine messages: warnings at once (a fallback is never silent); an error that belongs to a

@@ -281,26 +281,16 @@ unsigned sb_models_generation(void)
 	return mg.generation;
 }
 
-static void stems_csv(unsigned mask, char *buf, size_t len)
-{
-	size_t at = 0;
-	buf[0] = '\0';
-	for (int k = 0; k < SB_N_KNOWN_STEMS; k++)
-		if (mask & (1u << k))
-			at += (size_t)snprintf(buf + at, at < len ? len - at : 0, "%s%s", at ? "," : "",
-			                       sb_stem_names[k]);
-}
-
 void sb_models_list_text(char *buf, size_t len)
 {
 	size_t at = 0;
 	char stems[128], auto_name[64];
 	buf[0] = '\0';
 	sb_model_auto(NULL, NULL, auto_name, sizeof auto_name);
-	stems_csv(sb_model_stems(auto_name, NULL), stems, sizeof stems);
+	sb_stem_mask_text(sb_model_stems(auto_name, NULL), ",", stems, sizeof stems);
 	at += (size_t)snprintf(buf + at, len - at, "auto\tAuto: %s\t%s\t1\t0\n", title_of(auto_name),
 	                       stems);
-	stems_csv((1u << SB_N_STEMS) - 1, stems, sizeof stems);
+	sb_stem_mask_text((1u << SB_N_STEMS) - 1, ",", stems, sizeof stems);
 	at += (size_t)snprintf(buf + at, at < len ? len - at : 0, "builtin\tBuilt-in\t%s\t1\t0\n",
 	                       stems);
 	sb_catalog *cat = NULL;
@@ -308,7 +298,7 @@ void sb_models_list_text(char *buf, size_t len)
 		return;
 	for (int i = 0; i < sb_catalog_count(cat) && at < len; i++) {
 		const sb_catalog_model *m = sb_catalog_at(cat, i);
-		stems_csv(m->stems, stems, sizeof stems);
+		sb_stem_mask_text(m->stems, ",", stems, sizeof stems);
 		at += (size_t)snprintf(buf + at, len - at, "%s\t%s\t%s\t%d\t%llu\n", m->name,
 		                       title_of(m->name), stems, sb_model_stems(m->name, NULL) != 0,
 		                       (unsigned long long)m->bytes);

@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 const char *const sb_stem_names[SB_MAX_STEMS] = {"vocals", "drums", "bass", "other",
@@ -61,4 +62,15 @@ sb_status sb_source_memory(const float *data, int64_t frames, int channels, doub
 	s->impl = m;
 	*out = s;
 	return SB_OK;
+}
+
+void sb_stem_mask_text(unsigned mask, const char *sep, char *buf, size_t len)
+{
+	size_t at = 0;
+	if (len)
+		buf[0] = '\0';
+	for (int k = 0; k < SB_N_KNOWN_STEMS; k++)
+		if (mask & (1u << k))
+			at += (size_t)snprintf(buf + at, at < len ? len - at : 0, "%s%s", at ? sep : "",
+			                       sb_stem_names[k]);
 }

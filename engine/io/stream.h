@@ -50,5 +50,7 @@ enum {
 extern const char *const sb_stem_names[SB_MAX_STEMS];
 /* The canonical index of a stem name, -1 when it is none of them. */
 int sb_stem_index(const char *name);
+/* The names of a mask of canonical stems, in canonical order, joined by sep ("vocals, drums") */
+void sb_stem_mask_text(unsigned mask, const char *sep, char *buf, size_t len);
 
 #endif

@@ -160,17 +160,6 @@ static void capture_fn(void *user, sb_log_level level, const char *msg)
 		c->inner->fn(c->inner->user, level, msg);
 }
 
-/* "vocals, drums, bass, other" for a mask of canonical stems */
-static void stem_list(unsigned mask, char *buf, size_t len)
-{
-	size_t at = 0;
-	buf[0] = '\0';
-	for (int k = 0; k < SB_N_KNOWN_STEMS; k++)
-		if (mask & (1u << k))
-			at += (size_t)snprintf(buf + at, at < len ? len - at : 0, "%s%s", at ? ", " : "",
-			                       sb_stem_names[k]);
-}
-
 /* m:ss.mmm of a frame, for messages */
 /* The largest |sample| of the whole input, read in blocks (a second pass over a file input;
  * a small fraction of a separation's time). NaN is no peak: the model's input check says it. */
@@ -339,8 +328,8 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 	const unsigned stems = spec->stems ? spec->stems : model_stems;
 	if (stems & ~model_stems) {
 		char asked[128], has[128];
-		stem_list(stems & ~model_stems, asked, sizeof asked);
-		stem_list(model_stems, has, sizeof has);
+		sb_stem_mask_text(stems & ~model_stems, ", ", asked, sizeof asked);
+		sb_stem_mask_text(model_stems, ", ", has, sizeof has);
 		sb_log(log, SB_LOG_ERROR, "%s makes no %s stem (its stems: %s)", model->info.name,
 		       asked, has);
 		st = SB_ERR_INVALID;
@@ -493,7 +482,7 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 		if (st != SB_OK)
 			goto fail;
 		char rest[128];
-		stem_list(stems & ~(1u << SB_STEM_OTHER), rest, sizeof rest);
+		sb_stem_mask_text(stems & ~(1u << SB_STEM_OTHER), ", ", rest, sizeof rest);
 		event(&ev, log, SB_LOG_INFO,
 		      "other = input minus %s, so the stems add back to the input (the model's own "
 		      "other differed by %.1f dB relative to the input)", rest[0] ? rest : "nothing",

@@ -372,17 +372,6 @@ static sb_status get_file(const sb_install_opts *o, const char *base_url, const 
 	return SB_ERR_FORMAT;
 }
 
-/* the model's stems as the catalogue names them, for messages */
-static void stems_str(unsigned mask, char *buf, size_t len)
-{
-	size_t at = 0;
-	buf[0] = '\0';
-	for (int k = 0; k < SB_N_KNOWN_STEMS; k++)
-		if (mask & (1u << k))
-			at += (size_t)snprintf(buf + at, at < len ? len - at : 0, "%s%s", at ? ", " : "",
-			                       sb_stem_names[k]);
-}
-
 sb_status sb_model_install(const sb_catalog *cat, const char *name, const sb_install_opts *o,
                            char *path_out, size_t len)
 {
@@ -466,8 +455,8 @@ sb_status sb_model_install(const sb_catalog *cat, const char *name, const sb_ins
 		st = sb_demucs_model_open(stage.path, m->name, NULL, log, &model);
 		if (st == SB_OK && model->info.stems != m->stems) {
 			char got[128], want[128];
-			stems_str(model->info.stems, got, sizeof got);
-			stems_str(m->stems, want, sizeof want);
+			sb_stem_mask_text(model->info.stems, ", ", got, sizeof got);
+			sb_stem_mask_text(m->stems, ", ", want, sizeof want);
 			sb_log(log, SB_LOG_ERROR, "%s: the checkpoints make the stems %s, the catalogue "
 			       "promises %s: not installed", m->name, got, want);
 			st = SB_ERR_MODEL;

@@ -159,16 +159,6 @@ static void log_plain(void *user, sb_log_level level, const char *msg)
 		fprintf(stderr, "stembridge: warning: %s\n", msg);
 }
 
-static void stems_str(unsigned mask, char *buf, size_t len)
-{
-	size_t at = 0;
-	buf[0] = '\0';
-	for (int k = 0; k < SB_N_KNOWN_STEMS; k++)
-		if (mask & (1u << k))
-			at += (size_t)snprintf(buf + at, at < len ? len - at : 0, "%s%s", at ? ", " : "",
-			                       sb_stem_names[k]);
-}
-
 static void size_str(const sb_catalog_model *m, char *buf, size_t len)
 {
 	int approx = 0;
@@ -288,7 +278,7 @@ static int cmd_list(int argc, char **argv)
 	for (int i = 0; i < sb_catalog_count(cat); i++) {
 		const sb_catalog_model *m = sb_catalog_at(cat, i);
 		const found_model *f = find(found, n_found, m->name);
-		stems_str(m->stems, stems, sizeof stems);
+		sb_stem_mask_text(m->stems, ", ", stems, sizeof stems);
 		size_str(m, size, sizeof size);
 		printf("%s: %s\n    %s\n    stems: %s; %s\n", m->name,
 		       f ? "installed" : "not installed", m->description, stems, size);

@@ -167,6 +167,36 @@ static void merge(float *n, float *m, float *q, float n2, float m2, float q2)
 	*n = nn;
 }
 
+/* The sum and the maximum of every work-item's v in a work-group, returned to all of them (the
+ * local array may be used again afterwards): the one tree reduction the kernels below share. */
+static float group_sum(__local float *red, int l, float v)
+{
+	red[l] = v;
+	barrier(CLK_LOCAL_MEM_FENCE);
+	for (int w = RED_WG / 2; w > 0; w >>= 1) {
+		if (l < w)
+			red[l] += red[l + w];
+		barrier(CLK_LOCAL_MEM_FENCE);
+	}
+	const float r = red[0];
+	barrier(CLK_LOCAL_MEM_FENCE);
+	return r;
+}
+
+static float group_max(__local float *red, int l, float v)
+{
+	red[l] = v;
+	barrier(CLK_LOCAL_MEM_FENCE);
+	for (int w = RED_WG / 2; w > 0; w >>= 1) {
+		if (l < w)
+			red[l] = fmax(red[l], red[l + w]);
+		barrier(CLK_LOCAL_MEM_FENCE);
+	}
+	const float r = red[0];
+	barrier(CLK_LOCAL_MEM_FENCE);
+	return r;
+}
+
 /* every work-item's (count, mean, M2) merged into entry 0 of the local arrays */
 static void merge_group(__local float *rn, __local float *rm, __local float *rq, int l, float cn,
                         float cm, float cq)
@@ -269,28 +299,13 @@ void layernorm(__global const float *x, ulong xoff, __global float *o, ulong oof
 	float s = 0.f;
 	for (int i = l; i < D; i += RED_WG)
 		s += p[i];
-	red[l] = s;
-	barrier(CLK_LOCAL_MEM_FENCE);
-	for (int wd = RED_WG / 2; wd > 0; wd >>= 1) {
-		if (l < wd)
-			red[l] += red[l + wd];
-		barrier(CLK_LOCAL_MEM_FENCE);
-	}
-	const float mean = red[0] / (float)D;
-	barrier(CLK_LOCAL_MEM_FENCE);
+	const float mean = group_sum(red, l, s) / (float)D;
 	float q = 0.f;
 	for (int i = l; i < D; i += RED_WG) {
 		const float d = p[i] - mean;
 		q += d * d;
 	}
-	red[l] = q;
-	barrier(CLK_LOCAL_MEM_FENCE);
-	for (int wd = RED_WG / 2; wd > 0; wd >>= 1) {
-		if (l < wd)
-			red[l] += red[l + wd];
-		barrier(CLK_LOCAL_MEM_FENCE);
-	}
-	const float rs = rsqrt(red[0] / (float)D + 1e-5f);
+	const float rs = rsqrt(group_sum(red, l, q) / (float)D + 1e-5f);
 	for (int i = l; i < D; i += RED_WG)
 		o[ooff + r * D + i] = (p[i] - mean) * rs * w[woff + i] + b[boff + i];
 }
@@ -305,29 +320,14 @@ void softmax_rows(__global float *x, ulong xoff, int n)
 	float m = -INFINITY;
 	for (int i = l; i < n; i += RED_WG)
 		m = fmax(m, p[i]);
-	red[l] = m;
-	barrier(CLK_LOCAL_MEM_FENCE);
-	for (int w = RED_WG / 2; w > 0; w >>= 1) {
-		if (l < w)
-			red[l] = fmax(red[l], red[l + w]);
-		barrier(CLK_LOCAL_MEM_FENCE);
-	}
-	m = red[0];
-	barrier(CLK_LOCAL_MEM_FENCE);
+	m = group_max(red, l, m);
 	float s = 0.f;
 	for (int i = l; i < n; i += RED_WG) {
 		const float e = exp(p[i] - m);
 		p[i] = e;
 		s += e;
 	}
-	red[l] = s;
-	barrier(CLK_LOCAL_MEM_FENCE);
-	for (int w = RED_WG / 2; w > 0; w >>= 1) {
-		if (l < w)
-			red[l] += red[l + w];
-		barrier(CLK_LOCAL_MEM_FENCE);
-	}
-	const float inv = 1.f / red[0];
+	const float inv = 1.f / group_sum(red, l, s);
 	for (int i = l; i < n; i += RED_WG)
 		p[i] *= inv;
 }

@@ -1,6 +1,7 @@
-/* The native CPU backend: the host's threads (core/thread_pool.h), our own packed matrix
- * products split across them (gemm.h: kernels chosen by instruction set, fp32 or bf16), and the vectorised element-wise maths of vmath.c. Device
- * memory is host memory: wrap() uses the weights where they are.
+/* The native CPU backend: the host's threads (core/thread_pool.h), matrix products split across
+ * them (gemm.h: oneDNN or our kernels, chosen by instruction set, fp32 or bf16), and the
+ * vectorised element-wise maths of vmath.c. Device memory is host memory: wrap() uses the
+ * weights where they are.
  *
  * Operations run on the calling thread and the pool and are done when they return; nothing
  * here fails but allocation. Every operation splits its range over the pool in pieces large
@@ -102,8 +103,8 @@ static void details(const sb_device_props *p, char *buf, size_t len)
 	(void)p;
 	const sb_cpu_features *f = sb_cpu_features_get();
 	const int bf16 = sb_gemm_bf16_available();
-	snprintf(buf, len, "instructions %s (%s family %u model %u); products: fp32 %s, bf16 %s", f->flags,
-	         f->vendor, f->family, f->model, sb_gemm_describe(0),
+	snprintf(buf, len, "instructions %s (%s family %u model %u); products: fp32 %s, bf16 %s",
+	         f->flags, f->vendor, f->family, f->model, sb_gemm_describe(0),
 	         bf16 ? sb_gemm_describe(1) : "not available (runs fp32)");
 }
 
@@ -160,20 +161,20 @@ static sb_status cpu_open(const sb_device_props *dev, const sb_open_opts *o, con
 	/* two rows per thread by default: a tile's activations stay in the cores' caches */
 	const char *t = getenv("SB_ROW_TILE");
 	d->tile = t && atoi(t) >= 0 ? atoi(t) : 2 * d->threads;
-	d->log = log;
 	sb_gemm_init();
 	if (o && o->precision == SB_PREC_BF16) {
 		d->bf16 = sb_gemm_bf16_available();
 		static atomic_flag said = ATOMIC_FLAG_INIT; /* once a process: the manifest says it
 		                                                for every job */
 		if (!d->bf16 && !atomic_flag_test_and_set(&said))
-			sb_log(log, SB_LOG_WARNING, "bf16 products need AVX512_BF16, which this CPU (%s) lacks: "
-			       "running fp32", sb_cpu_features_get()->flags);
+			sb_log(log, SB_LOG_WARNING, "bf16 products need AVX512_BF16, which this CPU (%s) "
+			       "lacks: running fp32", sb_cpu_features_get()->flags);
 	}
 	d->ws = calloc((size_t)d->threads, sizeof *d->ws);
-	for (int i = 0; d->ws && i < d->threads; i++)
-		d->ws[i] = sb_gemm_ws_new(d->bf16);
-	if (!d->ws || !d->ws[d->threads - 1]) {
+	int have = d->ws != NULL;
+	for (int i = 0; have && i < d->threads; i++)
+		have = (d->ws[i] = sb_gemm_ws_new(d->bf16)) != NULL;
+	if (!have) {
 		cpu_close(d);
 		sb_log(log, SB_LOG_ERROR, "out of memory (matrix product buffers)");
 		return SB_ERR_NOMEM;

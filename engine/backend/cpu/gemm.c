@@ -193,14 +193,26 @@ sb_gemm_ws *sb_gemm_ws_new(int bf16)
 	if (!ws)
 		return NULL;
 	ws->k = bf16 && g.bf16 ? g.bf16 : g.f32;
+	return ws;
+}
+
+/* The packing buffers, at the first packed product: a workspace whose products all go to a
+ * library never needs them. 0 when out of memory (the product then runs the loop). */
+static int ws_buffers(sb_gemm_ws *ws)
+{
+	if (ws->a && ws->b)
+		return 1;
 	const sb_gemm_kernel *k = ws->k;
 	const size_t abytes = panel_bytes(k, (k->mc + k->mr - 1) / k->mr * k->mr, k->kc);
 	const size_t bbytes = panel_bytes(k, (k->nc + k->nr - 1) / k->nr * k->nr, k->kc);
-	if (posix_memalign(&ws->a, 64, abytes) || posix_memalign(&ws->b, 64, bbytes)) {
-		sb_gemm_ws_free(ws);
-		return NULL;
+	if ((!ws->a && posix_memalign(&ws->a, 64, abytes)) ||
+	    (!ws->b && posix_memalign(&ws->b, 64, bbytes))) {
+		free(ws->a);
+		free(ws->b);
+		ws->a = ws->b = NULL;
+		return 0;
 	}
-	return ws;
+	return 1;
 }
 
 void sb_gemm_ws_free(sb_gemm_ws *ws)
@@ -309,12 +321,12 @@ void sb_sgemm(sb_gemm_ws *ws, int ta, int tb, int M, int N, int K, float alpha, 
 		/* it fails only on allocation; our kernels then compute the same product */
 		if (g.dnnl(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C,
 		           ldc) != 0) {
-			if (ws)
+			if (ws && ws_buffers(ws))
 				packed_sgemm(ws, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 			else
 				loop_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 		}
-	} else if (ws && !g.loop) {
+	} else if (ws && !g.loop && ws_buffers(ws)) {
 		packed_sgemm(ws, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 	} else {
 		loop_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);

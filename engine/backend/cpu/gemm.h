@@ -20,12 +20,13 @@
 
 #include "core/thread_pool.h"
 
-/* One thread's packing buffers (about 2.5 MB). Used by one thread at a time. */
+/* One thread's packing buffers (about 2.5 MB, allocated at its first packed product). Used by
+ * one thread at a time. */
 typedef struct sb_gemm_ws sb_gemm_ws;
 
 /* bf16: products round their inputs to bf16 (sums stay fp32), where the processor can; else
- * fp32 (sb_gemm_bf16_available() says which). NULL when out of memory: products given a NULL
- * workspace run the unpacked loop, slower but correct. */
+ * fp32 (sb_gemm_bf16_available() says which). NULL when out of memory. Products given a NULL
+ * workspace, or one whose buffers cannot be had, run the unpacked loop, slower but correct. */
 sb_gemm_ws *sb_gemm_ws_new(int bf16);
 void sb_gemm_ws_free(sb_gemm_ws *ws);
 

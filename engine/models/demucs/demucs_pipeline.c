@@ -38,6 +38,7 @@
  */
 #include "models/demucs/demucs_internal.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -585,14 +586,14 @@ static sb_status run_unlocked(sched *s, worker *w, task *t, double *dt)
 	return st;
 }
 
-/* Under the lock: t finished on w first. Its output becomes the task's, the other run (a
- * backup's or the first's) is told to stop. */
+/* Under the lock: t finished on w first. w's buffer becomes the task's output (w makes another
+ * for its next run), the other run (a backup's or the first's) is told to stop. */
 static void won(sched *s, worker *w, task *t)
 {
-	float *keep = t->out;
+	assert(!t->out); /* a task is won once */
 	t->out = w->buf;
-	w->buf = keep;
-	w->buf_n = keep ? w->buf_n : 0;
+	w->buf = NULL;
+	w->buf_n = 0;
 	t->done = 1;
 	for (int i = 0; i < s->n_w; i++)
 		if (&s->w[i] != w && s->w[i].cur == t)

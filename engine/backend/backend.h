@@ -33,7 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SB_BACKEND_API 2
+#define SB_BACKEND_API 3
 
 typedef struct sb_bdev sb_bdev; /* an opened device: the backend's own struct */
 typedef struct sb_bbuf sb_bbuf; /* memory on a device: the backend's own struct */
@@ -50,7 +50,8 @@ static inline sb_dv sb_dv_at(sb_dv v, size_t floats)
 	return v;
 }
 
-enum { SB_ACT_NONE = 0, SB_ACT_GELU = 1 }; /* GELU: 0.5 x (1 + erf(x / sqrt 2)) */
+/* GELU: 0.5 x (1 + erf(x / sqrt 2)); TANH (bias_act and bias_cols only): tanh x */
+enum { SB_ACT_NONE = 0, SB_ACT_GELU = 1, SB_ACT_TANH = 2 };
 
 /* The operations the models are written in. Each one is defined by its arithmetic here; every
  * backend computes it within float rounding of the CPU backend (tests/backend/test_ops.c).
@@ -107,14 +108,30 @@ typedef struct {
 	 * 2: o[c][t] = act(b[c] + p[u%4][c][u/4] + p[u%4 + 4][c][u/4 - 1]), u = t + 2, t < length */
 	void (*convtr_k8s4)(sb_bdev *d, sb_dv p, long lin, int cout, long length, sb_dv b, int act,
 	                    sb_dv o);
-	/* multi-head attention: for head h < heads, query row i < nq, c < hd,
-	 * o[i ldo + h hd + c] = sum_j P[i][j] v[j ldkv + h hd + c] with
-	 * P[i][j] = softmax over j < nk of scale sum_e q[i ldq + h hd + e] k[j ldkv + h hd + e]
-	 * (k and v may be columns of one matrix, as q, k and v of a fused projection are). Where
-	 * the scores live is the backend's own business: a CPU keeps a block of them in cache, a
-	 * GPU may hold them all or none. */
+	/* multi-head attention over batch sequences: for item b < batch, head h < heads, query
+	 * row i < nq, c < hd,
+	 * o[b so + i ldo + h hd + c] = sum_j P[i][j] v[b skv + j ldkv + h hd + c] with
+	 * P[i][j] = softmax over j < nk of scale sum_e q[b sq + i ldq + h hd + e]
+	 *                                             k[b skv + j ldkv + h hd + e]
+	 * (k and v may be columns of one matrix, as q, k and v of a fused projection are; the
+	 * items may interleave, as the sequences of an axial transformer do). Where the scores
+	 * live is the backend's own business: a CPU keeps a block of them in cache, a GPU may
+	 * hold them all or none, never more than its memory allows. */
 	void (*attention)(sb_bdev *d, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq, int nk,
-	                  int heads, int hd, float scale, sb_dv o, int ldo);
+	                  int heads, int hd, float scale, sb_dv o, int ldo, int batch, long sq,
+	                  long skv, long so);
+	/* RMSNorm (the RoFormers): o[r][c] = x[r][c] sqrt(D) / max(||x[r]||, 1e-12) w[c] over the
+	 * D values of each row; o may be x */
+	void (*rmsnorm)(sb_bdev *d, sb_dv x, sb_dv o, size_t rows, int D, sb_dv w);
+	/* rotary position embedding on interleaved pairs (rotary-embedding-torch): for row
+	 * r < rows at x + r ld, position p = (r / div) % mod, pair i < cols / 2 with j = i % (hd / 2)
+	 * and (c, s) = (cs[(p hd / 2 + j) 2], cs[(p hd / 2 + j) 2 + 1]):
+	 * (x[2i], x[2i+1]) = (x[2i] c - x[2i+1] s, x[2i+1] c + x[2i] s); cols a multiple of hd */
+	void (*rope)(sb_bdev *d, sb_dv x, size_t rows, int ld, int cols, int hd, sb_dv cs, int div,
+	             int mod);
+	/* per-head gates: x[r ldx + h hd + c] *= sigmoid(g[r ldg + h]), r < rows, h < heads */
+	void (*head_gate)(sb_bdev *d, sb_dv x, int ldx, sb_dv g, int ldg, size_t rows, int heads,
+	                  int hd);
 } sb_ops;
 
 /* The built-in separator's per-chunk work (models/classic/classic.h steps 1-6 and the inverse

@@ -142,7 +142,7 @@ static void verdict(const where *w, const char *op, const char *shape, sb_status
 }
 
 /* The results a device gives, in case order, kept for the CPU to compare the others with. */
-#define MAX_CASES 64
+#define MAX_CASES 128
 typedef struct {
 	float *out[MAX_CASES];
 	size_t n[MAX_CASES];
@@ -233,7 +233,7 @@ static void case_gemm(run *r, int M, int N, int K, int tb, int batch, int batch2
 }
 
 /* An elementwise operation: x (and y) in, x out. */
-enum { E_ZERO, E_COPY, E_BIAS, E_BIAS_GELU, E_FILL, E_COLS, E_COLS_GELU, E_ADD, E_SCALE_ADD,
+enum { E_ZERO, E_COPY, E_BIAS, E_BIAS_GELU, E_BIAS_TANH, E_FILL, E_COLS, E_COLS_GELU, E_COLS_TANH, E_ADD, E_SCALE_ADD,
        E_ROWCH };
 static void case_ew(run *r, int kind, int C, int T, int batch)
 {
@@ -248,6 +248,9 @@ static void case_ew(run *r, int kind, int C, int T, int batch)
 		case E_COPY: want[i] = y[i]; name = "copy"; break;
 		case E_BIAS: want[i] = (double)x[i] + b[c]; name = "bias_act"; break;
 		case E_BIAS_GELU: want[i] = gelu((double)x[i] + b[c]); name = "bias_act gelu"; break;
+		case E_BIAS_TANH: want[i] = tanh((double)x[i] + b[c]); name = "bias_act tanh"; break;
+		case E_COLS_TANH: want[i] = tanh((double)x[i] + b[i % (size_t)T]); name = "bias_cols tanh";
+			break;
 		case E_FILL: want[i] = b[c]; name = "fill_bias"; break;
 		case E_COLS: want[i] = (double)x[i] + b[i % (size_t)T]; name = "bias_cols"; break;
 		case E_COLS_GELU: want[i] = gelu((double)x[i] + b[i % (size_t)T]); name = "bias_cols gelu";
@@ -272,6 +275,8 @@ static void case_ew(run *r, int kind, int C, int T, int batch)
 		case E_COPY: ops(r)->copy(dv(r), dx, dy, n); break;
 		case E_BIAS: ops(r)->bias_act(dv(r), dx, n, C, T, db, SB_ACT_NONE); break;
 		case E_BIAS_GELU: ops(r)->bias_act(dv(r), dx, n, C, T, db, SB_ACT_GELU); break;
+		case E_BIAS_TANH: ops(r)->bias_act(dv(r), dx, n, C, T, db, SB_ACT_TANH); break;
+		case E_COLS_TANH: ops(r)->bias_cols(dv(r), dx, n, T, db, SB_ACT_TANH); break;
 		case E_FILL: ops(r)->fill_bias(dv(r), dx, n, C, T, db); break;
 		case E_COLS: ops(r)->bias_cols(dv(r), dx, n, T, db, SB_ACT_NONE); break;
 		case E_COLS_GELU: ops(r)->bias_cols(dv(r), dx, n, T, db, SB_ACT_GELU); break;
@@ -555,50 +560,61 @@ static void case_convtr(run *r, int cout, long lin, long length, int act)
 }
 
 /* self-attention (q, k, v columns of one fused projection) or cross-attention (k, v of their
- * own matrix) */
-static void case_attention(run *r, int nq, int nk, int heads, int hd, int fused)
+ * own matrix), over 'batch' sequences; interleaved: the items' rows alternate (row i of item b
+ * at (i batch + b) ld, as an axial transformer's time sequences lie), else item after item */
+static void case_attention(run *r, int nq, int nk, int heads, int hd, int fused, int batch,
+                           int interleaved)
 {
-	const int D = heads * hd, ldq = fused ? 3 * D : D, ldkv = fused ? 3 * D : 2 * D,
-	          ldo = D + 3;
-	const size_t nqv = (size_t)nq * ldq, nkv = fused ? 0 : (size_t)nk * ldkv,
-	             no = (size_t)nq * ldo;
+	const int D = heads * hd;
 	if (fused)
 		nk = nq;
+	const int rq = fused ? 3 * D : D, rkv = fused ? 3 * D : 2 * D, ro = D + 3;
+	/* row strides and item strides of q, k/v and o */
+	const int ldq = interleaved ? rq * batch : rq, ldkv = interleaved ? rkv * batch : rkv,
+	          ldo = interleaved ? ro * batch : ro;
+	const long sq = interleaved ? rq : (long)nq * rq, skv = interleaved ? rkv : (long)nk * rkv,
+	           so = interleaved ? ro : (long)nq * ro;
+	const size_t nqv = (size_t)nq * rq * batch, nkv = fused ? 0 : (size_t)nk * rkv * batch,
+	             no = (size_t)nq * ro * batch;
 	float *qm = rnd(nqv, 1), *kvm = fused ? NULL : rnd(nkv, 1), *o = rnd(no, 1);
-	const float *kp = fused ? qm + D : kvm, *vp = fused ? qm + 2 * D : kvm + D;
 	const float scale = 1.f / sqrtf((float)hd);
 	float *got = malloc(sizeof(float) * no);
 	double *want = dup_d(o, no), *p = malloc(sizeof(double) * (size_t)nk);
-	for (int h = 0; h < heads; h++)
-		for (int i = 0; i < nq; i++) {
-			double mx = -INFINITY, sum = 0;
-			for (int j = 0; j < nk; j++) {
-				double v = 0;
-				for (int e = 0; e < hd; e++)
-					v += (double)qm[(size_t)i * ldq + h * hd + e] *
-					     kp[(size_t)j * ldkv + h * hd + e];
-				p[j] = scale * v;
-				mx = p[j] > mx ? p[j] : mx;
-			}
-			for (int j = 0; j < nk; j++)
-				sum += (p[j] = exp(p[j] - mx));
-			for (int c = 0; c < hd; c++) {
-				double v = 0;
+	for (int b = 0; b < batch; b++) {
+		const float *qp = qm + b * sq, *kp = fused ? qm + b * sq + D : kvm + b * skv,
+		            *vp = fused ? qm + b * sq + 2 * D : kvm + b * skv + D;
+		for (int h = 0; h < heads; h++)
+			for (int i = 0; i < nq; i++) {
+				double mx = -INFINITY, sum = 0;
+				for (int j = 0; j < nk; j++) {
+					double v = 0;
+					for (int e = 0; e < hd; e++)
+						v += (double)qp[(size_t)i * ldq + h * hd + e] *
+						     kp[(size_t)j * ldkv + h * hd + e];
+					p[j] = scale * v;
+					mx = p[j] > mx ? p[j] : mx;
+				}
 				for (int j = 0; j < nk; j++)
-					v += p[j] / sum * vp[(size_t)j * ldkv + h * hd + c];
-				want[(size_t)i * ldo + h * hd + c] = v;
+					sum += (p[j] = exp(p[j] - mx));
+				for (int c = 0; c < hd; c++) {
+					double v = 0;
+					for (int j = 0; j < nk; j++)
+						v += p[j] / sum * vp[(size_t)j * ldkv + h * hd + c];
+					want[b * so + (size_t)i * ldo + h * hd + c] = v;
+				}
 			}
-		}
+	}
 	sb_dv dq = put(r->a, qm, nqv), dkv = fused ? dq : put(r->a, kvm, nkv), dout = put(r->a, o, no);
 	if (!r->a->failed)
 		ops(r)->attention(dv(r), dq, ldq, fused ? sb_dv_at(dq, (size_t)D) : dkv,
 		                  fused ? sb_dv_at(dq, (size_t)2 * D) : sb_dv_at(dkv, (size_t)D), ldkv,
-		                  nq, nk, heads, hd, scale, dout, ldo);
+		                  nq, nk, heads, hd, scale, dout, ldo, batch, sq, fused ? sq : skv, so);
 	memcpy(got, o, sizeof(float) * no);
 	get(r->a, got, dout, no);
 	sb_status st = done(r->a);
 	char shape[64];
-	snprintf(shape, sizeof shape, "%d x %d, %d x %d%s", nq, nk, heads, hd, fused ? " qkv" : "");
+	snprintf(shape, sizeof shape, "%dx %d x %d, %d x %d%s%s", batch, nq, nk, heads, hd,
+	         fused ? " qkv" : "", interleaved ? " axial" : "");
 	judge(r, "attention", shape, st, got, want, no, 2e-6);
 	arena_free(r->a);
 	free(qm);
@@ -607,6 +623,102 @@ static void case_attention(run *r, int nq, int nk, int heads, int hd, int fused)
 	free(got);
 	free(want);
 	free(p);
+}
+
+/* RMSNorm of rows of D, in place or not */
+static void case_rmsnorm(run *r, int rows, int D, int inplace)
+{
+	const size_t n = (size_t)rows * D;
+	float *x = rnd(n, 2), *w = rnd((size_t)D, 1), *got = malloc(sizeof(float) * n);
+	double *want = malloc(sizeof(double) * n);
+	for (int i = 0; i < rows; i++) {
+		double q = 0;
+		for (int c = 0; c < D; c++)
+			q += (double)x[(size_t)i * D + c] * x[(size_t)i * D + c];
+		const double a = sqrt((double)D) / fmax(sqrt(q), 1e-12);
+		for (int c = 0; c < D; c++)
+			want[(size_t)i * D + c] = x[(size_t)i * D + c] * a * w[c];
+	}
+	if (rows > 1) /* a row of zeros stays zeros (the norm's floor) */
+		for (int c = 0; c < D; c++)
+			x[c] = 0.f, want[c] = 0;
+	sb_dv dx = put(r->a, x, n), dw = put(r->a, w, (size_t)D);
+	sb_dv dout = inplace ? dx : put(r->a, NULL, n);
+	if (!r->a->failed)
+		ops(r)->rmsnorm(dv(r), dx, dout, (size_t)rows, D, dw);
+	get(r->a, got, dout, n);
+	sb_status st = done(r->a);
+	char shape[64];
+	snprintf(shape, sizeof shape, "%d x %d%s", rows, D, inplace ? " in place" : "");
+	judge(r, "rmsnorm", shape, st, got, want, n, 1e-6);
+	arena_free(r->a);
+	free(x);
+	free(w);
+	free(got);
+	free(want);
+}
+
+/* rotary embedding of the first cols of rows at stride ld; positions (r / div) % mod */
+static void case_rope(run *r, int rows, int ld, int cols, int hd, int div, int mod)
+{
+	const size_t n = (size_t)rows * ld, ncs = (size_t)mod * hd;
+	float *x = rnd(n, 1), *cs = malloc(sizeof(float) * ncs), *got = malloc(sizeof(float) * n);
+	for (int p = 0; p < mod; p++)
+		for (int j = 0; j < hd / 2; j++) {
+			const double a = p * pow(10000.0, -2.0 * j / hd);
+			cs[(size_t)p * hd + 2 * j] = (float)cos(a);
+			cs[(size_t)p * hd + 2 * j + 1] = (float)sin(a);
+		}
+	double *want = dup_d(x, n);
+	for (int i = 0; i < rows; i++) {
+		const int p = (i / div) % mod;
+		for (int k = 0; k < cols / 2; k++) {
+			const int j = k % (hd / 2);
+			const double c = cs[(size_t)p * hd + 2 * j], s = cs[(size_t)p * hd + 2 * j + 1];
+			const double x0 = x[(size_t)i * ld + 2 * k], x1 = x[(size_t)i * ld + 2 * k + 1];
+			want[(size_t)i * ld + 2 * k] = x0 * c - x1 * s;
+			want[(size_t)i * ld + 2 * k + 1] = x1 * c + x0 * s;
+		}
+	}
+	sb_dv dx = put(r->a, x, n), dcs = put(r->a, cs, ncs);
+	if (!r->a->failed)
+		ops(r)->rope(dv(r), dx, (size_t)rows, ld, cols, hd, dcs, div, mod);
+	get(r->a, got, dx, n);
+	sb_status st = done(r->a);
+	char shape[64];
+	snprintf(shape, sizeof shape, "%d x %d/%d, hd %d, /%d %%%d", rows, cols, ld, hd, div, mod);
+	judge(r, "rope", shape, st, got, want, n, 1e-6);
+	arena_free(r->a);
+	free(x);
+	free(cs);
+	free(got);
+	free(want);
+}
+
+/* per-head sigmoid gates read from columns of the same rows (as a fused projection has them) */
+static void case_head_gate(run *r, int rows, int heads, int hd)
+{
+	const int ld = heads * hd + heads + 5;
+	const size_t n = (size_t)rows * ld;
+	float *x = rnd(n, 3), *got = malloc(sizeof(float) * n);
+	double *want = dup_d(x, n);
+	const int g0 = heads * hd + 2;
+	for (int i = 0; i < rows; i++)
+		for (int e = 0; e < heads * hd; e++)
+			want[(size_t)i * ld + e] =
+			    x[(size_t)i * ld + e] / (1.0 + exp(-(double)x[(size_t)i * ld + g0 + e / hd]));
+	sb_dv dx = put(r->a, x, n);
+	if (!r->a->failed)
+		ops(r)->head_gate(dv(r), dx, ld, sb_dv_at(dx, (size_t)g0), ld, (size_t)rows, heads, hd);
+	get(r->a, got, dx, n);
+	sb_status st = done(r->a);
+	char shape[64];
+	snprintf(shape, sizeof shape, "%d x %d x %d", rows, heads, hd);
+	judge(r, "head_gate", shape, st, got, want, n, 1e-6);
+	arena_free(r->a);
+	free(x);
+	free(got);
+	free(want);
 }
 
 /* Every case, in a fixed order (the CPU's results are matched by position). */
@@ -657,10 +769,24 @@ static void all_cases(run *r)
 	case_im2col(r, 48, 4411);
 	case_convtr(r, 5, 12, 45, 0);
 	case_convtr(r, 48, 1103, 4410, 1);
-	case_attention(r, 37, 37, 3, 8, 1);
-	case_attention(r, 300, 300, 8, 48, 1);  /* more query rows than a CPU block */
-	case_attention(r, 45, 70, 4, 16, 0);
-	case_attention(r, 600, 257, 8, 48, 0);
+	case_attention(r, 37, 37, 3, 8, 1, 1, 0);
+	case_attention(r, 300, 300, 8, 48, 1, 1, 0);  /* more query rows than a CPU block */
+	case_attention(r, 45, 70, 4, 16, 0, 1, 0);
+	case_attention(r, 600, 257, 8, 48, 0, 1, 0);
+	case_attention(r, 50, 50, 4, 16, 1, 3, 0);    /* segments of a batch, one after another */
+	case_attention(r, 30, 45, 2, 8, 0, 2, 0);
+	case_attention(r, 41, 41, 2, 16, 1, 5, 1);    /* a RoFormer's time sequences, per band */
+	case_attention(r, 7, 7, 4, 8, 1, 19, 0);      /* its band sequences: many and short */
+	case_ew(r, E_BIAS_TANH, 7, 33, 3);
+	case_ew(r, E_COLS_TANH, 5, 384, 40);
+	case_rmsnorm(r, 37, 24, 0);
+	case_rmsnorm(r, 700, 384, 1);
+	case_rmsnorm(r, 5, 1030, 0);                  /* longer rows than a work-group */
+	case_rope(r, 60, 3 * 32 + 4, 2 * 32, 16, 1, 60);
+	case_rope(r, 6 * 11, 2 * 24, 2 * 24, 8, 6, 11);  /* time positions of [T][bands] rows */
+	case_rope(r, 6 * 11, 2 * 24, 2 * 24, 8, 1, 6);   /* band positions */
+	case_head_gate(r, 33, 4, 16);
+	case_head_gate(r, 500, 8, 64);
 }
 
 /* The classic group: one chunk of the built-in separator, against the CPU backend. */

@@ -35,13 +35,13 @@ enum {
 	OP_GEMM, OP_ZERO, OP_COPY, OP_BIAS_ACT, OP_FILL_BIAS, OP_BIAS_COLS, OP_ADD, OP_SCALE_ADD,
 	OP_GLU, OP_GLU_ADD, OP_GROUPNORM, OP_GN_TOKENS, OP_LAYERNORM, OP_SOFTMAX, OP_TRANSPOSE,
 	OP_ROWS_TOKENS, OP_ADD_ROW_CHANNEL, OP_IM2COL, OP_CONVTR, OP_ATTENTION, OP_UPLOAD,
-	OP_DOWNLOAD, OP_COUNT
+	OP_DOWNLOAD, OP_RMSNORM, OP_ROPE, OP_HEAD_GATE, OP_COUNT
 };
 static const char *const op_names[OP_COUNT] = {
 	"gemm", "zero", "copy", "bias_act", "fill_bias", "bias_cols", "add", "scale_add", "glu",
 	"glu_add", "groupnorm", "groupnorm_tokens", "layernorm", "softmax", "transpose",
 	"rows_tokens", "add_row_channel", "im2col_k8s4", "convtr_k8s4", "attention", "upload",
-	"download",
+	"download", "rmsnorm", "rope", "head_gate",
 };
 
 struct sb_bdev {
@@ -345,8 +345,11 @@ static void k_bias_act(void *v, int64_t b, int64_t e, int w)
 	for (int64_t r = b; r < e; r++) {
 		float *p = j->x + r * j->T;
 		const float bv = j->b[r % j->C];
-		if (j->act)
+		if (j->act == SB_ACT_GELU)
 			sb_vbias_gelu(p, j->T, bv);
+		else if (j->act == SB_ACT_TANH)
+			for (int t = 0; t < j->T; t++)
+				p[t] = tanhf(p[t] + bv);
 		else
 			for (int t = 0; t < j->T; t++)
 				p[t] += bv;
@@ -396,8 +399,11 @@ static void k_bias_cols(void *v, int64_t b, int64_t e, int w)
 	ew *j = v;
 	for (int64_t r = b; r < e; r++) {
 		float *p = j->x + r * j->D;
-		if (j->act) {
+		if (j->act == SB_ACT_GELU) {
 			sb_vbias_gelu_cols(p, j->D, j->b);
+		} else if (j->act == SB_ACT_TANH) {
+			for (int c = 0; c < j->D; c++)
+				p[c] = tanhf(p[c] + j->b[c]);
 		} else {
 			for (int c = 0; c < j->D; c++)
 				p[c] += j->b[c];
@@ -826,7 +832,8 @@ typedef struct {
 	sb_gemm_ws *const *ws;
 	const float *q, *k, *v;
 	float *o, *s;
-	int ldq, ldkv, ldo, nq, nk, hd, blocks;
+	int ldq, ldkv, ldo, nq, nk, hd, heads, blocks;
+	long sq, skv, so;
 	float scale;
 } att_job;
 
@@ -836,11 +843,14 @@ static void k_attention(void *vj, int64_t b, int64_t e, int wk)
 	sb_gemm_ws *ws = j->ws[wk];
 	float *s = j->s + (size_t)wk * ATT_ROWS * (size_t)j->nk;
 	for (int64_t task = b; task < e; task++) {
-		const int h = (int)(task / j->blocks);
+		const int64_t item = task / ((int64_t)j->heads * j->blocks);
+		const int h = (int)(task / j->blocks % j->heads);
 		const int q0 = (int)(task % j->blocks) * ATT_ROWS;
 		const int m = j->nq - q0 < ATT_ROWS ? j->nq - q0 : ATT_ROWS;
-		sb_sgemm(ws, 0, 1, m, j->nk, j->hd, j->scale, j->q + (size_t)q0 * j->ldq + (size_t)h * j->hd,
-		         j->ldq, j->k + (size_t)h * j->hd, j->ldkv, 0.f, s, j->nk);
+		const float *q = j->q + item * j->sq, *k = j->k + item * j->skv,
+		            *v = j->v + item * j->skv;
+		sb_sgemm(ws, 0, 1, m, j->nk, j->hd, j->scale, q + (size_t)q0 * j->ldq + (size_t)h * j->hd,
+		         j->ldq, k + (size_t)h * j->hd, j->ldkv, 0.f, s, j->nk);
 		/* the softmax's division goes to the product's hd outputs of a row, not its nk
 		 * scores: one pass over the scores fewer (they do not fit a core's L2) */
 		float inv[ATT_ROWS];
@@ -848,8 +858,8 @@ static void k_attention(void *vj, int64_t b, int64_t e, int wk)
 			float *row = s + (size_t)r * j->nk;
 			inv[r] = 1.f / sb_vexp_sum(row, j->nk, sb_vmax(row, j->nk));
 		}
-		float *o = j->o + (size_t)q0 * j->ldo + (size_t)h * j->hd;
-		sb_sgemm(ws, 0, 0, m, j->hd, j->nk, 1.f, s, j->nk, j->v + (size_t)h * j->hd, j->ldkv, 0.f,
+		float *o = j->o + item * j->so + (size_t)q0 * j->ldo + (size_t)h * j->hd;
+		sb_sgemm(ws, 0, 0, m, j->hd, j->nk, 1.f, s, j->nk, v + (size_t)h * j->hd, j->ldkv, 0.f,
 		         o, j->ldo);
 		for (int r = 0; r < m; r++)
 			sb_vscale(o + (size_t)r * j->ldo, j->hd, inv[r]);
@@ -857,9 +867,10 @@ static void k_attention(void *vj, int64_t b, int64_t e, int wk)
 }
 
 static void op_attention(sb_bdev *d, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
-                         int nk, int heads, int hd, float scale, sb_dv o, int ldo)
+                         int nk, int heads, int hd, float scale, sb_dv o, int ldo, int batch,
+                         long sq, long skv, long so)
 {
-	if (nq <= 0 || nk <= 0 || heads <= 0 || d->st != SB_OK)
+	if (nq <= 0 || nk <= 0 || heads <= 0 || batch <= 0 || d->st != SB_OK)
 		return;
 	const double t0 = prof_t0(d);
 	const size_t need = (size_t)d->threads * ATT_ROWS * (size_t)nk;
@@ -872,10 +883,95 @@ static void op_attention(sb_bdev *d, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldk
 		d->att = s;
 		d->att_n = need;
 	}
-	att_job j = {d->ws, P(q), P(k), P(v), P(o), d->att, ldq, ldkv, ldo, nq, nk, hd,
-	             (nq + ATT_ROWS - 1) / ATT_ROWS, scale};
-	sb_pool_for(d->pool, (int64_t)heads * j.blocks, 1, k_attention, &j);
-	prof_add(d, OP_ATTENTION, t0, 4.0 * nq * nk * hd * heads);
+	att_job j = {d->ws, P(q), P(k), P(v), P(o), d->att, ldq, ldkv, ldo, nq, nk, hd, heads,
+	             (nq + ATT_ROWS - 1) / ATT_ROWS, sq, skv, so, scale};
+	sb_pool_for(d->pool, (int64_t)batch * heads * j.blocks, 1, k_attention, &j);
+	prof_add(d, OP_ATTENTION, t0, 4.0 * nq * nk * hd * heads * batch);
+}
+
+/* ---- the RoFormers' operations ---- */
+
+static void k_rmsnorm(void *v, int64_t b, int64_t e, int wk)
+{
+	(void)wk;
+	ew *j = v;
+	const double sd = sqrt((double)j->D);
+	for (int64_t r = b; r < e; r++) {
+		const float *p = j->x + r * j->D;
+		float *o = j->o + r * j->D;
+		double s = 0, q = 0;
+		sb_vsum_sq(p, j->D, &s, &q);
+		const double nrm = sqrt(q);
+		const float a = (float)(sd / (nrm > 1e-12 ? nrm : 1e-12));
+		for (int c = 0; c < j->D; c++)
+			o[c] = p[c] * a * j->w[c];
+	}
+}
+
+static void op_rmsnorm(sb_bdev *d, sb_dv x, sb_dv o, size_t rows, int D, sb_dv w)
+{
+	const double t0 = prof_t0(d);
+	ew j = {.x = P(x), .o = P(o), .D = D, .w = P(w)};
+	sb_pool_for(d->pool, (int64_t)rows, rows_grain(D), k_rmsnorm, &j);
+	prof_add(d, OP_RMSNORM, t0, 0);
+}
+
+typedef struct {
+	float *x;
+	const float *cs;
+	int ld, cols, hd, div, mod;
+} rope_job;
+
+static void k_rope(void *v, int64_t b, int64_t e, int wk)
+{
+	(void)wk;
+	const rope_job *j = v;
+	const int half = j->hd / 2;
+	for (int64_t r = b; r < e; r++) {
+		float *x = j->x + r * j->ld;
+		const float *cs = j->cs + (size_t)((r / j->div) % j->mod) * (size_t)j->hd;
+		for (int i = 0; i < j->cols / 2; i++) {
+			const float c = cs[2 * (i % half)], s = cs[2 * (i % half) + 1];
+			const float x0 = x[2 * i], x1 = x[2 * i + 1];
+			x[2 * i] = x0 * c - x1 * s;
+			x[2 * i + 1] = x1 * c + x0 * s;
+		}
+	}
+}
+
+static void op_rope(sb_bdev *d, sb_dv x, size_t rows, int ld, int cols, int hd, sb_dv cs,
+                    int div, int mod)
+{
+	const double t0 = prof_t0(d);
+	rope_job j = {P(x), P(cs), ld, cols, hd, div > 0 ? div : 1, mod > 0 ? mod : 1};
+	sb_pool_for(d->pool, (int64_t)rows, rows_grain(cols), k_rope, &j);
+	prof_add(d, OP_ROPE, t0, 0);
+}
+
+typedef struct {
+	float *x;
+	const float *g;
+	int ldx, ldg, heads, hd;
+} gate_job;
+
+static void k_head_gate(void *v, int64_t b, int64_t e, int wk)
+{
+	(void)wk;
+	const gate_job *j = v;
+	for (int64_t r = b; r < e; r++)
+		for (int h = 0; h < j->heads; h++) {
+			const float s = 1.f / (1.f + expf(-j->g[r * j->ldg + h]));
+			sb_vscale(j->x + r * j->ldx + (int64_t)h * j->hd, j->hd, s);
+		}
+}
+
+static void op_head_gate(sb_bdev *d, sb_dv x, int ldx, sb_dv g, int ldg, size_t rows,
+                         int heads, int hd)
+{
+	const double t0 = prof_t0(d);
+	gate_job j = {P(x), P(g), ldx, ldg, heads, hd};
+	sb_pool_for(d->pool, (int64_t)rows, rows_grain(heads * hd), k_head_gate, &j);
+	prof_add(d, OP_HEAD_GATE, t0, 0);
 }
 
 /* ---- matrix products ---- */
@@ -925,6 +1021,7 @@ static const sb_ops cpu_ops = {
 	op_gemm, op_zero, op_copy, op_bias_act, op_fill_bias, op_bias_cols, op_add, op_scale_add,
 	op_glu, op_glu_add, op_groupnorm, op_groupnorm_tokens, op_layernorm, op_softmax,
 	op_transpose, op_rows_tokens, op_add_row_channel, op_im2col, op_convtr, op_attention,
+	op_rmsnorm, op_rope, op_head_gate,
 };
 
 const sb_backend sb_backend_cpu_impl = {

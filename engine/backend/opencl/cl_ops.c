@@ -17,7 +17,7 @@ const char *const sb_cl_op_names[P_COUNT] = {
 	"norm_final",
 	"gn_apply", "gn_apply_tokens", "layernorm", "softmax_rows", "scale_add", "transpose",
 	"ften_to_tokens", "tokens_to_ften", "add_freq_emb", "im2col_time", "convtr_gather",
-	"upload", "download", "copy", "zero",
+	"rmsnorm", "rope", "head_gate", "upload", "download", "copy", "zero",
 };
 
 void sb_cl_fail(sb_bdev *d, sb_status st)
@@ -509,14 +509,23 @@ sb_status sb_cl_ops_ready(sb_bdev *c)
 	return SB_OK;
 }
 
-/* Attention as two strided-batched products around a softmax, every head at once (the scores,
- * heads x nq x nk floats, in a buffer the device keeps for it): three launches. */
+/* Attention as two strided-batched products around a softmax, every head of a group of items
+ * at once (the scores, heads x nq x nk floats an item, in a buffer the device keeps for it,
+ * never more than SCORES_MAX floats: long sequences go a few items at a time): three launches
+ * a group. */
+#define SCORES_MAX ((size_t)32 << 20)
+
 static void op_attention(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
-                         int nk, int heads, int hd, float scale, sb_dv o, int ldo)
+                         int nk, int heads, int hd, float scale, sb_dv o, int ldo, int batch,
+                         long sq, long skv, long so)
 {
-	if (nq <= 0 || nk <= 0 || heads <= 0 || c->st != SB_OK || sb_cl_ops_ready(c) != SB_OK)
+	if (nq <= 0 || nk <= 0 || heads <= 0 || batch <= 0 || c->st != SB_OK ||
+	    sb_cl_ops_ready(c) != SB_OK)
 		return;
-	const size_t need = (size_t)heads * nq * nk;
+	const size_t item = (size_t)heads * nq * nk;
+	int group = item >= SCORES_MAX ? 1 : (int)(SCORES_MAX / item);
+	group = group < batch ? group : batch;
+	const size_t need = item * (size_t)group;
 	if (c->att_n < need) {
 		if (c->att)
 			clReleaseMemObject(c->att);
@@ -532,13 +541,71 @@ static void op_attention(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldk
 	}
 	sb_bbuf sbuf = {c->att, need};
 	const sb_dv s = {&sbuf, 0};
-	gemm_one(c, nq, nk, hd, scale, q, ldq, hd, k, ldkv, hd, 1, 0.f, s, nk, (long)nq * nk, heads);
-	op_softmax(c, s, (size_t)heads * nq, nk);
-	gemm_one(c, nq, hd, nk, 1.f, s, nk, (long)nq * nk, v, ldkv, hd, 0, 0.f, o, ldo, hd, heads);
+	for (int b0 = 0; b0 < batch; b0 += group) {
+		const int nb = batch - b0 < group ? batch - b0 : group;
+		const sb_dv qb = sb_dv_at(q, (size_t)b0 * sq), kb = sb_dv_at(k, (size_t)b0 * skv),
+		            vb = sb_dv_at(v, (size_t)b0 * skv), ob = sb_dv_at(o, (size_t)b0 * so);
+		const long hs = (long)nq * nk;
+		if (nb <= heads) { /* a launch per item, its heads batched */
+			op_gemm(c, nq, nk, hd, scale, qb, ldq, hd, kb, ldkv, hd, 1, 0.f, s, nk, hs, heads, nb,
+			        sq, skv, (long)item);
+			op_softmax(c, s, (size_t)heads * nq * nb, nk);
+			op_gemm(c, nq, hd, nk, 1.f, s, nk, hs, vb, ldkv, hd, 0, 0.f, ob, ldo, hd, heads, nb,
+			        (long)item, skv, so);
+			continue;
+		}
+		/* many short sequences (an axial transformer's): a launch per head, its items batched */
+		op_gemm(c, nq, nk, hd, scale, qb, ldq, sq, kb, ldkv, skv, 1, 0.f, s, nk, (long)item, nb,
+		        heads, hd, hd, hs);
+		op_softmax(c, s, (size_t)heads * nq * nb, nk);
+		op_gemm(c, nq, hd, nk, 1.f, s, nk, (long)item, vb, ldkv, skv, 0, 0.f, ob, ldo, so, nb,
+		        heads, hs, hd, hd);
+	}
+}
+
+static void op_rmsnorm(sb_bdev *c, sb_dv x, sb_dv out, size_t n, int D, sb_dv w)
+{
+	kargs a = args(c, K_RMSNORM);
+	a_db(&a, x);
+	a_db(&a, out);
+	a_i32(&a, D);
+	a_db(&a, w);
+	const size_t g = n * c->red_wg, l = c->red_wg;
+	run(&a, 1, &g, &l);
+}
+
+static void op_rope(sb_bdev *c, sb_dv x, size_t rows, int ld, int cols, int hd, sb_dv cs,
+                    int div, int mod)
+{
+	kargs a = args(c, K_ROPE);
+	a_db(&a, x);
+	a_i32(&a, ld);
+	a_i32(&a, cols);
+	a_i32(&a, hd);
+	a_db(&a, cs);
+	a_i32(&a, div > 0 ? div : 1);
+	a_i32(&a, mod > 0 ? mod : 1);
+	const size_t g[2] = {(size_t)cols / 2, rows}, l[2] = {64, 1};
+	run(&a, 2, g, l);
+}
+
+static void op_head_gate(sb_bdev *c, sb_dv x, int ldx, sb_dv g, int ldg, size_t rows,
+                         int heads, int hd)
+{
+	kargs a = args(c, K_HEAD_GATE);
+	a_db(&a, x);
+	a_i32(&a, ldx);
+	a_db(&a, g);
+	a_i32(&a, ldg);
+	a_i32(&a, hd);
+	a_i32(&a, heads * hd);
+	const size_t gs[2] = {(size_t)heads * hd, rows}, l[2] = {64, 1};
+	run(&a, 2, gs, l);
 }
 
 const sb_ops sb_cl_ops = {
 	op_gemm, op_zero, op_copy, op_bias_act, op_fill_bias, op_bias_cols, op_add, op_scale_add,
 	op_glu, op_glu_add, op_groupnorm, op_groupnorm_tokens, op_layernorm, op_softmax,
 	op_transpose, op_rows_tokens, op_add_row_channel, op_im2col, op_convtr, op_attention,
+	op_rmsnorm, op_rope, op_head_gate,
 };

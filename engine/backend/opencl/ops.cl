@@ -95,7 +95,7 @@ __kernel void bias_act(__global float *x, ulong xoff, ulong n, int C, int T,
 	if (i >= n)
 		return;
 	const float v = x[xoff + i] + b[boff + (i / (ulong)T) % (ulong)C];
-	x[xoff + i] = act ? gelu(v) : v;
+	x[xoff + i] = act == 1 ? gelu(v) : act == 2 ? tanh(v) : v;
 }
 
 /* x[i] = b[(i / T) % C] */
@@ -115,7 +115,7 @@ __kernel void bias_cols(__global float *x, ulong xoff, ulong n, int cols,
 	if (i >= n)
 		return;
 	const float v = x[xoff + i] + b[boff + i % (ulong)cols];
-	x[xoff + i] = act ? gelu(v) : v;
+	x[xoff + i] = act == 1 ? gelu(v) : act == 2 ? tanh(v) : v;
 }
 
 __kernel void add(__global float *x, ulong xoff, __global const float *y, ulong yoff, ulong n)
@@ -407,4 +407,51 @@ __kernel void convtr_gather(__global const float *p, ulong poff, long lin, int c
 	if (t2 >= 0 && t2 < lin)
 		v += p[poff + ((long)(k1 + 4) * cout + co) * lin + t2];
 	o[ooff + (long)co * length + to] = act ? gelu(v) : v;
+}
+
+/* ---- the RoFormers' operations ---- */
+
+/* out[r] = x[r] sqrt(D) / max(||x[r]||, 1e-12) w, one work-group per row; out may be x */
+__kernel __attribute__((reqd_work_group_size(RED_WG, 1, 1)))
+void rmsnorm(__global const float *x, ulong xoff, __global float *o, ulong ooff, int D,
+             __global const float *w, ulong woff)
+{
+	__local float red[RED_WG];
+	const int l = get_local_id(0);
+	const long r = get_group_id(0);
+	const __global float *p = x + xoff + r * D;
+	float q = 0.f;
+	for (int i = l; i < D; i += RED_WG)
+		q += p[i] * p[i];
+	const float a = sqrt((float)D) / fmax(sqrt(group_sum(red, l, q)), 1e-12f);
+	for (int i = l; i < D; i += RED_WG)
+		o[ooff + r * D + i] = p[i] * a * w[woff + i];
+}
+
+/* rotary embedding of interleaved pairs; work-item (pair i, row r) */
+__kernel void rope(__global float *x, ulong xoff, int ld, int cols, int hd,
+                   __global const float *cs, ulong csoff, int div, int mod)
+{
+	const int i = get_global_id(0);
+	const long r = get_global_id(1);
+	if (i >= cols / 2)
+		return;
+	const int j = i % (hd / 2);
+	const __global float *t = cs + csoff + ((r / div) % mod) * (long)hd + 2 * j;
+	const float c = t[0], s = t[1];
+	__global float *p = x + xoff + r * ld + 2 * i;
+	const float x0 = p[0], x1 = p[1];
+	p[0] = x0 * c - x1 * s;
+	p[1] = x1 * c + x0 * s;
+}
+
+/* x[r ldx + e] *= sigmoid(g[r ldg + e / hd]); work-item (column e, row r) */
+__kernel void head_gate(__global float *x, ulong xoff, int ldx, __global const float *g,
+                        ulong goff, int ldg, int hd, int cols)
+{
+	const int e = get_global_id(0);
+	const long r = get_global_id(1);
+	if (e >= cols)
+		return;
+	x[xoff + r * ldx + e] *= sigm(g[goff + r * ldg + e / hd]);
 }

@@ -26,6 +26,7 @@
  * Threads: one pass at a time per placement (a net on a device).
  */
 #include "models/demucs/htdemucs_internal.h"
+#include "models/place.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -33,107 +34,59 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_BLOCKS 256
-
-typedef struct {
-	sb_bbuf *b;
-	size_t floats;
-	int used;
-} block;
-
-/* A net placed on a device: its weights there and activation buffers kept between passes. */
+/* A net placed on a device (models/place.h): its weights there and activation buffers kept
+ * between passes. */
 struct sb_htdemucs_on {
+	sb_place p;
 	const sb_htdemucs *net;
-	sb_exec x;
-	const sb_ops *o;
-	const sb_logger *log;
-	sb_bbuf **wbuf;         /* one device buffer per weight array, sorted by host address */
-	const float **wptr;
-	size_t *wlen;
-	int n_w;
-	block blocks[MAX_BLOCKS];
-	int n_blocks;
-	sb_status st;           /* host-side failure of the current pass */
 	long passes;
-	const atomic_int *stop[2]; /* set: the pass ends at the next layer (sb_htdemucs_on_stop) */
 };
 
 void sb_htdemucs_on_stop(sb_htdemucs_on *r, const atomic_int *a, const atomic_int *b)
 {
-	r->stop[0] = a;
-	r->stop[1] = b;
+	r->p.stop[0] = a;
+	r->p.stop[1] = b;
 }
 
 /* Between layers: a stop flag ends the pass as cancelled (what was enqueued is drained at the
  * end, so the next pass finds its buffers idle). */
 static int stopped(sb_htdemucs_on *r)
 {
-	for (int k = 0; k < 2; k++)
-		if (r->stop[k] && atomic_load_explicit(r->stop[k], memory_order_relaxed)) {
-			if (r->st == SB_OK)
-				r->st = SB_ERR_CANCELLED;
-			return 1;
-		}
-	return 0;
+	return sb_place_stopped(&r->p);
 }
 
 static void fail(sb_htdemucs_on *r, sb_status st)
 {
-	if (r->st == SB_OK)
-		r->st = st;
+	sb_place_fail(&r->p, st);
 }
 
 static sb_status pass_status(sb_htdemucs_on *r)
 {
-	if (r->st != SB_OK)
-		return r->st;
-	return r->x.be->status(r->x.d);
+	return sb_place_status(&r->p);
 }
 
-/* ---- weights ---- */
-
-static int cmp_ptr(const void *a, const void *b)
-{
-	const float *x = *(const float *const *)a, *y = *(const float *const *)b;
-	return x < y ? -1 : x > y;
-}
-
-/* the device copy of a host weight array of the net (or of a place inside one) */
+/* the device copy of a host weight array of the net, an activation buffer, and giving one
+ * back */
 static sb_dv W(sb_htdemucs_on *r, const float *host)
 {
-	int lo = 0, hi = r->n_w - 1, at = -1;
-	while (lo <= hi) {
-		const int mid = (lo + hi) / 2;
-		if (r->wptr[mid] <= host) {
-			at = mid;
-			lo = mid + 1;
-		} else {
-			hi = mid - 1;
-		}
-	}
-	if (at >= 0 && host < r->wptr[at] + r->wlen[at])
-		return (sb_dv){r->wbuf[at], (size_t)(host - r->wptr[at])};
-	/* an array that is not one of the net's: a bug, reported rather than crashing */
-	if (r->st == SB_OK)
-		sb_log(r->log, SB_LOG_ERROR, "htdemucs: internal error: a weight not on the device");
-	fail(r, SB_ERR_INVALID);
-	return (sb_dv){r->wbuf[0], 0};
+	return sb_place_w(&r->p, host);
+}
+
+static sb_dv A(sb_htdemucs_on *r, size_t floats)
+{
+	return sb_place_a(&r->p, floats);
+}
+
+static void R(sb_htdemucs_on *r, sb_dv v)
+{
+	sb_place_r(&r->p, v);
 }
 
 void sb_htdemucs_unplace(sb_htdemucs_on *r)
 {
 	if (!r)
 		return;
-	if (r->x.d)
-		r->x.be->finish(r->x.d);
-	for (int i = 0; i < r->n_blocks; i++)
-		r->x.be->release(r->x.d, r->blocks[i].b);
-	for (int i = 0; r->wbuf && i < r->n_w; i++)
-		if (r->wbuf[i])
-			r->x.be->release(r->x.d, r->wbuf[i]);
-	free(r->wbuf);
-	free(r->wptr);
-	free(r->wlen);
+	sb_place_fini(&r->p);
 	free(r);
 }
 
@@ -145,93 +98,14 @@ sb_status sb_htdemucs_place(const sb_htdemucs *net, const sb_exec *dev, const sb
 	if (!r)
 		return SB_ERR_NOMEM;
 	r->net = net;
-	r->x = *dev;
-	r->o = dev->be->ops;
-	r->log = log;
-	r->n_w = net->n_owned;
-	r->wbuf = calloc((size_t)r->n_w, sizeof *r->wbuf);
-	r->wptr = malloc(sizeof *r->wptr * (size_t)r->n_w);
-	r->wlen = malloc(sizeof *r->wlen * (size_t)r->n_w);
-	sb_status st = r->wbuf && r->wptr && r->wlen ? SB_OK : SB_ERR_NOMEM;
-	if (st == SB_OK) {
-		for (int i = 0; i < r->n_w; i++)
-			r->wptr[i] = net->owned[i];
-		qsort(r->wptr, (size_t)r->n_w, sizeof *r->wptr, cmp_ptr);
-	}
-	/* every array the net owns, on the device (a CPU backend uses them in place) */
-	for (int i = 0; st == SB_OK && i < r->n_w; i++) {
-		int j = 0;
-		while (net->owned[j] != r->wptr[i])
-			j++;
-		r->wlen[i] = net->owned_n[j];
-		st = dev->be->wrap(dev->d, r->wptr[i], r->wlen[i], &r->wbuf[i]);
-	}
+	sb_status st = sb_place_init(&r->p, net->owned, net->owned_n, net->n_owned, dev, log,
+	                             "htdemucs");
 	if (st != SB_OK) {
-		sb_log(log, SB_LOG_ERROR, "htdemucs: cannot place the weights on %s (%s)",
-		       dev->props ? dev->props->label : "the device", sb_status_str(st));
-		sb_htdemucs_unplace(r);
+		free(r);
 		return st;
 	}
 	*out = r;
 	return SB_OK;
-}
-
-/* ---- activation buffers: kept from one pass to the next ---- */
-
-static sb_dv A(sb_htdemucs_on *r, size_t floats)
-{
-	sb_dv none = {NULL, 0};
-	if (pass_status(r) != SB_OK)
-		return none;
-	floats = floats ? floats : 16;
-	int best = -1;
-	for (int i = 0; i < r->n_blocks; i++)
-		if (!r->blocks[i].used && r->blocks[i].floats >= floats &&
-		    (best < 0 || r->blocks[i].floats < r->blocks[best].floats))
-			best = i;
-	if (best >= 0 && r->blocks[best].floats <= 2 * floats + 16384) {
-		r->blocks[best].used = 1;
-		return (sb_dv){r->blocks[best].b, 0};
-	}
-	if (r->n_blocks == MAX_BLOCKS) {
-		int drop = -1;
-		for (int i = 0; i < r->n_blocks; i++)
-			if (!r->blocks[i].used && (drop < 0 || r->blocks[i].floats > r->blocks[drop].floats))
-				drop = i;
-		if (drop < 0) {
-			sb_log(r->log, SB_LOG_ERROR, "htdemucs: too many device buffers");
-			fail(r, SB_ERR_DEVICE);
-			return none;
-		}
-		r->x.be->release(r->x.d, r->blocks[drop].b);
-		r->blocks[drop] = r->blocks[--r->n_blocks];
-	}
-	sb_bbuf *b = NULL;
-	sb_status st = r->x.be->alloc(r->x.d, floats, &b);
-	if (st != SB_OK && r->n_blocks) {
-		/* out of device memory: give back the cached buffers no one uses, then try again */
-		for (int i = r->n_blocks - 1; i >= 0; i--)
-			if (!r->blocks[i].used) {
-				r->x.be->release(r->x.d, r->blocks[i].b);
-				r->blocks[i] = r->blocks[--r->n_blocks];
-			}
-		st = r->x.be->alloc(r->x.d, floats, &b);
-	}
-	if (st != SB_OK) {
-		fail(r, st);
-		return none;
-	}
-	r->blocks[r->n_blocks++] = (block){b, floats, 1};
-	return (sb_dv){b, 0};
-}
-
-static void R(sb_htdemucs_on *r, sb_dv v)
-{
-	for (int i = 0; v.buf && i < r->n_blocks; i++)
-		if (r->blocks[i].b == v.buf) {
-			r->blocks[i].used = 0;
-			return;
-		}
 }
 
 /* a frequency-branch tensor on the device: B segments of rows -2 .. F+1, pad rows zero */
@@ -262,8 +136,8 @@ static void dften_new(sb_htdemucs_on *r, dften *x, int B, int F, int C, int T)
 		return;
 	const size_t pad = (size_t)HD_FPAD * C * T;
 	for (int b = 0; b < B; b++) {
-		r->o->zero(r->x.d, drow(x, b, -HD_FPAD), pad);
-		r->o->zero(r->x.d, drow(x, b, F), pad);
+		r->p.o->zero(r->p.x.d, drow(x, b, -HD_FPAD), pad);
+		r->p.o->zero(r->p.x.d, drow(x, b, F), pad);
 	}
 }
 
@@ -280,7 +154,7 @@ static void gemm(sb_htdemucs_on *r, int M, int N, int K, float alpha, sb_dv a, i
                  int batch, int batch2, long sa2, long sb2, long sc2)
 {
 	if (M > 0 && N > 0 && batch > 0 && batch2 > 0 && pass_status(r) == SB_OK)
-		r->o->gemm(r->x.d, M, N, K, alpha, a, lda, sa, b, ldb, sb, tb, beta, c, ldc, sc, batch,
+		r->p.o->gemm(r->p.x.d, M, N, K, alpha, a, lda, sa, b, ldb, sb, tb, beta, c, ldc, sc, batch,
 		           batch2, sa2, sb2, sc2);
 }
 
@@ -290,10 +164,10 @@ static void linear(sb_htdemucs_on *r, sb_dv x, size_t n, int in, const float *w,
 {
 	gemm(r, (int)n, out, in, 1.f, x, in, 0, W(r, w), in, 0, 1, 0.f, y, out, 0, 1, 1, 0, 0, 0);
 	if (pass_status(r) == SB_OK)
-		r->o->bias_cols(r->x.d, y, n * (size_t)out, out, W(r, b), act);
+		r->p.o->bias_cols(r->p.x.d, y, n * (size_t)out, out, W(r, b), act);
 }
 
-#define OP(r) if (pass_status(r) == SB_OK) (r)->o
+#define OP(r) if (pass_status(r) == SB_OK) (r)->p.o
 
 /* ---- DConv: x (batch items of C x T at stride C T) += DConv(x) ---- */
 
@@ -305,7 +179,7 @@ static void dconv(sb_htdemucs_on *r, const hd_dconv *d, sb_dv x, int T, int batc
 	sb_dv z = A(r, (size_t)batch * zs);
 	for (int li = 0; li < d->depth; li++) {
 		const hd_dconv_layer *l = &d->l[li];
-		OP(r)->fill_bias(r->x.d, h, (size_t)batch * hs, H, T, W(r, l->b1));
+		OP(r)->fill_bias(r->p.x.d, h, (size_t)batch * hs, H, T, W(r, l->b1));
 		for (int k = 0; k < 3; k++) {
 			const int s = (k - 1) * l->dil;
 			const int t0 = s < 0 ? -s : 0, t1 = s > 0 ? T - s : T;
@@ -313,13 +187,13 @@ static void dconv(sb_htdemucs_on *r, const hd_dconv *d, sb_dv x, int T, int batc
 			     sb_dv_at(x, (size_t)(t0 + s)), T, xs, 0, 1.f, sb_dv_at(h, (size_t)t0), T, hs,
 			     batch, 1, 0, 0, 0);
 		}
-		OP(r)->groupnorm(r->x.d, h, hs, H, T, batch, W(r, l->n1w), W(r, l->n1b), SB_ACT_GELU);
+		OP(r)->groupnorm(r->p.x.d, h, hs, H, T, batch, W(r, l->n1w), W(r, l->n1b), SB_ACT_GELU);
 		gemm(r, 2 * C, T, H, 1.f, W(r, l->w2), H, 0, h, T, hs, 0, 0.f, z, T, zs, batch, 1, 0, 0,
 		     0);
-		OP(r)->bias_act(r->x.d, z, (size_t)batch * zs, 2 * C, T, W(r, l->b2), SB_ACT_NONE);
-		OP(r)->groupnorm(r->x.d, z, zs, 2 * C, T, batch, W(r, l->n2w), W(r, l->n2b),
+		OP(r)->bias_act(r->p.x.d, z, (size_t)batch * zs, 2 * C, T, W(r, l->b2), SB_ACT_NONE);
+		OP(r)->groupnorm(r->p.x.d, z, zs, 2 * C, T, batch, W(r, l->n2w), W(r, l->n2b),
 		                 SB_ACT_NONE);
-		OP(r)->glu_add(r->x.d, x, xs, z, zs, C * T, T, W(r, l->scale), batch);
+		OP(r)->glu_add(r->p.x.d, x, xs, z, zs, C * T, T, W(r, l->scale), batch);
 	}
 	R(r, h);
 	R(r, z);
@@ -328,7 +202,7 @@ static void dconv(sb_htdemucs_on *r, const hd_dconv *d, sb_dv x, int T, int batc
 /* rows per pass of a frequency layer with F output rows: the backend's tile, or all */
 static int tile_rows(const sb_htdemucs_on *r, int F)
 {
-	const int t = r->x.be->row_tile(r->x.d);
+	const int t = r->p.x.be->row_tile(r->p.x.d);
 	return t > 0 && t < F ? t : F;
 }
 
@@ -350,15 +224,15 @@ static void enc_freq(sb_htdemucs_on *r, const hd_enc *l, const dften *in, dften 
 			/* output row fo reads input rows 4 fo - 2 .. 4 fo + 5: one (8 cin x T) matrix */
 			gemm(r, cout, T, 8 * cin, 1.f, W(r, l->w), 8 * cin, 0, drow(in, b0, 4 * f0 - 2), T,
 			     4L * cin * T, 0, 0.f, y, T, ys, nt, nb, 0, (long)ften_item(in), (long)nt * ys);
-			OP(r)->bias_act(r->x.d, y, (size_t)nb * nt * ys, cout, T, W(r, l->b), SB_ACT_GELU);
+			OP(r)->bias_act(r->p.x.d, y, (size_t)nb * nt * ys, cout, T, W(r, l->b), SB_ACT_GELU);
 			if (l->has_dconv)
 				dconv(r, &l->dc, y, T, nb * nt);
 			gemm(r, 2 * cout, T, cout, 1.f, W(r, l->rw), cout, 0, y, T, ys, 0, 0.f, z, T, 2 * ys,
 			     nb * nt, 1, 0, 0, 0);
-			OP(r)->bias_act(r->x.d, z, (size_t)nb * nt * 2 * ys, 2 * cout, T, W(r, l->rb),
+			OP(r)->bias_act(r->p.x.d, z, (size_t)nb * nt * 2 * ys, 2 * cout, T, W(r, l->rb),
 			                SB_ACT_NONE);
 			for (int b = 0; b < nb; b++)
-				OP(r)->glu(r->x.d, sb_dv_at(z, (size_t)b * nt * 2 * ys), 2 * ys,
+				OP(r)->glu(r->p.x.d, sb_dv_at(z, (size_t)b * nt * 2 * ys), 2 * ys,
 				           drow(out, b0 + b, f0), ys, (int)ys, nt);
 		}
 	R(r, y);
@@ -373,7 +247,7 @@ static void dec_freq(sb_htdemucs_on *r, const hd_dec *l, dften *x, const dften *
 	const int F = x->F, T = x->T, cin = l->cin, cout = l->cout, B = x->B;
 	const long xs = (long)cin * T, zs = 2L * cin * T, os = (long)cout * T;
 	/* pad rows of both are zero, so one addition covers every segment */
-	OP(r)->add(r->x.d, x->base, skip->base, (size_t)B * ften_item(x));
+	OP(r)->add(r->p.x.d, x->base, skip->base, (size_t)B * ften_item(x));
 	dften y;
 	dften_new(r, &y, B, F, cin, T);
 	dften_new(r, out, B, 4 * F, cout, T);
@@ -385,7 +259,7 @@ static void dec_freq(sb_htdemucs_on *r, const hd_dec *l, dften *x, const dften *
 	for (int b0 = 0; b0 < B; b0 += nb)
 		for (int f0 = 0; f0 < F; f0 += tile) {
 			const int nt = F - f0 < tile ? F - f0 : tile;
-			OP(r)->fill_bias(r->x.d, z, (size_t)nb * nt * zs, 2 * cin, T, W(r, l->rb));
+			OP(r)->fill_bias(r->p.x.d, z, (size_t)nb * nt * zs, 2 * cin, T, W(r, l->rb));
 			/* 3x3 rewrite: rows f-1..f+1 are one (3 cin x T) matrix, one product per time tap */
 			for (int dt = 0; dt < 3; dt++) {
 				const int s = dt - 1;
@@ -397,7 +271,7 @@ static void dec_freq(sb_htdemucs_on *r, const hd_dec *l, dften *x, const dften *
 				     (long)nt * zs);
 			}
 			for (int b = 0; b < nb; b++)
-				OP(r)->glu(r->x.d, sb_dv_at(z, (size_t)b * nt * zs), zs, drow(&y, b0 + b, f0),
+				OP(r)->glu(r->p.x.d, sb_dv_at(z, (size_t)b * nt * zs), zs, drow(&y, b0 + b, f0),
 				           xs, (int)xs, nt);
 			if (l->has_dconv)
 				for (int b = 0; b < nb; b++)
@@ -414,7 +288,7 @@ static void dec_freq(sb_htdemucs_on *r, const hd_dec *l, dften *x, const dften *
 		     (long)ften_item(&y), (long)ften_item(out));
 	}
 	for (int b = 0; b < B; b++)
-		OP(r)->bias_act(r->x.d, drow(out, b, 0), (size_t)4 * F * os, cout, T, W(r, l->tb),
+		OP(r)->bias_act(r->p.x.d, drow(out, b, 0), (size_t)4 * F * os, cout, T, W(r, l->tb),
 		                l->last ? SB_ACT_NONE : SB_ACT_GELU);
 	dften_free(r, &y);
 }
@@ -429,19 +303,19 @@ static void enc_time(sb_htdemucs_on *r, const hd_enc *l, sb_dv in, long lin, int
 	sb_dv col = A(r, (size_t)B * cs);
 	sb_dv y = A(r, (size_t)B * ys);
 	for (int b = 0; b < B; b++)
-		OP(r)->im2col_k8s4(r->x.d, sb_dv_at(in, (size_t)b * cin * lin), lin, cin,
+		OP(r)->im2col_k8s4(r->p.x.d, sb_dv_at(in, (size_t)b * cin * lin), lin, cin,
 		                   sb_dv_at(col, (size_t)b * cs), lout);
 	gemm(r, cout, T, 8 * cin, 1.f, W(r, l->w), 8 * cin, 0, col, T, cs, 0, 0.f, y, T, ys, B, 1, 0,
 	     0, 0);
 	R(r, col);
-	OP(r)->bias_act(r->x.d, y, (size_t)B * ys, cout, T, W(r, l->b), SB_ACT_GELU);
+	OP(r)->bias_act(r->p.x.d, y, (size_t)B * ys, cout, T, W(r, l->b), SB_ACT_GELU);
 	if (l->has_dconv)
 		dconv(r, &l->dc, y, T, B);
 	sb_dv z = A(r, (size_t)B * 2 * ys);
 	gemm(r, 2 * cout, T, cout, 1.f, W(r, l->rw), cout, 0, y, T, ys, 0, 0.f, z, T, 2 * ys, B, 1,
 	     0, 0, 0);
-	OP(r)->bias_act(r->x.d, z, (size_t)B * 2 * ys, 2 * cout, T, W(r, l->rb), SB_ACT_NONE);
-	OP(r)->glu(r->x.d, z, 2 * ys, out, ys, (int)ys, B);
+	OP(r)->bias_act(r->p.x.d, z, (size_t)B * 2 * ys, 2 * cout, T, W(r, l->rb), SB_ACT_NONE);
+	OP(r)->glu(r->p.x.d, z, 2 * ys, out, ys, (int)ys, B);
 	R(r, y);
 	R(r, z);
 }
@@ -453,9 +327,9 @@ static void dec_time(sb_htdemucs_on *r, const hd_dec *l, sb_dv x, sb_dv skip, lo
 {
 	const int cin = l->cin, cout = l->cout, T = (int)lin;
 	const long xs = (long)cin * lin, zs = 2L * cin * lin, ps = 8L * cout * lin;
-	OP(r)->add(r->x.d, x, skip, (size_t)B * xs);
+	OP(r)->add(r->p.x.d, x, skip, (size_t)B * xs);
 	sb_dv z = A(r, (size_t)B * zs);
-	OP(r)->fill_bias(r->x.d, z, (size_t)B * zs, 2 * cin, T, W(r, l->rb));
+	OP(r)->fill_bias(r->p.x.d, z, (size_t)B * zs, 2 * cin, T, W(r, l->rb));
 	for (int k = 0; k < 3; k++) {
 		const int s = k - 1;
 		const int t0 = s < 0 ? -s : 0, t1 = s > 0 ? T - s : T;
@@ -464,7 +338,7 @@ static void dec_time(sb_htdemucs_on *r, const hd_dec *l, sb_dv x, sb_dv skip, lo
 		     0, 0, 0);
 	}
 	sb_dv y = A(r, (size_t)B * xs);
-	OP(r)->glu(r->x.d, z, zs, y, xs, (int)xs, B);
+	OP(r)->glu(r->p.x.d, z, zs, y, xs, (int)xs, B);
 	R(r, z);
 	if (l->has_dconv)
 		dconv(r, &l->dc, y, T, B);
@@ -473,7 +347,7 @@ static void dec_time(sb_htdemucs_on *r, const hd_dec *l, sb_dv x, sb_dv skip, lo
 	     0);
 	R(r, y);
 	for (int b = 0; b < B; b++)
-		OP(r)->convtr_k8s4(r->x.d, sb_dv_at(p, (size_t)b * ps), lin, cout, length, W(r, l->tb),
+		OP(r)->convtr_k8s4(r->p.x.d, sb_dv_at(p, (size_t)b * ps), lin, cout, length, W(r, l->tb),
 		                   l->last ? SB_ACT_NONE : SB_ACT_GELU,
 		                   sb_dv_at(out, (size_t)b * cout * length));
 	R(r, p);
@@ -481,13 +355,14 @@ static void dec_time(sb_htdemucs_on *r, const hd_dec *l, sb_dv x, sb_dv skip, lo
 
 /* ---- the cross-domain transformer (transformer.py CrossTransformerEncoder) ---- */
 
-/* attention of q [nq] to k, v [nk] (row strides ldq, ldkv), all heads, into o [nq][D] */
+/* attention of q [nq] to k, v [nk] (row strides ldq, ldkv), all heads, into o [nq][D], for
+ * B segments at strides sq, skv, so */
 static void attention(sb_htdemucs_on *r, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, long nq,
-                      long nk, int heads, int D, sb_dv o)
+                      long nk, int heads, int D, sb_dv o, int B, long sq, long skv, long so)
 {
 	const int hd = D / heads;
-	OP(r)->attention(r->x.d, q, ldq, k, v, ldkv, (int)nq, (int)nk, heads, hd,
-	                 1.f / sqrtf((float)hd), o, D);
+	OP(r)->attention(r->p.x.d, q, ldq, k, v, ldkv, (int)nq, (int)nk, heads, hd,
+	                 1.f / sqrtf((float)hd), o, D, B, sq, skv, so);
 }
 
 /* one layer over B segments of n tokens at x [B][n][D]; kv: the other branch's tokens */
@@ -499,43 +374,37 @@ static void layer(sb_htdemucs_on *r, const hd_tlayer *L, sb_dv x, long n, int B,
 	const size_t all = (size_t)B * n;
 	sb_dv h = A(r, all * D);
 	sb_dv a = A(r, all * D);
-	OP(r)->layernorm(r->x.d, x, h, all, D, W(r, L->n1w), W(r, L->n1b));
+	OP(r)->layernorm(r->p.x.d, x, h, all, D, W(r, L->n1w), W(r, L->n1b));
 	if (!kv) {
 		sb_dv qkv = A(r, all * 3 * D);
 		linear(r, h, all, D, L->in_w, L->in_b, 3 * D, qkv, SB_ACT_NONE);
-		for (int b = 0; b < B; b++) {
-			const sb_dv qb = sb_dv_at(qkv, (size_t)b * n * 3 * D);
-			attention(r, qb, 3 * D, sb_dv_at(qb, (size_t)D), sb_dv_at(qb, (size_t)2 * D), 3 * D, n,
-			          n, heads, D, sb_dv_at(h, (size_t)b * n * D));
-		}
+		attention(r, qkv, 3 * D, sb_dv_at(qkv, (size_t)D), sb_dv_at(qkv, (size_t)2 * D), 3 * D, n,
+		          n, heads, D, h, B, n * 3 * D, n * 3 * D, n * D);
 		R(r, qkv);
 	} else {
 		const size_t allkv = (size_t)B * nkv;
 		sb_dv hk = A(r, allkv * D);
 		sb_dv qb = A(r, all * D);
 		sb_dv kvp = A(r, allkv * 2 * D);
-		OP(r)->layernorm(r->x.d, *kv, hk, allkv, D, W(r, L->n2w), W(r, L->n2b));
+		OP(r)->layernorm(r->p.x.d, *kv, hk, allkv, D, W(r, L->n2w), W(r, L->n2b));
 		linear(r, h, all, D, L->in_w, L->in_b, D, qb, SB_ACT_NONE);
 		linear(r, hk, allkv, D, L->in_w + (size_t)D * D, L->in_b + D, 2 * D, kvp, SB_ACT_NONE);
-		for (int b = 0; b < B; b++) {
-			const sb_dv kb = sb_dv_at(kvp, (size_t)b * nkv * 2 * D);
-			attention(r, sb_dv_at(qb, (size_t)b * n * D), D, kb, sb_dv_at(kb, (size_t)D), 2 * D,
-			          n, nkv, heads, D, sb_dv_at(h, (size_t)b * n * D));
-		}
+		attention(r, qb, D, kvp, sb_dv_at(kvp, (size_t)D), 2 * D, n, nkv, heads, D, h, B, n * D,
+		          nkv * 2 * D, n * D);
 		R(r, hk);
 		R(r, qb);
 		R(r, kvp);
 	}
 	linear(r, h, all, D, L->out_w, L->out_b, D, a, SB_ACT_NONE);
-	OP(r)->scale_add(r->x.d, x, a, W(r, L->g1), all * D, D);
-	OP(r)->layernorm(r->x.d, x, h, all, D, W(r, kv ? L->n3w : L->n2w),
+	OP(r)->scale_add(r->p.x.d, x, a, W(r, L->g1), all * D, D);
+	OP(r)->layernorm(r->p.x.d, x, h, all, D, W(r, kv ? L->n3w : L->n2w),
 	                 W(r, kv ? L->n3b : L->n2b));
 	sb_dv f = A(r, all * Hd);
 	linear(r, h, all, D, L->l1w, L->l1b, Hd, f, SB_ACT_GELU);
 	linear(r, f, all, Hd, L->l2w, L->l2b, D, a, SB_ACT_NONE);
-	OP(r)->scale_add(r->x.d, x, a, W(r, L->g2), all * D, D);
+	OP(r)->scale_add(r->p.x.d, x, a, W(r, L->g2), all * D, D);
 	for (int b = 0; b < B; b++)
-		OP(r)->groupnorm_tokens(r->x.d, sb_dv_at(x, (size_t)b * n * D), (size_t)n, D,
+		OP(r)->groupnorm_tokens(r->p.x.d, sb_dv_at(x, (size_t)b * n * D), (size_t)n, D,
 		                        W(r, L->now), W(r, L->nob));
 	R(r, f);
 	R(r, h);
@@ -587,10 +456,10 @@ static void add_pos(sb_htdemucs_on *r, sb_dv x, int D, int Fr, int T1, sb_dv xt,
 	hd_pos_1d(pe + n1, D, T2);
 	sb_dv d = A(r, n1 + n2);
 	if (pass_status(r) == SB_OK)
-		r->x.be->upload(r->x.d, d, pe, n1 + n2);
+		r->p.x.be->upload(r->p.x.d, d, pe, n1 + n2);
 	for (int b = 0; b < B; b++) {
-		OP(r)->add(r->x.d, sb_dv_at(x, (size_t)b * n1), d, n1);
-		OP(r)->add(r->x.d, sb_dv_at(xt, (size_t)b * n2), sb_dv_at(d, n1), n2);
+		OP(r)->add(r->p.x.d, sb_dv_at(x, (size_t)b * n1), d, n1);
+		OP(r)->add(r->p.x.d, sb_dv_at(xt, (size_t)b * n2), sb_dv_at(d, n1), n2);
 	}
 	R(r, d);
 	free(pe);
@@ -601,8 +470,8 @@ static void transformer(sb_htdemucs_on *r, sb_dv x, int Fr, int T1, sb_dv xt, in
 	const sb_htdemucs *net = r->net;
 	const int D = net->dim;
 	const long n1 = (long)Fr * T1, n2 = T2;
-	OP(r)->layernorm(r->x.d, x, x, (size_t)B * n1, D, W(r, net->nin_w), W(r, net->nin_b));
-	OP(r)->layernorm(r->x.d, xt, xt, (size_t)B * n2, D, W(r, net->nint_w), W(r, net->nint_b));
+	OP(r)->layernorm(r->p.x.d, x, x, (size_t)B * n1, D, W(r, net->nin_w), W(r, net->nin_b));
+	OP(r)->layernorm(r->p.x.d, xt, xt, (size_t)B * n2, D, W(r, net->nint_w), W(r, net->nint_b));
 	add_pos(r, x, D, Fr, T1, xt, T2, B);
 	sb_dv old = A(r, (size_t)B * n1 * D);
 	for (int i = 0; i < net->cfg.t_layers && !stopped(r) && pass_status(r) == SB_OK; i++) {
@@ -610,7 +479,7 @@ static void transformer(sb_htdemucs_on *r, sb_dv x, int Fr, int T1, sb_dv xt, in
 			layer(r, &net->layers[i], x, n1, B, NULL, 0);
 			layer(r, &net->layers_t[i], xt, n2, B, NULL, 0);
 		} else {
-			OP(r)->copy(r->x.d, old, x, (size_t)B * n1 * D);
+			OP(r)->copy(r->p.x.d, old, x, (size_t)B * n1 * D);
 			layer(r, &net->layers[i], x, n1, B, &xt, n2);
 			layer(r, &net->layers_t[i], xt, n2, B, &old, n1);
 		}
@@ -633,7 +502,7 @@ static float *fetch(dtap *tp, sb_dv x, size_t n)
 	float *h = malloc(sizeof(float) * n);
 	if (!h)
 		return NULL;
-	tp->r->x.be->download(tp->r->x.d, h, x, n);
+	tp->r->p.x.be->download(tp->r->p.x.d, h, x, n);
 	if (pass_status(tp->r) != SB_OK) {
 		free(h);
 		return NULL;
@@ -758,12 +627,8 @@ sb_status sb_htdemucs_forward(sb_htdemucs_on *r, sb_pool *pool, sb_htdemucs_ws *
 	if (B < 1)
 		return SB_ERR_INVALID;
 	dtap tp = {B == 1 ? tap : NULL, tap_user, r};
-	for (int i = 0; i < r->n_blocks; i++) /* a pass owns every buffer, even after a failure */
-		r->blocks[i].used = 0;
-	r->st = SB_OK;
-	r->x.be->clear(r->x.d);
 	r->passes++;
-	sb_status st = r->x.be->begin_chunk(r->x.d);
+	sb_status st = sb_place_begin(&r->p);
 	if (st != SB_OK)
 		return st;
 	int64_t tl[HD_DEPTH + 1];
@@ -795,8 +660,8 @@ sb_status sb_htdemucs_forward(sb_htdemucs_on *r, sb_pool *pool, sb_htdemucs_ws *
 			hd_cac_normalise(z, ac, F, T, &hx, &mean[b], &std_[b]);
 			hd_normalise_time(seg, (int64_t)ac * L, hxt, &meant[b], &stdt[b]);
 			if (pass_status(r) == SB_OK) {
-				r->x.be->upload(r->x.d, drow(&x, b, 0), hd_row(&hx, 0), (size_t)F * 2 * ac * T);
-				r->x.be->upload(r->x.d, sb_dv_at(xt, (size_t)b * ac * L), hxt, (size_t)ac * L);
+				r->p.x.be->upload(r->p.x.d, drow(&x, b, 0), hd_row(&hx, 0), (size_t)F * 2 * ac * T);
+				r->p.x.be->upload(r->p.x.d, sb_dv_at(xt, (size_t)b * ac * L), hxt, (size_t)ac * L);
 			}
 		}
 		hd_free(ws, z);
@@ -823,7 +688,7 @@ sb_status sb_htdemucs_forward(sb_htdemucs_on *r, sb_pool *pool, sb_htdemucs_ws *
 			R(r, xt);
 			dften_free(r, &x);
 			for (int b = 0; b < B; b++)
-				OP(r)->add_row_channel(r->x.d, drow(&e[0], b, 0), e[0].F, e[0].C, T,
+				OP(r)->add_row_channel(r->p.x.d, drow(&e[0], b, 0), e[0].F, e[0].C, T,
 				                       W(r, net->freq_emb));
 		}
 	}
@@ -832,9 +697,9 @@ sb_status sb_htdemucs_forward(sb_htdemucs_on *r, sb_pool *pool, sb_htdemucs_ws *
 	const long n1 = (long)Fr * T;
 	sb_dv tok = A(r, (size_t)B * n1 * ct), tokt = A(r, (size_t)B * T2 * ct);
 	for (int b = 0; b < B; b++) {
-		OP(r)->rows_tokens(r->x.d, drow(&e[HD_DEPTH - 1], b, 0),
+		OP(r)->rows_tokens(r->p.x.d, drow(&e[HD_DEPTH - 1], b, 0),
 		                   sb_dv_at(tok, (size_t)b * n1 * ct), Fr, ct, T, 0);
-		OP(r)->transpose(r->x.d, sb_dv_at(te[HD_DEPTH - 1], (size_t)b * ct * T2),
+		OP(r)->transpose(r->p.x.d, sb_dv_at(te[HD_DEPTH - 1], (size_t)b * ct * T2),
 		                 sb_dv_at(tokt, (size_t)b * T2 * ct), ct, T2);
 	}
 	if (cfg->t_layers > 0) {
@@ -864,9 +729,9 @@ sb_status sb_htdemucs_forward(sb_htdemucs_on *r, sb_pool *pool, sb_htdemucs_ws *
 	dften_new(r, &x, B, Fr, ct, T);
 	xt = A(r, (size_t)B * ct * T2);
 	for (int b = 0; b < B; b++) {
-		OP(r)->rows_tokens(r->x.d, sb_dv_at(tok, (size_t)b * n1 * ct), drow(&x, b, 0), Fr, ct,
+		OP(r)->rows_tokens(r->p.x.d, sb_dv_at(tok, (size_t)b * n1 * ct), drow(&x, b, 0), Fr, ct,
 		                   T, 1);
-		OP(r)->transpose(r->x.d, sb_dv_at(tokt, (size_t)b * T2 * ct),
+		OP(r)->transpose(r->p.x.d, sb_dv_at(tokt, (size_t)b * T2 * ct),
 		                 sb_dv_at(xt, (size_t)b * ct * T2), T2, ct);
 	}
 	R(r, tok);
@@ -901,8 +766,8 @@ sb_status sb_htdemucs_forward(sb_htdemucs_on *r, sb_pool *pool, sb_htdemucs_ws *
 			fail(r, SB_ERR_NOMEM);
 		for (int b = 0; b < B && pass_status(r) == SB_OK; b++) {
 			float *o = out + (size_t)b * seg_out;
-			r->x.be->download(r->x.d, o, sb_dv_at(xt, (size_t)b * seg_out), seg_out);
-			r->x.be->download(r->x.d, hd_row(&fo, 0), drow(&x, b, 0), (size_t)x.F * x.C * T);
+			r->p.x.be->download(r->p.x.d, o, sb_dv_at(xt, (size_t)b * seg_out), seg_out);
+			r->p.x.be->download(r->p.x.d, hd_row(&fo, 0), drow(&x, b, 0), (size_t)x.F * x.C * T);
 			if (pass_status(r) != SB_OK)
 				break;
 			for (size_t i = 0; i < seg_out; i++)
@@ -918,15 +783,15 @@ sb_status sb_htdemucs_forward(sb_htdemucs_on *r, sb_pool *pool, sb_htdemucs_ws *
 end:
 	st = pass_status(r);
 	if (st == SB_OK || st == SB_ERR_CANCELLED) {
-		const sb_status fst = r->x.be->finish(r->x.d);
+		const sb_status fst = r->p.x.be->finish(r->p.x.d);
 		st = st == SB_OK ? fst : st;
 	}
 	if (st == SB_ERR_NOMEM)
-		sb_log(r->log, SB_LOG_ERROR, "htdemucs: out of memory for a segment's activations");
+		sb_log(r->p.log, SB_LOG_ERROR, "htdemucs: out of memory for a segment's activations");
 	return st;
 }
 
 const sb_exec *sb_htdemucs_on_device(const sb_htdemucs_on *r)
 {
-	return &r->x;
+	return &r->p.x;
 }

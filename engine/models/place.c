@@ -1,0 +1,174 @@
+/* Weights and activation buffers of a model on a device (place.h). */
+#include "models/place.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_ptr(const void *a, const void *b)
+{
+	const float *x = *(const float *const *)a, *y = *(const float *const *)b;
+	return x < y ? -1 : x > y;
+}
+
+void sb_place_fail(sb_place *p, sb_status st)
+{
+	if (p->st == SB_OK)
+		p->st = st;
+}
+
+sb_status sb_place_status(sb_place *p)
+{
+	if (p->st != SB_OK)
+		return p->st;
+	return p->x.be->status(p->x.d);
+}
+
+int sb_place_stopped(sb_place *p)
+{
+	for (int k = 0; k < 2; k++)
+		if (p->stop[k] && atomic_load_explicit(p->stop[k], memory_order_relaxed)) {
+			sb_place_fail(p, SB_ERR_CANCELLED);
+			return 1;
+		}
+	return 0;
+}
+
+void sb_place_fini(sb_place *p)
+{
+	if (!p)
+		return;
+	if (p->x.d)
+		p->x.be->finish(p->x.d);
+	for (int i = 0; i < p->n_blocks; i++)
+		p->x.be->release(p->x.d, p->blocks[i].b);
+	for (int i = 0; p->wbuf && i < p->n_w; i++)
+		if (p->wbuf[i])
+			p->x.be->release(p->x.d, p->wbuf[i]);
+	free(p->wbuf);
+	free(p->wptr);
+	free(p->wlen);
+	p->wbuf = NULL;
+	p->wptr = NULL;
+	p->wlen = NULL;
+	p->n_w = p->n_blocks = 0;
+}
+
+sb_status sb_place_init(sb_place *p, float *const *owned, const size_t *owned_n, int n,
+                        const sb_exec *dev, const sb_logger *log, const char *who)
+{
+	memset(p, 0, sizeof *p);
+	p->x = *dev;
+	p->o = dev->be->ops;
+	p->log = log;
+	p->who = who;
+	p->n_w = n;
+	p->wbuf = calloc((size_t)n + 1, sizeof *p->wbuf);
+	p->wptr = malloc(sizeof *p->wptr * ((size_t)n + 1));
+	p->wlen = malloc(sizeof *p->wlen * ((size_t)n + 1));
+	sb_status st = p->wbuf && p->wptr && p->wlen ? SB_OK : SB_ERR_NOMEM;
+	if (st == SB_OK) {
+		for (int i = 0; i < n; i++)
+			p->wptr[i] = owned[i];
+		qsort(p->wptr, (size_t)n, sizeof *p->wptr, cmp_ptr);
+	}
+	/* every array the model owns, on the device (a CPU backend uses them in place) */
+	for (int i = 0; st == SB_OK && i < n; i++) {
+		int j = 0;
+		while (owned[j] != p->wptr[i])
+			j++;
+		p->wlen[i] = owned_n[j];
+		st = dev->be->wrap(dev->d, p->wptr[i], p->wlen[i], &p->wbuf[i]);
+	}
+	if (st != SB_OK) {
+		sb_log(log, SB_LOG_ERROR, "%s: cannot place the weights on %s (%s)", who,
+		       dev->props ? dev->props->label : "the device", sb_status_str(st));
+		sb_place_fini(p);
+	}
+	return st;
+}
+
+sb_status sb_place_begin(sb_place *p)
+{
+	for (int i = 0; i < p->n_blocks; i++) /* a pass owns every buffer, even after a failure */
+		p->blocks[i].used = 0;
+	p->st = SB_OK;
+	p->x.be->clear(p->x.d);
+	return p->x.be->begin_chunk(p->x.d);
+}
+
+sb_dv sb_place_w(sb_place *p, const float *host)
+{
+	int lo = 0, hi = p->n_w - 1, at = -1;
+	while (lo <= hi) {
+		const int mid = (lo + hi) / 2;
+		if (p->wptr[mid] <= host) {
+			at = mid;
+			lo = mid + 1;
+		} else {
+			hi = mid - 1;
+		}
+	}
+	if (at >= 0 && host < p->wptr[at] + p->wlen[at])
+		return (sb_dv){p->wbuf[at], (size_t)(host - p->wptr[at])};
+	/* an array that is not one of the model's: a bug, reported rather than crashing */
+	if (p->st == SB_OK)
+		sb_log(p->log, SB_LOG_ERROR, "%s: internal error: a weight not on the device", p->who);
+	sb_place_fail(p, SB_ERR_INVALID);
+	return (sb_dv){p->n_w ? p->wbuf[0] : NULL, 0};
+}
+
+sb_dv sb_place_a(sb_place *p, size_t floats)
+{
+	sb_dv none = {NULL, 0};
+	if (sb_place_status(p) != SB_OK)
+		return none;
+	floats = floats ? floats : 16;
+	int best = -1;
+	for (int i = 0; i < p->n_blocks; i++)
+		if (!p->blocks[i].used && p->blocks[i].floats >= floats &&
+		    (best < 0 || p->blocks[i].floats < p->blocks[best].floats))
+			best = i;
+	if (best >= 0 && p->blocks[best].floats <= 2 * floats + 16384) {
+		p->blocks[best].used = 1;
+		return (sb_dv){p->blocks[best].b, 0};
+	}
+	if (p->n_blocks == SB_PLACE_MAX_BLOCKS) {
+		int drop = -1;
+		for (int i = 0; i < p->n_blocks; i++)
+			if (!p->blocks[i].used && (drop < 0 || p->blocks[i].floats > p->blocks[drop].floats))
+				drop = i;
+		if (drop < 0) {
+			sb_log(p->log, SB_LOG_ERROR, "%s: too many device buffers", p->who);
+			sb_place_fail(p, SB_ERR_DEVICE);
+			return none;
+		}
+		p->x.be->release(p->x.d, p->blocks[drop].b);
+		p->blocks[drop] = p->blocks[--p->n_blocks];
+	}
+	sb_bbuf *b = NULL;
+	sb_status st = p->x.be->alloc(p->x.d, floats, &b);
+	if (st != SB_OK && p->n_blocks) {
+		/* out of device memory: give back the cached buffers no one uses, then try again */
+		for (int i = p->n_blocks - 1; i >= 0; i--)
+			if (!p->blocks[i].used) {
+				p->x.be->release(p->x.d, p->blocks[i].b);
+				p->blocks[i] = p->blocks[--p->n_blocks];
+			}
+		st = p->x.be->alloc(p->x.d, floats, &b);
+	}
+	if (st != SB_OK) {
+		sb_place_fail(p, st);
+		return none;
+	}
+	p->blocks[p->n_blocks++] = (sb_place_block){b, floats, 1};
+	return (sb_dv){b, 0};
+}
+
+void sb_place_r(sb_place *p, sb_dv v)
+{
+	for (int i = 0; v.buf && i < p->n_blocks; i++)
+		if (p->blocks[i].b == v.buf) {
+			p->blocks[i].used = 0;
+			return;
+		}
+}

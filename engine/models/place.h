@@ -1,0 +1,58 @@
+/* A model placed on a device: its weight arrays copied (or wrapped in place) there, and the
+ * activation buffers a forward pass takes and gives back, kept from one pass to the next so
+ * that a pass allocates nothing after the first. Every model family's forward pass is written
+ * against it (HTDemucs, the RoFormers).
+ *
+ * Errors: the first failure of a pass (host or device) is kept; sb_place_status() reads it, so
+ * a forward pass reads as straight-line code that checks before it reads results back.
+ * Threads: one pass at a time per placement. */
+#ifndef SB_PLACE_H
+#define SB_PLACE_H
+
+#include "backend/backend.h"
+
+#include <stdatomic.h>
+
+#define SB_PLACE_MAX_BLOCKS 256
+
+typedef struct {
+	sb_bbuf *b;
+	size_t floats;
+	int used;
+} sb_place_block;
+
+typedef struct {
+	sb_exec x;
+	const sb_ops *o;
+	const sb_logger *log;
+	const char *who;            /* the family's name, for messages */
+	sb_bbuf **wbuf;             /* one device buffer per weight array, sorted by host address */
+	const float **wptr;
+	size_t *wlen;
+	int n_w;
+	sb_place_block blocks[SB_PLACE_MAX_BLOCKS];
+	int n_blocks;
+	sb_status st;               /* host-side failure of the current pass */
+	const atomic_int *stop[2];  /* set: the pass ends at the next check (sb_place_stopped) */
+} sb_place;
+
+/* Puts the n arrays owned[i] (owned_n[i] floats each) on the device. */
+sb_status sb_place_init(sb_place *p, float *const *owned, const size_t *owned_n, int n,
+                        const sb_exec *dev, const sb_logger *log, const char *who);
+void sb_place_fini(sb_place *p);
+
+/* A new pass: every activation buffer free again, the kept failure cleared, the device's
+ * begin_chunk() hook called. */
+sb_status sb_place_begin(sb_place *p);
+/* the device copy of a host weight array (or of a place inside one) */
+sb_dv sb_place_w(sb_place *p, const float *host);
+/* an activation buffer of at least floats (a cached one when it fits) */
+sb_dv sb_place_a(sb_place *p, size_t floats);
+/* gives a buffer back for the rest of the pass to reuse */
+void sb_place_r(sb_place *p, sb_dv v);
+sb_status sb_place_status(sb_place *p);
+void sb_place_fail(sb_place *p, sb_status st);
+/* A stop flag set: the pass's status becomes SB_ERR_CANCELLED and 1 is returned. */
+int sb_place_stopped(sb_place *p);
+
+#endif

@@ -339,6 +339,8 @@ sb_status sbc_convert(const sbc_convert_opts *o)
 	if (!o || o->n_inputs < 1 || o->n_inputs > SBC_MAX_INPUTS || (!o->output && !o->dry_run) ||
 	    (o->weights && o->n_inputs < 2))
 		return SB_ERR_INVALID;
+	if (o->config)
+		return sbc_convert_roformer(o);
 	sbc_package *pk[SBC_MAX_INPUTS] = {0};
 	const sb_status st = run(o, pk);
 	for (int m = 0; m < o->n_inputs; m++)

@@ -143,8 +143,21 @@ static int parse_model(json_t *e, sb_catalog_model *m, char *why, size_t wl)
 				snprintf(why, wl, "model \"%s\": two files named %s", name, cf->name);
 				return 0;
 			}
+		cf->unverified = json_is_true(json_object_get(f, "unverified"));
+		const char *role = str(f, "role");
+		cf->config = role && !strcmp(role, "config");
+		const char *url = str(f, "url");
+		if (url && (strlen(url) >= sizeof cf->url ||
+		            (strncmp(url, "https://", 8) && strncmp(url, "http://", 7)))) {
+			snprintf(why, wl, "model \"%s\", %s: \"url\" is not an http or https URL", name,
+			         cf->name);
+			return 0;
+		}
+		snprintf(cf->url, sizeof cf->url, "%s", url ? url : "");
 		const char *sha = str(f, "sha256");
-		if (sha) {
+		if (!sha && cf->unverified) {
+			cf->sha256[0] = '\0';
+		} else if (sha) {
 			if (strlen(sha) != 64 || !is_hex(sha, 64)) {
 				snprintf(why, wl, "model \"%s\", %s: \"sha256\" is not 64 hex digits", name,
 				         cf->name);
@@ -172,9 +185,47 @@ static int parse_model(json_t *e, sb_catalog_model *m, char *why, size_t wl)
 		}
 		cf->bytes = b ? (uint64_t)json_integer_value(b) : 0;
 		cf->approximate = json_is_true(json_object_get(f, "approximate"));
+		if (cf->unverified && !cf->config && !cf->bytes) {
+			snprintf(why, wl, "model \"%s\", %s: an unverified checkpoint needs its "
+			         "\"bytes\"", name, cf->name);
+			return 0;
+		}
 		m->bytes += cf->bytes;
 		m->n_files++;
 	}
+	const char *fam = str(e, "family");
+	if (fam && strcmp(fam, "bs_roformer") && strcmp(fam, "mel_band_roformer")) {
+		snprintf(why, wl, "model \"%s\": \"family\" is not bs_roformer or mel_band_roformer",
+		         name);
+		return 0;
+	}
+	snprintf(m->family, sizeof m->family, "%s", fam ? fam : "");
+	int n_cfg = 0;
+	for (int i = 0; i < m->n_files; i++)
+		n_cfg += m->files[i].config;
+	if (fam && (n_cfg != 1 || m->n_files != 2)) {
+		snprintf(why, wl, "model \"%s\": a RoFormer is a checkpoint and one \"role\": "
+		         "\"config\" file", name);
+		return 0;
+	}
+	json_t *sdr = json_object_get(e, "sdr");
+	const char *key;
+	json_t *val;
+	if (sdr && !json_is_object(sdr)) {
+		snprintf(why, wl, "model \"%s\": \"sdr\" is not an object of stem: dB", name);
+		return 0;
+	}
+	json_object_foreach(sdr, key, val) {
+		const int k = sb_stem_index(key);
+		if (k < 0 || k >= 8 || !json_is_number(val) || !(m->stems & (1u << k))) {
+			snprintf(why, wl, "model \"%s\": \"sdr\" names %s, not one of its stems", name,
+			         key);
+			return 0;
+		}
+		m->sdr[k] = (float)json_number_value(val);
+	}
+	const char *src = str(e, "sdr_source");
+	snprintf(m->sdr_source, sizeof m->sdr_source, "%s", src ? src : "");
 	if (m->bag_weights[0] && m->n_files < 2) {
 		snprintf(why, wl, "model \"%s\": \"bag_weights\" with a single file", name);
 		return 0;

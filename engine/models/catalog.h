@@ -9,8 +9,16 @@
  * "bag_weights": "r;r;..." (several files), "files": [{"path": relative URL path, "bytes",
  * "approximate", "sha256": hex}]}]}. Every file needs a checksum: its full "sha256", or a file
  * name "<signature>-<hex>.<ext>" whose hex (8 digits or more) is the start of its SHA-256, as
- * the reference demucs package checks its checkpoints. Anything else is refused with one line
- * naming the file and the entry.
+ * the reference demucs package checks its checkpoints; or, where the publisher gives none
+ * (the RoFormers on GitHub releases), "unverified": true with its exact "bytes" (checked), the
+ * SHA-256 computed and printed at install, and the conversion's full load against the config
+ * as the check. Anything else is refused with one line naming the file and the entry.
+ *
+ * The RoFormers: "family": "bs_roformer" | "mel_band_roformer", their files a checkpoint and
+ * one with "role": "config" (the YAML); a file's "url" is where it is published (an absolute
+ * http(s) URL; a mirror given at install time serves its "path" instead); "sdr": {stem: dB}
+ * the published SDR per stem (what 'auto' ranks by and `stembridge models` shows) and
+ * "sdr_source" where the figures come from.
  *
  * Threads: a loaded catalogue is read-only.
  */
@@ -29,6 +37,9 @@ typedef struct {
 	char sha256[65];     /* lower-case hex: the whole digest or its start */
 	uint64_t bytes;      /* size, 0 unknown */
 	int approximate;     /* bytes is a rough figure */
+	int unverified;      /* no published digest: size and a full load are the check */
+	int config;          /* a RoFormer's YAML configuration */
+	char url[512];       /* where it is published ("" : base_url + path) */
 } sb_catalog_file;
 
 typedef struct {
@@ -41,6 +52,9 @@ typedef struct {
 	int n_files;
 	sb_catalog_file files[SB_CATALOG_MAX_FILES];
 	uint64_t bytes;      /* download size of every file together */
+	char family[32];     /* "" (Demucs), "bs_roformer", "mel_band_roformer" */
+	float sdr[8];        /* published SDR per canonical stem (dB), 0 = none */
+	char sdr_source[128];
 } sb_catalog_model;
 
 typedef struct sb_catalog sb_catalog;

@@ -1,6 +1,7 @@
 /* Model installer (install.h): libcurl downloads, SHA-256 checks (OpenSSL's libcrypto, which
  * libcurl already brings), in-process conversion, an atomic rename into the model folder. */
 #include "models/install.h"
+#include "models/roformer/roformer_model.h"
 
 #include "convert/convert.h"
 #include "io/temp_file.h"
@@ -318,15 +319,19 @@ static sb_status fetch(const sb_install_opts *o, const char *url, const char *pa
 }
 
 /* A catalogue file into the cache, complete and checked. */
-static sb_status get_file(const sb_install_opts *o, const char *base_url, const char *cache,
-                          const sb_catalog_model *m, int i, sb_install_progress *p,
-                          uint64_t before, char *dest, size_t dlen)
+static sb_status get_file(const sb_install_opts *o, const char *base_url, int mirror,
+                          const char *cache, const sb_catalog_model *m, int i,
+                          sb_install_progress *p, uint64_t before, char *dest, size_t dlen)
 {
 	const sb_catalog_file *f = &m->files[i];
 	const sb_logger *log = o->log;
 	char url[2048], partial[4300];
-	snprintf(url, sizeof url, "%s%s%s", base_url,
-	         base_url[0] && base_url[strlen(base_url) - 1] == '/' ? "" : "/", f->path);
+	/* where it is published, unless a mirror was given (which serves the path) */
+	if (f->url[0] && !mirror)
+		snprintf(url, sizeof url, "%s", f->url);
+	else
+		snprintf(url, sizeof url, "%s%s%s", base_url,
+		         base_url[0] && base_url[strlen(base_url) - 1] == '/' ? "" : "/", f->path);
 	snprintf(dest, dlen, "%s/%s", cache, f->name);
 	snprintf(partial, sizeof partial, "%.4200s.partial", dest);
 	p->file = f->name;
@@ -353,6 +358,22 @@ static sb_status get_file(const sb_install_opts *o, const char *base_url, const 
 		if (sha256_file(dest, hex) != SB_OK) {
 			sb_log(log, SB_LOG_ERROR, "cannot read %s back to check it", dest);
 			return SB_ERR_IO;
+		}
+		if (f->unverified) {
+			/* no digest published: the exact size here, a full load at the conversion */
+			if (f->bytes && !f->approximate && stat(dest, &sbuf) == 0 &&
+			    (uint64_t)sbuf.st_size != f->bytes) {
+				unlink(dest);
+				sb_log(log, SB_LOG_ERROR, "%s: %lld bytes where the catalogue expects %llu (the "
+				       "download is damaged or the server holds another file); nothing was "
+				       "installed", f->name, (long long)sbuf.st_size,
+				       (unsigned long long)f->bytes);
+				return SB_ERR_FORMAT;
+			}
+			sb_log(log, SB_LOG_WARNING, "%s: its publisher gives no digest; its SHA-256 here is "
+			       "%s (checked %s)", f->name, hex, f->config ? "by reading it as the "
+			       "configuration" : "by its size and a full load against its configuration");
+			return SB_OK;
 		}
 		const size_t k = strlen(f->sha256);
 		if (!strncmp(hex, f->sha256, k))
@@ -416,7 +437,8 @@ sb_status sb_model_install(const sb_catalog *cat, const char *name, const sb_ins
 	const char *inputs[SB_CATALOG_MAX_FILES];
 	uint64_t before = 0;
 	for (int i = 0; i < m->n_files; i++) {
-		st = get_file(o, base, cache, m, i, &p, before, files[i], sizeof files[i]);
+		st = get_file(o, base, base != sb_catalog_base_url(cat), cache, m, i, &p, before, files[i],
+		              sizeof files[i]);
 		if (st != SB_OK)
 			return st;
 		inputs[i] = files[i];
@@ -440,9 +462,19 @@ sb_status sb_model_install(const sb_catalog *cat, const char *name, const sb_ins
 		sb_log(log, SB_LOG_ERROR, "cannot write to the model folder %s: %s", dir, strerror(e));
 		return errno_status(e);
 	}
+	/* a RoFormer: the checkpoint, and its configuration beside it */
+	const char *config = NULL;
+	int n_in = 0;
+	for (int i = 0; i < m->n_files; i++) {
+		if (m->files[i].config)
+			config = files[i];
+		else
+			inputs[n_in++] = files[i];
+	}
 	sbc_convert_opts co = {
 		.inputs = inputs,
-		.n_inputs = m->n_files,
+		.n_inputs = n_in,
+		.config = config,
 		.output = stage.path,
 		.name = m->name,
 		.weights = m->bag_weights[0] ? m->bag_weights : NULL,
@@ -452,7 +484,8 @@ sb_status sb_model_install(const sb_catalog *cat, const char *name, const sb_ins
 	st = sbc_convert(&co);
 	if (st == SB_OK) {
 		sb_model *model = NULL;
-		st = sb_demucs_model_open(stage.path, m->name, NULL, log, &model);
+		st = m->family[0] ? sb_roformer_model_open(stage.path, m->name, log, &model)
+		                  : sb_demucs_model_open(stage.path, m->name, NULL, log, &model);
 		if (st == SB_OK && model->info.stems != m->stems) {
 			char got[128], want[128];
 			sb_stem_mask_text(model->info.stems, ", ", got, sizeof got);

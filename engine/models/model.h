@@ -90,6 +90,11 @@ sb_status sb_model_open(const char *name, const char *const *search_path, const 
  * (models/catalog.h: htdemucs first), else "builtin". Written into buf, returned. */
 const char *sb_model_auto(const char *const *search_path, const sb_logger *log, char *buf,
                           size_t len);
+/* The same for the stems asked for (bit SB_STEM_*; 0: every stem): the installed catalogue
+ * model that makes them all with the best published SDR for them (catalog.json "sdr": a
+ * RoFormer for vocals), else the 'auto' rank among those that make them, else "builtin". */
+const char *sb_model_auto_for(const char *const *search_path, unsigned stems,
+                              const sb_logger *log, char *buf, size_t len);
 /* The canonical stems (bit SB_STEM_*) the model 'name' (as sb_model_open takes it) makes,
  * read from its file's header only; 0 when it is not installed or unreadable. */
 unsigned sb_model_stems(const char *name, const char *const *search_path);

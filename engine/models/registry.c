@@ -6,6 +6,7 @@
 #include "models/demucs/demucs.h"
 #include "models/catalog.h"
 #include "models/model.h"
+#include "models/roformer/roformer_model.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -18,24 +19,53 @@ size_t sb_model_dirs(const char *const *extra, char (*dirs)[4096], size_t max)
 	return sb_data_dirs("models", extra, dirs, max);
 }
 
-const char *sb_model_auto(const char *const *search_path, const sb_logger *log, char *buf,
-                          size_t len)
+const char *sb_model_auto_for(const char *const *search_path, unsigned stems,
+                              const sb_logger *log, char *buf, size_t len)
 {
 	snprintf(buf, len, "builtin");
 	sb_catalog *cat = NULL;
 	if (sb_catalog_load(log, &cat) != SB_OK)
 		return buf;
 	int best = 0;
+	double best_sdr = -1;
 	for (int i = 0; i < sb_catalog_count(cat); i++) {
 		const sb_catalog_model *m = sb_catalog_at(cat, i);
-		if (m->auto_rank > 0 && (!best || m->auto_rank < best) &&
-		    sb_demucs_model_installed(m->name, search_path)) {
+		if (!sb_demucs_model_installed(m->name, search_path))
+			continue;
+		/* stems asked for: the installed model that makes them all with the best mean
+		 * published SDR over them (a model with a figure for each beats one without) */
+		if (stems) {
+			if (stems & ~m->stems)
+				continue;
+			double sum = 0;
+			int n = 0, all = 1;
+			for (int k = 0; k < 8; k++)
+				if (stems & (1u << k)) {
+					all &= m->sdr[k] > 0;
+					sum += m->sdr[k];
+					n++;
+				}
+			if (all && n && sum / n > best_sdr) {
+				best_sdr = sum / n;
+				snprintf(buf, len, "%s", m->name);
+				continue;
+			}
+			if (best_sdr >= 0)
+				continue;
+		}
+		if (m->auto_rank > 0 && (!best || m->auto_rank < best)) {
 			best = m->auto_rank;
 			snprintf(buf, len, "%s", m->name);
 		}
 	}
 	sb_catalog_free(cat);
 	return buf;
+}
+
+const char *sb_model_auto(const char *const *search_path, const sb_logger *log, char *buf,
+                          size_t len)
+{
+	return sb_model_auto_for(search_path, 0, log, buf, len);
 }
 
 unsigned sb_model_stems(const char *name, const char *const *search_path)
@@ -89,6 +119,8 @@ sb_status sb_model_open(const char *name, const char *const *search_path, const 
 		const char *base = strrchr(name, '/') + 1;
 		char short_name[256];
 		snprintf(short_name, sizeof short_name, "%.*s", (int)(strlen(base) - 12), base);
+		if (sb_roformer_is_file(name))
+			return sb_roformer_model_open(name, short_name, log, out);
 		return sb_demucs_model_open(name, short_name, NULL, log, out);
 	}
 	char dirs[16][4096];
@@ -100,6 +132,13 @@ sb_status sb_model_open(const char *name, const char *const *search_path, const 
 	}
 	/* Demucs: the htdemucs family by name (a missing file gets a message saying where to get
 	 * it), any other name when its safetensors file is installed */
+	if (!strchr(name, '/') && !strstr(name, "..") && strlen(name) < 200)
+		for (size_t i = 0; i < n; i++) {
+			char path[4352];
+			snprintf(path, sizeof path, "%s/%s.safetensors", dirs[i], name);
+			if (access(path, R_OK) == 0 && sb_roformer_is_file(path))
+				return sb_roformer_model_open(path, name, log, out);
+		}
 	if (!strncmp(name, "htdemucs", 8) || sb_demucs_model_installed(name, search_path))
 		return sb_demucs_model_find(name, search_path, log, out);
 	sb_log(log, SB_LOG_ERROR, "unknown model '%s' (installed: builtin; searched %s)", name,

@@ -255,6 +255,13 @@ static int cmd_list(int argc, char **argv)
 			char cmd[128];
 			snprintf(cmd, sizeof cmd, "stembridge models install %s", m->name);
 			json_object_set_new(o, "install", json_string(f ? "" : cmd));
+			json_t *sdr = json_object();
+			for (int k = 0; k < 8; k++)
+				if (m->sdr[k] > 0)
+					json_object_set_new(sdr, sb_stem_names[k], json_real(m->sdr[k]));
+			json_object_set_new(o, "sdr", sdr);
+			if (m->family[0])
+				json_object_set_new(o, "family", json_string(m->family));
 			json_array_append_new(list, o);
 		}
 		for (size_t i = 0; i < n_found; i++)
@@ -270,7 +277,8 @@ static int cmd_list(int argc, char **argv)
 		sb_catalog_free(cat);
 		return 0;
 	}
-	printf("auto: %s (the best installed model: %s, else the built-in one)\n\n", auto_name,
+	printf("auto: %s (the best installed model: %s, else the built-in one; with --stems, the "
+	       "installed model with the best published SDR for them)\n\n", auto_name,
 	       "htdemucs first");
 	printf("builtin: built in, no download\n"
 	       "    classic signal processing (median-filter HPSS, centre panning, low band): any "
@@ -282,6 +290,15 @@ static int cmd_list(int argc, char **argv)
 		size_str(m, size, sizeof size);
 		printf("%s: %s\n    %s\n    stems: %s; %s\n", m->name,
 		       f ? "installed" : "not installed", m->description, stems, size);
+		char sdr[256] = "";
+		for (int k = 0; k < 8; k++)
+			if (m->sdr[k] > 0) {
+				const size_t at = strlen(sdr);
+				snprintf(sdr + at, sizeof sdr - at, "%s%s %.2f dB", at ? ", " : "",
+				         sb_stem_names[k], m->sdr[k]);
+			}
+		if (sdr[0])
+			printf("    published SDR: %s (%s)\n", sdr, m->sdr_source);
 		if (f) {
 			char what[1024];
 			describe(f->path, what, sizeof what);

@@ -3,6 +3,7 @@
  *
  *   stembridge-convert IN.th -o OUT.safetensors                    one model
  *   stembridge-convert A.th B.th C.th D.th -o OUT.safetensors      a bag of models (htdemucs_ft)
+ *   stembridge-convert MODEL.ckpt --config MODEL.yaml -o OUT.safetensors   a RoFormer
  *
  * One model: the tensors keep the state dict's names and dtypes, and `__metadata__` holds every
  * constructor setting (settings_format.h says how values are written), `klass`, `name` and
@@ -26,13 +27,17 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: " PROG " IN.th [IN.th...] -o OUT.safetensors [options]\n"
+	        "       " PROG " MODEL.ckpt --config MODEL.yaml -o OUT.safetensors [options]\n"
 	        "\n"
 	        "Converts a released Demucs v4 checkpoint (htdemucs 955717e8-8726e21a.th, htdemucs_6s\n"
 	        "5c90dfd2-34c22ccb.th) into a safetensors model for Stembridge; several checkpoints\n"
-	        "(the four htdemucs_ft models) become one bag-of-models file.\n"
+	        "(the four htdemucs_ft models) become one bag-of-models file. A BS-RoFormer or\n"
+	        "Mel-Band RoFormer checkpoint (a state dict, as Music-Source-Separation-Training\n"
+	        "publishes them) is converted with its YAML configuration, checked tensor by tensor.\n"
 	        "\n"
 	        "options:\n"
 	        "  -o, --output FILE      the safetensors file to write\n"
+	        "  --config YAML          a RoFormer's configuration (the .yaml beside its .ckpt)\n"
 	        "  --name NAME            the model's name in the file (default: FILE's name without\n"
 	        "                         .safetensors)\n"
 	        "  --bag-weights W        a bag's weights: one row per model, separated by ';', of one\n"
@@ -51,7 +56,7 @@ static void usage(FILE *f)
 typedef struct {
 	const char *inputs[MAX_INPUTS];
 	int n_inputs;
-	const char *output, *name, *weights, *shapes;
+	const char *output, *name, *weights, *shapes, *config;
 	int overwrite, dry_run, quiet;
 } options;
 
@@ -66,6 +71,7 @@ static int parse_args(int argc, char **argv, options *o)
 		                  : !strcmp(a, "--name")                         ? &o->name
 		                  : !strcmp(a, "--bag-weights")                  ? &o->weights
 		                  : !strcmp(a, "--check-shapes")                 ? &o->shapes
+		                  : !strcmp(a, "--config")                       ? &o->config
 		                                                                 : NULL;
 		if (slot) {
 			if (!v) {
@@ -131,6 +137,7 @@ int main(int argc, char **argv)
 		.name = o.name,
 		.weights = o.weights,
 		.shapes = o.shapes,
+		.config = o.config,
 		.overwrite = o.overwrite,
 		.dry_run = o.dry_run,
 		.log = &log,

@@ -1,0 +1,89 @@
+/* Band-split RoFormers (BS-RoFormer, Lu et al. 2023; Mel-Band RoFormer, Wang et al. 2023) as
+ * ZFTurbo's Music-Source-Separation-Training computes them at inference
+ * (models/bs_roformer/bs_roformer.py, mel_band_roformer.py; utils/model_utils.py demix),
+ * written once against the backend interface: every device runs them.
+ *
+ * One chunk (roformer_forward.c): STFT of each channel (host), the spectrum's complex values
+ * gathered into bands (BS: consecutive frequencies; Mel: the frequencies under each mel
+ * filter, overlapping), per band RMSNorm + Linear to dim features, depth x (a time transformer
+ * along each band's frames, a frequency transformer across each frame's bands; pre-norm
+ * attention with rotary positions and per-head sigmoid gates, a GELU feed-forward), a final
+ * RMSNorm (BS only), per stem and band an MLP (Tanh) ending in a GLU: a complex mask for the
+ * band's values; the masks (averaged where Mel bands overlap) multiply the spectrum, the DC
+ * bin zeroed (zero_dc), inverse STFT (host).
+ *
+ * The whole file (roformer_model.c): MSST's demix, streamed (see there).
+ * Only models/roformer includes this.
+ */
+#ifndef SB_ROFORMER_H
+#define SB_ROFORMER_H
+
+#include "backend/backend.h"
+#include "convert/roformer_config.h"
+#include "core/thread_pool.h"
+#include "sb_common.h"
+
+#include <fftw3.h>
+#include <stdatomic.h>
+
+typedef struct {
+	float *norm;          /* attention's RMSNorm [dim] */
+	float *qkvg;          /* [3 inner + heads][dim]: to_qkv's rows, then to_gates' */
+	float *qkvg_b;        /* [3 inner + heads]: zeros, then to_gates' bias */
+	float *out;           /* to_out [dim][inner] */
+	float *ff_norm;       /* [dim] */
+	float *ff1, *ff1_b;   /* [hidden][dim], [hidden] */
+	float *ff2, *ff2_b;   /* [dim][hidden], [dim] */
+} rf_layer;
+
+typedef struct {
+	float *w[16], *b[16]; /* the MLP's linear layers, first to last */
+} rf_mlp;
+
+typedef struct sb_roformer {
+	sb_rf_config cfg;
+	int ch;                       /* audio channels: 2 stereo, 1 mono */
+	int bins;                     /* n_fft / 2 + 1 */
+	int nb;                       /* bands */
+	int inner, hidden, mlp_hidden, n_stems;
+	int gates;                    /* per-head gates (to_gates) in the checkpoint */
+	int *din, *off;               /* [nb]: each band's input width (2 ch freqs) and offset */
+	int total;                    /* sum of din: the gathered features of a frame */
+	int *src;                     /* [total / 2]: each gathered complex value's index in the
+	                                 (frequency, channel) order, f ch + s */
+	float *inv_count;             /* [bins ch]: 1 / the bands covering each value (Mel), 1 (BS) */
+	float *split_norm;            /* [total]: the band split's RMSNorm gammas, band after band */
+	float **split_w;              /* [nb] -> [dim][din] */
+	float *split_b;               /* [nb][dim] */
+	rf_layer *layers;             /* depth x (time_depth + freq_depth), in the order they run */
+	float *final_norm;            /* [dim], BS only (NULL for Mel) */
+	float **tnorm;                /* Mel only: [depth][2] each transformer's output RMSNorm */
+	rf_mlp *mask;                 /* [n_stems][nb] */
+	float *rope_t, *rope_f;       /* cos, sin pairs [frames][dim_head], [nb][dim_head] */
+	int frames;                   /* STFT frames of a chunk */
+	float *window;                /* Hann (periodic) of win_length, centred in n_fft */
+	fftwf_plan fwd, inv;          /* executed with new arrays, from any thread */
+	int64_t params;
+	float **owned;                /* every weight array, for placing on a device */
+	size_t *owned_n;
+	int n_owned, cap_owned;
+} sb_roformer;
+
+/* Opens a converted model (stembridge-convert: the tensors of the checkpoint, the YAML in the
+ * metadata key "config"): the config parsed, every tensor's shape checked against it. */
+sb_status sb_roformer_load(const char *path, const char *name, const sb_logger *log,
+                           sb_roformer **out);
+void sb_roformer_free(sb_roformer *net);
+
+/* A model on a device, and one forward pass of B chunks: in [B][ch][chunk] -> out
+ * [B][n_stems][ch][chunk]. */
+typedef struct sb_roformer_on sb_roformer_on;
+sb_status sb_roformer_place(const sb_roformer *net, const sb_exec *dev, const sb_logger *log,
+                            sb_roformer_on **out);
+void sb_roformer_unplace(sb_roformer_on *r);
+const sb_exec *sb_roformer_on_device(const sb_roformer_on *r);
+void sb_roformer_on_stop(sb_roformer_on *r, const atomic_int *a);
+sb_status sb_roformer_forward(sb_roformer_on *r, sb_pool *pool, int B, const float *in,
+                              float *out);
+
+#endif

@@ -1,0 +1,473 @@
+/* A RoFormer behind the sb_model seam, with MSST's demix (utils/model_utils.py, generic mode)
+ * streamed:
+ *
+ *   C = chunk_size (inference.chunk_size, else audio.chunk_size), step = C / num_overlap,
+ *   border = C - step, fade = C / 10; a file longer than 2 border is reflect-padded by border at
+ *   both ends; chunks start at 0, step, 2 step, ... while inside the padded file; a short last
+ *   chunk is padded to C by reflecting itself when it is longer than C / 2, else by zeros;
+ *   each chunk's output is weighted by a window that fades in and out linearly over fade
+ *   samples (linspace(0, 1, fade)), summed, and divided by the summed weights (0 where they are
+ *   0); the border is cut off again. The reference groups chunks into batches of
+ *   inference.batch_size and shapes the window per batch: a batch that ends at the first chunk
+ *   has no fade-in, the last batch has no fade-out in any of its chunks. Those windows are
+ *   reproduced here whatever batches this engine runs, so the stems do not depend on the device.
+ *   With inference.normalize the mix is normalised by the mean and (population) std of its
+ *   channel average first and the stems scaled back.
+ *
+ * A model with one target (vocals) makes a second stem, the other instruments, as the mix minus
+ * the target (MSST's --extract_instrumental, audio-separator's secondary stem), so its stems add
+ * back to the mix exactly. Streaming: chunks run in order, a window of C + B step samples per
+ * stem is kept, and every sample before the next chunk's start goes to the sink: memory is flat
+ * in the file's length.
+ *
+ * Channels: a stereo model given mono duplicates it (as MSST does) and averages its output; a
+ * mono model given stereo separates each channel on its own.
+ */
+#include "models/demucs/safetensors.h"
+#include "models/model.h"
+#include "models/roformer/roformer.h"
+#include "models/roformer/roformer_model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+	sb_roformer *net;
+	int residual;                     /* the target model's second stem: mix - target */
+	int out_of[SB_RF_MAX_STEMS + 1];  /* canonical stem of each output (and the residual) */
+} rf_model;
+
+/* ---- demix ---- */
+
+/* torch.linspace(a, b, n)[i] in float32, as ATen computes it: from the start in the first
+ * half, from the end in the second */
+static float torch_linspace(float a, float b, int64_t n, int64_t i)
+{
+	if (n == 1)
+		return a;
+	const float step = (b - a) / (float)(n - 1);
+	return i < n / 2 ? a + step * (float)i : b - step * (float)(n - i - 1);
+}
+
+typedef struct {
+	const sb_roformer *net;
+	sb_source *in;
+	sb_sink *out;
+	int ic, mc, lanes, S, B;
+	int64_t N, C, step, border, fade, Np, off, n_chunks, cap, E;
+	int bs; /* the reference's batch size, for its windows */
+	double mean, std_;
+	int normalize;
+	float *window;  /* [C] */
+	float *acc;     /* [S][lanes][mc][cap], padded positions E .. */
+	float *wsum;    /* [cap] */
+	float *raw;     /* [(C) ic] */
+	float *items;   /* [B lanes][mc][C] */
+	float *res;     /* [B lanes][S][mc][C] */
+	float *emit;    /* [cap ic] */
+	float *mix;     /* [cap ic] */
+	const int *out_of;
+	int residual;
+} demix;
+
+/* padded position p (reflect padding by border when the file is padded) -> file frame */
+static int64_t file_frame(const demix *d, int64_t p)
+{
+	int64_t k = p - d->off;
+	if (k < 0)
+		k = -k;
+	if (k >= d->N)
+		k = 2 * (d->N - 1) - k;
+	return k;
+}
+
+/* the samples of chunk q, [lanes][mc][C], as the reference pads them */
+static sb_status read_chunk(demix *d, int64_t q, float *dst)
+{
+	const int64_t start = q * d->step, len = d->Np - start < d->C ? d->Np - start : d->C;
+	const int ic = d->ic;
+	/* the padded positions [start, start + len) from the file: one contiguous read where the
+	 * reflection allows, else frame by frame */
+	const int64_t a = start - d->off, b = start + len - d->off;
+	sb_status st = SB_OK;
+	if (a >= 0 && b <= d->N) {
+		st = d->in->read(d->in, a, len, d->raw);
+	} else {
+		for (int64_t i = 0; i < len && st == SB_OK; i++)
+			st = d->in->read(d->in, file_frame(d, start + i), 1, d->raw + i * ic);
+	}
+	if (st != SB_OK)
+		return st;
+	const int reflect = len > d->C / 2;
+	for (int64_t i = 0; i < d->C; i++) {
+		int64_t k = i;
+		int zero = 0;
+		if (i >= len) {
+			if (reflect)
+				k = 2 * (len - 1) - i;
+			else
+				zero = 1;
+		}
+		for (int l = 0; l < d->lanes; l++)
+			for (int c = 0; c < d->mc; c++) {
+				float v = 0.f;
+				if (!zero) {
+					const int src = d->lanes > 1 ? l : (ic == 1 ? 0 : c);
+					v = d->raw[k * ic + src];
+					if (d->normalize)
+						v = (float)((v - d->mean) / d->std_);
+				}
+				dst[((int64_t)l * d->mc + c) * d->C + i] = v;
+			}
+	}
+	return SB_OK;
+}
+
+/* the window of chunk q: fades, without the fade-in when its reference batch ends at the first
+ * chunk, without the fade-out in the last batch */
+static void chunk_window(const demix *d, int64_t q, float *w)
+{
+	const int64_t last_of_batch = (q / d->bs + 1) * d->bs - 1 < d->n_chunks - 1
+	                                  ? (q / d->bs + 1) * d->bs - 1 : d->n_chunks - 1;
+	memcpy(w, d->window, sizeof(float) * (size_t)d->C);
+	if (last_of_batch == 0)
+		for (int64_t i = 0; i < d->fade; i++)
+			w[i] = 1.f;
+	else if (last_of_batch == d->n_chunks - 1)
+		for (int64_t i = d->C - d->fade; i < d->C; i++)
+			w[i] = 1.f;
+}
+
+/* writes padded positions [E, F) that fall inside the file to the sink; slides the window */
+static sb_status emit_until(demix *d, int64_t F)
+{
+	if (F > d->Np)
+		F = d->Np;
+	if (F <= d->E)
+		return SB_OK;
+	const int64_t n = F - d->E;
+	const int ic = d->ic, S = d->S;
+	/* the part of [E, F) inside the file: [lo, hi) in padded positions */
+	const int64_t lo = d->E > d->off ? d->E : d->off,
+	              hi = F < d->off + d->N ? F : d->off + d->N;
+	sb_status st = SB_OK;
+	if (hi > lo) {
+		const int64_t m = hi - lo, skip = lo - d->E;
+		if (d->residual)
+			st = d->in->read(d->in, lo - d->off, m, d->mix);
+		const int n_sink = d->out->n_stems;
+		for (int stem = 0; stem < n_sink && st == SB_OK; stem++) {
+			int has = 0;
+			for (int s = 0; s <= S; s++)
+				has |= (s < S || d->residual) && d->out_of[s] == stem;
+			if (!has)
+				continue;
+			memset(d->emit, 0, sizeof(float) * (size_t)m * ic);
+			for (int s = 0; s <= S; s++) {
+				if (d->out_of[s] != stem || (s == S && !d->residual))
+					continue;
+				/* the residual is the mix minus the target (output 0) */
+				const int o = s == S ? 0 : s;
+				const float sign = s == S ? -1.f : 1.f;
+				for (int64_t i = 0; i < m; i++) {
+					const int64_t at = skip + i;
+					const float ws = d->wsum[at];
+					for (int c = 0; c < ic; c++) {
+						float v;
+						if (d->lanes > 1) {
+							v = d->acc[(((int64_t)o * d->lanes + c) * d->mc) * d->cap + at];
+							v = ws > 0 ? v / ws : 0.f;
+						} else if (d->mc == ic) {
+							v = d->acc[((int64_t)o * d->mc + c) * d->cap + at];
+							v = ws > 0 ? v / ws : 0.f;
+						} else { /* stereo model, mono input: the channels' average */
+							const float v0 = d->acc[((int64_t)o * 2) * d->cap + at],
+							            v1 = d->acc[((int64_t)o * 2 + 1) * d->cap + at];
+							v = ws > 0 ? 0.5f * (v0 / ws + v1 / ws) : 0.f;
+						}
+						if (d->normalize)
+							v = (float)(v * d->std_ + d->mean);
+						if (s == S)
+							v = d->mix[i * ic + c] + sign * v;
+						d->emit[i * ic + c] += v;
+					}
+				}
+			}
+			st = d->out->write(d->out, stem, d->emit, m);
+		}
+	}
+	if (st != SB_OK)
+		return st;
+	const int64_t keep = d->cap - n;
+	const int planes = S * d->lanes * d->mc;
+	for (int pl = 0; pl < planes; pl++) {
+		float *a = d->acc + (int64_t)pl * d->cap;
+		memmove(a, a + n, sizeof(float) * (size_t)keep);
+		memset(a + keep, 0, sizeof(float) * (size_t)n);
+	}
+	memmove(d->wsum, d->wsum + n, sizeof(float) * (size_t)keep);
+	memset(d->wsum + keep, 0, sizeof(float) * (size_t)n);
+	d->E = F;
+	return SB_OK;
+}
+
+/* mean and population std of the channel average (MSST's normalize_audio) */
+static sb_status mix_stats(sb_source *in, double *mean, double *std_)
+{
+	enum { BL = 65536 };
+	float *buf = malloc(sizeof(float) * BL * (size_t)in->channels);
+	if (!buf)
+		return SB_ERR_NOMEM;
+	double n = 0, m = 0, m2 = 0;
+	sb_status st = SB_OK;
+	for (int64_t at = 0; at < in->frames && st == SB_OK; at += BL) {
+		const int64_t nb = in->frames - at < BL ? in->frames - at : BL;
+		st = in->read(in, at, nb, buf);
+		for (int64_t i = 0; st == SB_OK && i < nb; i++) {
+			double v = 0;
+			for (int c = 0; c < in->channels; c++)
+				v += buf[i * in->channels + c];
+			v /= in->channels;
+			n += 1;
+			const double dl = v - m;
+			m += dl / n;
+			m2 += dl * (v - m);
+		}
+	}
+	free(buf);
+	*mean = m;
+	*std_ = n > 0 ? sqrt(m2 / n) : 0;
+	return st;
+}
+
+static sb_status run_demix(rf_model *rm, const sb_run_ctx *ctx, sb_source *in, sb_sink *out)
+{
+	const sb_roformer *net = rm->net;
+	const sb_rf_config *c = &net->cfg;
+	if (in->channels < 1 || in->channels > 2 || out->channels != in->channels) {
+		sb_log(ctx->log, SB_LOG_ERROR, "%s: takes 1 or 2 channels (given %d)",
+		       sb_rf_family_name(c->family), in->channels);
+		return SB_ERR_INVALID;
+	}
+	demix d = {0};
+	d.net = net;
+	d.in = in;
+	d.out = out;
+	d.ic = in->channels;
+	d.mc = net->ch;
+	d.lanes = d.mc == 1 && d.ic == 2 ? 2 : 1;
+	d.S = net->n_stems;
+	d.N = in->frames;
+	d.C = c->chunk_size;
+	d.step = d.C / c->num_overlap;
+	d.border = d.C - d.step;
+	d.fade = d.C / 10;
+	const int padded = d.N > 2 * d.border && d.border > 0;
+	d.off = padded ? d.border : 0;
+	d.Np = d.N + 2 * d.off;
+	d.n_chunks = (d.Np + d.step - 1) / d.step;
+	d.bs = c->batch_size;
+	d.out_of = rm->out_of;
+	d.residual = rm->residual;
+	d.normalize = c->normalize;
+	sb_run_devices rd;
+	sb_status st = sb_run_devices_open(ctx, &rd);
+	if (st != SB_OK)
+		return st;
+	const sb_exec *dev = &rd.ctx.dev[0];
+	int B = rd.ctx.batch > 0 ? rd.ctx.batch : dev->be->batch(dev->d);
+	B = B < 1 ? 1 : B > 8 ? 8 : B;
+	if (B > d.n_chunks)
+		B = (int)d.n_chunks;
+	d.B = B;
+	d.cap = d.C + (int64_t)B * d.step;
+	const size_t planes = (size_t)d.S * d.lanes * d.mc;
+	d.window = malloc(sizeof(float) * (size_t)d.C);
+	d.acc = calloc(planes * (size_t)d.cap, sizeof(float));
+	d.wsum = calloc((size_t)d.cap, sizeof(float));
+	d.raw = malloc(sizeof(float) * (size_t)d.C * d.ic);
+	d.items = malloc(sizeof(float) * (size_t)B * d.lanes * d.mc * (size_t)d.C);
+	d.res = malloc(sizeof(float) * (size_t)B * d.lanes * d.S * d.mc * (size_t)d.C);
+	d.emit = malloc(sizeof(float) * (size_t)d.cap * d.ic);
+	d.mix = malloc(sizeof(float) * (size_t)d.cap * d.ic);
+	float *w = malloc(sizeof(float) * (size_t)d.C);
+	sb_pool *pool = NULL;
+	sb_roformer_on *on = NULL;
+	if (!d.window || !d.acc || !d.wsum || !d.raw || !d.items || !d.res || !d.emit || !d.mix ||
+	    !w) {
+		st = SB_ERR_NOMEM;
+		goto out;
+	}
+	/* _getWindowingArray: ones, the last fade values torch.linspace(1, 0, fade), the first
+	 * torch.linspace(0, 1, fade) */
+	for (int64_t i = 0; i < d.C; i++)
+		d.window[i] = 1.f;
+	for (int64_t i = 0; i < d.fade; i++) {
+		d.window[d.C - d.fade + i] = torch_linspace(1.f, 0.f, d.fade, i);
+		d.window[i] = torch_linspace(0.f, 1.f, d.fade, i);
+	}
+	if (d.normalize) {
+		st = mix_stats(in, &d.mean, &d.std_);
+		if (st == SB_OK && !(d.std_ > 0))
+			d.normalize = 0; /* a constant input: nothing to scale */
+		if (st != SB_OK)
+			goto out;
+	}
+	st = sb_pool_new(ctx->threads, &pool);
+	if (st == SB_OK)
+		st = sb_roformer_place(net, dev, ctx->log, &on);
+	if (st != SB_OK)
+		goto out;
+	if (ctx->cancel)
+		sb_roformer_on_stop(on, ctx->cancel);
+	const int lanes_mc = d.lanes * d.mc;
+	for (int64_t q0 = 0; q0 < d.n_chunks && st == SB_OK; q0 += B) {
+		if (ctx->cancel && atomic_load(ctx->cancel)) {
+			st = SB_ERR_CANCELLED;
+			break;
+		}
+		const int nb = d.n_chunks - q0 < B ? (int)(d.n_chunks - q0) : B;
+		/* everything before this group's first chunk is final */
+		st = emit_until(&d, q0 * d.step);
+		for (int b = 0; b < nb && st == SB_OK; b++)
+			st = read_chunk(&d, q0 + b, d.items + (size_t)b * lanes_mc * d.C);
+		if (st == SB_OK)
+			st = sb_roformer_forward(on, pool, nb * d.lanes, d.items, d.res);
+		for (int b = 0; b < nb && st == SB_OK; b++) {
+			const int64_t q = q0 + b, start = q * d.step;
+			const int64_t len = d.Np - start < d.C ? d.Np - start : d.C;
+			chunk_window(&d, q, w);
+			const int64_t at = start - d.E;
+			for (int l = 0; l < d.lanes; l++)
+				for (int s = 0; s < d.S; s++)
+					for (int cc = 0; cc < d.mc; cc++) {
+						/* forward's output: [item = b lanes + l][S][mc][C] */
+						const float *y = d.res + ((((size_t)b * d.lanes + l) * d.S + s) * d.mc + cc) *
+						                             (size_t)d.C;
+						float *a = d.acc + (((size_t)s * d.lanes + l) * d.mc + cc) * d.cap + at;
+						for (int64_t i = 0; i < len; i++)
+							a[i] += y[i] * w[i];
+					}
+			for (int64_t i = 0; i < len; i++)
+				d.wsum[at + i] += w[i];
+		}
+		if (ctx->progress)
+			ctx->progress(ctx->progress_user, (double)(q0 + nb) / (double)d.n_chunks,
+			              "separating");
+	}
+	if (st == SB_OK)
+		st = emit_until(&d, d.Np);
+out:
+	sb_roformer_unplace(on);
+	sb_pool_free(pool);
+	sb_run_devices_close(&rd);
+	free(d.window);
+	free(d.acc);
+	free(d.wsum);
+	free(d.raw);
+	free(d.items);
+	free(d.res);
+	free(d.emit);
+	free(d.mix);
+	free(w);
+	return st;
+}
+
+/* ---- the model ---- */
+
+static sb_status rm_separate(sb_model *m, const sb_run_ctx *ctx, sb_source *in, sb_sink *out)
+{
+	return run_demix(m->impl, ctx, in, out);
+}
+
+static void rm_free(sb_model *m)
+{
+	if (!m)
+		return;
+	rf_model *rm = m->impl;
+	if (rm)
+		sb_roformer_free(rm->net);
+	free(rm);
+	free(m);
+}
+
+static const sb_model_vtable rm_vt = {rm_separate, rm_free, NULL};
+
+sb_status sb_roformer_model_open(const char *path, const char *name, const sb_logger *log,
+                                 sb_model **out)
+{
+	*out = NULL;
+	sb_model *m = calloc(1, sizeof *m);
+	rf_model *rm = calloc(1, sizeof *rm);
+	if (!m || !rm) {
+		free(m);
+		free(rm);
+		return SB_ERR_NOMEM;
+	}
+	m->vt = &rm_vt;
+	m->impl = rm;
+	sb_status st = sb_roformer_load(path, name, log, &rm->net);
+	if (st != SB_OK) {
+		rm_free(m);
+		return st;
+	}
+	const sb_rf_config *c = &rm->net->cfg;
+	const char *names[SB_RF_MAX_STEMS];
+	const int n = sb_rf_config_stems(c, names);
+	unsigned mask = 0;
+	char list[256] = "";
+	for (int s = 0; s < n; s++) {
+		const int k = sb_stem_index(names[s]);
+		rm->out_of[s] = k >= 0 ? k : SB_STEM_OTHER;
+		mask |= 1u << rm->out_of[s];
+		const size_t at = strlen(list);
+		snprintf(list + at, sizeof list - at, "%s%s", s ? ", " : "", names[s]);
+	}
+	/* one target: the other instruments are the mix minus it */
+	if (c->target[0]) {
+		const char *other = NULL;
+		for (int i = 0; i < c->n_instruments && !other; i++)
+			if (strcmp(c->instruments[i], c->target))
+				other = c->instruments[i];
+		const int k = other ? sb_stem_index(other) : -1;
+		rm->residual = 1;
+		rm->out_of[n] = k >= 0 && k != rm->out_of[0] ? k : SB_STEM_OTHER;
+		if (rm->out_of[n] == rm->out_of[0]) /* a target called "other": the rest is vocals */
+			rm->out_of[n] = SB_STEM_VOCALS;
+		mask |= 1u << rm->out_of[n];
+		const size_t at = strlen(list);
+		snprintf(list + at, sizeof list - at, ", %s (the mix minus %s)",
+		         other ? other : "other", c->target);
+	}
+	sb_model_info *info = &m->info;
+	snprintf(info->name, sizeof info->name, "%s", name);
+	snprintf(info->path, sizeof info->path, "%s", path);
+	snprintf(info->description, sizeof info->description, "%s (%lld parameters): %s",
+	         c->family == SB_RF_MEL ? "Mel-Band RoFormer" : "BS-RoFormer",
+	         (long long)rm->net->params, list);
+	info->native_rate = c->audio_rate;
+	int k2 = 0;
+	for (int k = 0; k < SB_N_KNOWN_STEMS; k++)
+		if (mask & (1u << k))
+			info->stem_names[k2++] = sb_stem_names[k];
+	info->n_stems = k2;
+	info->stems = mask;
+	info->stems_sum = rm->residual;
+	info->shares_devices = 0;
+	info->default_chunk_frames = c->chunk_size;
+	*out = m;
+	return SB_OK;
+}
+
+int sb_roformer_is_file(const char *path)
+{
+	sb_safetensors *st = NULL;
+	if (sb_safetensors_open(path, NULL, &st) != SB_OK)
+		return 0;
+	const char *f = sb_safetensors_meta(st, "family");
+	const int yes = f && (!strcmp(f, "bs_roformer") || !strcmp(f, "mel_band_roformer"));
+	sb_safetensors_close(st);
+	return yes;
+}

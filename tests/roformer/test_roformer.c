@@ -1,0 +1,441 @@
+/* The RoFormers against golden files made by the reference (tests/fixtures/roformer,
+ * make_roformer_golden.py: MSST's BSRoformer and MelBandRoformer with random weights):
+ *
+ *   convert   each NAME.ckpt + NAME.yaml through the converter (as stembridge-convert does),
+ *             then a damaged checkpoint, a checkpoint with another model's config, a config
+ *             with a key the reference does not know: one clear line each, nothing written
+ *   bands     the Mel-Band RoFormer's band assignment of the Kim vocals model's config
+ *             (60 bands, n_fft 2048) and of mel-tiny against the reference's buffers
+ *   chunk     one chunk through the model's forward pass on every device (cpu, opencl:N):
+ *             within 1e-4 relative of the reference's output
+ *   pipeline  a clip of several chunks through the sb_model (MSST's demix) on every device:
+ *             within 2e-3 relative, and a target model's second stem is the mix minus it
+ *
+ * usage: test_roformer FIXTURES_DIR CASE
+ */
+#include "../classic/mem_sink.h"
+#include "backend/device.h"
+#include "convert/convert.h"
+#include "convert/roformer_config.h"
+#include "core/thread_pool.h"
+#include "models/demucs/safetensors.h"
+#include "models/model.h"
+#include "models/roformer/roformer.h"
+#include "models/roformer/roformer_model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int failures;
+static char errors[4096];
+
+static void log_fn(void *user, sb_log_level level, const char *msg)
+{
+	(void)user;
+	if (level == SB_LOG_ERROR) {
+		const size_t at = strlen(errors);
+		snprintf(errors + at, sizeof errors - at, "%s\n", msg);
+	}
+	if (level <= SB_LOG_WARNING && getenv("VERBOSE"))
+		fprintf(stderr, "  [log] %s\n", msg);
+}
+static const sb_logger logger = {log_fn, NULL};
+
+static void check(int ok, const char *what)
+{
+	printf("  %-70s %s\n", what, ok ? "ok" : "FAIL");
+	if (!ok)
+		failures++;
+}
+
+static const char *dir;
+static char tmpdir[256];
+
+static const char *path(const char *fmt, const char *name)
+{
+	static char buf[4][1024];
+	static int k;
+	k = (k + 1) % 4;
+	char f[256];
+	snprintf(f, sizeof f, fmt, name);
+	snprintf(buf[k], sizeof buf[k], "%s/%s", dir, f);
+	return buf[k];
+}
+
+static float *read_t(sb_safetensors *st, const char *name, int64_t *n)
+{
+	const sb_st_tensor *t = sb_safetensors_find(st, name);
+	if (!t)
+		return NULL;
+	float *x = malloc(sizeof(float) * (size_t)t->numel);
+	if (x && sb_safetensors_read_f32(st, name, NULL, 0, x, "io", &logger) != SB_OK) {
+		free(x);
+		return NULL;
+	}
+	if (n)
+		*n = t->numel;
+	return x;
+}
+
+static double rel(const float *got, const float *want, int64_t n)
+{
+	double e = 0, r = 0;
+	for (int64_t i = 0; i < n; i++) {
+		if (!isfinite(got[i]))
+			return INFINITY;
+		e += ((double)got[i] - want[i]) * ((double)got[i] - want[i]);
+		r += (double)want[i] * want[i];
+	}
+	return sqrt(e / (r > 0 ? r : 1));
+}
+
+/* NAME.ckpt + NAME.yaml -> tmpdir/NAME.safetensors */
+static sb_status convert(const char *name, const char *ckpt_of, const char *yaml_of,
+                         char *out, size_t len)
+{
+	snprintf(out, len, "%s/%s.safetensors", tmpdir, name);
+	const char *in[1] = {path("%s.ckpt", ckpt_of)};
+	sbc_convert_opts o = {.inputs = in, .n_inputs = 1, .output = out, .overwrite = 1,
+	                      .config = path("%s.yaml", yaml_of), .log = &logger};
+	errors[0] = '\0';
+	return sbc_convert(&o);
+}
+
+static const char *const models[] = {"bs-tiny", "bs-tiny-4", "mel-tiny", "bs-tiny-mono"};
+
+static void case_convert(void)
+{
+	char out[512];
+	for (size_t i = 0; i < 4; i++) {
+		char what[128];
+		snprintf(what, sizeof what, "%s: checkpoint + config convert", models[i]);
+		check(convert(models[i], models[i], models[i], out, sizeof out) == SB_OK, what);
+	}
+	/* a truncated checkpoint */
+	char bad[512];
+	snprintf(bad, sizeof bad, "%s/bad.ckpt", tmpdir);
+	FILE *f = fopen(path("%s.ckpt", "bs-tiny"), "rb"), *g = fopen(bad, "wb");
+	char buf[65536];
+	size_t n = f ? fread(buf, 1, sizeof buf, f) : 0;
+	if (g)
+		fwrite(buf, 1, n / 2, g);
+	if (f)
+		fclose(f);
+	if (g)
+		fclose(g);
+	snprintf(out, sizeof out, "%s/never.safetensors", tmpdir);
+	const char *in[1] = {bad};
+	sbc_convert_opts o = {.inputs = in, .n_inputs = 1, .output = out,
+	                      .config = path("%s.yaml", "bs-tiny"), .log = &logger};
+	errors[0] = '\0';
+	sb_status st = sbc_convert(&o);
+	printf("    %s", errors);
+	check(st != SB_OK && strstr(errors, "bad.ckpt") && !strchr(errors, '\n')[1] &&
+	          access(out, F_OK) != 0, "a truncated checkpoint: one line naming it, nothing written");
+	/* another model's configuration */
+	errors[0] = '\0';
+	st = convert("never", "bs-tiny-4", "bs-tiny", out, sizeof out);
+	printf("    %s", errors);
+	check(st == SB_ERR_MODEL && strstr(errors, "tensor '") && access(out, F_OK) != 0,
+	      "bs-tiny-4's checkpoint with bs-tiny's config: the tensor named, nothing written");
+	/* a key the reference does not know */
+	char yaml[512];
+	snprintf(yaml, sizeof yaml, "%s/unknown.yaml", tmpdir);
+	f = fopen(path("%s.yaml", "bs-tiny"), "rb");
+	n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[n] = '\0';
+	char *m = strstr(buf, "model:\n");
+	g = fopen(yaml, "wb");
+	if (g && m) {
+		fwrite(buf, 1, (size_t)(m - buf) + 7, g);
+		fputs("  dim_hyper: 3\n", g);
+		fputs(m + 7, g);
+	}
+	if (g)
+		fclose(g);
+	const char *in2[1] = {path("%s.ckpt", "bs-tiny")};
+	sbc_convert_opts o2 = {.inputs = in2, .n_inputs = 1, .output = out, .config = yaml,
+	                       .log = &logger};
+	errors[0] = '\0';
+	st = sbc_convert(&o2);
+	printf("    %s", errors);
+	check(st == SB_ERR_UNSUPPORTED && strstr(errors, "model.dim_hyper") &&
+	          access(out, F_OK) != 0, "an unknown config key: refused by its name");
+}
+
+/* the mel bands against the reference's freq_indices / num_bands_per_freq */
+static void bands_against(const char *file, const char *pre, int rate, int n_fft, int nb, int ch)
+{
+	sb_safetensors *st = NULL;
+	if (sb_safetensors_open(file, &logger, &st) != SB_OK) {
+		check(0, file);
+		return;
+	}
+	char k1[64], k2[64];
+	snprintf(k1, sizeof k1, "%sfreq_indices", pre);
+	snprintf(k2, sizeof k2, "%snum_bands_per_freq", pre);
+	const sb_st_tensor *ti = sb_safetensors_find(st, k1), *tc = sb_safetensors_find(st, k2);
+	const int bins = n_fft / 2 + 1;
+	unsigned char *in = malloc((size_t)nb * bins);
+	int ok = ti && tc && in && sb_rf_mel_bands(rate, n_fft, nb, in) == SB_OK;
+	/* I32 tensors: read the raw header via F32 is not possible; compare through the file */
+	int64_t n_idx = ti ? ti->numel : 0;
+	int32_t *idx = malloc(sizeof(int32_t) * (size_t)(n_idx + 1));
+	FILE *f = fopen(file, "rb");
+	uint64_t hl = 0;
+	char *hdr = NULL;
+	if (ok && f && fread(&hl, 8, 1, f) == 1 && hl < (1u << 24) && (hdr = calloc(hl + 1, 1)) &&
+	    fread(hdr, 1, hl, f) == hl) {
+		/* data_offsets of the tensor: "name":{"dtype":"I32","shape":[..],"data_offsets":[a,b]} */
+		char key[80];
+		snprintf(key, sizeof key, "\"%s\"", k1);
+		const char *p = strstr(hdr, key);
+		p = p ? strstr(p, "data_offsets") : NULL;
+		long a = 0;
+		if (p && sscanf(strchr(p, '[') + 1, "%ld", &a) == 1 &&
+		    fseek(f, (long)(8 + hl) + a, SEEK_SET) == 0 &&
+		    fread(idx, sizeof(int32_t), (size_t)n_idx, f) == (size_t)n_idx) {
+			int64_t j = 0;
+			for (int b = 0; b < nb && ok; b++)
+				for (int q = 0; q < bins && ok; q++)
+					if (in[(size_t)b * bins + q])
+						for (int s = 0; s < ch && ok; s++, j++)
+							ok = j < n_idx && idx[j] == q * ch + s;
+			ok = ok && j == n_idx;
+		} else {
+			ok = 0;
+		}
+	} else {
+		ok = 0;
+	}
+	if (f)
+		fclose(f);
+	free(hdr);
+	free(idx);
+	free(in);
+	sb_safetensors_close(st);
+	char what[128];
+	snprintf(what, sizeof what, "mel bands, %d bands of n_fft %d: the reference's frequencies", nb,
+	         n_fft);
+	check(ok, what);
+}
+
+/* every device's exec, opened */
+static int open_devices(sb_exec *x, sb_device_props *props, int max)
+{
+	sb_device_list *list = NULL;
+	if (sb_devices_enumerate(&logger, &list) != SB_OK)
+		return 0;
+	int n = 0;
+	for (size_t i = 0; i < sb_devices_count(list) && n < max; i++) {
+		props[n] = *sb_devices_get(list, i);
+		const sb_open_opts oo = {0};
+		if (sb_exec_open(&props[n], &oo, &logger, &x[n]) == SB_OK) {
+			x[n].props = &props[n];
+			n++;
+		}
+	}
+	sb_devices_free(list);
+	return n;
+}
+
+static void case_chunk(void)
+{
+	sb_exec x[8];
+	sb_device_props props[8];
+	const int nd = open_devices(x, props, 8);
+	sb_pool *pool = NULL;
+	sb_pool_new(0, &pool);
+	for (size_t i = 0; i < 4; i++) {
+		char file[512];
+		if (convert(models[i], models[i], models[i], file, sizeof file) != SB_OK) {
+			check(0, errors);
+			continue;
+		}
+		sb_roformer *net = NULL;
+		sb_safetensors *io = NULL;
+		if (sb_roformer_load(file, models[i], &logger, &net) != SB_OK ||
+		    sb_safetensors_open(path("%s-io.safetensors", models[i]), &logger, &io) != SB_OK) {
+			check(0, "load");
+			continue;
+		}
+		int64_t n_in = 0, n_out = 0;
+		float *in = read_t(io, "input", &n_in), *want = read_t(io, "output", &n_out);
+		float *got = calloc((size_t)n_out, sizeof(float));
+		for (int d = 0; d < nd && in && want; d++) {
+			sb_roformer_on *on = NULL;
+			sb_status st = sb_roformer_place(net, &x[d], &logger, &on);
+			if (st == SB_OK)
+				st = sb_roformer_forward(on, pool, 1, in, got);
+			sb_roformer_unplace(on);
+			const double e = st == SB_OK ? rel(got, want, n_out) : INFINITY;
+			char what[160];
+			snprintf(what, sizeof what, "%s, one chunk on %s: rel. error %.2e (< 1e-4)",
+			         models[i], x[d].props->id, e);
+			check(e < 1e-4, what);
+		}
+		free(in);
+		free(want);
+		free(got);
+		sb_safetensors_close(io);
+		sb_roformer_free(net);
+	}
+	sb_pool_free(pool);
+	for (int d = 0; d < nd; d++)
+		sb_exec_close(&x[d]);
+}
+
+static float *interleave(const float *x, int ch, int64_t n)
+{
+	float *o = malloc(sizeof(float) * (size_t)(ch * n));
+	for (int c = 0; c < ch; c++)
+		for (int64_t i = 0; i < n; i++)
+			o[i * ch + c] = x[c * n + i];
+	return o;
+}
+
+/* the pipeline of one model on one device against pipeline.<pre>output */
+static void pipeline_on(const char *name, const char *pre, sb_exec *dev)
+{
+	char file[512];
+	snprintf(file, sizeof file, "%s/%s.safetensors", tmpdir, name);
+	sb_model *m = NULL;
+	sb_safetensors *io = NULL;
+	if (sb_model_open(file, NULL, &logger, &m) != SB_OK ||
+	    sb_safetensors_open(path("%s-io.safetensors", name), &logger, &io) != SB_OK) {
+		check(0, "open");
+		return;
+	}
+	char kin[64], kout[64];
+	snprintf(kin, sizeof kin, "pipeline.%sinput", pre);
+	snprintf(kout, sizeof kout, "pipeline.%soutput", pre);
+	const sb_st_tensor *ti = sb_safetensors_find(io, kin);
+	int64_t n_in = 0, n_out = 0;
+	float *in = read_t(io, kin, &n_in), *want = read_t(io, kout, &n_out);
+	const int ch = ti ? (int)ti->shape[0] : 1;
+	const int64_t N = ti ? ti->shape[1] : 0;
+	float *il = in ? interleave(in, ch, N) : NULL;
+	sb_source *src = NULL;
+	mem_sink sink;
+	mem_sink_init_n(&sink, ch, SB_MAX_STEMS);
+	sb_status st = il ? sb_source_memory(il, N, ch, 44100, &src) : SB_ERR_IO;
+	sb_run_ctx ctx = {.log = &logger, .dev = dev, .n_dev = 1};
+	if (st == SB_OK)
+		st = sb_model_separate(m, &ctx, src, &sink.sink);
+	/* the instruments in the reference's order: the target alone, or every instrument */
+	const sb_rf_config *c = NULL;
+	sb_rf_config cfg;
+	const char *yaml = sb_safetensors_meta(io, "config");
+	(void)yaml;
+	{
+		sb_safetensors *mf = NULL;
+		char err[256];
+		if (sb_safetensors_open(file, &logger, &mf) == SB_OK) {
+			const char *y = sb_safetensors_meta(mf, "config");
+			if (y && sb_rf_config_parse(y, strlen(y), &cfg, err, sizeof err) == SB_OK)
+				c = &cfg;
+			sb_safetensors_close(mf);
+		}
+	}
+	double worst = 0;
+	int ok = st == SB_OK && c && want;
+	const char *names[SB_RF_MAX_STEMS];
+	const int ni = c ? sb_rf_config_stems(c, names) : 0;
+	for (int s = 0; ok && s < ni; s++) {
+		const int k = sb_stem_index(names[s]);
+		ok = k >= 0 && sink.frames[k] == N;
+		if (!ok)
+			break;
+		float *w = interleave(want + (int64_t)s * ch * N, ch, N);
+		const double e = rel(sink.data[k], w, N * ch);
+		worst = e > worst ? e : worst;
+		free(w);
+	}
+	char what[200];
+	snprintf(what, sizeof what, "%s, %s%ld frames through demix on %s: rel. error %.2e (< 2e-3)",
+	         name, pre, (long)N, dev->props->id, worst);
+	check(ok && worst < 2e-3, what);
+	/* a target model: its other stem is the mix minus the target, exactly as stored */
+	if (ok && c->target[0] && !pre[0]) {
+		const int kt = sb_stem_index(c->target), ko = SB_STEM_OTHER;
+		double e = 0;
+		for (int64_t i = 0; i < N * ch; i++)
+			e = fmax(e, fabs((double)il[i] - sink.data[kt][i] - sink.data[ko][i]));
+		int64_t n_ins = 0;
+		float *ins = read_t(io, "pipeline.instrumental", &n_ins);
+		double ei = INFINITY;
+		if (ins) {
+			float *w = interleave(ins, ch, N);
+			ei = rel(sink.data[ko], w, N * ch);
+			free(w);
+		}
+		free(ins);
+		snprintf(what, sizeof what, "%s: vocals + other = the mix (max %.1e), other = MSST's "
+		         "instrumental (%.1e)", name, e, ei);
+		check(sink.frames[ko] == N && e < 1e-5 && ei < 2e-3, what);
+	}
+	if (src)
+		src->close(src);
+	mem_sink_free(&sink);
+	free(il);
+	free(in);
+	free(want);
+	sb_safetensors_close(io);
+	sb_model_free(m);
+}
+
+static void case_pipeline(void)
+{
+	sb_exec x[8];
+	sb_device_props props[8];
+	const int nd = open_devices(x, props, 8);
+	char file[512];
+	for (size_t i = 0; i < 4; i++)
+		if (convert(models[i], models[i], models[i], file, sizeof file) != SB_OK)
+			check(0, errors);
+	for (int d = 0; d < nd; d++) {
+		for (size_t i = 0; i < 4; i++)
+			pipeline_on(models[i], "", &x[d]);
+		pipeline_on("bs-tiny", "short.", &x[d]);
+	}
+	for (int d = 0; d < nd; d++)
+		sb_exec_close(&x[d]);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: test_roformer FIXTURES_DIR convert|bands|chunk|pipeline\n");
+		return 2;
+	}
+	dir = argv[1];
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/sb-roformer-XXXXXX");
+	if (!mkdtemp(tmpdir))
+		return 1;
+	const char *c = argv[2];
+	printf("%s\n", c);
+	if (!strcmp(c, "convert"))
+		case_convert();
+	else if (!strcmp(c, "bands")) {
+		bands_against(path("%s", "mel-kim-bands.safetensors"), "kim.", 44100, 2048, 60, 2);
+		bands_against(path("%s", "mel-tiny-io.safetensors"), "mel.", 44100, 128, 12, 2);
+	} else if (!strcmp(c, "chunk"))
+		case_chunk();
+	else if (!strcmp(c, "pipeline"))
+		case_pipeline();
+	else {
+		fprintf(stderr, "unknown case %s\n", c);
+		return 2;
+	}
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", tmpdir);
+	printf("%d failure(s)\n", failures);
+	return failures ? 1 : 0;
+}

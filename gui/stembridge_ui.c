@@ -46,8 +46,8 @@ typedef struct {
 
 /* Clickable areas, in unscaled units, laid out by layout(). */
 typedef enum {
-	HIT_NONE = -1, HIT_DEVICE, HIT_RECORD, HIT_MODE, HIT_PRECISION, HIT_MODEL, HIT_INSTALL,
-	HIT_STEM0, HIT_STEM1, HIT_STEM2, HIT_STEM3, HIT_STEM4, HIT_STEM5, HIT_COUNT
+	HIT_NONE = -1, HIT_DEVICE, HIT_RECORD, HIT_MODE, HIT_PRECISION, HIT_KEEP_TAKE, HIT_MODEL,
+	HIT_INSTALL, HIT_STEM0, HIT_STEM1, HIT_STEM2, HIT_STEM3, HIT_STEM4, HIT_STEM5, HIT_COUNT
 } hit_id;
 
 typedef struct { double x, y, w, h; } rect;
@@ -455,8 +455,8 @@ static void draw(sb_ui* ui)
 	}
 	y += 24;
 
-	/* record, mode, precision */
-	double bw = (w - 16) / 3;
+	/* record, mode, precision, keep each take's recording */
+	double bw = (w - 24) / 4;
 	const bool armed = ui->ports[SB_PORT_RECORD] > 0.5f;
 	button_rgb(ui, HIT_RECORD, (rect){x, y, bw, 28}, armed ? "● Armed" : "○ Record", armed,
 	           0xa82b2b);
@@ -464,6 +464,9 @@ static void draw(sb_ui* ui)
 	       ui->ports[SB_PORT_MODE] > 0.5f ? "Sequential" : "Parallel", false);
 	button(ui, HIT_PRECISION, (rect){x + 2 * (bw + 8), y, bw, 28},
 	       ui->ports[sb_port_precision(ui->channels)] > 0.5f ? "BF16 (fast)" : "FP32", false);
+	const bool keep = ui->ports[sb_port_keep_take(ui->channels)] > 0.5f;
+	button(ui, HIT_KEEP_TAKE, (rect){x + 3 * (bw + 8), y, bw, 28},
+	       keep ? "☑ Keep take" : "☐ Keep take", keep);
 	y += 36;
 
 	/* model, and what it takes to get it */
@@ -607,6 +610,9 @@ static void on_press(sb_ui* ui, int id, unsigned button)
 	case HIT_MODE: if (button == 1 || button == 3) toggle(ui, SB_PORT_MODE); break;
 	case HIT_PRECISION:
 		if (button == 1 || button == 3) toggle(ui, sb_port_precision(ui->channels));
+		break;
+	case HIT_KEEP_TAKE:
+		if (button == 1) toggle(ui, sb_port_keep_take(ui->channels));
 		break;
 	case HIT_MODEL:
 		write_port(ui, SB_PORT_MODEL, sbui_model_step(ui->ports[SB_PORT_MODEL], dir));

@@ -157,6 +157,7 @@ sbui_stage sbui_model_stage(const sbui_model* m)
 	case SB_STATE_DONE: return SBUI_DONE;
 	case SB_STATE_ERROR: return SBUI_ERROR;
 	case SB_STATE_SILENT: return SBUI_SILENT;
+	case SB_STATE_RESUMED: return SBUI_RESUMED;
 	default: return SBUI_IDLE;
 	}
 }
@@ -191,6 +192,10 @@ void sbui_stage_text(const sbui_model* m, char* out, int size)
 		snprintf(out, (size_t)size, "Error%s%s", m->last_error[0] ? ": " : "", m->last_error);
 		break;
 	case SBUI_SILENT: snprintf(out, (size_t)size, "Silent take: not separated"); break;
+	case SBUI_RESUMED:
+		snprintf(out, (size_t)size, "Resumed: separating %d %%",
+		         (int)lrintf(sbui_progress(m) * 100.0f));
+		break;
 	default: snprintf(out, (size_t)size, "Idle"); break;
 	}
 }
@@ -200,6 +205,7 @@ float sbui_progress(const sbui_model* m)
 	switch (sbui_model_stage(m)) {
 	case SBUI_DONE: return 1.0f;
 	case SBUI_SEPARATING:
+	case SBUI_RESUMED:
 	case SBUI_WRITING: {
 		float p = m->progress_port;
 		return p < 0 ? 0 : p > 1 ? 1 : p;

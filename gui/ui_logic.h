@@ -38,7 +38,8 @@ typedef struct {
 typedef enum {
 	SBUI_IDLE = 0, SBUI_RECORDING, SBUI_QUEUED, SBUI_SEPARATING, SBUI_DONE, SBUI_ERROR,
 	SBUI_WRITING, /* separating at 100 %: stems are being written */
-	SBUI_SILENT   /* the last take was silent and not separated (the plugin says why) */
+	SBUI_SILENT,  /* the last take was silent and not separated (the plugin says why) */
+	SBUI_RESUMED  /* a take a stopped host left unfinished runs again from its recording */
 } sbui_stage;
 
 typedef struct {
@@ -91,7 +92,7 @@ void sbui_in_use_parts(const sbui_model* m, char* device, char* reason, int size
 
 sbui_stage sbui_model_stage(const sbui_model* m);
 /* "Idle", "Recording 0:12", "Queued", "Separating 42 %", "Writing stems", "Done", "Error: …",
- * "Silent take: not separated" */
+ * "Silent take: not separated", "Resumed: separating 42 %" */
 void sbui_stage_text(const sbui_model* m, char* out, int size);
 /* 0..1 for the progress bar. */
 float sbui_progress(const sbui_model* m);

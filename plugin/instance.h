@@ -14,6 +14,7 @@
 #define SB_INSTANCE_H
 
 #include "realtime.h"
+#include "take_store.h"
 #include "uris.h"
 
 #include <lv2/atom/forge.h>
@@ -102,7 +103,7 @@ typedef struct {
 		patch_subject;
 	LV2_URID sb_outputDir, sb_modelFile, sb_manifest, sb_deviceKey, sb_deviceName,
 		sb_deviceInUse, sb_lastError, sb_recordedFrames, sb_timelineStart, sb_maxMinutes, sb_trackName,
-		sb_devicePort, sb_mode, sb_model, sb_stemMask, sb_precision, sb_stems, sb_deviceList,
+		sb_devicePort, sb_mode, sb_model, sb_stemMask, sb_precision, sb_keepTake, sb_stems, sb_deviceList,
 		sb_devicePlatform, sb_deviceType, sb_deviceMemory, sb_deviceUnits, sb_deviceDriver,
 		sb_modelList, sb_installModel, sb_installStatus, sb_instanceId, sb_lastTake;
 } sb_urids;
@@ -131,6 +132,7 @@ typedef struct sb_instance {
 	const float *freewheel;
 	const float *ctl_stem_extra[2]; /* the guitar and piano toggles (ports after the audio) */
 	const float *ctl_precision;     /* the Precision control: 1 = bf16 products */
+	const float *ctl_keep_take;     /* the Keep take audio control: 1 = keep each take's WAV */
 
 	/* run() only */
 	int64_t rt_pos;
@@ -182,6 +184,9 @@ typedef struct sb_instance {
 	atomic_int folder_from_model_slot; /* a folder came through modelFile (Carla's one slot) */
 	atomic_int model_port;      /* run() -> service: the Model control's value, -1 unknown */
 	atomic_int service_running; /* the service thread has this instance in its care */
+	atomic_int keep_take;       /* run() -> service: the Keep take audio control */
+	atomic_int resume_scan;     /* restore() -> service (through run()): look for takes left
+	                               pending by a host that stopped, and run them again */
 
 	/* properties under a sequence lock */
 	atomic_uint props_seq;
@@ -208,6 +213,9 @@ typedef struct sb_instance {
 		char take[64];
 		char dir[SB_TEXT];      /* the take's folder, reserved before the job */
 		bool made_root;         /* the take made the folder above it too */
+		sb_take_files files;    /* its recording and journal on disk (take_store.h) */
+		bool keep_audio;        /* the journal's keep_audio */
+		bool resumed;           /* run again after the host stopped: the state says so */
 		unsigned stems;
 		int last_state;
 		float last_progress, last_eta;
@@ -221,15 +229,9 @@ typedef struct sb_instance {
 	double nrt_models_checked;  /* when the model list was last read */
 	char nrt_models_text[SB_TEXT]; /* the list run() has */
 	unsigned nrt_install_gen;   /* the install status run() has */
-	/* takes whose model is being installed: they go to the engine when it is, or fail */
-	struct {
-		float *samples;         /* NULL: free slot */
-		int64_t frames, timeline_start;
-		int device_port, mode, model, bf16;
-		unsigned stems;
-		uint32_t serial;
-		char waits_for[64];
-	} waiting[SB_TAKES];
+	/* takes whose model is being installed: they go to the engine when it is, or fail (the
+	 * service's own type; NULL: free slot) */
+	struct sb_ready_take *waiting[SB_TAKES];
 	char nrt_dev_label[SB_TEXT];    /* the label of the device the last job ran on */
 	bool nrt_have_keys;         /* nrt_keys/nrt_names filled from the device table */
 	char nrt_keys[SB_DEVICE_N_ACCEL][640];  /* stable key of Device k+1, "" when absent */

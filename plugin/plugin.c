@@ -65,6 +65,7 @@ static void map_urids(LV2_URID_Map *map, sb_urids *u)
 	u->sb_model = map->map(map->handle, SB__model);
 	u->sb_stemMask = map->map(map->handle, SB__stemMask);
 	u->sb_precision = map->map(map->handle, SB__precision);
+	u->sb_keepTake = map->map(map->handle, SB__keepTake);
 	u->sb_stems = map->map(map->handle, SB__stems);
 	u->sb_deviceList = map->map(map->handle, SB__deviceList);
 	u->sb_devicePlatform = map->map(map->handle, SB__devicePlatform);
@@ -168,6 +169,8 @@ static LV2_Handle instantiate(const LV2_Descriptor *d, double rate, const char *
 	self->rt_time_left = self->nrt_time_left = -1.0f;
 	self->nrt_model_port = -1;
 	atomic_init(&self->model_port, -1);
+	atomic_init(&self->keep_take, 0);
+	atomic_init(&self->resume_scan, 0);
 	atomic_init(&self->audition_pending, NULL);
 	atomic_init(&self->audition_retired, NULL);
 	if (!sb_ring_init(&self->free_blocks, 1024, sizeof(sb_block *)) ||
@@ -228,6 +231,8 @@ static void connect_port(LV2_Handle h, uint32_t port, void *data)
 			self->out_time_left = data;
 		else if (port == SB_PORT_PRECISION_MONO)
 			self->ctl_precision = data;
+		else if (port == SB_PORT_KEEP_TAKE_MONO)
+			self->ctl_keep_take = data;
 	} else {
 		if (port == SB_PORT_AUDIO_IN_1 || port == SB_PORT_AUDIO_IN_1 + 1)
 			self->in[port - SB_PORT_AUDIO_IN_1] = data;
@@ -241,6 +246,8 @@ static void connect_port(LV2_Handle h, uint32_t port, void *data)
 			self->out_time_left = data;
 		else if (port == SB_PORT_PRECISION_STEREO)
 			self->ctl_precision = data;
+		else if (port == SB_PORT_KEEP_TAKE_STEREO)
+			self->ctl_keep_take = data;
 	}
 }
 
@@ -773,7 +780,8 @@ SB_REALTIME static void announce(sb_instance *self)
 }
 
 /* The service thread starts when this instance first needs it: armed for recording, a UI
- * listening, a device chosen (save() then has its stable key), an install asked for. The start
+ * listening, a device chosen (save() then has its stable key), an install asked for, a state
+ * restored (takes a stopped host left unfinished are looked for and resumed). The start
  * is handed to the host's worker (work:schedule is a required feature: a thread is never
  * created here, nor in instantiate() or activate(), where a host that only looks at a plugin
  * would have to wait for it). */
@@ -784,7 +792,8 @@ SB_REALTIME static void want_service(sb_instance *self)
 		return;
 	const bool need = ctl(self, SB_PORT_RECORD, 0.0f) > 0.5f || self->rt_listener ||
 	                  ctl_int(self, SB_PORT_DEVICE, 0) >= SB_DEVICE_FIRST_ACCEL ||
-	                  sb_ring_count(&self->requests) > 0;
+	                  sb_ring_count(&self->requests) > 0 ||
+	                  atomic_load_explicit(&self->resume_scan, memory_order_acquire);
 	if (!need)
 		return;
 	static const uint8_t start = 1;
@@ -808,6 +817,9 @@ SB_REALTIME static void run(LV2_Handle h, uint32_t n_frames)
 	read_status(self);
 	if (atomic_exchange_explicit(&self->props_changed, 0, memory_order_acq_rel))
 		self->rt_announce_props = true;
+	/* the service reads it when a take's stems are committed (keep the recording or not) */
+	atomic_store_explicit(&self->keep_take,
+	                      self->ctl_keep_take && *self->ctl_keep_take > 0.5f, memory_order_relaxed);
 	want_service(self);
 
 	/* the service watches the Model control: a missing model is said before a take needs it */

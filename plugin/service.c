@@ -17,6 +17,7 @@
 #include "io/stream.h"
 #include "io/temp_file.h"
 #include "jobs/engine.h"
+#include "take_store.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -274,20 +275,6 @@ static bool take_root(sb_instance *self, const sb_props *pr, char *root, size_t 
 	return w > 0 && (size_t)w < len;
 }
 
-/* N of a name "<track>-take<N>" or "<track>-take<N>-...", 0 for any other name. */
-static uint32_t take_number_of(const char *name, const char *track)
-{
-	const size_t tl = strlen(track);
-	if (strncmp(name, track, tl) != 0 || strncmp(name + tl, "-take", 5) != 0)
-		return 0;
-	const char *q = name + tl + 5;
-	char *end;
-	unsigned long n = strtoul(q, &end, 10);
-	if (end == q || *q == '0' || (*end && *end != '-' && *end != '.') || n > 9999999)
-		return 0;
-	return (uint32_t)n;
-}
-
 static uint32_t max_take_in(const char *dir, const char *track)
 {
 	DIR *d = opendir(dir);
@@ -296,7 +283,7 @@ static uint32_t max_take_in(const char *dir, const char *track)
 	uint32_t best = 0;
 	struct dirent *e;
 	while ((e = readdir(d))) {
-		uint32_t n = take_number_of(e->d_name, track);
+		uint32_t n = sb_take_number(e->d_name, track);
 		best = n > best ? n : best;
 	}
 	closedir(d);
@@ -341,7 +328,7 @@ static void clean_take_folders(const char *root, const char *track)
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		char sub[SB_TEXT];
-		if (!take_number_of(e->d_name, track) ||
+		if (!sb_take_number(e->d_name, track) ||
 		    snprintf(sub, sizeof sub, "%s/%s", root, e->d_name) >= (int)sizeof sub)
 			continue;
 		struct stat st;
@@ -451,44 +438,69 @@ static void remove_take_folder(const char *dir, bool made_root)
 	}
 }
 
-/* A take in memory with what its job needs, until it goes to the engine. */
-typedef struct {
+/* A take in memory with what its job needs (its journal, kept on disk beside its recording
+ * in the take's folder: take_store.h), until it goes to the engine. */
+typedef struct sb_ready_take {
 	float *samples;
-	int64_t frames, timeline_start;
-	int device_port, mode, model, bf16;
-	unsigned stems;
-	uint32_t serial;
+	bool resumed;           /* read back from disk after the host stopped */
+	bool made_root;         /* its folder's making made the root too */
+	char waits_for[64];     /* the model whose install it waits for */
+	sb_take_journal j;
+	sb_take_files f;
 } ready_take;
 
+static void refill(sb_instance *self);
+
+/* The Model control value a journal's model name stands for. */
+static int model_choice_of(const char *name)
+{
+	for (int i = 0; i < SB_N_MODEL_CHOICES; i++)
+		if (!strcmp(sb_model_choice_names[i], name))
+			return i;
+	return SB_MODEL_AUTO;
+}
+
+/* The take's job could not run or failed: the recording stays with its journal marked failed,
+ * and the message says where it is; a take that never reached the disk leaves no folder. */
 static void fail_take(sb_instance *self, ready_take *r, const char *msg)
 {
 	free(r->samples);
 	r->samples = NULL;
-	lv2_log_error(&self->logger, "stembridge: take %u: %s\n", r->serial, msg);
+	char text[SB_TEXT];
+	if (r->f.audio[0]) {
+		char why[600] = "";
+		if (sb_take_failed(&r->f, msg, why, sizeof why) != SB_OK)
+			lv2_log_error(&self->logger, "stembridge: %s\n", why);
+		snprintf(text, sizeof text, "%.1500s; the take's recording is kept at %.2400s", msg,
+		         r->f.audio);
+	} else {
+		sb_take_release(&r->f);
+		if (r->j.out_dir[0])
+			remove_take_folder(r->j.out_dir, r->made_root);
+		snprintf(text, sizeof text, "%s", msg);
+	}
+	lv2_log_error(&self->logger, "stembridge: take %s: %s\n", r->j.id, text);
 	self->nrt_state = SB_STATE_ERROR;
-	post(self, SB_MSG_ERROR, msg);
+	post(self, SB_MSG_ERROR, text);
 }
 
-/* Keeps a take until the install of its model ends (wait_end() then runs or fails it). */
+/* Keeps a take until the install of its model ends (install_ended() then runs or fails it). */
 static void wait_for_install(sb_instance *self, ready_take *r, const char *name)
 {
 	for (int i = 0; i < SB_TAKES; i++) {
-		if (self->waiting[i].samples)
+		if (self->waiting[i])
 			continue;
-		self->waiting[i].samples = r->samples;
-		self->waiting[i].frames = r->frames;
-		self->waiting[i].timeline_start = r->timeline_start;
-		self->waiting[i].device_port = r->device_port;
-		self->waiting[i].mode = r->mode;
-		self->waiting[i].model = r->model;
-		self->waiting[i].bf16 = r->bf16;
-		self->waiting[i].stems = r->stems;
-		self->waiting[i].serial = r->serial;
-		snprintf(self->waiting[i].waits_for, sizeof self->waiting[i].waits_for, "%s", name);
+		ready_take *w = malloc(sizeof *w);
+		if (!w)
+			break;
+		*w = *r;
+		snprintf(w->waits_for, sizeof w->waits_for, "%s", name);
+		self->waiting[i] = w;
 		r->samples = NULL;
-		lv2_log_note(&self->logger, "stembridge: take %u waits for %s to install\n", r->serial,
+		sb_take_files_init(&r->f);
+		lv2_log_note(&self->logger, "stembridge: take %s waits for %s to install\n", w->j.id,
 		             name);
-		self->nrt_state = SB_STATE_QUEUED;
+		self->nrt_state = w->resumed ? SB_STATE_RESUMED : SB_STATE_QUEUED;
 		self->nrt_progress = 0.0f;
 		self->nrt_time_left = -1.0f;
 		post(self, SB_MSG_STATUS, NULL);
@@ -498,9 +510,11 @@ static void wait_for_install(sb_instance *self, ready_take *r, const char *name)
 }
 
 /* Submits a take to the engine with the model its Model control chose (or waits for that
- * model's install, or fails saying how to install it: never another model in its place). */
+ * model's install, or fails saying how to install it: never another model in its place). The
+ * take's folder exists and, unless writing it failed, holds its recording and journal. */
 static void start_take(sb_instance *self, ready_take *r)
 {
+	const sb_take_journal *j = &r->j;
 	int slot = -1;
 	for (int i = 0; i < SB_MAX_JOBS && slot < 0; i++)
 		if (!self->jobs[i].active)
@@ -511,25 +525,23 @@ static void start_take(sb_instance *self, ready_take *r)
 		                      : "too many jobs queued for this track");
 		return;
 	}
-	sb_props pr;
-	sb_props_read(self, &pr);
 	const sb_logger log = {NULL, NULL};
 	sb_model_choice mc;
-	sb_models_resolve(r->model, pr.model_file, &log, &mc);
+	sb_models_resolve(model_choice_of(j->model), j->model_file, &log, &mc);
 	if (mc.missing[0]) {
 		if (sb_models_installing(mc.missing)) {
 			wait_for_install(self, r, mc.missing);
 			return;
 		}
-		char msg[512], hint[256];
+		char msg[1024], hint[256];
 		sb_models_install_hint(mc.missing, hint, sizeof hint);
-		snprintf(msg, sizeof msg, "%s is not installed: %s; take %u was not separated",
-		         mc.title, hint, r->serial);
+		snprintf(msg, sizeof msg, "%s is not installed: %s; take %s was not separated",
+		         mc.title, hint, j->id);
 		fail_take(self, r, msg);
 		return;
 	}
 	/* stems the model does not make (guitar and piano of a four-stem model) are left out */
-	unsigned stems = r->stems ? r->stems : (1u << SB_PLUGIN_STEMS) - 1;
+	unsigned stems = j->stems ? j->stems : (1u << SB_PLUGIN_STEMS) - 1;
 	if (mc.stems && (stems & ~mc.stems)) {
 		char dropped[96] = "";
 		for (int s = 0, at = 0; s < SB_PLUGIN_STEMS; s++)
@@ -545,73 +557,53 @@ static void start_take(sb_instance *self, ready_take *r)
 		return;
 	}
 
-	char track[256], take[64], root[SB_TEXT], session[SB_TEXT], dir[SB_TEXT];
-	bool made_root = false;
-	stem_track_name(self, &pr, track, sizeof track);
-	if (!take_root(self, &pr, root, sizeof root, session, sizeof session) ||
-	    !make_take_folder(self, root, session, track, take, sizeof take, dir, sizeof dir,
-	                      &made_root)) {
-		fail_take(self, r, "cannot create the stems folder (see the log)");
-		return;
-	}
-
-	/* The saved stable key wins while the port still shows the value it was saved with; else
-	 * the key of the device the port shows, from the table this plugin announced. */
-	char req[640];
-	pthread_mutex_lock(&self->nrt_lock);
-	const int k = r->device_port - SB_DEVICE_FIRST_ACCEL;
-	if (self->nrt_device_key[0] && self->nrt_device_port == r->device_port)
-		snprintf(req, sizeof req, "%s", self->nrt_device_key);
-	else if (k >= 0 && k < SB_DEVICE_N_ACCEL && self->nrt_keys[k][0])
-		snprintf(req, sizeof req, "%s", self->nrt_keys[k]);
-	else
-		sb_device_port_request(r->device_port, req, sizeof req);
-	pthread_mutex_unlock(&self->nrt_lock);
-
 	sb_job_spec spec;
 	memset(&spec, 0, sizeof spec);
 	spec.samples = r->samples;
-	spec.frames = r->frames;
-	spec.channels = self->channels;
-	spec.rate = self->rate;
+	spec.frames = j->frames;
+	spec.channels = j->channels;
+	spec.rate = j->rate;
 	spec.input_free = free_samples;
-	spec.track = track;
-	spec.take = take;
+	spec.track = j->track;
+	spec.take = j->take;
 	/* Auto in parallel mode spreads jobs over the engine's device set. */
-	spec.device = (r->device_port == SB_DEVICE_AUTO && r->mode == SB_MODE_CTL_PARALLEL &&
-	               strcmp(req, "auto") == 0) ? NULL : req;
+	spec.device = (j->device_port == SB_DEVICE_AUTO && !j->sequential &&
+	               strcmp(j->device, "auto") == 0) ? NULL : j->device;
 	spec.model = mc.run;
-	spec.bf16 = r->bf16;
+	spec.bf16 = j->bf16;
 	spec.stems = stems;
-	spec.out_dir = dir;
+	spec.out_dir = j->out_dir;
 	spec.name_template = "{track}-{take}-{stem}.{ext}";
 	spec.manifest_name = "{track}-{take}-manifest.json";
 	spec.format = SB_FORMAT_WAVF32;
 	spec.overwrite = 0;
-	spec.timeline_start = r->timeline_start;
+	spec.timeline_start = j->timeline_start;
 	sb_job_id id = 0;
 	sb_status st = sb_engine_submit(e, &spec, &id);
 	if (st != SB_OK) {
 		char msg[300];
 		snprintf(msg, sizeof msg, "job not accepted: %s", sb_status_str(st));
-		remove_take_folder(dir, made_root);
 		fail_take(self, r, msg);
 		return;
 	}
 	r->samples = NULL; /* the engine's now */
 	self->jobs[slot].id = id;
 	self->jobs[slot].active = true;
-	self->jobs[slot].start = r->timeline_start;
-	self->jobs[slot].frames = r->frames;
+	self->jobs[slot].start = j->timeline_start;
+	self->jobs[slot].frames = j->frames;
 	self->jobs[slot].stems = stems;
 	self->jobs[slot].last_state = -1;
 	self->jobs[slot].last_progress = -1.0f;
 	self->jobs[slot].last_eta = -2.0f;
 	self->jobs[slot].last_n_devices = 0;
-	snprintf(self->jobs[slot].take, sizeof self->jobs[slot].take, "%s", take);
-	snprintf(self->jobs[slot].dir, sizeof self->jobs[slot].dir, "%s", dir);
-	self->jobs[slot].made_root = made_root;
-	self->nrt_state = SB_STATE_QUEUED;
+	snprintf(self->jobs[slot].take, sizeof self->jobs[slot].take, "%s", j->take);
+	snprintf(self->jobs[slot].dir, sizeof self->jobs[slot].dir, "%s", j->out_dir);
+	self->jobs[slot].made_root = r->made_root;
+	self->jobs[slot].files = r->f;
+	self->jobs[slot].keep_audio = j->keep_audio;
+	self->jobs[slot].resumed = r->resumed;
+	sb_take_files_init(&r->f);
+	self->nrt_state = r->resumed ? SB_STATE_RESUMED : SB_STATE_QUEUED;
 	self->nrt_progress = 0.0f;
 	self->nrt_time_left = -1.0f;
 	post(self, SB_MSG_STATUS, NULL);
@@ -643,7 +635,49 @@ static void silent_take(sb_instance *self, const sb_take *t, int64_t frames)
 	post(self, SB_MSG_SILENT, msg);
 }
 
-static void submit_take(sb_instance *self, sb_take *t)
+/* Between pieces of a take's write: every instance's record pool stays full (the service is
+ * theirs too, and a long take takes a while to write). */
+static void keep_pools_full(void *user)
+{
+	(void)user;
+	for (sb_instance *i = svc.list; i; i = i->next)
+		refill(i);
+}
+
+/* Reserves the take's folder and puts the take on disk before its job starts: the recording,
+ * then the journal (take_store.h). A take that cannot be written (a full disk) still runs from
+ * memory, and the log and lastError say it would not survive the host. false: no folder. */
+static bool save_take(sb_instance *self, ready_take *r)
+{
+	sb_take_journal *j = &r->j;
+	sb_props pr;
+	sb_props_read(self, &pr);
+	char root[SB_TEXT], session[SB_TEXT];
+	stem_track_name(self, &pr, j->track, sizeof j->track);
+	if (!take_root(self, &pr, root, sizeof root, session, sizeof session) ||
+	    !make_take_folder(self, root, session, j->track, j->take, sizeof j->take, j->out_dir,
+	                      sizeof j->out_dir, &r->made_root)) {
+		j->out_dir[0] = '\0';
+		return false;
+	}
+	snprintf(j->id, sizeof j->id, "%s-%s", j->track, j->take);
+	char why[SB_TEXT];
+	const sb_status st = sb_take_save(j, r->samples, keep_pools_full, NULL, &r->f, why,
+	                                  sizeof why);
+	if (st == SB_OK)
+		return true;
+	char msg[SB_TEXT];
+	snprintf(msg, sizeof msg, "take %.300s was not saved to disk (%.3000s): it is separated "
+	         "from memory, and would be lost if the host stopped before its stems are written",
+	         j->id, why);
+	lv2_log_error(&self->logger, "stembridge: %s\n", msg);
+	post(self, SB_MSG_ERROR, msg);
+	return true;
+}
+
+/* A take run() handed over, as one piece of memory with its journal filled in (its folder and
+ * names come with save_take()); NULL when there is nothing to separate (empty, silent: said). */
+static ready_take *take_ready(sb_instance *self, sb_take *t)
 {
 	const int ch = self->channels;
 	const int64_t frames = t->frames;
@@ -662,7 +696,7 @@ static void submit_take(sb_instance *self, sb_take *t)
 	t->first = t->last = NULL;
 	sb_ring_push(&self->free_takes, &t);
 	if (frames <= 0)
-		return;
+		return NULL;
 	sb_props lim;
 	sb_props_read(self, &lim);
 	if (frames >= (int64_t)(lim.max_minutes * 60.0 * self->rate))
@@ -680,37 +714,85 @@ static void submit_take(sb_instance *self, sb_take *t)
 	if (!samples) {
 		self->nrt_state = SB_STATE_ERROR;
 		post(self, SB_MSG_ERROR, "out of memory for the take");
-		return;
+		return NULL;
 	}
 	if (!(copy.peak >= SB_SILENT_PEAK)) {
 		silent_take(self, &copy, frames);
 		free(samples);
-		return;
+		return NULL;
 	}
-	ready_take r = {samples, frames, copy.timeline_start, copy.device_port, copy.mode,
-	                copy.model, copy.bf16, copy.stems, copy.serial};
-	start_take(self, &r);
+	ready_take *r = calloc(1, sizeof *r);
+	if (!r) {
+		free(samples);
+		self->nrt_state = SB_STATE_ERROR;
+		post(self, SB_MSG_ERROR, "out of memory for the take");
+		return NULL;
+	}
+	r->samples = samples;
+	sb_take_files_init(&r->f);
+	sb_take_journal *j = &r->j;
+	snprintf(j->id, sizeof j->id, "%u", copy.serial); /* until its folder names it */
+	sb_props pr;
+	sb_props_read(self, &pr);
+	pthread_mutex_lock(&self->nrt_lock);
+	snprintf(j->instance, sizeof j->instance, "%s", self->nrt_id);
+	/* The saved stable key wins while the port still shows the value it was saved with; else
+	 * the key of the device the port shows, from the table this plugin announced. */
+	const int k = copy.device_port - SB_DEVICE_FIRST_ACCEL;
+	if (self->nrt_device_key[0] && self->nrt_device_port == copy.device_port)
+		snprintf(j->device, sizeof j->device, "%s", self->nrt_device_key);
+	else if (k >= 0 && k < SB_DEVICE_N_ACCEL && self->nrt_keys[k][0])
+		snprintf(j->device, sizeof j->device, "%s", self->nrt_keys[k]);
+	else
+		sb_device_port_request(copy.device_port, j->device, sizeof j->device);
+	pthread_mutex_unlock(&self->nrt_lock);
+	j->rate = self->rate;
+	j->channels = ch;
+	j->frames = frames;
+	j->timeline_start = copy.timeline_start;
+	const int model = copy.model >= 0 && copy.model < SB_N_MODEL_CHOICES ? copy.model
+	                                                                      : SB_MODEL_AUTO;
+	snprintf(j->model, sizeof j->model, "%s", sb_model_choice_names[model]);
+	snprintf(j->model_file, sizeof j->model_file, "%s", pr.model_file);
+	j->stems = copy.stems;
+	j->device_port = copy.device_port;
+	j->sequential = copy.mode == SB_MODE_CTL_SEQUENTIAL;
+	j->bf16 = copy.bf16;
+	j->keep_audio = atomic_load(&self->keep_take) == 1;
+	snprintf(j->status, sizeof j->status, "pending");
+	return r;
+}
+
+static void submit_take(sb_instance *self, sb_take *t)
+{
+	ready_take *r = take_ready(self, t);
+	if (!r)
+		return;
+	if (save_take(self, r))
+		start_take(self, r);
+	else
+		fail_take(self, r, "cannot create the stems folder (see the log)");
+	free(r->samples);
+	free(r);
 }
 
 /* An install ended: the takes that waited for that model run now, or fail with its reason. */
 static void install_ended(sb_instance *self, const char *name, sb_status result, const char *why)
 {
 	for (int i = 0; i < SB_TAKES; i++) {
-		if (!self->waiting[i].samples || strcmp(self->waiting[i].waits_for, name))
+		ready_take *r = self->waiting[i];
+		if (!r || strcmp(r->waits_for, name))
 			continue;
-		ready_take r = {self->waiting[i].samples, self->waiting[i].frames,
-		                self->waiting[i].timeline_start, self->waiting[i].device_port,
-		                self->waiting[i].mode, self->waiting[i].model, self->waiting[i].bf16,
-		                self->waiting[i].stems,
-		                self->waiting[i].serial};
-		self->waiting[i].samples = NULL;
+		self->waiting[i] = NULL;
 		if (result == SB_OK) {
-			start_take(self, &r);
+			start_take(self, r);
 		} else {
-			char msg[600];
-			snprintf(msg, sizeof msg, "take %u was not separated: %.500s", r.serial, why);
-			fail_take(self, &r, msg);
+			char msg[1024];
+			snprintf(msg, sizeof msg, "take %s was not separated: %.600s", r->j.id, why);
+			fail_take(self, r, msg);
 		}
+		free(r->samples);
+		free(r);
 	}
 }
 
@@ -838,6 +920,9 @@ static void poll_jobs(sb_instance *self, sb_engine *e)
 		int state = p.state == SB_JOB_QUEUED ? SB_STATE_QUEUED
 		          : p.state <= SB_JOB_WRITING ? SB_STATE_SEPARATING
 		          : p.state == SB_JOB_DONE ? SB_STATE_DONE : SB_STATE_ERROR;
+		/* a take run again after the host stopped says so while it runs */
+		if (self->jobs[i].resumed && (state == SB_STATE_QUEUED || state == SB_STATE_SEPARATING))
+			state = SB_STATE_RESUMED;
 		/* one device: its port value and name; several sharing the take: All devices, and
 		 * their names */
 		const int dev = p.n_devices > 1 ? SB_DEVICE_ALL : port_of_device_key(self, p.device_key);
@@ -853,7 +938,8 @@ static void poll_jobs(sb_instance *self, sb_engine *e)
 			self->jobs[i].last_n_devices = p.n_devices;
 			post(self, SB_MSG_DEVICE_IN_USE, text);
 		}
-		if (state == SB_STATE_QUEUED || state == SB_STATE_SEPARATING) {
+		if (state == SB_STATE_QUEUED || state == SB_STATE_SEPARATING ||
+		    state == SB_STATE_RESUMED) {
 			const float eta = p.eta_s >= 0 ? (float)p.eta_s : -1.0f;
 			if (state != self->jobs[i].last_state ||
 			    p.fraction - self->jobs[i].last_progress >= 0.01 ||
@@ -894,6 +980,13 @@ static void poll_jobs(sb_instance *self, sb_engine *e)
 			post(self, SB_MSG_DEVICE_IN_USE, text);
 		}
 		if (r->status == SB_OK) {
+			/* the stems are committed: the take's journal goes, and its recording unless the
+			 * user keeps it, before anyone hears that the stems are ready */
+			const bool keep = self->jobs[i].keep_audio || atomic_load(&self->keep_take) == 1;
+			sb_take_done(&self->jobs[i].files, keep);
+			if (self->jobs[i].resumed)
+				lv2_log_note(&self->logger, "stembridge: resumed take %s: stems complete\n",
+				             strrchr(self->jobs[i].dir, '/') + 1);
 			self->jobs_done++;
 			self->nrt_state = SB_STATE_DONE;
 			self->nrt_progress = 1.0f;
@@ -935,10 +1028,24 @@ static void poll_jobs(sb_instance *self, sb_engine *e)
 			lv2_log_note(&self->logger, "stembridge: stems ready: %s\n", r->manifest_path);
 		} else {
 			self->nrt_state = SB_STATE_ERROR;
-			lv2_log_error(&self->logger, "stembridge: job failed: %s\n", r->message);
-			post(self, SB_MSG_ERROR, r->message);
-			/* the engine removed its temporary files; the reserved folder goes too */
-			remove_take_folder(self->jobs[i].dir, self->jobs[i].made_root);
+			/* the engine removed its temporary files; the take's recording stays, its
+			 * journal marked failed, and the message says where; a take that never reached
+			 * the disk leaves no folder */
+			char text[SB_TEXT];
+			sb_take_files *f = &self->jobs[i].files;
+			if (f->audio[0]) {
+				char why[600] = "";
+				if (sb_take_failed(f, r->message, why, sizeof why) != SB_OK)
+					lv2_log_error(&self->logger, "stembridge: %s\n", why);
+				snprintf(text, sizeof text, "%.1200s; the take's recording is kept at %.2600s",
+				         r->message, f->audio);
+			} else {
+				sb_take_release(f);
+				remove_take_folder(self->jobs[i].dir, self->jobs[i].made_root);
+				snprintf(text, sizeof text, "%s", r->message);
+			}
+			lv2_log_error(&self->logger, "stembridge: job failed: %s\n", text);
+			post(self, SB_MSG_ERROR, text);
 		}
 		free(r);
 	}
@@ -1121,6 +1228,82 @@ static void watch_models(sb_instance *self)
 	self->nrt_model_missing = missing;
 }
 
+/* One journal a scan found (resume_takes). */
+static void resume_one(void *user, const char *path)
+{
+	sb_instance *self = user;
+	ready_take *r = calloc(1, sizeof *r);
+	if (!r)
+		return;
+	char why[SB_TEXT];
+	const sb_status st = sb_take_open(path, &r->j, &r->f, why, sizeof why);
+	const sb_take_journal *j = &r->j;
+	char id[16];
+	pthread_mutex_lock(&self->nrt_lock);
+	snprintf(id, sizeof id, "%s", self->nrt_id);
+	pthread_mutex_unlock(&self->nrt_lock);
+	if (st == SB_ERR_EXISTS) {
+		/* running: in this process (another instance with the same id) or another host */
+	} else if (st != SB_OK) {
+		/* never deleted: the user may want what is in it; said each time the session opens */
+		char msg[SB_TEXT + 200];
+		snprintf(msg, sizeof msg, "a take's journal %.3800s: the take was not resumed, and its "
+		         "files are kept", why);
+		lv2_log_error(&self->logger, "stembridge: %s\n", msg);
+		self->nrt_state = SB_STATE_ERROR;
+		post(self, SB_MSG_ERROR, msg);
+	} else if (j->instance[0] && strcmp(j->instance, id) != 0) {
+		sb_take_release(&r->f); /* another instance's take in a shared folder */
+	} else if (sb_take_committed(j)) {
+		/* the host stopped between the commit and the cleanup: the stems are complete */
+		lv2_log_note(&self->logger, "stembridge: take %s: stems already complete\n", j->id);
+		sb_take_done(&r->f, j->keep_audio || atomic_load(&self->keep_take) == 1);
+	} else if (!strcmp(j->status, "failed")) {
+		lv2_log_note(&self->logger, "stembridge: take %s failed before (%s); its recording is "
+		             "kept at %s\n", j->id, j->error, r->f.audio[0] ? r->f.audio : "(missing)");
+		sb_take_release(&r->f);
+	} else if (sb_take_read_audio(&r->f, j, &r->samples,
+	                              &(const sb_logger){engine_log, NULL}, why, sizeof why) != SB_OK) {
+		char msg[SB_TEXT + 200];
+		snprintf(msg, sizeof msg, "take %.300s cannot be resumed: %.3700s; its files are kept",
+		         j->id, why);
+		lv2_log_error(&self->logger, "stembridge: %s\n", msg);
+		self->nrt_state = SB_STATE_ERROR;
+		post(self, SB_MSG_ERROR, msg);
+		sb_take_release(&r->f);
+	} else {
+		r->resumed = true;
+		const uint32_t n = sb_take_number(j->id, j->track);
+		pthread_mutex_lock(&self->nrt_lock);
+		if (n > self->nrt_last_take)
+			self->nrt_last_take = n;
+		pthread_mutex_unlock(&self->nrt_lock);
+		const double at = j->timeline_start > 0 ? (double)j->timeline_start / j->rate : 0.0;
+		lv2_log_note(&self->logger, "stembridge: resumed take %s (%.1f s at %d:%06.3f), left "
+		             "unfinished when the host stopped: separating it again from %s\n", j->id,
+		             (double)j->frames / j->rate, (int)(at / 60.0), fmod(at, 60.0), r->f.audio);
+		start_take(self, r);
+	}
+	sb_take_release(&r->f);
+	free(r->samples);
+	free(r);
+}
+
+/* After a restore (the session reopened, an instance given a saved state): the takes of this
+ * instance's track that a host left unfinished (a journal, no committed stems) run again from
+ * their recordings. The folder is the one new takes would go to, asked when the service runs,
+ * not in restore(): Ardour's makePath has the insert's final id only once the session loaded. */
+static void resume_takes(sb_instance *self)
+{
+	sb_props pr;
+	sb_props_read(self, &pr);
+	char root[SB_TEXT], session[SB_TEXT], track[256];
+	stem_track_name(self, &pr, track, sizeof track);
+	if (!take_root(self, &pr, root, sizeof root, session, sizeof session))
+		return;
+	sb_take_scan(root, track, resume_one, self);
+}
+
 static void tick(sb_instance *self)
 {
 	atomic_store_explicit(&self->service_running, 1, memory_order_release);
@@ -1142,6 +1325,8 @@ static void tick(sb_instance *self)
 	sb_take *t;
 	while (sb_ring_pop(&self->finished, &t))
 		submit_take(self, t);
+	if (atomic_exchange(&self->resume_scan, 0))
+		resume_takes(self);
 	refill(self);
 	if (atomic_exchange(&self->lost_frames_alarm, 0))
 		lv2_log_error(&self->logger, "stembridge: recording lost samples: pool ran dry\n");
@@ -1282,21 +1467,55 @@ void sb_service_detach(sb_instance *self)
 			continue;
 		sb_engine_cancel(svc.engine, self->jobs[i].id);
 		/* cancel is checked between chunks: a few seconds at most, but never hang the host */
+		bool committed = false;
 		if (sb_engine_wait(svc.engine, self->jobs[i].id, 60.0) == SB_OK) {
+			sb_job_result *res = calloc(1, sizeof *res);
+			committed = res && sb_engine_result(svc.engine, self->jobs[i].id, res) == SB_OK &&
+			            res->status == SB_OK;
+			free(res);
 			sb_engine_release(svc.engine, self->jobs[i].id);
+			if (committed)
+				sb_take_done(&self->jobs[i].files, self->jobs[i].keep_audio ||
+				                                       atomic_load(&self->keep_take) == 1);
 			remove_take_folder(self->jobs[i].dir, self->jobs[i].made_root); /* if empty */
 		} else {
 			lv2_log_error(&self->logger, "stembridge: a cancelled job did not stop within "
 			              "60 s; leaving it to the engine\n");
 		}
+		/* a host that closes the session stops its takes: each stays pending on disk and runs
+		 * again when the session is opened (a removed plugin's stays for the user) */
+		if (!committed && self->jobs[i].files.journal[0])
+			lv2_log_note(&self->logger, "stembridge: take %s stopped before its stems were "
+			             "written: its recording stays in %s and it resumes when the session "
+			             "is opened again\n", strrchr(self->jobs[i].dir, '/') + 1,
+			             self->jobs[i].dir);
+		sb_take_release(&self->jobs[i].files);
 		self->jobs[i].active = false;
 	}
+	/* takes that ended as the plugin goes (the host quits while recording, or just after):
+	 * on disk, pending, to run when the session is opened again */
 	sb_take *t;
-	while (sb_ring_pop(&self->finished, &t))
-		free_take_blocks(t->first);
+	while (sb_ring_pop(&self->finished, &t)) {
+		ready_take *r = take_ready(self, t);
+		if (!r)
+			continue;
+		if (save_take(self, r) && r->f.journal[0])
+			lv2_log_note(&self->logger, "stembridge: take %s ended as the plugin was removed: "
+			             "its recording stays in %s and it is separated when the session is "
+			             "opened again\n", r->j.id, r->j.out_dir);
+		else if (r->j.out_dir[0])
+			remove_take_folder(r->j.out_dir, r->made_root);
+		sb_take_release(&r->f);
+		free(r->samples);
+		free(r);
+	}
 	for (int i = 0; i < SB_TAKES; i++) {
-		free(self->waiting[i].samples);
-		self->waiting[i].samples = NULL;
+		if (!self->waiting[i])
+			continue;
+		sb_take_release(&self->waiting[i]->f);
+		free(self->waiting[i]->samples);
+		free(self->waiting[i]);
+		self->waiting[i] = NULL;
 	}
 	sb_block *b;
 	while (sb_ring_pop(&self->free_blocks, &b))

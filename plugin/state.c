@@ -93,10 +93,11 @@ static LV2_State_Status save(LV2_Handle instance, LV2_State_Store_Function store
 	store_text(store, handle, u->sb_deviceName, u->atom_String, name);
 	store_text(store, handle, u->sb_instanceId, u->atom_String, id);
 	const int precision = self->ctl_precision && *self->ctl_precision > 0.5f;
-	const int32_t ints[6] = {port, mode, model, stems, last_take, precision};
-	const LV2_URID int_keys[6] = {u->sb_devicePort, u->sb_mode, u->sb_model, u->sb_stemMask,
-	                              u->sb_lastTake, u->sb_precision};
-	for (int i = 0; i < 6; i++)
+	const int keep_take = self->ctl_keep_take && *self->ctl_keep_take > 0.5f;
+	const int32_t ints[7] = {port, mode, model, stems, last_take, precision, keep_take};
+	const LV2_URID int_keys[7] = {u->sb_devicePort, u->sb_mode, u->sb_model, u->sb_stemMask,
+	                              u->sb_lastTake, u->sb_precision, u->sb_keepTake};
+	for (int i = 0; i < 7; i++)
 		store(handle, int_keys[i], &ints[i], sizeof(int32_t), u->atom_Int,
 		      LV2_STATE_IS_POD | LV2_STATE_IS_PORTABLE);
 	store(handle, u->sb_maxMinutes, &pr.max_minutes, sizeof(float), u->atom_Float,
@@ -247,14 +248,15 @@ static LV2_State_Status restore(LV2_Handle instance, LV2_State_Retrieve_Function
 	int port = -1, dummy;
 	get_int(self, retrieve, handle, u->sb_devicePort, 0, SB_DEVICE_MAX,
 	        &port, "device port");
-	/* Mode, model, stems and precision live in the host's port values; these are checked for damage
-	 * only, so a bad one is reported rather than silently carried. */
+	/* Mode, model, stems, precision and keeping takes live in the host's port values; these are
+	 * checked for damage only, so a bad one is reported rather than silently carried. */
 	get_int(self, retrieve, handle, u->sb_mode, 0, 1, &dummy, "mode");
 	get_int(self, retrieve, handle, u->sb_model, 0, SB_N_MODEL_CHOICES - 1, &dummy, "model");
 	get_int(self, retrieve, handle, u->sb_stemMask, 0, (1 << SB_PLUGIN_STEMS) - 1, &dummy,
 	        "stem mask");
 	get_int(self, retrieve, handle, u->sb_precision, SB_PRECISION_FP32, SB_PRECISION_BF16,
 	        &dummy, "precision");
+	get_int(self, retrieve, handle, u->sb_keepTake, 0, 1, &dummy, "keep take audio");
 	int last_take = -1;
 	get_int(self, retrieve, handle, u->sb_lastTake, 0, 9999999, &last_take, "take number");
 	char id_buf[64];
@@ -292,8 +294,10 @@ static LV2_State_Status restore(LV2_Handle instance, LV2_State_Retrieve_Function
 	if (last_take >= 0)
 		self->nrt_last_take = (uint32_t)last_take;
 	pthread_mutex_unlock(&self->nrt_lock);
-	/* run() tells the UI about the restored properties */
+	/* run() tells the UI about the restored properties, and has the service look for takes
+	 * this state's track left unfinished (a host killed or closed while their jobs ran) */
 	atomic_store_explicit(&self->props_changed, 1, memory_order_release);
+	atomic_store_explicit(&self->resume_scan, 1, memory_order_release);
 	return LV2_STATE_SUCCESS;
 }
 

@@ -53,6 +53,7 @@
 #define SB__model        SB__ "model"         /* atom:Int */
 #define SB__stemMask     SB__ "stemMask"      /* atom:Int: bit s = stem s written */
 #define SB__precision    SB__ "precision"     /* atom:Int: SB_PRECISION_* */
+#define SB__keepTake     SB__ "keepTake"      /* atom:Int: 1 keep each take's recording */
 
 /* Control values */
 /* Device control: Auto, CPU, Device 1..8 (the k-th device of deviceList), and All devices (every
@@ -87,10 +88,12 @@ static inline int sb_audition_stem(int sel, int *without)
 	                              : -1;
 }
 /* SB_STATE_SILENT: the last take was silent (below SB_SILENT_DBFS throughout: with Ardour's
- * hardware monitoring a recording track feeds its plugins silence), so no job was queued. */
+ * hardware monitoring a recording track feeds its plugins silence), so no job was queued.
+ * SB_STATE_RESUMED: a take the host left unfinished when it stopped (killed, crashed, quit) is
+ * queued or separating again, from its recording on disk (the Progress port counts). */
 enum {
 	SB_STATE_IDLE = 0, SB_STATE_RECORDING, SB_STATE_QUEUED, SB_STATE_SEPARATING, SB_STATE_DONE,
-	SB_STATE_ERROR, SB_STATE_SILENT
+	SB_STATE_ERROR, SB_STATE_SILENT, SB_STATE_RESUMED
 };
 #define SB_SILENT_DBFS (-90.0)
 #define SB_SILENT_PEAK 3.1622777e-5f /* 10^(-90/20) */
@@ -134,9 +137,18 @@ typedef enum {
 /* Then the precision of the matrix products: SB_PRECISION_* (saved with the session). */
 #define SB_PORT_PRECISION_MONO   (SB_N_PORTS_MONO + 4)
 #define SB_PORT_PRECISION_STEREO (SB_N_PORTS_STEREO + 4)
-#define SB_N_PORTS_ALL_MONO   (SB_N_PORTS_MONO + 5)
-#define SB_N_PORTS_ALL_STEREO (SB_N_PORTS_STEREO + 5)
+/* Then whether each take's recording stays beside its stems (saved with the session): off, the
+ * recording goes once the stems are committed. */
+#define SB_PORT_KEEP_TAKE_MONO   (SB_N_PORTS_MONO + 5)
+#define SB_PORT_KEEP_TAKE_STEREO (SB_N_PORTS_STEREO + 5)
+#define SB_N_PORTS_ALL_MONO   (SB_N_PORTS_MONO + 6)
+#define SB_N_PORTS_ALL_STEREO (SB_N_PORTS_STEREO + 6)
 enum { SB_PRECISION_FP32 = 0, SB_PRECISION_BF16 = 1 };
+
+static inline unsigned sb_port_keep_take(int channels)
+{
+	return channels == 1 ? SB_PORT_KEEP_TAKE_MONO : SB_PORT_KEEP_TAKE_STEREO;
+}
 
 static inline unsigned sb_port_precision(int channels)
 {

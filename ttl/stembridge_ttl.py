@@ -101,7 +101,7 @@ AUDITION_POINTS = [("Off", 0), ("Vocals", 1), ("Drums", 2), ("Bass", 3), ("Other
                    ("Mix without other", 8), ("Guitar", 9), ("Piano", 10),
                    ("Mix without guitar", 11), ("Mix without piano", 12)]
 STATE_POINTS = [("Idle", 0), ("Recording", 1), ("Queued", 2), ("Separating", 3), ("Done", 4),
-                ("Error", 5), ("Silent take (not separated)", 6)]
+                ("Error", 5), ("Silent take (not separated)", 6), ("Resumed", 7)]
 
 
 def control(symbol, name, io, default, lo, hi, props=(), points=(), extra=(), comment=None,
@@ -174,7 +174,8 @@ FIRST = [
                  "while the transport is inside the take's region."),
     enum("state", "State", "out", 0, STATE_POINTS, group="status",
          comment="What the plugin is doing; Error and Silent take say why in lastError and the "
-                 "log."),
+                 "log. Resumed: a take the host left unfinished when it stopped (killed, crashed, "
+                 "quit) is separated again from its recording on disk."),
     control("progress", "Progress", "out", 0, 0, 1, group="status",
             comment="Progress of the separation running now.", extra=["units:unit units:coef"]),
     enum("device_in_use", "Device in use", "out", -1, [("None", -1)] + DEVICE_POINTS,
@@ -215,6 +216,11 @@ LAST = [
                  "twice as fast on a CPU with AVX512_BF16, stems within about 0.1 % of "
                  "fp32. Without those instructions the take runs fp32 and the log says so; "
                  "the manifest records what ran."),
+    toggle("keep_take", "Keep take audio", 0, group="recording",
+           comment="Each take's recording is written beside its stems before its job starts "
+                   "(<take>-recording.wav), so that a take survives a host that stops; off, it "
+                   "is removed once the stems are complete, on, it stays. A failed job always "
+                   "keeps it and says where."),
 ]
 
 

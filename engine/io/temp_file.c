@@ -23,14 +23,11 @@
 /* Process-wide counters for the io:* fault injector only. */
 static atomic_long renames_done, dirsyncs_done;
 
-/* K of "io:<what>:K" in SB_FAULT_INJECT, 0 when absent. */
-static long fault_at(const char *what)
+long sb_fault_number(const char *key)
 {
 	const char *env = getenv("SB_FAULT_INJECT");
 	if (!env)
 		return 0;
-	char key[32];
-	snprintf(key, sizeof key, "io:%s:", what);
 	const size_t kl = strlen(key);
 	for (const char *p = env; p && *p;) {
 		while (*p == ' ' || *p == ',')
@@ -44,6 +41,14 @@ static long fault_at(const char *what)
 		p = strchr(p, ',');
 	}
 	return 0;
+}
+
+/* K of "io:<what>:K" in SB_FAULT_INJECT, 0 when absent. */
+static long fault_at(const char *what)
+{
+	char key[32];
+	snprintf(key, sizeof key, "io:%s:", what);
+	return sb_fault_number(key);
 }
 
 void sb_dir_of(const char *path, char *dir, size_t len)

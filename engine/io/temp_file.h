@@ -15,7 +15,7 @@
  * FAULT INJECTION (tests of the commit's rollback), in SB_FAULT_INJECT, comma-separated:
  *   io:rename:K     the K-th sb_place_file() of this process fails with EIO (1-based)
  *   io:dirsync:K    the K-th sb_sync_dir() of this process fails with EIO
- * Entries of other subsystems are ignored.
+ * Entries of other subsystems are ignored; sb_fault_number() reads theirs too (jobs/job_run.h).
  *
  * Threads: any; nothing here holds state but the fault counters (atomics).
  */
@@ -30,6 +30,10 @@ typedef struct {
 	int fd;              /* open for writing, flock'ed; -1 when closed */
 	char path[4096];     /* the temporary name; "" once placed or removed */
 } sb_temp;
+
+/* N of an entry "<key>N" in SB_FAULT_INJECT (key such as "io:rename:"), N > 0; 0 when there
+ * is none. */
+long sb_fault_number(const char *key);
 
 /* Creates the temporary file for 'final' (its folder must exist). 0, or -1 with errno. */
 int sb_temp_create(const char *final, sb_temp *t);

@@ -11,6 +11,7 @@
 #include "io/manifest.h"
 #include "io/resample.h"
 #include "io/stem_writer.h"
+#include "io/temp_file.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_EVENTS 16
@@ -73,9 +75,22 @@ static void report(progress_state *ps, sb_job_state state, double fraction, cons
 		ps->env->progress(ps->env->progress_user, &ps->p);
 }
 
+/* job:slow:MS (job_run.h): a slow model, whatever the device. */
+static void injected_slowness(const progress_state *ps)
+{
+	const long ms = sb_fault_number("job:slow:");
+	for (long waited = 0; waited < ms; waited += 10) {
+		if (ps->env->cancel && atomic_load(ps->env->cancel))
+			return;
+		const struct timespec ts = {0, 10 * 1000000L};
+		nanosleep(&ts, NULL);
+	}
+}
+
 static void model_progress(void *user, double fraction, const char *stage)
 {
 	progress_state *ps = user;
+	injected_slowness(ps);
 	if (fraction < 0)
 		fraction = 0;
 	if (fraction > 1)
@@ -314,7 +329,11 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 
 	/* Model, and the stems asked of it */
 	const char *model_name = spec->model && *spec->model ? spec->model : "auto";
-	st = sb_model_open(model_name, env->model_path, log, &model);
+	char chosen[64];
+	const char *open_name = model_name;
+	if (!strcmp(model_name, "auto") && spec->stems)
+		open_name = sb_model_auto_for(env->model_path, spec->stems, log, chosen, sizeof chosen);
+	st = sb_model_open(open_name, env->model_path, log, &model);
 	if (st != SB_OK)
 		goto fail;
 	if (pl.n > 1 && !model->info.shares_devices) {

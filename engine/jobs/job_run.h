@@ -14,6 +14,10 @@
  *     A model that shares one file among several devices drops a failing device itself and
  *     reports it (sb_device_report); it returns a device failure only when none is left.
  * The stem writer is reset between attempts, so a failed attempt leaves nothing behind.
+ *
+ * FAULT INJECTION (tests that need a job still running, on any device: a host killed mid-job),
+ * in SB_FAULT_INJECT (io/temp_file.h): job:slow:MS  each progress step of a model's separation
+ * waits MS milliseconds first (cancel is still heard every 10 ms).
  */
 #ifndef SB_JOB_RUN_H
 #define SB_JOB_RUN_H

@@ -208,6 +208,11 @@ static void test_stage_from_ports(void)
 	m.last_error[0] = '\0';
 	stage(&m, s);
 	CHECK(!strcmp(s, "Error"), "'%s'", s);
+	/* a take a stopped host left unfinished, separated again after the session reopened */
+	sbui_set_port(&m, SB_PORT_STATE_OUT, SB_STATE_RESUMED);
+	sbui_set_port(&m, SB_PORT_PROGRESS_OUT, 0.25f);
+	stage(&m, s);
+	CHECK(!strcmp(s, "Resumed: separating 25 %") && sbui_progress(&m) == 0.25f, "'%s'", s);
 	/* an unknown state value from a newer plugin reads as idle, not garbage */
 	sbui_set_port(&m, SB_PORT_STATE_OUT, 42);
 	stage(&m, s);

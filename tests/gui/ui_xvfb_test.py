@@ -33,8 +33,10 @@ BASE_W, BASE_H = 540, 440
 DEVICE_BUTTON = (200, 58)
 PORT_RECORD, PORT_DEVICE, PORT_MODEL = 2, 3, 5
 PORT_PRECISION = 24  # the stereo plugin's Precision control (ttl: symbol "precision")
-# the Precision button, third in the row under the device (Record, Parallel, FP32)
-PRECISION_BUTTON = (443, 116)
+PORT_KEEP_TAKE = 25  # its Keep take audio control (ttl: symbol "keep_take")
+# the row under the device: Record, Parallel, FP32, Keep take (each x 122 wide, 8 apart)
+PRECISION_BUTTON = (335, 116)
+KEEP_TAKE_BUTTON = (465, 116)
 # the Model button, below the device row and the two lines of a fallback with its reason
 MODEL_BUTTON = (300, 168)
 fails = []
@@ -196,6 +198,14 @@ def run_scale_1(env):
         screenshot(env, geo, "ui-scale1-bf16.png")
         click(env, geo, 1.0, where=PRECISION_BUTTON)
         check(wait_write(h, PORT_PRECISION) == 0.0, "a second click goes back to fp32")
+
+        # the Keep take button: each take's recording stays beside its stems, and back
+        click(env, geo, 1.0, where=KEEP_TAKE_BUTTON)
+        check(wait_write(h, PORT_KEEP_TAKE) == 1.0, "a click on Keep take keeps take recordings")
+        time.sleep(0.3)
+        screenshot(env, geo, "ui-scale1-keep-take.png")
+        click(env, geo, 1.0, where=KEEP_TAKE_BUTTON)
+        check(wait_write(h, PORT_KEEP_TAKE) == 0.0, "a second click removes them after the commit")
 
         click(env, geo, 1.0)
         check(wait_write(h, PORT_DEVICE) == 1.0, "a click moves Auto -> CPU")

@@ -60,13 +60,36 @@ LV2_URID host_map(const char *uri) { return map_uri(NULL, uri); }
 const char *host_unmap(LV2_URID u) { return unmap_uri(NULL, u); }
 int host_log_warnings(void) { return log_warnings; }
 
+/* The plugin's log lines since the start, for tests that check what it said (the end is kept
+ * when there is more than fits). */
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static char log_text[1 << 18];
+static size_t log_len;
+
 static int log_vprintf(LV2_Log_Handle h, LV2_URID type, const char *fmt, va_list ap)
 {
 	(void)h;
 	if (type == host_map(LV2_LOG__Warning) || type == host_map(LV2_LOG__Error))
 		__atomic_add_fetch(&log_warnings, 1, __ATOMIC_SEQ_CST);
-	fprintf(stderr, "[log %s] ", host_unmap(type));
-	return vfprintf(stderr, fmt, ap);
+	char line[8192];
+	const int n = vsnprintf(line, sizeof line, fmt, ap);
+	pthread_mutex_lock(&log_lock);
+	const size_t k = n < 0 ? 0 : strlen(line);
+	if (log_len + k >= sizeof log_text)
+		log_len = 0; /* start again: the tests look at recent lines */
+	memcpy(log_text + log_len, line, k + 1);
+	log_len += k;
+	pthread_mutex_unlock(&log_lock);
+	fprintf(stderr, "[log %s] %s", host_unmap(type), line);
+	return n;
+}
+
+bool host_log_has(const char *text)
+{
+	pthread_mutex_lock(&log_lock);
+	const bool has = strstr(log_text, text) != NULL;
+	pthread_mutex_unlock(&log_lock);
+	return has;
 }
 
 static int log_printf(LV2_Log_Handle h, LV2_URID type, const char *fmt, ...)
@@ -233,7 +256,7 @@ static host_plugin *host_new_full(bool stereo, uint32_t block, host_path_mode mo
 		lilv_instance_connect_port(h->inst, SB_PORT_AUDIO_IN_1, h->in[0]);
 		lilv_instance_connect_port(h->inst, SB_PORT_AUDIO_IN_1 + 1, h->out[0]);
 		lilv_instance_connect_port(h->inst, SB_PORT_FREEWHEEL_MONO, &h->freewheel);
-		for (uint32_t p = SB_PORT_STEM_GUITAR_MONO; p <= SB_PORT_PRECISION_MONO; p++)
+		for (uint32_t p = SB_PORT_STEM_GUITAR_MONO; p <= SB_PORT_KEEP_TAKE_MONO; p++)
 			lilv_instance_connect_port(h->inst, p, &h->ctl[p]);
 	} else {
 		lilv_instance_connect_port(h->inst, SB_PORT_AUDIO_IN_1, h->in[0]);
@@ -241,7 +264,7 @@ static host_plugin *host_new_full(bool stereo, uint32_t block, host_path_mode mo
 		lilv_instance_connect_port(h->inst, SB_PORT_AUDIO_OUT_1_STEREO, h->out[0]);
 		lilv_instance_connect_port(h->inst, SB_PORT_AUDIO_OUT_2_STEREO, h->out[1]);
 		lilv_instance_connect_port(h->inst, SB_PORT_FREEWHEEL_STEREO, &h->freewheel);
-		for (uint32_t p = SB_PORT_STEM_GUITAR_STEREO; p <= SB_PORT_PRECISION_STEREO; p++)
+		for (uint32_t p = SB_PORT_STEM_GUITAR_STEREO; p <= SB_PORT_KEEP_TAKE_STEREO; p++)
 			lilv_instance_connect_port(h->inst, p, &h->ctl[p]);
 	}
 	LV2_Atom_Sequence *seq = (LV2_Atom_Sequence *)h->control_buf;

@@ -55,6 +55,8 @@ void host_fini(void);
 LV2_URID host_map(const char *uri);
 const char *host_unmap(LV2_URID u);
 int host_log_warnings(void);
+/* Whether the plugin's log said 'text' (a substring of any line so far). */
+bool host_log_has(const char *text);
 LV2_URID_Map *host_map_feature(void);
 LV2_URID_Unmap *host_unmap_feature(void);
 

@@ -24,7 +24,8 @@
  *   naming                                  stable stem names, take numbers that go on, the
  *                                           same state saved twice
  *   paths                                   output folder through generic UIs' file slots;
- *                                           no empty folders, stale temporaries cleaned
+ *                                           no empty folders, stale temporaries cleaned, a
+ *                                           failed take's recording kept
  */
 #include "host.h"
 
@@ -1027,7 +1028,8 @@ static int test_presets(void)
 }
 
 /* Counts what a folder tree holds: complete stems of the expected length, stems of another
- * length, and the engine's temporary files (".<name>.part-XXXXXX"). */
+ * length, and the engine's temporary files (".<name>.part-XXXXXX"). A take's own recording
+ * ("<take>-recording.wav", written before its job) is no stem. */
 static void scan_stems(const char *dir, int64_t frames, int *complete, int *partial, int *temps)
 {
 	char cmd[1500];
@@ -1042,7 +1044,7 @@ static void scan_stems(const char *dir, int64_t frames, int *complete, int *part
 			(*temps)++;
 			continue;
 		}
-		if (!strstr(line, ".wav"))
+		if (!strstr(line, ".wav") || strstr(line, "-recording.wav"))
 			continue;
 		SF_INFO info = {0};
 		SNDFILE *f = sf_open(line, SFM_READ, &info);
@@ -1061,7 +1063,9 @@ static void scan_stems(const char *dir, int64_t frames, int *complete, int *part
 }
 
 /* Removing the plugin while its job runs: no crash, no half-written stem or temporary file
- * left behind, and the next instance (a new engine) works. */
+ * left behind; the take's recording and journal stay (a host closing its session removes its
+ * plugins too: the take resumes when the session is opened again); the next instance (a new
+ * engine) works. */
 static int test_close_running(void)
 {
 	char dir[1000], out[1300];
@@ -1103,6 +1107,12 @@ static int test_close_running(void)
 	      temps);
 	CHECK(complete == 0 || complete == 4, "%d complete stems: a job leaves all or none", complete);
 	fprintf(stderr, "close: %d complete stems left, none partial\n", complete);
+	char kept[1600];
+	snprintf(kept, sizeof kept, "%s/Gone-take1/Gone-take1-journal.json", out);
+	CHECK(complete == 4 || access(kept, F_OK) == 0, "the stopped take's journal %s is gone", kept);
+	snprintf(kept, sizeof kept, "%s/Gone-take1/Gone-take1-recording.wav", out);
+	CHECK(complete == 4 || access(kept, F_OK) == 0, "the stopped take's recording %s is gone",
+	      kept);
 
 	/* the engine went with the last instance; a new one starts another and works */
 	h = host_new(false, 1024, HOST_PATH_NONE, NULL);
@@ -2031,7 +2041,8 @@ static int test_paths(void)
 	CHECK(strncmp(h->manifest, want, strlen(want)) == 0, "stems at %s, expected in %s",
 	      h->manifest, want);
 
-	/* a job that fails (its model file is not there) leaves no folder, not even the root */
+	/* a job that fails (its model file is not there) leaves no stem and no temporary file: its
+	 * folder holds the take's recording, which lastError points at, and its journal */
 	char fresh[1400];
 	snprintf(fresh, sizeof fresh, "%s/never made", dir);
 	host_set_text(h, SB__outputDir, ATOM_PATH, fresh);
@@ -2051,7 +2062,13 @@ static int test_paths(void)
 	host_sleep_ms(200);
 	for (int i = 0; i < 10; i++)
 		host_run(h);
-	CHECK(access(fresh, F_OK) != 0, "the failed take left %s", fresh);
+	char kept[1600];
+	snprintf(kept, sizeof kept, "%s/Gtr-take3/Gtr-take3-recording.wav", fresh);
+	CHECK(access(kept, F_OK) == 0 && strstr(h->last_error, kept),
+	      "the failed take's recording %s is not kept and said: '%s'", kept, h->last_error);
+	snprintf(cmd, sizeof cmd, "test \"$(ls -A '%s/Gtr-take3' | sort | tr '\\n' ' ')\" = "
+	         "'Gtr-take3-journal.json Gtr-take3-recording.wav '", fresh);
+	CHECK(system(cmd) == 0, "the failed take's folder holds more than its recording and journal");
 	CHECK(count_dirs_with(outdir, "-take3") == 0, "a failed take's folder in %s", outdir);
 	free(rec.data);
 	host_free(h);

@@ -11,14 +11,15 @@ mode=${1:-demo}
 
 build_pkgs="build-essential meson ninja-build pkg-config libsndfile1-dev libfftw3-dev
   ocl-icd-opencl-dev opencl-headers ocl-icd-libopencl1 libjansson-dev libsamplerate0-dev lv2-dev
-  zlib1g-dev libcurl4-openssl-dev libssl-dev
+  zlib1g-dev libcurl4-openssl-dev libssl-dev libyaml-dev
   libdnnl2 libclblast-dev libcairo2-dev libx11-dev liblilv-dev lilv-utils
   pocl-opencl-icd clinfo sox python3"
 # ardour: the headless and GUI host tests; python3-torch: checkpoints for the converter's test;
 # clang and its runtime: the fuzz targets under libFuzzer; libelf-dev: lv2lint (built from
-# ../shared/tools when it is there); slurm and munge: the batch test's single-node cluster
+# ../shared/tools when it is there); slurm and munge: the batch test's single-node cluster;
+# debhelper, lintian and mmdebstrap: the Debian package (tools/deb_test.sh)
 test_pkgs="sordi xvfb xdotool imagemagick libsuil-dev ardour python3-torch clang libclang-rt-14-dev
-  libelf-dev slurmctld slurmd slurm-client munge"
+  libelf-dev slurmctld slurmd slurm-client munge debhelper lintian mmdebstrap"
 
 install_missing() {
 	local missing=()
@@ -78,9 +79,13 @@ test)
 		-Dbuildtype=debugoptimized
 	ninja -C build-fuzz
 	meson test -C build-fuzz --suite fuzz --print-errorlogs --num-processes 2 || rc=1
+	# The Debian package, built from a clean copy of the tree, linted, installed, used and
+	# purged (one result per step in build-deb/testlog.json). Last: while it is installed, its
+	# bundle in /usr/lib/lv2 is on the plugin tests' LV2_PATH.
+	bash tools/deb_test.sh build-deb || rc=1
 	python3 tools/count_tests.py build-test/meson-logs/testlog.json \
 		build-tsan/meson-logs/testlog.json build-toy/meson-logs/testlog.json \
-		build-fuzz/meson-logs/testlog.json
+		build-fuzz/meson-logs/testlog.json build-deb/testlog.json
 	exit $rc
 	;;
 *)

@@ -53,9 +53,55 @@ void sb_place_fini(sb_place *p)
 	p->n_w = p->n_blocks = 0;
 }
 
-sb_status sb_place_init(sb_place *p, float *const *owned, const size_t *owned_n, int n,
-                        const sb_exec *dev, const sb_logger *log, const char *who)
+float *sb_weights_new(sb_weights *w, size_t n)
 {
+	if (w->count == w->cap) {
+		const int cap = w->cap ? 2 * w->cap : 256;
+		float **p = realloc(w->p, sizeof *p * (size_t)cap);
+		if (p)
+			w->p = p;
+		size_t *q = realloc(w->n, sizeof *q * (size_t)cap);
+		if (q)
+			w->n = q;
+		if (!p || !q)
+			return NULL;
+		w->cap = cap;
+	}
+	float *m = calloc(n ? n : 1, sizeof(float));
+	if (m) {
+		w->n[w->count] = n ? n : 1;
+		w->p[w->count++] = m;
+	}
+	return m;
+}
+
+void sb_weights_drop(sb_weights *w, const float *p)
+{
+	for (int i = w->count - 1; p && i >= 0; i--)
+		if (w->p[i] == p) {
+			free(w->p[i]);
+			w->count--;
+			w->p[i] = w->p[w->count];
+			w->n[i] = w->n[w->count];
+			return;
+		}
+}
+
+void sb_weights_free(sb_weights *w)
+{
+	for (int i = 0; i < w->count; i++)
+		free(w->p[i]);
+	free(w->p);
+	free(w->n);
+	memset(w, 0, sizeof *w);
+}
+
+sb_status sb_place_init(sb_place *p, const sb_weights *w, const sb_exec *dev,
+                        const sb_logger *log, const char *who)
+{
+	float *const *owned = w->p;
+	const size_t *owned_n = w->n;
+	const int n = w->count;
 	memset(p, 0, sizeof *p);
 	p->x = *dev;
 	p->o = dev->be->ops;

@@ -15,6 +15,19 @@
 
 #define SB_PLACE_MAX_BLOCKS 256
 
+/* A model's weight arrays in host memory, every one of them, for placing on a device. */
+typedef struct {
+	float **p;
+	size_t *n;   /* floats in each */
+	int count, cap;
+} sb_weights;
+
+/* a new array of n floats (zeroed) in the list; NULL without memory */
+float *sb_weights_new(sb_weights *w, size_t n);
+/* frees one array of the list (a raw tensor once repacked) */
+void sb_weights_drop(sb_weights *w, const float *p);
+void sb_weights_free(sb_weights *w);
+
 typedef struct {
 	sb_bbuf *b;
 	size_t floats;
@@ -36,9 +49,9 @@ typedef struct {
 	const atomic_int *stop[2];  /* set: the pass ends at the next check (sb_place_stopped) */
 } sb_place;
 
-/* Puts the n arrays owned[i] (owned_n[i] floats each) on the device. */
-sb_status sb_place_init(sb_place *p, float *const *owned, const size_t *owned_n, int n,
-                        const sb_exec *dev, const sb_logger *log, const char *who);
+/* Puts every array of w on the device. */
+sb_status sb_place_init(sb_place *p, const sb_weights *w, const sb_exec *dev,
+                        const sb_logger *log, const char *who);
 void sb_place_fini(sb_place *p);
 
 /* A new pass: every activation buffer free again, the kept failure cleared, the device's

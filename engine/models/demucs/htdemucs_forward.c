@@ -98,8 +98,7 @@ sb_status sb_htdemucs_place(const sb_htdemucs *net, const sb_exec *dev, const sb
 	if (!r)
 		return SB_ERR_NOMEM;
 	r->net = net;
-	sb_status st = sb_place_init(&r->p, net->owned, net->owned_n, net->n_owned, dev, log,
-	                             "htdemucs");
+	sb_status st = sb_place_init(&r->p, &net->w, dev, log, "htdemucs");
 	if (st != SB_OK) {
 		free(r);
 		return st;

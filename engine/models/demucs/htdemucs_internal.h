@@ -13,6 +13,7 @@
 #define SB_HTDEMUCS_INTERNAL_H
 
 #include "models/demucs/htdemucs.h"
+#include "models/place.h"
 
 #include <fftw3.h>
 
@@ -80,9 +81,7 @@ struct sb_htdemucs {
 	float *window;                         /* periodic Hann, HD_NFFT */
 	fftwf_plan fwd, inv;                   /* executed with new arrays, from any thread */
 	int64_t params;
-	float **owned; /* every weight array (all of them, for uploading to a device) */
-	size_t *owned_n;
-	int n_owned, cap_owned;
+	sb_weights w;  /* every weight array (all of them, for placing on a device) */
 };
 
 /* A frequency-branch tensor: rows -HD_FPAD .. F+HD_FPAD-1, each C x T, pad rows zero. */

@@ -24,39 +24,13 @@ typedef struct {
 
 static float *own(loader *ld, size_t n)
 {
-	sb_htdemucs *net = ld->net;
-	if (net->n_owned == net->cap_owned) {
-		const int cap = net->cap_owned ? 2 * net->cap_owned : 256;
-		float **p = realloc(net->owned, sizeof *p * (size_t)cap);
-		if (p)
-			net->owned = p;
-		size_t *q = realloc(net->owned_n, sizeof *q * (size_t)cap);
-		if (q)
-			net->owned_n = q;
-		if (!p || !q)
-			return NULL;
-		net->cap_owned = cap;
-	}
-	float *m = malloc(sizeof(float) * (n ? n : 1));
-	if (m) {
-		net->owned_n[net->n_owned] = n ? n : 1;
-		net->owned[net->n_owned++] = m;
-	}
-	return m;
+	return sb_weights_new(&ld->net->w, n);
 }
 
 /* Free a raw tensor once it has been repacked. */
 static void release(loader *ld, const float *p)
 {
-	sb_htdemucs *net = ld->net;
-	for (int i = net->n_owned - 1; p && i >= 0; i--)
-		if (net->owned[i] == p) {
-			free(net->owned[i]);
-			net->n_owned--;
-			net->owned[i] = net->owned[net->n_owned];
-			net->owned_n[i] = net->owned_n[net->n_owned];
-			return;
-		}
+	sb_weights_drop(&ld->net->w, p);
 }
 
 /* Read "<prefix><name>" with the given shape into new memory; NULL (status set, logged) on
@@ -317,10 +291,7 @@ void sb_htdemucs_free(sb_htdemucs *net)
 	if (net->inv)
 		fftwf_destroy_plan(net->inv);
 	sb_fftw_plan_unlock();
-	for (int i = 0; i < net->n_owned; i++)
-		free(net->owned[i]);
-	free(net->owned);
-	free(net->owned_n);
+	sb_weights_free(&net->w);
 	free(net->layers);
 	free(net->layers_t);
 	free(net);

@@ -21,6 +21,7 @@
 #include "backend/backend.h"
 #include "convert/roformer_config.h"
 #include "core/thread_pool.h"
+#include "models/place.h"
 #include "sb_common.h"
 
 #include <fftw3.h>
@@ -64,9 +65,7 @@ typedef struct sb_roformer {
 	float *window;                /* Hann (periodic) of win_length, centred in n_fft */
 	fftwf_plan fwd, inv;          /* executed with new arrays, from any thread */
 	int64_t params;
-	float **owned;                /* every weight array, for placing on a device */
-	size_t *owned_n;
-	int n_owned, cap_owned;
+	sb_weights w;                 /* every weight array, for placing on a device */
 } sb_roformer;
 
 /* Opens a converted model (stembridge-convert: the tensors of the checkpoint, the YAML in the

@@ -51,8 +51,7 @@ sb_status sb_roformer_place(const sb_roformer *net, const sb_exec *dev, const sb
 	}
 	free(env);
 	r->net = net;
-	sb_status st = sb_place_init(&r->p, net->owned, net->owned_n, net->n_owned, dev, log,
-	                             sb_rf_family_name(c->family));
+	sb_status st = sb_place_init(&r->p, &net->w, dev, log, sb_rf_family_name(c->family));
 	if (st != SB_OK) {
 		free(r->env_inv);
 		free(r);

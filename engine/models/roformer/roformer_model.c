@@ -279,6 +279,20 @@ static sb_status run_demix(rf_model *rm, const sb_run_ctx *ctx, sb_source *in, s
 	const sb_exec *dev = &rd.ctx.dev[0];
 	int B = rd.ctx.batch > 0 ? rd.ctx.batch : dev->be->batch(dev->d);
 	B = B < 1 ? 1 : B > 8 ? 8 : B;
+	/* a chunk's activations (tokens, q k v and gates, attention output, feed-forward) at a
+	 * time: no more chunks than a quarter of the device's memory holds, nor than the largest
+	 * buffer it allocates */
+	{
+		const double tokens = (double)net->frames * net->nb;
+		const double per = 4.0 * tokens * (3.0 * c->dim + 3.0 * net->inner + c->heads +
+		                                   net->inner + net->hidden);
+		const double mem = dev->props && dev->props->global_mem ? (double)dev->props->global_mem
+		                                                        : 0;
+		const double big = dev->props && dev->props->max_alloc ? (double)dev->props->max_alloc : 0;
+		while (B > 1 && ((mem > 0 && B * per > mem / 4) ||
+		                 (big > 0 && B * 4.0 * tokens * net->hidden > big)))
+			B--;
+	}
 	if (B > d.n_chunks)
 		B = (int)d.n_chunks;
 	d.B = B;

@@ -14,34 +14,14 @@
 
 static float *own(sb_roformer *net, size_t n)
 {
-	if (net->n_owned == net->cap_owned) {
-		const int cap = net->cap_owned ? 2 * net->cap_owned : 256;
-		float **o = realloc(net->owned, sizeof *o * (size_t)cap);
-		if (!o)
-			return NULL;
-		net->owned = o;
-		size_t *on = realloc(net->owned_n, sizeof *on * (size_t)cap);
-		if (!on)
-			return NULL;
-		net->owned_n = on;
-		net->cap_owned = cap;
-	}
-	float *p = calloc(n ? n : 1, sizeof(float));
-	if (!p)
-		return NULL;
-	net->owned[net->n_owned] = p;
-	net->owned_n[net->n_owned++] = n;
-	return p;
+	return sb_weights_new(&net->w, n);
 }
 
 void sb_roformer_free(sb_roformer *net)
 {
 	if (!net)
 		return;
-	for (int i = 0; i < net->n_owned; i++)
-		free(net->owned[i]);
-	free(net->owned);
-	free(net->owned_n);
+	sb_weights_free(&net->w);
 	free(net->din);
 	free(net->off);
 	free(net->src);

@@ -5,13 +5,14 @@ as the 2-stem vocals model, bs-tiny-4 as the 4-stem one), then separations with 
 
   1. install: the computed SHA-256 is printed (no digest is published), the model is listed as
      installed with its published SDR, and equals the converter's output byte for byte
-  2. separate with it: vocals + other add back to the input; the manifest names the model
+  2. separate with it: vocals + other add back to the input; the manifest names the model;
+     the plugin (through the lilv test host) separates a take with the installed file
   3. auto with --stems: vocals from the model with the best published vocals SDR, drums from
      the 4-stem model; --stems vocals,drums of the 2-stem model refused with what it makes
   4. refusals, nothing installed: a download of the wrong size, a config that is not the
      checkpoint's (the tensor named), a damaged config (the key named)
 
-usage: test_roformer_install.py STEMBRIDGE STEMBRIDGE_CONVERT FIXTURES_DIR
+usage: test_roformer_install.py STEMBRIDGE STEMBRIDGE_CONVERT FIXTURES_DIR [TEST_PLUGIN]
 """
 import hashlib
 import http.server
@@ -28,6 +29,7 @@ sys.path[:0] = [os.path.join(HERE, "..", "core")]
 import wavio  # noqa: E402
 
 CLI, CONVERT, FIX = (os.path.abspath(a) for a in sys.argv[1:4])
+TEST_PLUGIN = os.path.abspath(sys.argv[4]) if len(sys.argv) > 4 else None
 failures = 0
 
 
@@ -134,6 +136,13 @@ def main(tmp):
               f"vocals + other = the input (max difference {err:.1e})")
         m = json.load(open(os.path.join(out, "clip", "manifest.json")))
         check(m["model"]["name"] == "rof_two", f"manifest model {m['model']}")
+
+    # the plugin, pointed at the installed file
+    if TEST_PLUGIN:
+        p = subprocess.run([TEST_PLUGIN, "roformerfile", os.path.join(models, "rof_two.safetensors")],
+                           capture_output=True, text=True, timeout=300,
+                           env=dict(os.environ, SB_TEST_TMP=os.path.join(tmp, "plugin")))
+        check(p.returncode == 0, f"the plugin separates a take with it:\n{p.stderr[-1500:]}")
 
     # 3. auto by stems
     for stems, want in (("vocals", "rof_two"), ("drums", "rof_four")):

@@ -7,6 +7,8 @@
  *   modelfile                               a take separated with the model file the property
  *                                           names (the compact golden HTDemucs, SB_FIXTURES_DIR)
  *   modelfile-damaged                       damaged modelFile values, set or restored: ignored
+ *   roformerfile FILE                       a take separated with an installed RoFormer (run
+ *                                           by tests/models/test_roformer_install.py)
  *   fallback                                a saved device missing here: fallback shown
  *   many                                    16 instances at once on 4 threads
  *   presets                                 each preset of the presets bundle loads
@@ -1209,6 +1211,37 @@ static int record_take(host_plugin *h, int64_t start, int blocks, int seed, reco
 	return host_wait_jobs(h, (int)jobs + 1, 600);
 }
 
+/* A RoFormer installed by `stembridge models install` (its path given by
+ * tests/models/test_roformer_install.py) separates a take in the plugin: two stems of the
+ * take's length, the manifest naming the model. */
+static int test_roformer_file(const char *model)
+{
+	char dir[1200], outdir[1300], name[256];
+	make_tmp("roformer-file", dir, sizeof dir);
+	snprintf(outdir, sizeof outdir, "%s/out", dir);
+	host_plugin *h = host_new(true, 1024, HOST_PATH_NONE, NULL);
+	CHECK(h != NULL, "instantiate");
+	if (!h)
+		return 1;
+	host_set_text(h, SB__outputDir, ATOM_PATH, outdir);
+	host_set_text(h, SB__trackName, ATOM_STRING, "Rof");
+	host_set_text(h, SB__modelFile, ATOM_PATH, model);
+	h->ctl[SB_PORT_MODEL] = SB_MODEL_HTDEMUCS;
+	h->ctl[SB_PORT_DEVICE] = SB_DEVICE_CPU;
+	host_run(h);
+	recording rec = {0};
+	CHECK(record_take(h, 48000, 47, 8, &rec), "take not separated with %s: %s", model,
+	      h->last_error);
+	const int n = count_exact_stems(h, &rec);
+	CHECK(n == 2, "%d of 2 stems (vocals, other) of the take's length beside %s", n,
+	      h->manifest);
+	manifest_model_name(h->manifest, name, sizeof name);
+	const char *base = strrchr(model, '/') ? strrchr(model, '/') + 1 : model;
+	CHECK(!strncmp(name, base, strlen(name)) && name[0], "the manifest names model '%s'", name);
+	host_free(h);
+	return failures ? 1 : 0;
+}
+
 /* A user who converted a Demucs checkpoint points the plugin at the file: with the Model
  * control on a Demucs choice the take runs that file, and the manifest names the model after
  * it; Built-in ignores the property; a file that is not there fails the job, not the plugin.
@@ -2097,6 +2130,8 @@ int main(int argc, char **argv)
 		r = test_state();
 	} else if (!strcmp(argv[1], "damaged")) {
 		r = test_damaged();
+	} else if (!strcmp(argv[1], "roformerfile") && argc >= 3) {
+		r = test_roformer_file(argv[2]);
 	} else if (!strcmp(argv[1], "modelfile")) {
 		r = test_model_file();
 	} else if (!strcmp(argv[1], "modelfile-damaged")) {

@@ -275,8 +275,8 @@ sb_status sbc_state_open(const char *path, sbc_package **out, char *err, size_t 
 	if (st == SB_OK) {
 		/* a bare state dict, or one under a key as training scripts save it */
 		const sbc_pk *state = root;
-		static const char *const keys[] = {"state_dict", "state", "model"};
-		for (size_t k = 0; k < 3 && root->type == SBC_PK_DICT; k++) {
+		static const char *const keys[] = {"state_dict", "state", "model_state_dict", "model"};
+		for (size_t k = 0; k < 4 && root->type == SBC_PK_DICT; k++) {
 			const sbc_pk *v = sbc_pk_get(root, keys[k]);
 			if (v && v->type == SBC_PK_DICT)
 				state = v;

@@ -30,8 +30,9 @@ sb_status sbc_package_open(const char *path, const sb_logger *log, sbc_package *
                            size_t errlen);
 void sbc_package_free(sbc_package *p);
 /* A checkpoint that is a bare state dict (torch.save(model.state_dict()), as the RoFormers are
- * published), or one under 'state_dict', 'state' or 'model': its tensors, checked as above, no
- * settings, klass "state_dict". */
+ * published), or one under 'state_dict', 'state', 'model_state_dict' or 'model' (as MSST's and
+ * audio-separator's loaders unwrap them): its tensors, checked as above, no settings, klass
+ * "state_dict". */
 sb_status sbc_state_open(const char *path, sbc_package **out, char *err, size_t errlen);
 
 const char *sbc_package_klass(const sbc_package *p);      /* "demucs.htdemucs.HTDemucs" */

@@ -400,6 +400,10 @@ sb_status sb_rf_config_parse(const char *text, size_t len, sb_rf_config *c, char
 	if (st == SB_OK && (id = lookup(&r, inf, "num_overlap")) &&
 	    (st = get_int(&r, "inference", "num_overlap", id, 1, 64, &v)) == SB_OK)
 		c->num_overlap = (int)v;
+	/* MSST's demix takes inference.chunk_size over audio.chunk_size when it is there */
+	if (st == SB_OK && (id = lookup(&r, inf, "chunk_size")) &&
+	    (st = get_int(&r, "inference", "chunk_size", id, 1, 1L << 26, &v)) == SB_OK)
+		c->chunk_size = v;
 	if (st == SB_OK && (id = lookup(&r, inf, "normalize")))
 		st = get_bool(&r, "inference", "normalize", id, &c->normalize);
 	if (st == SB_OK)

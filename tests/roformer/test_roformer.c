@@ -8,8 +8,9 @@
  *             (60 bands, n_fft 2048) and of mel-tiny against the reference's buffers
  *   chunk     one chunk through the model's forward pass on every device (cpu, opencl:N):
  *             within 1e-4 relative of the reference's output
- *   pipeline  a clip of several chunks through the sb_model (MSST's demix) on every device:
- *             within 2e-3 relative, and a target model's second stem is the mix minus it
+ *   pipeline  a clip of several chunks through the sb_model (MSST's demix) on every device,
+ *             and shared among all of them (models/share.h): within 2e-3 relative, and a
+ *             target model's second stem is the mix minus it
  *
  * usage: test_roformer FIXTURES_DIR CASE
  */
@@ -300,7 +301,7 @@ static float *interleave(const float *x, int ch, int64_t n)
 }
 
 /* the pipeline of one model on one device against pipeline.<pre>output */
-static void pipeline_on(const char *name, const char *pre, sb_exec *dev)
+static void pipeline_on(const char *name, const char *pre, sb_exec *dev, int n_dev)
 {
 	char file[512];
 	snprintf(file, sizeof file, "%s/%s.safetensors", tmpdir, name);
@@ -324,7 +325,7 @@ static void pipeline_on(const char *name, const char *pre, sb_exec *dev)
 	mem_sink sink;
 	mem_sink_init_n(&sink, ch, SB_MAX_STEMS);
 	sb_status st = il ? sb_source_memory(il, N, ch, 44100, &src) : SB_ERR_IO;
-	sb_run_ctx ctx = {.log = &logger, .dev = dev, .n_dev = 1};
+	sb_run_ctx ctx = {.log = &logger, .dev = dev, .n_dev = n_dev, .batch = n_dev > 1 ? 1 : 0};
 	if (st == SB_OK)
 		st = sb_model_separate(m, &ctx, src, &sink.sink);
 	/* the instruments in the reference's order: the target alone, or every instrument */
@@ -357,8 +358,9 @@ static void pipeline_on(const char *name, const char *pre, sb_exec *dev)
 		free(w);
 	}
 	char what[200];
-	snprintf(what, sizeof what, "%s, %s%ld frames through demix on %s: rel. error %.2e (< 2e-3)",
-	         name, pre, (long)N, dev->props->id, worst);
+	snprintf(what, sizeof what, "%s, %s%ld frames through demix on %s%s: rel. error %.2e (< 2e-3)",
+	         name, pre, (long)N, dev->props->id, n_dev > 1 ? " and the others, shared" : "",
+	         worst);
 	check(ok && worst < 2e-3, what);
 	/* a target model: its other stem is the mix minus the target, exactly as stored */
 	if (ok && c->target[0] && !pre[0]) {
@@ -400,9 +402,13 @@ static void case_pipeline(void)
 			check(0, errors);
 	for (int d = 0; d < nd; d++) {
 		for (size_t i = 0; i < 4; i++)
-			pipeline_on(models[i], "", &x[d]);
-		pipeline_on("bs-tiny", "short.", &x[d]);
+			pipeline_on(models[i], "", &x[d], 1);
+		pipeline_on("bs-tiny", "short.", &x[d], 1);
 	}
+	/* one clip shared among every device, a chunk per task: the same stems */
+	if (nd > 1)
+		for (size_t i = 0; i < 4; i++)
+			pipeline_on(models[i], "", &x[0], nd);
 	for (int d = 0; d < nd; d++)
 		sb_exec_close(&x[d]);
 }

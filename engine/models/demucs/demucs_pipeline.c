@@ -37,6 +37,7 @@
  * other device has a thread of its own.
  */
 #include "models/demucs/demucs_internal.h"
+#include "models/share.h"
 
 #include <assert.h>
 #include <pthread.h>
@@ -274,268 +275,139 @@ static void map_stems(pipeline *p, const sb_htdemucs_config *cfg)
 	}
 }
 
-/* ---- segments shared among devices ---- */
+/* ---- segments shared among devices (models/share.h) ---- */
 
-#define MAX_DEVS 16
-#define MAX_BLOCKS_IN_FLIGHT 8
+#define MAX_DEVS SB_SHARE_MAX_DEVS
 
-typedef struct block block;
-typedef struct worker worker;
-
+/* B consecutive segments of one grid, for each model of the grid */
 typedef struct {
-	block *blk;
-	int net;              /* which model of the grid's list */
-	int taken, done;
-	int runs;             /* devices running it now (2 with a backup) */
-	worker *first;        /* the device that took it first */
-	double started;       /* when it did */
-	float *out;           /* [nb][S][ac][Ls], the winning run's */
-} task;
-
-struct block {
 	int gi;
 	int64_t s0;           /* first segment of the grid */
 	int nb;               /* segments */
 	float *in;            /* [nb][ac][Ls] */
-	int n_tasks, n_done;
-	int committed;        /* blended and out of the list, kept while a losing run of one of
-	                         its tasks has not come back (free_block_if_idle) */
-	task tasks[64];
-	block *next;
-};
+} block;
 
+/* what a device keeps for the file: the nets placed on it, its workspace and host threads */
 typedef struct {
-	pipeline *p;
-	grid *grids;
-	const sb_demucs_opts *o;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	block *head, *tail;   /* created and not yet committed, in order */
-	int n_blocks;
-	int B;                /* segments per block */
-	int64_t units_total, units_done, units_untaken;
-	long backups, backups_won;
-	int generated_all;
-	sb_status err;        /* a failure that ends the job (not a device's) */
-	sb_status last_dev_err;
-	char last_dev_why[512];
-	int active;           /* workers still taking tasks */
-	worker *w;
-	int n_w;
-	double t0;
-} sched;
-
-struct worker {
-	sched *s;
-	int dev;              /* index into ctx->dev */
 	sb_htdemucs_on *on[64];
 	sb_htdemucs_ws *ws;
 	sb_pool *pool;
 	int batch;            /* segments per pass on this device */
-	long done;            /* segments (x models) finished */
-	double busy;
-	double per_task;      /* measured seconds per segment, 0 before the first */
-	int leaving;
-	pthread_t thread;
-	int started;
-	task *cur;            /* the task it runs now */
-	atomic_int lost_race; /* another device finished cur first: stop */
-	float *buf;           /* where its runs write (the winner's becomes the task's) */
-	size_t buf_n;
-};
+} devstate;
+
+typedef struct {
+	pipeline *p;
+	grid *grids;
+	int B;                /* segments per block */
+	int batch[MAX_DEVS];  /* each device's segments per pass */
+} share_user;
 
 static int64_t grid_next_take(const grid *g)
 {
 	return g->next < g->n_segs ? g->s0 + g->next * g->stride : INT64_MAX;
 }
 
-/* Under the lock: the next block in the sequential order, its input read. 0 when none. */
-static int make_block(sched *s)
+/* the next block in the sequential order (the grid whose next segment starts first), its
+ * input read */
+static void *sh_make(void *user, int *n_tasks, int *units, sb_status *st)
 {
-	pipeline *p = s->p;
+	share_user *u = user;
+	pipeline *p = u->p;
 	int gi = -1;
 	for (int i = 0; i < p->n_grids; i++)
-		if (grid_next_take(&s->grids[i]) != INT64_MAX &&
-		    (gi < 0 || grid_next_take(&s->grids[i]) < grid_next_take(&s->grids[gi])))
+		if (grid_next_take(&u->grids[i]) != INT64_MAX &&
+		    (gi < 0 || grid_next_take(&u->grids[i]) < grid_next_take(&u->grids[gi])))
 			gi = i;
-	if (gi < 0) {
-		s->generated_all = 1;
-		return 0;
-	}
-	grid *g = &s->grids[gi];
+	if (gi < 0)
+		return NULL;
+	grid *g = &u->grids[gi];
 	block *b = calloc(1, sizeof *b);
-	const int nb = (int)(g->n_segs - g->next < s->B ? g->n_segs - g->next : s->B);
+	const int nb = (int)(g->n_segs - g->next < u->B ? g->n_segs - g->next : u->B);
 	if (b)
 		b->in = malloc(sizeof(float) * (size_t)nb * p->ac * (size_t)g->Ls);
-	if (!b || !b->in) {
-		if (b)
-			free(b->in);
-		free(b);
-		s->err = SB_ERR_NOMEM;
-		return 0;
-	}
-	b->gi = gi;
-	b->s0 = g->next;
-	b->nb = nb;
 	float *raw = malloc(sizeof(float) * (size_t)g->Ls * p->in->channels);
-	sb_status st = raw ? SB_OK : SB_ERR_NOMEM;
-	for (int j = 0; j < nb && st == SB_OK; j++) {
+	*st = b && b->in && raw ? SB_OK : SB_ERR_NOMEM;
+	if (*st == SB_OK) {
+		b->gi = gi;
+		b->s0 = g->next;
+		b->nb = nb;
+	}
+	for (int j = 0; j < nb && *st == SB_OK; j++) {
 		const int64_t a = (b->s0 + j) * g->stride;
 		const int64_t cl = g->length - a < g->Ls ? g->length - a : g->Ls;
 		const int64_t delta = g->Ls - cl;
-		st = read_chunk(p, g->s0 + a - delta / 2, g->Ls, raw,
-		                b->in + (size_t)j * p->ac * (size_t)g->Ls);
+		*st = read_chunk(p, g->s0 + a - delta / 2, g->Ls, raw,
+		                 b->in + (size_t)j * p->ac * (size_t)g->Ls);
 	}
 	free(raw);
-	if (st != SB_OK) {
-		free(b->in);
+	if (*st != SB_OK) {
+		if (b)
+			free(b->in);
 		free(b);
-		s->err = st;
-		return 0;
-	}
-	b->n_tasks = g->n_nets;
-	for (int t = 0; t < b->n_tasks; t++) {
-		b->tasks[t].blk = b;
-		b->tasks[t].net = t;
+		return NULL;
 	}
 	g->next += nb;
-	if (s->tail)
-		s->tail->next = b;
-	else
-		s->head = b;
-	s->tail = b;
-	s->n_blocks++;
-	return 1;
+	*n_tasks = g->n_nets;
+	*units = nb;
+	return b;
 }
 
-/* Under the lock: the next task nobody has, making blocks as needed (and as memory allows). */
-static task *next_task(sched *s)
+static size_t sh_out_floats(void *user, const void *blk, int t)
 {
-	for (;;) {
-		for (block *b = s->head; b; b = b->next)
-			for (int t = 0; t < b->n_tasks; t++)
-				if (!b->tasks[t].taken)
-					return &b->tasks[t];
-		if (s->generated_all || s->err != SB_OK || s->n_blocks >= MAX_BLOCKS_IN_FLIGHT)
-			return NULL;
-		if (!make_block(s))
-			return NULL;
-	}
+	(void)t;
+	const share_user *u = user;
+	const block *b = blk;
+	return (size_t)b->nb * u->p->S * u->p->ac * (size_t)u->grids[b->gi].Ls;
 }
 
-/* Under the lock: frees a committed block unless a run of one of its tasks is still going
- * (the loser of a backup race, stopping): that run frees it when it comes back. */
-static void free_block_if_idle(block *b)
+/* task t (the t-th model of the grid) on device dev, in passes of its batch (one segment a
+ * pass after an out-of-memory at more) */
+static sb_status sh_run(void *user, int dev, void **dstate, const void *blk, int t, float *out,
+                        const atomic_int *lost)
 {
-	if (!b->committed)
-		return;
-	for (int t = 0; t < b->n_tasks; t++)
-		if (b->tasks[t].runs > 0)
-			return;
-	for (int t = 0; t < b->n_tasks; t++)
-		free(b->tasks[t].out);
-	free(b->in);
-	free(b);
-}
-
-/* Under the lock: the finished blocks at the head, in order, into the accumulators and the
- * sink. */
-static sb_status commit(sched *s)
-{
-	pipeline *p = s->p;
-	while (s->head && s->head->n_done == s->head->n_tasks) {
-		block *b = s->head;
-		grid *g = &s->grids[b->gi];
-		for (int j = 0; j < b->nb; j++) {
-			const int64_t a = (b->s0 + j) * g->stride;
-			const int64_t cl = g->length - a < g->Ls ? g->length - a : g->Ls;
-			const int64_t delta = g->Ls - cl;
-			const int64_t os = g->s0 + a;
-			for (int ni = 0; ni < b->n_tasks; ni++) {
-				const float *seg = b->tasks[ni].out + (size_t)j * p->S * p->ac * (size_t)g->Ls;
-				const double *coef = g->coef + (size_t)ni * p->S;
-				for (int st_ = 0; st_ < p->S; st_++)
-					for (int c = 0; c < p->ac; c++) {
-						const float *src = seg + ((size_t)st_ * p->ac + c) * g->Ls + delta / 2;
-						float *acc = g->acc + ((size_t)st_ * p->ac + c) * p->cap;
-						const float cf = (float)coef[st_];
-						for (int64_t i = 0; i < cl; i++) {
-							const int64_t f = os + i;
-							if (f >= p->E && f < p->N)
-								acc[f - p->E] += cf * g->weight[i] * src[i];
-						}
-					}
-			}
-			for (int64_t i = 0; i < cl; i++) {
-				const int64_t f = os + i;
-				if (f >= p->E && f < p->N)
-					g->wsum[f - p->E] += g->weight[i];
-			}
-			g->committed = b->s0 + j + 1;
-			int64_t F = INT64_MAX;
-			for (int i = 0; i < p->n_grids; i++) {
-				const grid *gg = &s->grids[i];
-				const int64_t ns = gg->committed < gg->n_segs ? gg->s0 + gg->committed * gg->stride
-				                                              : INT64_MAX;
-				F = ns < F ? ns : F;
-			}
-			sb_status st = emit_until(p, F);
-			if (st != SB_OK)
-				return st;
-		}
-		s->head = b->next;
-		if (!s->head)
-			s->tail = NULL;
-		s->n_blocks--;
-		b->committed = 1;
-		free_block_if_idle(b);
-	}
-	return SB_OK;
-}
-
-static void report(sched *s, worker *w, sb_status dropped, const char *why)
-{
-	const sb_run_ctx *ctx = s->p->ctx;
-	if (ctx && !ctx->device_report && dropped != SB_OK)
-		sb_log(ctx->log, SB_LOG_WARNING, "%s", why); /* no runner to record it */
-	if (!ctx || !ctx->device_report)
-		return;
-	sb_device_report r = {w->dev, w->done, (long)s->units_total, w->busy, dropped, why};
-	ctx->device_report(ctx->progress_user, &r);
-}
-
-static int device_failure(sb_status st)
-{
-	return st == SB_ERR_DEVICE || st == SB_ERR_DEVICE_LOST || st == SB_ERR_DEVICE_OOM;
-}
-
-/* Runs one task on the worker's device in passes of its batch (one segment a pass after an
- * out-of-memory at more), into the worker's buffer. Stops early (SB_ERR_CANCELLED) when the
- * job is cancelled or another device finishes the task first. */
-static sb_status run_task(worker *w, task *t)
-{
-	sched *s = w->s;
-	const pipeline *p = s->p;
-	const block *b = t->blk;
-	const grid *g = &s->grids[b->gi];
-	const int k = g->nets[t->net];
+	share_user *u = user;
+	const pipeline *p = u->p;
+	const block *b = blk;
+	const grid *g = &u->grids[b->gi];
 	const sb_run_ctx *ctx = p->ctx;
-	sb_status st = SB_OK;
-	if (!w->on[k]) {
-		st = sb_htdemucs_place(p->bag->nets[k], &ctx->dev[w->dev], ctx->log, &w->on[k]);
-		if (st == SB_OK)
-			sb_htdemucs_on_stop(w->on[k], ctx->cancel, &w->lost_race);
+	devstate *d = *dstate;
+	if (!d) {
+		d = calloc(1, sizeof *d);
+		if (!d)
+			return SB_ERR_NOMEM;
+		*dstate = d;
+		d->batch = u->batch[dev];
+		/* host threads for the STFTs: all of them for one device, else shared */
+		int threads = ctx->threads;
+		if (ctx->n_dev > 1) {
+			const long nc = sysconf(_SC_NPROCESSORS_ONLN);
+			const int all = threads > 0 ? threads : nc > 0 ? (int)nc : 1;
+			threads = all / ctx->n_dev > 0 ? all / ctx->n_dev : 1;
+		}
+		sb_status st = sb_pool_new(threads, &d->pool);
+		if (st != SB_OK)
+			return st;
+		if (!(d->ws = sb_htdemucs_ws_new()))
+			return SB_ERR_NOMEM;
 	}
+	const int k = g->nets[t];
+	sb_status st = SB_OK;
+	if (!d->on[k]) {
+		st = sb_htdemucs_place(p->bag->nets[k], &ctx->dev[dev], ctx->log, &d->on[k]);
+		if (st != SB_OK)
+			return st;
+	}
+	sb_htdemucs_on_stop(d->on[k], ctx->cancel, lost);
 	const size_t in_seg = (size_t)p->ac * (size_t)g->Ls;
 	const size_t out_seg = (size_t)p->S * in_seg;
 	for (int j = 0; j < b->nb && st == SB_OK;) {
-		const int n = b->nb - j < w->batch ? b->nb - j : w->batch;
-		st = sb_htdemucs_forward(w->on[k], w->pool, w->ws, n, b->in + (size_t)j * in_seg,
-		                         w->buf + (size_t)j * out_seg, NULL, NULL);
-		if (st == SB_ERR_DEVICE_OOM && w->batch > 1) {
+		const int n = b->nb - j < d->batch ? b->nb - j : d->batch;
+		st = sb_htdemucs_forward(d->on[k], d->pool, d->ws, n, b->in + (size_t)j * in_seg,
+		                         out + (size_t)j * out_seg, NULL, NULL);
+		if (st == SB_ERR_DEVICE_OOM && d->batch > 1) {
 			sb_log(ctx->log, SB_LOG_WARNING, "%s ran out of memory at %d segments per pass: "
-			       "one at a time from now on", ctx->dev[w->dev].props->label, w->batch);
-			w->batch = 1;
+			       "one at a time from now on", ctx->dev[dev].props->label, d->batch);
+			d->batch = 1;
 			st = SB_OK;
 			continue;
 		}
@@ -544,220 +416,75 @@ static sb_status run_task(worker *w, task *t)
 	return st;
 }
 
-/* Under the lock: a task to run again because w, idle, would finish it before the device
- * running it (whose rate is unknown, or slower): the oldest such. NULL when none. */
-static task *backup_task(sched *s, worker *w)
+/* the block's segments, every model's, into the accumulators and the sink */
+static sb_status sh_commit(void *user, const void *blk, float *const *outs)
 {
-	if (!(w->per_task > 0))
-		return NULL; /* no rate of its own yet to compare */
-	const double now = sb_now();
-	for (block *b = s->head; b; b = b->next)
-		for (int i = 0; i < b->n_tasks; i++) {
-			task *t = &b->tasks[i];
-			if (!t->taken || t->done || t->runs != 1 || t->first == w)
-				continue;
-			const worker *o = t->first;
-			const double theirs = o->per_task > 0 ? t->started + o->per_task * b->nb : INFINITY;
-			if (now + w->per_task * b->nb < theirs)
-				return t;
-		}
-	return NULL;
-}
-
-/* Runs t on w without the lock; what it returns, with the lock held again. */
-static sb_status run_unlocked(sched *s, worker *w, task *t, double *dt)
-{
-	const pipeline *p = s->p;
-	const size_t need = (size_t)t->blk->nb * p->S * p->ac * (size_t)s->grids[t->blk->gi].Ls;
-	if (w->buf_n < need) {
-		free(w->buf);
-		w->buf = malloc(sizeof(float) * need);
-		w->buf_n = w->buf ? need : 0;
-	}
-	w->cur = t;
-	atomic_store(&w->lost_race, 0);
-	pthread_mutex_unlock(&s->lock);
-	const double t0 = sb_now();
-	sb_status st = w->buf ? run_task(w, t) : SB_ERR_NOMEM;
-	*dt = sb_now() - t0;
-	pthread_mutex_lock(&s->lock);
-	w->cur = NULL;
-	t->runs--;
-	return st;
-}
-
-/* Under the lock: t finished on w first. w's buffer becomes the task's output (w makes another
- * for its next run), the other run (a backup's or the first's) is told to stop. */
-static void won(sched *s, worker *w, task *t)
-{
-	assert(!t->out); /* a task is won once */
-	t->out = w->buf;
-	w->buf = NULL;
-	w->buf_n = 0;
-	t->done = 1;
-	for (int i = 0; i < s->n_w; i++)
-		if (&s->w[i] != w && s->w[i].cur == t)
-			atomic_store(&s->w[i].lost_race, 1);
-}
-
-/* Under the lock: t's first result, from w after dt seconds: it becomes the task's, the
- * device's rate counts it, finished blocks go to the sink, the progress moves. */
-static void finished(sched *s, worker *w, task *t, double dt)
-{
-	const sb_run_ctx *ctx = s->p->ctx;
-	won(s, w, t);
-	t->blk->n_done++;
-	w->done += t->blk->nb;
-	w->busy += dt;
-	w->per_task = w->busy / (double)w->done;
-	s->units_done += t->blk->nb;
-	const sb_status st = commit(s);
-	if (st != SB_OK && s->err == SB_OK)
-		s->err = st;
-	if (ctx->progress)
-		ctx->progress(ctx->progress_user, (double)s->units_done / (double)s->units_total,
-		              "separating");
-	report(s, w, SB_OK, NULL);
-}
-
-static void *worker_main(void *arg)
-{
-	worker *w = arg;
-	sched *s = w->s;
-	pipeline *p = s->p;
-	const sb_run_ctx *ctx = p->ctx;
-	const atomic_int *cancel = ctx ? ctx->cancel : NULL;
-	const sb_device_props *props = ctx->dev[w->dev].props;
-	pthread_mutex_lock(&s->lock);
-	for (;;) {
-		if (cancel && atomic_load(cancel) && s->err == SB_OK)
-			s->err = SB_ERR_CANCELLED;
-		if (s->err != SB_OK)
-			break;
-		task *t = next_task(s);
-		if (!t) {
-			task *bt = s->err == SB_OK ? backup_task(s, w) : NULL;
-			if (bt) {
-				bt->runs++;
-				s->backups++;
-				sb_log(ctx->log, SB_LOG_INFO, "%s runs again a segment %s is still on",
-				       props->label, ctx->dev[bt->first->dev].props->label);
-				double dt = 0;
-				sb_status st = run_unlocked(s, w, bt, &dt);
-				if (st == SB_OK && !bt->done) {
-					s->backups_won++;
-					finished(s, w, bt, dt);
-				} else {
-					/* a failed or lost backup changes nothing for the file: the first run
-					 * goes on */
-					free_block_if_idle(bt->blk);
-					if (device_failure(st) && s->n_w > 1) {
-						snprintf(s->last_dev_why, sizeof s->last_dev_why, "%s %s: the other "
-						         "devices finish the file", props->label,
-						         st == SB_ERR_DEVICE_LOST ? "was lost"
-						         : st == SB_ERR_DEVICE_OOM ? "ran out of memory" : "failed");
-						report(s, w, st, s->last_dev_why);
-						pthread_cond_broadcast(&s->cond);
-						break;
+	share_user *u = user;
+	pipeline *p = u->p;
+	const block *b = blk;
+	grid *g = &u->grids[b->gi];
+	for (int j = 0; j < b->nb; j++) {
+		const int64_t a = (b->s0 + j) * g->stride;
+		const int64_t cl = g->length - a < g->Ls ? g->length - a : g->Ls;
+		const int64_t delta = g->Ls - cl;
+		const int64_t os = g->s0 + a;
+		for (int ni = 0; ni < g->n_nets; ni++) {
+			const float *seg = outs[ni] + (size_t)j * p->S * p->ac * (size_t)g->Ls;
+			const double *coef = g->coef + (size_t)ni * p->S;
+			for (int st_ = 0; st_ < p->S; st_++)
+				for (int c = 0; c < p->ac; c++) {
+					const float *src = seg + ((size_t)st_ * p->ac + c) * g->Ls + delta / 2;
+					float *acc = g->acc + ((size_t)st_ * p->ac + c) * p->cap;
+					const float cf = (float)coef[st_];
+					for (int64_t i = 0; i < cl; i++) {
+						const int64_t f = os + i;
+						if (f >= p->E && f < p->N)
+							acc[f - p->E] += cf * g->weight[i] * src[i];
 					}
 				}
-				pthread_cond_broadcast(&s->cond);
-				continue;
-			}
-			if (s->generated_all || s->err != SB_OK) {
-				/* nothing to take or back up; a run still going elsewhere ends the file */
-				break;
-			}
-			pthread_cond_wait(&s->cond, &s->lock); /* blocks in flight: wait for a commit */
-			continue;
 		}
-		/* the tail: leave what is left to the others when they would finish it all before
-		 * this device finishes one more task */
-		if (w->per_task > 0 && s->active > 1) {
-			double others = 0;
-			int unknown = 0;
-			for (int i = 0; i < s->n_w; i++)
-				if (&s->w[i] != w && !s->w[i].leaving) {
-					if (s->w[i].per_task > 0)
-						others += 1.0 / s->w[i].per_task;
-					else
-						unknown = 1;
-				}
-			const double mine = w->per_task * t->blk->nb;
-			if (!unknown && others > 0 && mine > (double)s->units_untaken / others) {
-				sb_log(ctx->log, SB_LOG_INFO, "%s leaves the last %lld segments to the faster "
-				       "devices (%.2f s a segment here)", props->label,
-				       (long long)s->units_untaken, w->per_task);
-				break;
-			}
+		for (int64_t i = 0; i < cl; i++) {
+			const int64_t f = os + i;
+			if (f >= p->E && f < p->N)
+				g->wsum[f - p->E] += g->weight[i];
 		}
-		t->taken = 1;
-		t->runs = 1;
-		t->first = w;
-		t->started = sb_now();
-		s->units_untaken -= t->blk->nb;
-		double dt = 0;
-		sb_status st = run_unlocked(s, w, t, &dt);
-		if (t->done) {
-			/* a backup finished it first: this run's result (or its stop) is thrown away;
-			 * its time still says how slow this device is */
-			const double per = dt / t->blk->nb;
-			if (w->per_task < per && w->done == 0)
-				w->per_task = per;
-			free_block_if_idle(t->blk);
-			if (device_failure(st) && s->n_w > 1) {
-				report(s, w, st, "failed on a segment another device had already finished");
-				break;
-			}
-			pthread_cond_broadcast(&s->cond);
-			continue;
+		g->committed = b->s0 + j + 1;
+		int64_t F = INT64_MAX;
+		for (int i = 0; i < p->n_grids; i++) {
+			const grid *gg = &u->grids[i];
+			const int64_t ns = gg->committed < gg->n_segs ? gg->s0 + gg->committed * gg->stride
+			                                              : INT64_MAX;
+			F = ns < F ? ns : F;
 		}
-		if (st == SB_OK) {
-			finished(s, w, t, dt);
-			pthread_cond_broadcast(&s->cond);
-			continue;
-		}
-		if (device_failure(st) && s->n_w > 1) {
-			/* hand the task back to the others (unless a backup runs it) and stop taking
-			 * work */
-			if (t->runs == 0) {
-				t->taken = 0;
-				s->units_untaken += t->blk->nb;
-			}
-			snprintf(s->last_dev_why, sizeof s->last_dev_why, "%s %s: its segment went to the "
-			         "other devices", props->label,
-			         st == SB_ERR_DEVICE_LOST ? "was lost" : st == SB_ERR_DEVICE_OOM
-			                                                    ? "ran out of memory"
-			                                                    : "failed");
-			s->last_dev_err = st;
-			report(s, w, st, s->last_dev_why); /* the job runner logs and records it */
-			pthread_cond_broadcast(&s->cond);
-			break;
-		}
-		if (device_failure(st)) {
-			s->last_dev_err = st;
-			s->err = st;
-		} else if (s->err == SB_OK) {
-			s->err = st;
-		}
-		pthread_cond_broadcast(&s->cond);
-		break;
+		sb_status st = emit_until(p, F);
+		if (st != SB_OK)
+			return st;
 	}
-	w->leaving = 1;
-	s->active--;
-	pthread_cond_broadcast(&s->cond);
-	pthread_mutex_unlock(&s->lock);
-	return NULL;
+	return SB_OK;
 }
 
-static void worker_free(worker *w)
+static void sh_free_block(void *user, void *blk)
 {
-	for (int k = 0; k < 64; k++)
-		sb_htdemucs_unplace(w->on[k]);
-	sb_htdemucs_ws_free(w->ws);
-	sb_pool_free(w->pool);
-	free(w->buf);
+	(void)user;
+	block *b = blk;
+	free(b->in);
+	free(b);
 }
+
+static void sh_release(void *user, int dev, void *dstate)
+{
+	(void)user;
+	(void)dev;
+	devstate *d = dstate;
+	for (int k = 0; k < 64; k++)
+		sb_htdemucs_unplace(d->on[k]);
+	sb_htdemucs_ws_free(d->ws);
+	sb_pool_free(d->pool);
+	free(d);
+}
+
+static const sb_share_ops share_ops = {"htdemucs", "segment", sh_make, sh_out_floats, sh_run,
+                                       sh_commit, sh_free_block, sh_release};
 
 /* segments per pass: the job's choice, else the device's, within half its memory */
 static int device_batch(const sb_run_ctx *ctx, int dev, int64_t Ls)
@@ -910,95 +637,17 @@ sb_status sb_demucs_separate(const sb_demucs_bag *bag, const sb_demucs_opts *opt
 			st = SB_ERR_NOMEM;
 	}
 
-	/* the devices: one worker each, the first on this thread */
-	sched s;
-	memset(&s, 0, sizeof s);
-	worker w[MAX_DEVS];
-	memset(w, 0, sizeof w);
-	s.p = &p;
-	s.grids = grids;
-	s.o = &o;
-	s.w = w;
-	s.n_w = ctx->n_dev;
-	s.units_total = total;
-	s.units_untaken = total;
-	s.t0 = sb_now();
-	pthread_mutex_init(&s.lock, NULL);
-	pthread_cond_init(&s.cond, NULL);
-	for (int i = 0; i < s.n_w && st == SB_OK; i++) {
-		w[i].s = &s;
-		w[i].dev = i;
-		w[i].batch = device_batch(ctx, i, c0->segment_length);
-		s.B = w[i].batch > s.B ? w[i].batch : s.B;
-		/* host threads for the STFTs: all of them for one device, else shared */
-		int threads = ctx->threads;
-		if (s.n_w > 1) {
-			const long nc = sysconf(_SC_NPROCESSORS_ONLN);
-			const int all = threads > 0 ? threads : nc > 0 ? (int)nc : 1;
-			threads = all / s.n_w > 0 ? all / s.n_w : 1;
-		}
-		st = sb_pool_new(threads, &w[i].pool);
-		if (st == SB_OK && !(w[i].ws = sb_htdemucs_ws_new()))
-			st = SB_ERR_NOMEM;
+	/* the devices: segments per block, the most any device asks for */
+	share_user su = {&p, grids, 1, {0}};
+	for (int i = 0; i < ctx->n_dev; i++) {
+		su.batch[i] = device_batch(ctx, i, c0->segment_length);
+		su.B = su.batch[i] > su.B ? su.batch[i] : su.B;
 	}
-	if (st == SB_OK && s.n_w > 1) {
+	if (st == SB_OK && ctx->n_dev > 1)
 		sb_log(log, SB_LOG_INFO, "htdemucs: %lld segments shared among %d devices, %d per task",
-		       (long long)total, s.n_w, s.B);
-		/* a CPU behind a GPU API computes on the same cores as the native CPU: the rate rule
-		 * cannot see that each of its segments slows the CPU's */
-		int native = 0, cpu_behind = -1;
-		for (int i = 0; i < s.n_w; i++) {
-			const sb_device_props *dp = ctx->dev[i].props;
-			native |= dp && dp->type == SB_DEV_CPU_NATIVE;
-			if (dp && dp->type == SB_DEV_OPENCL_CPU && cpu_behind < 0)
-				cpu_behind = i;
-		}
-		if (native && cpu_behind >= 0)
-			sb_log(log, SB_LOG_WARNING, "%s runs on the same processor as the CPU device: "
-			       "sharing a file between them gains nothing over the CPU alone",
-			       ctx->dev[cpu_behind].props->label);
-	}
-	if (st == SB_OK) {
-		s.active = s.n_w;
-		for (int i = 1; i < s.n_w; i++) {
-			if (pthread_create(&w[i].thread, NULL, worker_main, &w[i]) == 0) {
-				w[i].started = 1;
-			} else {
-				pthread_mutex_lock(&s.lock);
-				s.active--;
-				w[i].leaving = 1;
-				pthread_mutex_unlock(&s.lock);
-				sb_log(log, SB_LOG_WARNING, "htdemucs: no thread for %s; it sits this one out",
-				       ctx->dev[i].props->label);
-			}
-		}
-		worker_main(&w[0]);
-		for (int i = 1; i < s.n_w; i++)
-			if (w[i].started)
-				pthread_join(w[i].thread, NULL);
-		/* every device that was left stopped: finish what remains here, or say why not */
-		pthread_mutex_lock(&s.lock);
-		if (s.backups > 0)
-			sb_log(log, SB_LOG_INFO, "htdemucs: %ld task%s run again on a device that had "
-			       "nothing left, %ld finished first there", s.backups,
-			       s.backups == 1 ? "" : "s", s.backups_won);
-		st = s.err;
-		if (st == SB_OK && s.units_done < s.units_total)
-			st = s.last_dev_err != SB_OK ? s.last_dev_err : SB_ERR_DEVICE;
-		pthread_mutex_unlock(&s.lock);
-	}
-	while (s.head) {
-		block *b = s.head;
-		s.head = b->next;
-		for (int t = 0; t < b->n_tasks; t++)
-			free(b->tasks[t].out);
-		free(b->in);
-		free(b);
-	}
-	for (int i = 0; i < s.n_w; i++)
-		worker_free(&w[i]);
-	pthread_mutex_destroy(&s.lock);
-	pthread_cond_destroy(&s.cond);
+		       (long long)total, ctx->n_dev, su.B);
+	if (st == SB_OK)
+		st = sb_share_run(&share_ops, &su, ctx, total);
 	if (st == SB_ERR_NOMEM)
 		sb_log(log, SB_LOG_ERROR, "htdemucs: out of memory");
 	for (int i = 0; i < p.n_grids; i++) {

@@ -81,7 +81,8 @@ sb_status sb_roformer_place(const sb_roformer *net, const sb_exec *dev, const sb
                             sb_roformer_on **out);
 void sb_roformer_unplace(sb_roformer_on *r);
 const sb_exec *sb_roformer_on_device(const sb_roformer_on *r);
-void sb_roformer_on_stop(sb_roformer_on *r, const atomic_int *a);
+/* the pass ends (SB_ERR_CANCELLED) at its next block once a flag is set */
+void sb_roformer_on_stop(sb_roformer_on *r, const atomic_int *a, const atomic_int *b);
 sb_status sb_roformer_forward(sb_roformer_on *r, sb_pool *pool, int B, const float *in,
                               float *out);
 

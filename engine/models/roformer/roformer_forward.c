@@ -75,9 +75,10 @@ const sb_exec *sb_roformer_on_device(const sb_roformer_on *r)
 	return &r->p.x;
 }
 
-void sb_roformer_on_stop(sb_roformer_on *r, const atomic_int *a)
+void sb_roformer_on_stop(sb_roformer_on *r, const atomic_int *a, const atomic_int *b)
 {
 	r->p.stop[0] = a;
+	r->p.stop[1] = b;
 }
 
 /* ---- host: STFT and inverse ---- */

@@ -27,11 +27,13 @@
 #include "models/model.h"
 #include "models/roformer/roformer.h"
 #include "models/roformer/roformer_model.h"
+#include "models/share.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct {
 	sb_roformer *net;
@@ -53,6 +55,7 @@ static float torch_linspace(float a, float b, int64_t n, int64_t i)
 
 typedef struct {
 	const sb_roformer *net;
+	const sb_run_ctx *ctx;
 	sb_source *in;
 	sb_sink *out;
 	int ic, mc, lanes, S, B;
@@ -64,8 +67,7 @@ typedef struct {
 	float *acc;     /* [S][lanes][mc][cap], padded positions E .. */
 	float *wsum;    /* [cap] */
 	float *raw;     /* [(C) ic] */
-	float *items;   /* [B lanes][mc][C] */
-	float *res;     /* [B lanes][S][mc][C] */
+	float *w;       /* [C]: a chunk's window */
 	float *emit;    /* [cap ic] */
 	float *mix;     /* [cap ic] */
 	const int *out_of;
@@ -213,6 +215,159 @@ static sb_status emit_until(demix *d, int64_t F)
 	return SB_OK;
 }
 
+/* ---- chunks shared among devices (models/share.h) ---- */
+
+typedef struct {
+	int64_t q0;     /* first chunk */
+	int nb;         /* chunks */
+	float *items;   /* [nb lanes][mc][C] */
+} rf_block;
+
+typedef struct {
+	sb_roformer_on *on;
+	sb_pool *pool;
+	int batch;      /* chunks per pass */
+} rf_dev;
+
+typedef struct {
+	demix *d;
+	const sb_exec *dev;
+	int B;                        /* chunks per block */
+	int batch[SB_SHARE_MAX_DEVS]; /* each device's chunks per pass */
+	int64_t next;                 /* the next chunk to hand out */
+} rf_share;
+
+static void *rf_make(void *user, int *n_tasks, int *units, sb_status *st)
+{
+	rf_share *u = user;
+	demix *d = u->d;
+	if (u->next >= d->n_chunks)
+		return NULL;
+	const int nb = d->n_chunks - u->next < u->B ? (int)(d->n_chunks - u->next) : u->B;
+	const size_t item = (size_t)d->lanes * d->mc * (size_t)d->C;
+	rf_block *b = calloc(1, sizeof *b);
+	if (b)
+		b->items = malloc(sizeof(float) * (size_t)nb * item);
+	*st = b && b->items ? SB_OK : SB_ERR_NOMEM;
+	for (int j = 0; j < nb && *st == SB_OK; j++)
+		*st = read_chunk(d, u->next + j, b->items + (size_t)j * item);
+	if (*st != SB_OK) {
+		if (b)
+			free(b->items);
+		free(b);
+		return NULL;
+	}
+	b->q0 = u->next;
+	b->nb = nb;
+	u->next += nb;
+	*n_tasks = 1;
+	*units = nb;
+	return b;
+}
+
+static size_t rf_out_floats(void *user, const void *blk, int t)
+{
+	(void)t;
+	const demix *d = ((const rf_share *)user)->d;
+	return (size_t)((const rf_block *)blk)->nb * d->lanes * d->S * d->mc * (size_t)d->C;
+}
+
+static sb_status rf_run(void *user, int dev, void **dstate, const void *blk, int t, float *out,
+                        const atomic_int *lost)
+{
+	(void)t;
+	rf_share *u = user;
+	const demix *d = u->d;
+	const sb_run_ctx *ctx = d->ctx;
+	const rf_block *b = blk;
+	rf_dev *x = *dstate;
+	if (!x) {
+		if (!(x = calloc(1, sizeof *x)))
+			return SB_ERR_NOMEM;
+		*dstate = x;
+		x->batch = u->batch[dev];
+		int threads = ctx->threads;
+		if (ctx->n_dev > 1) {
+			const long nc = sysconf(_SC_NPROCESSORS_ONLN);
+			const int all = threads > 0 ? threads : nc > 0 ? (int)nc : 1;
+			threads = all / ctx->n_dev > 0 ? all / ctx->n_dev : 1;
+		}
+		sb_status st = sb_pool_new(threads, &x->pool);
+		if (st == SB_OK)
+			st = sb_roformer_place(d->net, &u->dev[dev], ctx->log, &x->on);
+		if (st != SB_OK)
+			return st;
+	}
+	sb_roformer_on_stop(x->on, ctx->cancel, lost);
+	const size_t in_item = (size_t)d->lanes * d->mc * (size_t)d->C;
+	const size_t out_item = (size_t)d->lanes * d->S * d->mc * (size_t)d->C;
+	sb_status st = SB_OK;
+	for (int j = 0; j < b->nb && st == SB_OK;) {
+		const int n = b->nb - j < x->batch ? b->nb - j : x->batch;
+		st = sb_roformer_forward(x->on, x->pool, n * d->lanes, b->items + (size_t)j * in_item,
+		                         out + (size_t)j * out_item);
+		if (st == SB_ERR_DEVICE_OOM && x->batch > 1) {
+			sb_log(ctx->log, SB_LOG_WARNING, "%s ran out of memory at %d chunks per pass: one "
+			       "at a time from now on", u->dev[dev].props ? u->dev[dev].props->label
+			       : "a device", x->batch);
+			x->batch = 1;
+			st = SB_OK;
+			continue;
+		}
+		j += n;
+	}
+	return st;
+}
+
+/* a block's chunks, in order, weighted by their windows into the accumulators; what comes
+ * before its first chunk is final and goes to the sink first */
+static sb_status rf_commit(void *user, const void *blk, float *const *outs)
+{
+	demix *d = ((rf_share *)user)->d;
+	const rf_block *b = blk;
+	sb_status st = emit_until(d, b->q0 * d->step);
+	for (int j = 0; j < b->nb && st == SB_OK; j++) {
+		const int64_t q = b->q0 + j, start = q * d->step;
+		const int64_t len = d->Np - start < d->C ? d->Np - start : d->C;
+		chunk_window(d, q, d->w);
+		const int64_t at = start - d->E;
+		for (int l = 0; l < d->lanes; l++)
+			for (int s = 0; s < d->S; s++)
+				for (int cc = 0; cc < d->mc; cc++) {
+					/* forward's output: [item = chunk lanes + lane][S][mc][C] */
+					const float *y = outs[0] + ((((size_t)j * d->lanes + l) * d->S + s) * d->mc + cc) *
+					                               (size_t)d->C;
+					float *a = d->acc + (((size_t)s * d->lanes + l) * d->mc + cc) * d->cap + at;
+					for (int64_t i = 0; i < len; i++)
+						a[i] += y[i] * d->w[i];
+				}
+		for (int64_t i = 0; i < len; i++)
+			d->wsum[at + i] += d->w[i];
+	}
+	return st;
+}
+
+static void rf_free_block(void *user, void *blk)
+{
+	(void)user;
+	rf_block *b = blk;
+	free(b->items);
+	free(b);
+}
+
+static void rf_release(void *user, int dev, void *dstate)
+{
+	(void)user;
+	(void)dev;
+	rf_dev *x = dstate;
+	sb_roformer_unplace(x->on);
+	sb_pool_free(x->pool);
+	free(x);
+}
+
+static const sb_share_ops rf_share_ops = {"roformer", "chunk", rf_make, rf_out_floats, rf_run,
+                                          rf_commit, rf_free_block, rf_release};
+
 /* mean and population std of the channel average (MSST's normalize_audio) */
 static sb_status mix_stats(sb_source *in, double *mean, double *std_)
 {
@@ -253,6 +408,7 @@ static sb_status run_demix(rf_model *rm, const sb_run_ctx *ctx, sb_source *in, s
 	}
 	demix d = {0};
 	d.net = net;
+	d.ctx = ctx;
 	d.in = in;
 	d.out = out;
 	d.ic = in->channels;
@@ -276,13 +432,15 @@ static sb_status run_demix(rf_model *rm, const sb_run_ctx *ctx, sb_source *in, s
 	sb_status st = sb_run_devices_open(ctx, &rd);
 	if (st != SB_OK)
 		return st;
-	const sb_exec *dev = &rd.ctx.dev[0];
-	int B = rd.ctx.batch > 0 ? rd.ctx.batch : dev->be->batch(dev->d);
-	B = B < 1 ? 1 : B > 8 ? 8 : B;
-	/* a chunk's activations (tokens, q k v and gates, attention output, feed-forward) at a
-	 * time: no more chunks than a quarter of the device's memory holds, nor than the largest
-	 * buffer it allocates */
-	{
+	/* chunks per pass on each device: the job's choice, else the device's, as many as a
+	 * quarter of its memory holds (a chunk's tokens, q k v and gates, attention output and
+	 * feed-forward), no more than its largest buffer; a block is the most any device takes */
+	rf_share su = {&d, rd.ctx.dev, 1, {0}, 0};
+	const int n_dev = rd.ctx.n_dev < SB_SHARE_MAX_DEVS ? rd.ctx.n_dev : SB_SHARE_MAX_DEVS;
+	for (int i = 0; i < n_dev; i++) {
+		const sb_exec *dev = &rd.ctx.dev[i];
+		int B = rd.ctx.batch > 0 ? rd.ctx.batch : dev->be->batch(dev->d);
+		B = B < 1 ? 1 : B > 8 ? 8 : B;
 		const double tokens = (double)net->frames * net->nb;
 		const double per = 4.0 * tokens * (3.0 * c->dim + 3.0 * net->inner + c->heads +
 		                                   net->inner + net->hidden);
@@ -292,25 +450,22 @@ static sb_status run_demix(rf_model *rm, const sb_run_ctx *ctx, sb_source *in, s
 		while (B > 1 && ((mem > 0 && B * per > mem / 4) ||
 		                 (big > 0 && B * 4.0 * tokens * net->hidden > big)))
 			B--;
+		su.batch[i] = B;
+		su.B = B > su.B ? B : su.B;
 	}
-	if (B > d.n_chunks)
-		B = (int)d.n_chunks;
-	d.B = B;
-	d.cap = d.C + (int64_t)B * d.step;
+	if (su.B > d.n_chunks)
+		su.B = (int)d.n_chunks;
+	d.B = su.B;
+	d.cap = d.C + (int64_t)d.B * d.step;
 	const size_t planes = (size_t)d.S * d.lanes * d.mc;
 	d.window = malloc(sizeof(float) * (size_t)d.C);
 	d.acc = calloc(planes * (size_t)d.cap, sizeof(float));
 	d.wsum = calloc((size_t)d.cap, sizeof(float));
 	d.raw = malloc(sizeof(float) * (size_t)d.C * d.ic);
-	d.items = malloc(sizeof(float) * (size_t)B * d.lanes * d.mc * (size_t)d.C);
-	d.res = malloc(sizeof(float) * (size_t)B * d.lanes * d.S * d.mc * (size_t)d.C);
 	d.emit = malloc(sizeof(float) * (size_t)d.cap * d.ic);
 	d.mix = malloc(sizeof(float) * (size_t)d.cap * d.ic);
-	float *w = malloc(sizeof(float) * (size_t)d.C);
-	sb_pool *pool = NULL;
-	sb_roformer_on *on = NULL;
-	if (!d.window || !d.acc || !d.wsum || !d.raw || !d.items || !d.res || !d.emit || !d.mix ||
-	    !w) {
+	d.w = malloc(sizeof(float) * (size_t)d.C);
+	if (!d.window || !d.acc || !d.wsum || !d.raw || !d.emit || !d.mix || !d.w) {
 		st = SB_ERR_NOMEM;
 		goto out;
 	}
@@ -329,63 +484,21 @@ static sb_status run_demix(rf_model *rm, const sb_run_ctx *ctx, sb_source *in, s
 		if (st != SB_OK)
 			goto out;
 	}
-	st = sb_pool_new(ctx->threads, &pool);
-	if (st == SB_OK)
-		st = sb_roformer_place(net, dev, ctx->log, &on);
-	if (st != SB_OK)
-		goto out;
-	if (ctx->cancel)
-		sb_roformer_on_stop(on, ctx->cancel);
-	const int lanes_mc = d.lanes * d.mc;
-	for (int64_t q0 = 0; q0 < d.n_chunks && st == SB_OK; q0 += B) {
-		if (ctx->cancel && atomic_load(ctx->cancel)) {
-			st = SB_ERR_CANCELLED;
-			break;
-		}
-		const int nb = d.n_chunks - q0 < B ? (int)(d.n_chunks - q0) : B;
-		/* everything before this group's first chunk is final */
-		st = emit_until(&d, q0 * d.step);
-		for (int b = 0; b < nb && st == SB_OK; b++)
-			st = read_chunk(&d, q0 + b, d.items + (size_t)b * lanes_mc * d.C);
-		if (st == SB_OK)
-			st = sb_roformer_forward(on, pool, nb * d.lanes, d.items, d.res);
-		for (int b = 0; b < nb && st == SB_OK; b++) {
-			const int64_t q = q0 + b, start = q * d.step;
-			const int64_t len = d.Np - start < d.C ? d.Np - start : d.C;
-			chunk_window(&d, q, w);
-			const int64_t at = start - d.E;
-			for (int l = 0; l < d.lanes; l++)
-				for (int s = 0; s < d.S; s++)
-					for (int cc = 0; cc < d.mc; cc++) {
-						/* forward's output: [item = b lanes + l][S][mc][C] */
-						const float *y = d.res + ((((size_t)b * d.lanes + l) * d.S + s) * d.mc + cc) *
-						                             (size_t)d.C;
-						float *a = d.acc + (((size_t)s * d.lanes + l) * d.mc + cc) * d.cap + at;
-						for (int64_t i = 0; i < len; i++)
-							a[i] += y[i] * w[i];
-					}
-			for (int64_t i = 0; i < len; i++)
-				d.wsum[at + i] += w[i];
-		}
-		if (ctx->progress)
-			ctx->progress(ctx->progress_user, (double)(q0 + nb) / (double)d.n_chunks,
-			              "separating");
-	}
+	if (n_dev > 1)
+		sb_log(ctx->log, SB_LOG_INFO, "%s: %lld chunks shared among %d devices, %d per task",
+		       sb_rf_family_name(c->family), (long long)d.n_chunks, n_dev, d.B);
+	st = sb_share_run(&rf_share_ops, &su, &rd.ctx, d.n_chunks);
 	if (st == SB_OK)
 		st = emit_until(&d, d.Np);
 out:
-	sb_roformer_unplace(on);
-	sb_pool_free(pool);
 	sb_run_devices_close(&rd);
 	free(d.window);
 	free(d.acc);
 	free(d.wsum);
 	free(d.raw);
-	free(d.items);
-	free(d.res);
 	free(d.emit);
 	free(d.mix);
-	free(w);
+	free(d.w);
 	return st;
 }
 
@@ -469,7 +582,7 @@ sb_status sb_roformer_model_open(const char *path, const char *name, const sb_lo
 	info->n_stems = k2;
 	info->stems = mask;
 	info->stems_sum = rm->residual;
-	info->shares_devices = 0;
+	info->shares_devices = 1; /* chunks dealt out to every device (models/share.h) */
 	info->default_chunk_frames = c->chunk_size;
 	*out = m;
 	return SB_OK;

@@ -41,6 +41,12 @@ typedef struct {
 	float *w[16], *b[16]; /* the MLP's linear layers, first to last */
 } rf_mlp;
 
+/* consecutive bands of one width: their mask MLPs run as one batched product per layer */
+#define RF_GROUP_MAX 8
+typedef struct {
+	int k0, n;
+} rf_group;
+
 typedef struct sb_roformer {
 	sb_rf_config cfg;
 	int ch;                       /* audio channels: 2 stereo, 1 mono */
@@ -59,7 +65,9 @@ typedef struct sb_roformer {
 	rf_layer *layers;             /* depth x (time_depth + freq_depth), in the order they run */
 	float *final_norm;            /* [dim], BS only (NULL for Mel) */
 	float **tnorm;                /* Mel only: [depth][2] each transformer's output RMSNorm */
-	rf_mlp *mask;                 /* [n_stems][nb] */
+	rf_mlp *mask;                 /* [n_stems][nb]; a group's weights lie back to back */
+	rf_group *group;
+	int n_groups;
 	float *rope_t, *rope_f;       /* cos, sin pairs [frames][dim_head], [nb][dim_head] */
 	int frames;                   /* STFT frames of a chunk */
 	float *window;                /* Hann (periodic) of win_length, centred in n_fft */

@@ -340,33 +340,45 @@ sb_status sb_roformer_forward(sb_roformer_on *r, sb_pool *pool, int B, const flo
 	}
 	if (net->final_norm)
 		OP(r)->rmsnorm(r->p.x.d, x, x, rows * nb, dim, W(r, net->final_norm));
-	/* the mask estimators: per stem and band an MLP and a GLU into the band's columns */
+	/* the mask estimators: per stem and group of bands of one width, each MLP layer as one
+	 * strided-batched product over the group's bands (their inputs are columns of x, their
+	 * weights back to back, their outputs [rows][band][width]), then a GLU per band into the
+	 * band's columns of the mask */
 	sb_dv m = sb_place_a(&r->p, (size_t)S * rows * total);
 	int widest = 0;
 	for (int k = 0; k < nb; k++)
 		widest = net->din[k] > widest ? net->din[k] : widest;
-	sb_dv h1 = sb_place_a(&r->p, rows * net->mlp_hidden);
-	sb_dv h2 = sb_place_a(&r->p, rows * net->mlp_hidden);
-	sb_dv z = sb_place_a(&r->p, rows * 2 * widest);
+	const int gmax = RF_GROUP_MAX;
+	sb_dv h1 = sb_place_a(&r->p, rows * gmax * net->mlp_hidden);
+	sb_dv h2 = sb_place_a(&r->p, rows * gmax * net->mlp_hidden);
+	sb_dv z = sb_place_a(&r->p, rows * gmax * 2 * widest);
+	const int nl = sb_rf_mask_layers(c);
 	for (int s = 0; s < S && !sb_place_stopped(&r->p); s++)
-		for (int k = 0; k < nb; k++) {
-			const rf_mlp *mp = &net->mask[(size_t)s * nb + k];
-			sb_dv a = sb_dv_at(x, (size_t)k * dim);
+		for (int gi = 0; gi < net->n_groups; gi++) {
+			const rf_group *gr = &net->group[gi];
+			const int gn = gr->n, din = net->din[gr->k0];
+			const rf_mlp *mp = &net->mask[(size_t)s * nb + gr->k0];
+			sb_dv a = sb_dv_at(x, (size_t)gr->k0 * dim);
 			int lda = nb * dim, in = dim;
-			for (int l = 0; l < sb_rf_mask_layers(c); l++) {
-				const int last = l == sb_rf_mask_layers(c) - 1;
-				const int o = last ? 2 * net->din[k] : net->mlp_hidden;
+			long sa = dim;
+			for (int l = 0; l < nl; l++) {
+				const int last = l == nl - 1;
+				const int o = last ? 2 * din : net->mlp_hidden;
 				const sb_dv y = last ? z : (l % 2 ? h2 : h1);
-				gemm(r, (int)rows, o, in, a, lda, W(r, mp->w[l]), in, 0.f, y, o);
-				OP(r)->bias_cols(r->p.x.d, y, rows * o, o, W(r, mp->b[l]),
+				if (OK(r))
+					r->p.o->gemm(r->p.x.d, (int)rows, o, in, 1.f, a, lda, sa, W(r, mp->w[l]), in,
+					             (long)o * in, 1, 0.f, y, gn * o, o, gn, 1, 0, 0, 0);
+				OP(r)->bias_cols(r->p.x.d, y, rows * gn * o, gn * o, W(r, mp->b[l]),
 				                 last ? SB_ACT_NONE : SB_ACT_TANH);
 				a = y;
-				lda = o;
+				lda = gn * o;
+				sa = o;
 				in = o;
 			}
-			OP(r)->glu(r->p.x.d, z, 2 * net->din[k],
-			           sb_dv_at(m, (size_t)s * rows * total + net->off[k]), total, net->din[k],
-			           (int)rows);
+			for (int j = 0; j < gn; j++)
+				OP(r)->glu(r->p.x.d, sb_dv_at(z, (size_t)j * 2 * din), (long)gn * 2 * din,
+				           sb_dv_at(m, (size_t)s * rows * total + net->off[gr->k0 + j]), total,
+				           din, (int)rows);
 		}
 	if (OK(r))
 		r->p.x.be->download(r->p.x.d, mask, m, (size_t)S * rows * total);

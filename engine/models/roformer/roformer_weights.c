@@ -29,6 +29,7 @@ void sb_roformer_free(sb_roformer *net)
 	free(net->layers);
 	free(net->tnorm);
 	free(net->mask);
+	free(net->group);
 	free(net->window);
 	sb_fftw_plan_lock();
 	if (net->fwd)
@@ -302,29 +303,49 @@ sb_status sb_roformer_load(const char *path, const char *name, const sb_logger *
 		}
 		rd(&r, "final_norm.gamma", dim, 0, net->final_norm);
 	}
-	/* mask estimators */
+	/* mask estimators: consecutive bands of the same width form groups (of up to
+	 * RF_GROUP_MAX) whose weights lie back to back, so that one strided-batched product runs a
+	 * whole group's layer */
 	net->mask = calloc((size_t)net->n_stems * nb, sizeof *net->mask);
-	if (!net->mask) {
+	net->group = calloc((size_t)nb + 1, sizeof *net->group);
+	if (!net->mask || !net->group) {
 		s = SB_ERR_NOMEM;
 		goto fail;
 	}
+	net->n_groups = 0;
+	for (int k = 0; k < nb;) {
+		int g = 1;
+		while (k + g < nb && g < RF_GROUP_MAX && net->din[k + g] == net->din[k])
+			g++;
+		net->group[net->n_groups++] = (rf_group){k, g};
+		k += g;
+	}
+	const int nml = sb_rf_mask_layers(c);
 	for (int sx = 0; sx < net->n_stems; sx++)
-		for (int k = 0; k < nb && r.st_ == SB_OK; k++)
-			for (int l = 0; l < sb_rf_mask_layers(c); l++) {
-				rf_mlp *m = &net->mask[(size_t)sx * nb + k];
+		for (int gi = 0; gi < net->n_groups && r.st_ == SB_OK; gi++) {
+			const rf_group *gr = &net->group[gi];
+			for (int l = 0; l < nml; l++) {
 				const int in = l ? net->mlp_hidden : dim,
-				          o = l == sb_rf_mask_layers(c) - 1 ? 2 * net->din[k] : net->mlp_hidden;
-				m->w[l] = own(net, (size_t)o * in);
-				m->b[l] = own(net, (size_t)o);
-				if (!m->w[l] || !m->b[l]) {
+				          o = l == nml - 1 ? 2 * net->din[gr->k0] : net->mlp_hidden;
+				float *w = own(net, (size_t)gr->n * o * in), *b = own(net, (size_t)gr->n * o);
+				if (!w || !b) {
 					s = SB_ERR_NOMEM;
 					goto fail;
 				}
-				snprintf(tn, sizeof tn, "mask_estimators.%d.to_freqs.%d.0.%d.weight", sx, k, 2 * l);
-				rd(&r, tn, o, in, m->w[l]);
-				snprintf(tn, sizeof tn, "mask_estimators.%d.to_freqs.%d.0.%d.bias", sx, k, 2 * l);
-				rd(&r, tn, o, 0, m->b[l]);
+				for (int j = 0; j < gr->n; j++) {
+					const int k = gr->k0 + j;
+					rf_mlp *m = &net->mask[(size_t)sx * nb + k];
+					m->w[l] = w + (size_t)j * o * in;
+					m->b[l] = b + (size_t)j * o;
+					snprintf(tn, sizeof tn, "mask_estimators.%d.to_freqs.%d.0.%d.weight", sx, k,
+					         2 * l);
+					rd(&r, tn, o, in, m->w[l]);
+					snprintf(tn, sizeof tn, "mask_estimators.%d.to_freqs.%d.0.%d.bias", sx, k,
+					         2 * l);
+					rd(&r, tn, o, 0, m->b[l]);
+				}
 			}
+		}
 	s = r.st_;
 	if (s != SB_OK)
 		goto fail;

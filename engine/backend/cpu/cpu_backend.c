@@ -348,8 +348,7 @@ static void k_bias_act(void *v, int64_t b, int64_t e, int w)
 		if (j->act == SB_ACT_GELU)
 			sb_vbias_gelu(p, j->T, bv);
 		else if (j->act == SB_ACT_TANH)
-			for (int t = 0; t < j->T; t++)
-				p[t] = tanhf(p[t] + bv);
+			sb_vbias_tanh(p, j->T, bv);
 		else
 			for (int t = 0; t < j->T; t++)
 				p[t] += bv;
@@ -402,8 +401,7 @@ static void k_bias_cols(void *v, int64_t b, int64_t e, int w)
 		if (j->act == SB_ACT_GELU) {
 			sb_vbias_gelu_cols(p, j->D, j->b);
 		} else if (j->act == SB_ACT_TANH) {
-			for (int c = 0; c < j->D; c++)
-				p[c] = tanhf(p[c] + j->b[c]);
+			sb_vbias_tanh_cols(p, j->D, j->b);
 		} else {
 			for (int c = 0; c < j->D; c++)
 				p[c] += j->b[c];

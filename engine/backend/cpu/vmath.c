@@ -5,7 +5,8 @@
  *
  * exp: Cephes expf (S. L. Moshier): round x/ln2 to n, reduce by n ln2 in two parts, degree-6
  * polynomial, scale by 2^n; within 2 ulp over [-87, 88]. erf for GELU: Abramowitz & Stegun
- * 7.1.26 (|error| <= 1.5e-7), written as erfc so that the negative tail keeps its sign. The
+ * 7.1.26 (|error| <= 1.5e-7), written as erfc so that the negative tail keeps its sign. tanh
+ * (the RoFormers' mask estimators) from the same exp, a polynomial near 0. The
  * golden tests bound what these approximations cost: the output stays within 2e-7 of the
  * reference.
  */
@@ -105,6 +106,33 @@ SB_CLONES void sb_vscale(float *x, int64_t n, float s)
 {
 	for (int64_t i = 0; i < n; i++)
 		x[i] *= s;
+}
+
+/* tanh: an odd polynomial (Taylor to x^9) below |x| = 0.25, where 1 - 2 / (e^2x + 1) would
+ * lose its relative accuracy to cancellation, that form above (exact to 4e-7 relative) */
+static inline __attribute__((always_inline)) float tanh_poly(float x)
+{
+	const float a = x < 0 ? -x : x, a2 = a * a;
+	float p = 62.f / 2835.f;
+	p = p * a2 - 17.f / 315.f;
+	p = p * a2 + 2.f / 15.f;
+	p = p * a2 - 1.f / 3.f;
+	const float small = a + a * a2 * p;
+	const float big = 1.f - 2.f / (exp_poly(2.f * a) + 1.f);
+	const float t = a < 0.25f ? small : big;
+	return x < 0 ? -t : t;
+}
+
+SB_CLONES void sb_vbias_tanh(float *x, int64_t n, float b)
+{
+	for (int64_t i = 0; i < n; i++)
+		x[i] = tanh_poly(x[i] + b);
+}
+
+SB_CLONES void sb_vbias_tanh_cols(float *x, int64_t n, const float *b)
+{
+	for (int64_t i = 0; i < n; i++)
+		x[i] = tanh_poly(x[i] + b[i]);
 }
 
 SB_CLONES void sb_vbias_gelu(float *x, int64_t n, float b)

@@ -15,6 +15,8 @@ void sb_vsum_sq(const float *x, int64_t n, double *sum, double *sq);
 void sb_vscale(float *x, int64_t n, float s);
 void sb_vbias_gelu(float *x, int64_t n, float b);          /* x = gelu(x + b) */
 void sb_vbias_gelu_cols(float *x, int64_t n, const float *b); /* x[i] = gelu(x[i] + b[i]) */
+void sb_vbias_tanh(float *x, int64_t n, float b);          /* x = tanh(x + b) */
+void sb_vbias_tanh_cols(float *x, int64_t n, const float *b); /* x[i] = tanh(x[i] + b[i]) */
 void sb_vnorm_affine(float *x, int64_t n, float m, float a, float c, int gelu);
 void sb_vglu(const float *a, const float *g, float *out, int64_t n); /* a * sigmoid(g) */
 void sb_vglu_add(float *x, const float *a, const float *g, float s, int64_t n);

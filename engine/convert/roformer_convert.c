@@ -16,7 +16,7 @@ typedef struct {
 	const sbc_package *pk;
 	const char *ckpt;
 	char err[768];
-	int bad, found;
+	int bad;
 } check;
 
 static const sbc_named_tensor *find(const sbc_package *pk, const char *name)
@@ -66,7 +66,6 @@ static void check_one(void *user, const char *name, int ndim, const int64_t *sha
 		c->bad = 1;
 		return;
 	}
-	c->found++;
 }
 
 typedef struct {
@@ -150,7 +149,7 @@ sb_status sbc_convert_roformer(const sbc_convert_opts *o)
 	}
 	const int gates = (find(pk, "layers.0.0.layers.0.0.to_gates.weight") ? SB_RF_GATES : 0) |
 	                  (find(pk, "layers.0.0.layers.0.0.rotary_embed.freqs") ? SB_RF_ROPE_FREQS : 0);
-	check c = {pk, ckpt, "", 0, 0};
+	check c = {pk, ckpt, "", 0};
 	const int want = sb_roformer_tensors(&cfg, gates, check_one, &c);
 	if (!c.bad && want >= 0 && (size_t)want != sbc_package_n_tensors(pk)) {
 		/* every expected name is present: name one tensor the configuration does not make */

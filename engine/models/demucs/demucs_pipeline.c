@@ -377,14 +377,7 @@ static sb_status sh_run(void *user, int dev, void **dstate, const void *blk, int
 			return SB_ERR_NOMEM;
 		*dstate = d;
 		d->batch = u->batch[dev];
-		/* host threads for the STFTs: all of them for one device, else shared */
-		int threads = ctx->threads;
-		if (ctx->n_dev > 1) {
-			const long nc = sysconf(_SC_NPROCESSORS_ONLN);
-			const int all = threads > 0 ? threads : nc > 0 ? (int)nc : 1;
-			threads = all / ctx->n_dev > 0 ? all / ctx->n_dev : 1;
-		}
-		sb_status st = sb_pool_new(threads, &d->pool);
+		sb_status st = sb_pool_new(sb_share_threads(ctx), &d->pool);
 		if (st != SB_OK)
 			return st;
 		if (!(d->ws = sb_htdemucs_ws_new()))

@@ -33,7 +33,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 typedef struct {
 	sb_roformer *net;
@@ -286,13 +285,7 @@ static sb_status rf_run(void *user, int dev, void **dstate, const void *blk, int
 			return SB_ERR_NOMEM;
 		*dstate = x;
 		x->batch = u->batch[dev];
-		int threads = ctx->threads;
-		if (ctx->n_dev > 1) {
-			const long nc = sysconf(_SC_NPROCESSORS_ONLN);
-			const int all = threads > 0 ? threads : nc > 0 ? (int)nc : 1;
-			threads = all / ctx->n_dev > 0 ? all / ctx->n_dev : 1;
-		}
-		sb_status st = sb_pool_new(threads, &x->pool);
+		sb_status st = sb_pool_new(sb_share_threads(ctx), &x->pool);
 		if (st == SB_OK)
 			st = sb_roformer_place(d->net, &u->dev[dev], ctx->log, &x->on);
 		if (st != SB_OK)

@@ -153,18 +153,15 @@ int main(int argc, char **argv)
 	uint64_t seed = 1;
 	for (int64_t i = 0; i < 2 * L * batch; i++)
 		in[i] = 0.1f * (2.f * (float)(rm_next(&seed) >> 40) / (float)(1 << 24) - 1.f);
-	sb_pool *pool = NULL;
-	sb_pool_new(threads, &pool);
-	sb_htdemucs_ws *ws = sb_htdemucs_ws_new();
 	sb_htdemucs_on *on = NULL;
 	if (sb_htdemucs_place(net, &dev[0], &log, &on) != SB_OK)
 		return 1;
 	/* a warm-up (first touch of buffers, kernel builds), then the timed runs */
-	sb_status fst = sb_htdemucs_forward(on, pool, ws, batch, in, out, NULL, NULL);
+	sb_status fst = sb_htdemucs_forward(on, batch, in, out, NULL, NULL);
 	t0 = sb_now();
 	double c0 = cpu_seconds();
 	for (int r = 0; r < repeat && fst == SB_OK; r++)
-		fst = sb_htdemucs_forward(on, pool, ws, batch, in, out, NULL, NULL);
+		fst = sb_htdemucs_forward(on, batch, in, out, NULL, NULL);
 	if (fst != SB_OK) {
 		fprintf(stderr, "bench_demucs: forward failed: %s\n", sb_status_str(fst));
 		return 1;
@@ -178,7 +175,7 @@ int main(int argc, char **argv)
 	if (profile) {
 		dev[0].be->set_profiling(dev[0].d, 1);
 		t0 = sb_now();
-		fst = sb_htdemucs_forward(on, pool, ws, batch, in, out, NULL, NULL);
+		fst = sb_htdemucs_forward(on, batch, in, out, NULL, NULL);
 		prof_s = sb_now() - t0;
 		sb_prof_entry p[64];
 		const int np = dev[0].be->profile(dev[0].d, p, 64);
@@ -206,9 +203,8 @@ int main(int argc, char **argv)
 		dev[0].be->set_profiling(dev[0].d, 0);
 	}
 	sb_htdemucs_unplace(on);
-	sb_htdemucs_ws_free(ws);
-	const int used_threads = sb_pool_threads(pool);
-	sb_pool_free(pool);
+	const long nproc = sysconf(_SC_NPROCESSORS_ONLN);
+	const int used_threads = threads > 0 ? threads : nproc > 0 ? (int)nproc : 1;
 	free(in);
 	free(out);
 

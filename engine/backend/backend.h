@@ -33,7 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SB_BACKEND_API 3
+#define SB_BACKEND_API 4
 
 typedef struct sb_bdev sb_bdev; /* an opened device: the backend's own struct */
 typedef struct sb_bbuf sb_bbuf; /* memory on a device: the backend's own struct */
@@ -49,6 +49,18 @@ static inline sb_dv sb_dv_at(sb_dv v, size_t floats)
 	v.off += floats;
 	return v;
 }
+
+/* The geometry of a short-time Fourier transform as torch.stft / torch.istft compute it, for
+ * the stft and istft operations. n_fft is a power of two from 8 to 8192. Frame t < frames of a
+ * channel starts at sample t hop - pad of its signal; samples before 0 or from L on are
+ * reflected once about the ends (s < 0: -s; s >= L: 2 (L - 1) - s; pad < L). A spectrum holds
+ * bins f < bins (<= n_fft / 2 + 1) of every frame and channel: the real part of (c, f, t) at
+ * c sc + f sf + t st and the imaginary part sri further. */
+typedef struct {
+	int n_fft, hop, frames, bins;
+	long pad;
+	long sc, sf, st, sri;
+} sb_stft;
 
 /* GELU: 0.5 x (1 + erf(x / sqrt 2)); TANH (bias_act and bias_cols only): tanh x */
 enum { SB_ACT_NONE = 0, SB_ACT_GELU = 1, SB_ACT_TANH = 2 };
@@ -132,6 +144,27 @@ typedef struct {
 	/* per-head gates: x[r ldx + h hd + c] *= sigmoid(g[r ldg + h]), r < rows, h < heads */
 	void (*head_gate)(sb_bdev *d, sb_dv x, int ldx, sb_dv g, int ldg, size_t rows, int heads,
 	                  int hd);
+	/* the STFT of ch signals of L samples at x + c xs (geometry g, window w [n_fft]):
+	 * X(c, f, t) = scale sum_{i < n_fft} w[i] x[c xs + s(t hop - pad + i)] exp(-2 pi i f i / n_fft)
+	 * for f < g->bins, written to X as g lays it out */
+	void (*stft)(sb_bdev *d, const sb_stft *g, sb_dv x, long xs, int ch, long L, sb_dv w,
+	             float scale, sb_dv X);
+	/* the inverse STFT with overlap-add (torch.istft): frame t of channel c is
+	 * y_t[i] = scale w[i] Re sum_{f < n_fft} X'(c, f, t) exp(2 pi i f i / n_fft), i < n_fft, where
+	 * X' is the Hermitian extension of the bins f < g->bins of X (the others zero, and the
+	 * imaginary parts of DC and Nyquist taken as zero); output sample j < L at position
+	 * p = j + g->pad is o[c os + j] = sum_t y_t[p - t hop] / env(p) (0 where env(p) <= 1e-11),
+	 * env(p) = sum of w[p - t hop]^2 over frames t from -e0 to frames + e1 - 1 (the frames a
+	 * reference cropped away still count in its envelope). add = 1 adds to o instead.
+	 * work: ch x frames x n_fft floats of scratch. */
+	void (*istft)(sb_bdev *d, const sb_stft *g, sb_dv X, int ch, long L, sb_dv w, float scale,
+	              int e0, int e1, sb_dv o, long os, int add, sb_dv work);
+	/* stats[0] = mean, stats[1] = unbiased standard deviation (torch.std) of x[i], i < n */
+	void (*moments)(sb_bdev *d, sb_dv x, size_t n, sb_dv stats);
+	/* with (m, s) = (stats[0], stats[1]): inverse 0: o[i] = (x[i] - m) / (s + eps);
+	 * inverse 1: o[i] = x[i] s + m; i < n, o may be x */
+	void (*standardise)(sb_bdev *d, sb_dv x, sb_dv o, size_t n, sb_dv stats, float eps,
+	                    int inverse);
 } sb_ops;
 
 /* The built-in separator's per-chunk work (models/classic/classic.h steps 1-6 and the inverse

@@ -721,6 +721,196 @@ static void case_head_gate(run *r, int rows, int heads, int hd)
 	free(want);
 }
 
+/* ---- signal operations ---- */
+
+static double hann(int i, int n) { return 0.5 - 0.5 * cos(2.0 * M_PI * i / n); }
+
+static long refl(long s, long L)
+{
+	if (s < 0)
+		s = -s;
+	if (s >= L)
+		s = 2 * (L - 1) - s;
+	return s;
+}
+
+/* the spectrum's layout: 0 HTDemucs's (bins as rows, channels' re and im as rows of frames),
+ * 1 a RoFormer's (frames major, bins, channels, re and im interleaved) */
+static sb_stft geometry(int n_fft, int hop, int frames, int bins, long pad, int ch, int layout)
+{
+	sb_stft g = {n_fft, hop, frames, bins, pad, 0, 0, 0, 0};
+	if (layout == 0) {
+		g.sc = 2L * frames;
+		g.sf = 2L * ch * frames;
+		g.st = 1;
+		g.sri = frames;
+	} else {
+		g.sc = 2;
+		g.sf = 2L * ch;
+		g.st = 2L * ch * bins;
+		g.sri = 1;
+	}
+	return g;
+}
+
+static size_t spec_floats(const sb_stft *g, int ch)
+{
+	return (size_t)g->frames * (size_t)g->bins * (size_t)ch * 2;
+}
+
+/* the transform of ch signals of L samples (at a stride of L + 3) */
+static void case_stft(run *r, int n_fft, int hop, int frames, int bins, long pad, long L, int ch,
+                      int layout)
+{
+	const sb_stft g = geometry(n_fft, hop, frames, bins, pad, ch, layout);
+	const long xs = L + 3;
+	const size_t nx = (size_t)ch * xs, nX = spec_floats(&g, ch);
+	float *x = rnd(nx, 1), *w = malloc(sizeof(float) * n_fft), *got = malloc(sizeof(float) * nX);
+	double *want = calloc(nX, sizeof(double)), *cs = malloc(sizeof(double) * 2 * n_fft);
+	for (int i = 0; i < n_fft; i++) {
+		w[i] = (float)hann(i, n_fft);
+		cs[2 * i] = cos(2.0 * M_PI * i / n_fft);
+		cs[2 * i + 1] = sin(2.0 * M_PI * i / n_fft);
+	}
+	const double scale = 1.0 / sqrt((double)n_fft);
+	for (int c = 0; c < ch; c++)
+		for (int t = 0; t < frames; t++)
+			for (int f = 0; f < bins; f++) {
+				double re = 0, im = 0;
+				for (int i = 0; i < n_fft; i++) {
+					const double v = (double)w[i] * x[c * xs + refl((long)t * hop - pad + i, L)];
+					const int k = (int)(((long)f * i) % n_fft);
+					re += v * cs[2 * k];
+					im -= v * cs[2 * k + 1];
+				}
+				const size_t o = (size_t)(c * g.sc + f * g.sf + t * g.st);
+				want[o] = re * scale;
+				want[o + g.sri] = im * scale;
+			}
+	sb_dv dx = put(r->a, x, nx), dw = put(r->a, w, (size_t)n_fft), dX = put(r->a, NULL, nX);
+	if (!r->a->failed)
+		ops(r)->stft(dv(r), &g, dx, xs, ch, L, dw, (float)scale, dX);
+	get(r->a, got, dX, nX);
+	sb_status st = done(r->a);
+	char shape[64];
+	snprintf(shape, sizeof shape, "%d/%d, %d x %d x %d %s", n_fft, hop, ch, frames, bins,
+	         layout ? "frames" : "rows");
+	judge(r, "stft", shape, st, got, want, nX, 4e-6);
+	arena_free(r->a);
+	free(x);
+	free(w);
+	free(got);
+	free(want);
+	free(cs);
+}
+
+/* the inverse of a random spectrum, added to (or written over) ch outputs at a stride */
+static void case_istft(run *r, int n_fft, int hop, int frames, int bins, long pad, long L, int ch,
+                       int layout, int e0, int e1, int add)
+{
+	const sb_stft g = geometry(n_fft, hop, frames, bins, pad, ch, layout);
+	const long os = L + 5;
+	const size_t nX = spec_floats(&g, ch), no = (size_t)ch * os;
+	const size_t nwork = (size_t)ch * frames * n_fft;
+	float *X = rnd(nX, 1), *o = rnd(no, 1), *w = malloc(sizeof(float) * n_fft);
+	float *got = malloc(sizeof(float) * no);
+	double *want = dup_d(o, no), *cs = malloc(sizeof(double) * n_fft);
+	double *y = malloc(sizeof(double) * nwork);
+	for (int i = 0; i < n_fft; i++) {
+		w[i] = (float)hann(i, n_fft);
+		cs[i] = cos(2.0 * M_PI * i / n_fft);
+	}
+	const double scale = 1.0 / sqrt((double)n_fft);
+	/* Re sum over the Hermitian extension: X0 + 2 sum Re(X_f e^{i theta}) + X_{N/2} (-1)^i */
+	for (int c = 0; c < ch; c++)
+		for (int t = 0; t < frames; t++)
+			for (int i = 0; i < n_fft; i++) {
+				double v = 0;
+				for (int f = 0; f < bins && f <= n_fft / 2; f++) {
+					const size_t at = (size_t)(c * g.sc + f * g.sf + t * g.st);
+					const int k = (int)(((long)f * i) % n_fft);
+					const double co = cs[k], si = cs[(k + 3 * n_fft / 4) % n_fft];
+					if (f == 0 || f == n_fft / 2)
+						v += X[at] * co;
+					else
+						v += 2 * (X[at] * co - X[at + g.sri] * si);
+				}
+				y[((size_t)c * frames + t) * n_fft + i] = v * scale * w[i];
+			}
+	for (int c = 0; c < ch; c++)
+		for (long j = 0; j < L; j++) {
+			const long p = j + pad;
+			double acc = 0, env = 0;
+			for (long t = -e0; t < frames + e1; t++) {
+				const long i = p - t * hop;
+				if (i < 0 || i >= n_fft)
+					continue;
+				env += (double)w[i] * w[i];
+				if (t >= 0 && t < frames)
+					acc += y[((size_t)c * frames + t) * n_fft + i];
+			}
+			const double v = env > 1e-11 ? acc / env : 0;
+			want[c * os + j] = add ? want[c * os + j] + v : v;
+		}
+	sb_dv dX = put(r->a, X, nX), dw = put(r->a, w, (size_t)n_fft), d_o = put(r->a, o, no);
+	sb_dv dwork = put(r->a, NULL, nwork);
+	if (!r->a->failed)
+		ops(r)->istft(dv(r), &g, dX, ch, L, dw, (float)scale, e0, e1, d_o, os, add, dwork);
+	get(r->a, got, d_o, no);
+	sb_status st = done(r->a);
+	char shape[64];
+	snprintf(shape, sizeof shape, "%d/%d, %d x %d x %d %s%s", n_fft, hop, ch, frames, bins,
+	         layout ? "frames" : "rows", add ? " add" : "");
+	judge(r, "istft", shape, st, got, want, no, 4e-6);
+	arena_free(r->a);
+	free(X);
+	free(o);
+	free(w);
+	free(got);
+	free(want);
+	free(cs);
+	free(y);
+}
+
+/* the mean and std of n values far from zero, then standardised and back */
+static void case_moments(run *r, size_t n, int inverse)
+{
+	float *x = rnd(n, 0.5f), *got = malloc(sizeof(float) * n);
+	for (size_t i = 0; i < n; i++)
+		x[i] += 3.f;
+	double s = 0, q = 0;
+	for (size_t i = 0; i < n; i++)
+		s += x[i];
+	const double m = s / n;
+	for (size_t i = 0; i < n; i++)
+		q += (x[i] - m) * (x[i] - m);
+	const double sd = sqrt(q / (n > 1 ? n - 1 : 1));
+	double *want = malloc(sizeof(double) * n);
+	for (size_t i = 0; i < n; i++)
+		want[i] = inverse ? x[i] * sd + m : (x[i] - m) / (sd + 1e-5);
+	float stats[2] = {0, 0};
+	sb_dv dx = put(r->a, x, n), ds = put(r->a, NULL, 2);
+	if (!r->a->failed) {
+		ops(r)->moments(dv(r), dx, n, ds);
+		ops(r)->standardise(dv(r), dx, dx, n, ds, 1e-5f, inverse);
+	}
+	get(r->a, got, dx, n);
+	get(r->a, stats, ds, 2);
+	sb_status st = done(r->a);
+	char shape[64];
+	snprintf(shape, sizeof shape, "%zu%s", n, inverse ? " inverse" : "");
+	if (st == SB_OK && (fabs(stats[0] - m) > 1e-5 * fabs(m) || fabs(stats[1] - sd) > 1e-5 * sd)) {
+		printf("  %-9s %-16s %-28s FAIL: mean %g std %g, want %g %g\n", r->dev, "moments",
+		       shape, stats[0], stats[1], m, sd);
+		failures++;
+	}
+	judge(r, "moments", shape, st, got, want, n, 2e-6);
+	arena_free(r->a);
+	free(x);
+	free(got);
+	free(want);
+}
+
 /* Every case, in a fixed order (the CPU's results are matched by position). */
 static void all_cases(run *r)
 {
@@ -787,6 +977,16 @@ static void all_cases(run *r)
 	case_rope(r, 6 * 11, 2 * 24, 2 * 24, 8, 1, 6);   /* band positions */
 	case_head_gate(r, 33, 4, 16);
 	case_head_gate(r, 500, 8, 64);
+	case_stft(r, 256, 64, 21, 128, 96, 1200, 2, 0);   /* HTDemucs's shape, Nyquist dropped */
+	case_stft(r, 64, 15, 9, 33, 32, 120, 1, 1);       /* a RoFormer's: centred, every bin */
+	case_stft(r, 4096, 1024, 3, 2048, 1536, 3000, 2, 0);
+	case_stft(r, 8, 2, 5, 5, 4, 9, 3, 1);             /* the smallest */
+	case_istft(r, 256, 64, 21, 128, 96, 1200, 2, 0, 2, 2, 1);
+	case_istft(r, 64, 15, 9, 33, 32, 120, 1, 1, 0, 0, 0);
+	case_istft(r, 2048, 441, 4, 1025, 1024, 1500, 2, 1, 0, 0, 0);
+	case_moments(r, 1000, 0);
+	case_moments(r, 2000003, 0);
+	case_moments(r, 777, 1);
 }
 
 /* The classic group: one chunk of the built-in separator, against the CPU backend. */

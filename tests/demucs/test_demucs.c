@@ -135,7 +135,7 @@ static const int have_clblast = 0;
 #endif
 
 /* one forward pass of a net on a device (the native CPU when dev is NULL) */
-static sb_status forward_on(const sb_exec *dev, const sb_htdemucs *net, sb_pool *pool,
+static sb_status forward_on(const sb_exec *dev, const sb_htdemucs *net,
                             const float *in, float *out, sb_htdemucs_tap tap, void *user,
                             char *gemm, size_t glen)
 {
@@ -145,11 +145,87 @@ static sb_status forward_on(const sb_exec *dev, const sb_htdemucs *net, sb_pool 
 	sb_htdemucs_on *on = NULL;
 	sb_status st = sb_htdemucs_place(net, x, &logger, &on);
 	if (st == SB_OK)
-		st = sb_htdemucs_forward(on, pool, NULL, 1, in, out, tap, user);
+		st = sb_htdemucs_forward(on, 1, in, out, tap, user);
 	if (gemm)
 		snprintf(gemm, glen, "%s", x->be->describe(x->d));
 	sb_htdemucs_unplace(on);
 	return st;
+}
+
+/* calls of the profile entry 'name' */
+static long prof_calls(const sb_exec *x, const char *name)
+{
+	sb_prof_entry p[96];
+	const int n = x->be->profile(x->d, p, 96);
+	for (int i = 0; i < n; i++)
+		if (!strcmp(p[i].name, name))
+			return p[i].calls;
+	return 0;
+}
+
+/* The segment stays on the device (issue #24): after the first pass (which uploads the
+ * position embeddings once), a pass of 1 or 3 segments uploads its input once, reads the stems
+ * back once and waits once, and its segments come out as a pass of one gives them. */
+static void transfers_case(const char *model, const char *io_name, const sb_exec *cl)
+{
+	char path[8300];
+	snprintf(path, sizeof path, "%s/%s", golden, io_name);
+	sb_model *m = NULL;
+	sb_safetensors *io = NULL;
+	if (open_golden_model(model, &m) != SB_OK || sb_safetensors_open(path, &logger, &io) != SB_OK) {
+		FAIL("%s: cannot open", model);
+		sb_model_free(m);
+		return;
+	}
+	const sb_htdemucs *net = sb_demucs_bag_net(sb_demucs_model_bag(m), 0);
+	int64_t n_in = 0, n_out = 0;
+	float *one = read_all(io, "input", &n_in), *want = read_all(io, "output", &n_out);
+	float *in = malloc(sizeof(float) * (size_t)n_in * 3), *got = malloc(sizeof(float) * (size_t)n_out * 3);
+	for (int b = 0; b < 3; b++)
+		for (int64_t i = 0; i < n_in; i++)
+			in[b * n_in + i] = one[i] * (1.f - 0.25f * (float)b);
+	sb_htdemucs_on *on = NULL;
+	sb_status st = sb_htdemucs_place(net, cl, &logger, &on);
+	if (st == SB_OK)
+		st = sb_htdemucs_forward(on, 1, in, got, NULL, NULL);
+	const double e0 = st == SB_OK ? rel_l2(got, want, (size_t)n_out) : 1;
+	float *single = malloc(sizeof(float) * (size_t)n_out * 3);
+	for (int b = 0; b < 3 && st == SB_OK; b++)
+		st = sb_htdemucs_forward(on, 1, in + b * n_in, single + b * n_out, NULL, NULL);
+	for (int B = 1; B <= 3 && st == SB_OK; B += 2) {
+		cl->be->set_profiling(cl->d, 1);
+		st = sb_htdemucs_forward(on, B, in, got, NULL, NULL);
+		const long up = prof_calls(cl, "upload"), down = prof_calls(cl, "download"),
+		           wait = prof_calls(cl, "finish");
+		sb_prof_entry p[96];
+		const int np = cl->be->profile(cl->d, p, 96);
+		long launches = 0;
+		for (int i = 0; i < np; i++)
+			launches += p[i].calls;
+		launches -= up + down + wait;
+		cl->be->set_profiling(cl->d, 0);
+		const double e = rel_l2(got, single, (size_t)n_out * B);
+		printf("pass of %d segment%s: %ld upload, %ld download, %ld wait, %ld launches "
+		       "(%.1f a segment), rel L2 to passes of one %.2e\n", B, B > 1 ? "s" : "", up, down,
+		       wait, launches, (double)launches / B, e);
+		if (st == SB_OK && (up != 1 || down != 1 || wait != 1))
+			FAIL("a pass of %d made %ld uploads, %ld downloads and %ld waits (1 each expected)",
+			     B, up, down, wait);
+		if (!(e <= 1e-5))
+			FAIL("a pass of %d segments differs from passes of one by %.2e", B, e);
+	}
+	if (st != SB_OK)
+		FAIL("%s: forward failed: %s", model, sb_status_str(st));
+	else if (!(e0 <= 1e-4))
+		FAIL("%s: output rel L2 %.3e", model, e0);
+	sb_htdemucs_unplace(on);
+	free(one);
+	free(want);
+	free(in);
+	free(got);
+	free(single);
+	sb_safetensors_close(io);
+	sb_model_free(m);
 }
 
 /* Run one segment of 'model' on the io file's input (on 'cl' when not NULL); output within
@@ -174,12 +250,10 @@ static void segment_case(const char *model, const char *io_name, double out_tol,
 	int64_t n_in = 0, n_out = 0;
 	float *in = read_all(io, "input", &n_in), *want = read_all(io, "output", &n_out);
 	float *got = malloc(sizeof(float) * (size_t)n_out);
-	sb_pool *pool = NULL;
-	sb_pool_new(0, &pool);
 	taps t = {0};
 	char gemm[64] = "";
 	const double t0 = sb_now();
-	sb_status st = forward_on(cl, net, pool, in, got, acts ? tap_fn : NULL, &t, gemm,
+	sb_status st = forward_on(cl, net, in, got, acts ? tap_fn : NULL, &t, gemm,
 	                          sizeof gemm);
 	const double dt = sb_now() - t0;
 	if (cl && st == SB_OK) {
@@ -229,7 +303,6 @@ static void segment_case(const char *model, const char *io_name, double out_tol,
 	}
 	for (int i = 0; i < t.n; i++)
 		free(t.data[i]);
-	sb_pool_free(pool);
 	free(in);
 	free(want);
 	free(got);
@@ -386,7 +459,7 @@ static void full_case(const sb_exec *cl)
 	sb_pool *pool = NULL;
 	sb_pool_new(0, &pool);
 	t0 = sb_now();
-	sb_status st = forward_on(NULL, net, pool, in, out, NULL, NULL, NULL, 0);
+	sb_status st = forward_on(NULL, net, in, out, NULL, NULL, NULL, 0);
 	const double dt = sb_now() - t0;
 	if (st != SB_OK) {
 		FAIL("full-size forward failed: %s", sb_status_str(st));
@@ -407,7 +480,7 @@ static void full_case(const sb_exec *cl)
 	if (st == SB_OK && cl) {
 		float *dev_out = malloc(sizeof(float) * (size_t)(8 * L));
 		t0 = sb_now();
-		st = forward_on(cl, net, pool, in, dev_out, NULL, NULL, NULL, 0);
+		st = forward_on(cl, net, in, dev_out, NULL, NULL, NULL, 0);
 		const double e = rel_l2(dev_out, out, (size_t)(8 * L));
 		printf("full-size htdemucs on OpenCL: one segment in %.2f s, rel L2 to the native path "
 		       "%.3e (limit 1e-4)\n", sb_now() - t0, e);
@@ -471,7 +544,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(c, "six"))
 		pipeline_case_of(small_name);
 	else if (!strcmp(c, "opencl") || !strcmp(c, "opencl-mid") || !strcmp(c, "opencl-full") ||
-	         !strcmp(c, "opencl-six")) {
+	         !strcmp(c, "opencl-six") || !strcmp(c, "opencl-transfers")) {
 		/* the OpenCL path: the same golden vectors within 1e-4 */
 		const sb_exec *d = open_cl();
 		if (!d) {
@@ -490,6 +563,8 @@ int main(int argc, char **argv)
 			pipeline_cl = NULL;
 		} else if (!strcmp(c, "opencl-mid")) {
 			segment_case(second_name, io2, 1e-4, 0, d);
+		} else if (!strcmp(c, "opencl-transfers")) {
+			transfers_case(small_name, io, d);
 		} else {
 			full_case(d);
 		}

@@ -35,13 +35,14 @@ enum {
 	OP_GEMM, OP_ZERO, OP_COPY, OP_BIAS_ACT, OP_FILL_BIAS, OP_BIAS_COLS, OP_ADD, OP_SCALE_ADD,
 	OP_GLU, OP_GLU_ADD, OP_GROUPNORM, OP_GN_TOKENS, OP_LAYERNORM, OP_SOFTMAX, OP_TRANSPOSE,
 	OP_ROWS_TOKENS, OP_ADD_ROW_CHANNEL, OP_IM2COL, OP_CONVTR, OP_ATTENTION, OP_UPLOAD,
-	OP_DOWNLOAD, OP_RMSNORM, OP_ROPE, OP_HEAD_GATE, OP_COUNT
+	OP_DOWNLOAD, OP_RMSNORM, OP_ROPE, OP_HEAD_GATE, OP_STFT, OP_ISTFT, OP_MOMENTS,
+	OP_STANDARDISE, OP_COUNT
 };
 static const char *const op_names[OP_COUNT] = {
 	"gemm", "zero", "copy", "bias_act", "fill_bias", "bias_cols", "add", "scale_add", "glu",
 	"glu_add", "groupnorm", "groupnorm_tokens", "layernorm", "softmax", "transpose",
 	"rows_tokens", "add_row_channel", "im2col_k8s4", "convtr_k8s4", "attention", "upload",
-	"download", "rmsnorm", "rope", "head_gate",
+	"download", "rmsnorm", "rope", "head_gate", "stft", "istft", "moments", "standardise",
 };
 
 struct sb_bdev {
@@ -1015,11 +1016,47 @@ static void op_gemm(sb_bdev *d, int M, int N, int K, float alpha, sb_dv A, int l
 	prof_add(d, OP_GEMM, t0, 2.0 * M * N * K * batch * batch2);
 }
 
+/* ---- signal operations (cpu_signal.c) ---- */
+
+static void op_stft(sb_bdev *d, const sb_stft *g, sb_dv x, long xs, int ch, long L, sb_dv w,
+                    float scale, sb_dv X)
+{
+	const double t0 = prof_t0(d);
+	if (d->st == SB_OK && sb_cpu_stft(d->pool, g, P(x), xs, ch, L, P(w), scale, P(X)) != SB_OK)
+		d->st = SB_ERR_NOMEM;
+	prof_add(d, OP_STFT, t0, 0);
+}
+
+static void op_istft(sb_bdev *d, const sb_stft *g, sb_dv X, int ch, long L, sb_dv w,
+                     float scale, int e0, int e1, sb_dv o, long os, int add, sb_dv work)
+{
+	const double t0 = prof_t0(d);
+	if (d->st == SB_OK && sb_cpu_istft(d->pool, g, P(X), ch, L, P(w), scale, e0, e1, P(o), os,
+	                                   add, P(work)) != SB_OK)
+		d->st = SB_ERR_NOMEM;
+	prof_add(d, OP_ISTFT, t0, 0);
+}
+
+static void op_moments(sb_bdev *d, sb_dv x, size_t n, sb_dv stats)
+{
+	const double t0 = prof_t0(d);
+	sb_cpu_moments(P(x), n, P(stats));
+	prof_add(d, OP_MOMENTS, t0, 0);
+}
+
+static void op_standardise(sb_bdev *d, sb_dv x, sb_dv o, size_t n, sb_dv stats, float eps,
+                           int inverse)
+{
+	const double t0 = prof_t0(d);
+	sb_cpu_standardise(d->pool, P(x), P(o), n, P(stats), eps, inverse);
+	prof_add(d, OP_STANDARDISE, t0, 0);
+}
+
 static const sb_ops cpu_ops = {
 	op_gemm, op_zero, op_copy, op_bias_act, op_fill_bias, op_bias_cols, op_add, op_scale_add,
 	op_glu, op_glu_add, op_groupnorm, op_groupnorm_tokens, op_layernorm, op_softmax,
 	op_transpose, op_rows_tokens, op_add_row_channel, op_im2col, op_convtr, op_attention,
-	op_rmsnorm, op_rope, op_head_gate,
+	op_rmsnorm, op_rope, op_head_gate, op_stft, op_istft, op_moments, op_standardise,
 };
 
 const sb_backend sb_backend_cpu_impl = {

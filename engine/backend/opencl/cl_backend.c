@@ -65,6 +65,8 @@ static void cl_close(sb_bdev *d)
 		clReleaseMemObject(d->stats);
 	if (d->att)
 		clReleaseMemObject(d->att);
+	if (d->tw)
+		clReleaseMemObject(d->tw);
 	sb_cl_device_close(d->dev);
 	free(d);
 }
@@ -168,7 +170,9 @@ static void cl_download(sb_bdev *d, float *dst, sb_dv src, size_t n)
 
 static sb_status cl_finish(sb_bdev *d)
 {
+	const double t0 = sb_cl_prof_begin(d);
 	const cl_int err = clFinish(d->q);
+	sb_cl_prof_end(d, P_FINISH, t0, 0.0);
 	if (err != CL_SUCCESS)
 		sb_cl_fail(d, sb_cl_status(d->dev, err, "waiting for the device"));
 	return d->st;

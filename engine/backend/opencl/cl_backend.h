@@ -18,8 +18,10 @@ enum {
 	K_NORM_FINAL,
 	K_GN_APPLY, K_GN_APPLY_TOKENS, K_LAYERNORM, K_SOFTMAX, K_SCALE_ADD, K_TRANSPOSE,
 	K_FTEN_TO_TOKENS, K_TOKENS_TO_FTEN, K_ADD_FREQ_EMB, K_IM2COL_TIME, K_CONVTR_GATHER,
-	K_RMSNORM, K_ROPE, K_HEAD_GATE, K_COUNT,
-	P_UPLOAD = K_COUNT, P_DOWNLOAD, P_COPY, P_ZERO, P_COUNT /* profile entries beyond kernels */
+	K_RMSNORM, K_ROPE, K_HEAD_GATE, K_STFT_FRAMES, K_ISTFT_FRAMES, K_ISTFT_OLA,
+	K_MOMENTS_FINAL, K_STANDARDISE, K_COUNT,
+	P_UPLOAD = K_COUNT, P_DOWNLOAD, P_COPY, P_ZERO, P_FINISH,
+	P_COUNT /* profile entries beyond kernels (finish: the waits a model asked for) */
 };
 
 struct sb_bdev {
@@ -38,6 +40,7 @@ struct sb_bdev {
 	size_t parts_n;
 	cl_mem att;             /* attention scores (op_attention) */
 	size_t att_n;
+	cl_mem tw;              /* the FFTs' twiddles, exp(-2 pi i m / 8192), m < 4096 */
 	sb_cl_gemm_kind gemm;   /* CLBlast or the own kernel (cl_blas.h) */
 	int profiling;
 	long prof_calls[P_COUNT];

@@ -8,6 +8,7 @@
 
 #include "ops_cl.h" /* generated: the kernels' source */
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,8 @@ const char *const sb_cl_op_names[P_COUNT] = {
 	"norm_final",
 	"gn_apply", "gn_apply_tokens", "layernorm", "softmax_rows", "scale_add", "transpose",
 	"ften_to_tokens", "tokens_to_ften", "add_freq_emb", "im2col_time", "convtr_gather",
-	"rmsnorm", "rope", "head_gate", "upload", "download", "copy", "zero",
+	"rmsnorm", "rope", "head_gate", "stft_frames", "istft_frames", "istft_ola",
+	"moments_final", "standardise", "upload", "download", "copy", "zero", "finish",
 };
 
 void sb_cl_fail(sb_bdev *d, sb_status st)
@@ -284,9 +286,9 @@ static int norm_slices(const sb_bdev *c, long n)
 	return g < 1 ? 1 : g > 1024 ? 1024 : (int)g;
 }
 
-static void stats(sb_bdev *c, sb_dv x, long stride, long n, int batch)
+/* norm_part: G slices of each batch item's count, mean and M2 in c->parts */
+static void part_stats(sb_bdev *c, sb_dv x, long stride, long n, int batch)
 {
-	need_stats(c, (size_t)batch);
 	const int G = norm_slices(c, n);
 	const size_t parts = (size_t)batch * (size_t)G;
 	if (c->st == SB_OK && c->parts_n < parts) {
@@ -310,6 +312,14 @@ static void stats(sb_bdev *c, sb_dv x, long stride, long n, int batch)
 	a_mem(&a, c->parts);
 	const size_t g = parts * c->red_wg, l = c->red_wg;
 	run(&a, 1, &g, &l);
+}
+
+static void stats(sb_bdev *c, sb_dv x, long stride, long n, int batch)
+{
+	need_stats(c, (size_t)batch);
+	part_stats(c, x, stride, n, batch);
+	const int G = norm_slices(c, n);
+	const size_t l = c->red_wg;
 	kargs f = args(c, K_NORM_FINAL);
 	a_mem(&f, c->parts);
 	a_i32(&f, G);
@@ -603,9 +613,175 @@ static void op_head_gate(sb_bdev *c, sb_dv x, int ldx, sb_dv g, int ldg, size_t 
 	run(&a, 2, gs, l);
 }
 
+/* ---- short-time Fourier transforms: one work-group a frame (ops.cl) ---- */
+
+#define TW_N 8192 /* the twiddle table's transform length */
+
+static int log2i(int n)
+{
+	int b = 0;
+	while ((1 << b) < n)
+		b++;
+	return b;
+}
+
+/* the twiddle table, made at the first transform; SB_OK when the device can run the FFT
+ * kernels (n_fft a power of two from 8 to 8192, 32 KB of local memory) */
+static sb_status fft_ready(sb_bdev *c, int n_fft)
+{
+	if (c->st != SB_OK || sb_cl_ops_ready(c) != SB_OK)
+		return SB_ERR_DEVICE;
+	if (n_fft < 8 || n_fft > TW_N || (n_fft & (n_fft - 1))) {
+		sb_log(c->log, SB_LOG_ERROR, "an STFT of %d points: the OpenCL backend takes powers "
+		       "of two from 8 to %d", n_fft, TW_N);
+		sb_cl_fail(c, SB_ERR_INVALID);
+		return SB_ERR_INVALID;
+	}
+	if (c->tw)
+		return SB_OK;
+	cl_ulong local = 0;
+	clGetDeviceInfo(sb_cl_device_id(c->dev), CL_DEVICE_LOCAL_MEM_SIZE, sizeof local, &local,
+	                NULL);
+	if (local < sizeof(float) * TW_N) {
+		sb_log(c->log, SB_LOG_ERROR, "the device's local memory (%lu bytes) is below the "
+		       "STFT's %zu", (unsigned long)local, sizeof(float) * TW_N);
+		sb_cl_fail(c, SB_ERR_DEVICE);
+		return SB_ERR_DEVICE;
+	}
+	float *h = malloc(sizeof(float) * TW_N);
+	if (!h) {
+		sb_cl_fail(c, SB_ERR_NOMEM);
+		return SB_ERR_NOMEM;
+	}
+	for (int m = 0; m < TW_N / 2; m++) {
+		const double a = -2.0 * M_PI * m / TW_N;
+		h[2 * m] = (float)cos(a);
+		h[2 * m + 1] = (float)sin(a);
+	}
+	sb_status st = sb_cl_device_alloc(c->dev, sizeof(float) * TW_N, CL_MEM_READ_ONLY, &c->tw);
+	if (st == SB_OK) {
+		const cl_int err = clEnqueueWriteBuffer(c->q, c->tw, CL_TRUE, 0, sizeof(float) * TW_N,
+		                                        h, 0, NULL, NULL);
+		if (err != CL_SUCCESS) {
+			st = sb_cl_status(c->dev, err, "uploading the FFT's twiddles");
+			clReleaseMemObject(c->tw);
+			c->tw = NULL;
+		}
+	}
+	free(h);
+	if (st != SB_OK)
+		sb_cl_fail(c, st);
+	return st;
+}
+
+static size_t fft_wg(const sb_bdev *c, int n_fft)
+{
+	size_t wg = c->red_wg;
+	while (wg > 32 && wg > (size_t)n_fft / 4)
+		wg /= 2;
+	return wg;
+}
+
+static void op_stft(sb_bdev *c, const sb_stft *g, sb_dv x, long xs, int ch, long L, sb_dv w,
+                    float scale, sb_dv X)
+{
+	if (g->frames <= 0 || ch <= 0 || fft_ready(c, g->n_fft) != SB_OK)
+		return;
+	kargs a = args(c, K_STFT_FRAMES);
+	a_db(&a, x);
+	a_i64(&a, xs);
+	a_i64(&a, L);
+	a_i32(&a, g->n_fft);
+	a_i32(&a, log2i(g->n_fft / 2));
+	a_i32(&a, g->hop);
+	a_i64(&a, g->pad);
+	a_db(&a, w);
+	a_f32(&a, scale);
+	a_mem(&a, c->tw);
+	a_i32(&a, TW_N / g->n_fft);
+	a_db(&a, X);
+	a_i32(&a, g->bins);
+	a_i64(&a, g->sc);
+	a_i64(&a, g->sf);
+	a_i64(&a, g->st);
+	a_i64(&a, g->sri);
+	const size_t wg = fft_wg(c, g->n_fft);
+	const size_t gs[2] = {(size_t)g->frames * wg, (size_t)ch}, l[2] = {wg, 1};
+	run(&a, 2, gs, l);
+}
+
+static void op_istft(sb_bdev *c, const sb_stft *g, sb_dv X, int ch, long L, sb_dv w,
+                     float scale, int e0, int e1, sb_dv o, long os, int add, sb_dv work)
+{
+	if (g->frames <= 0 || ch <= 0 || fft_ready(c, g->n_fft) != SB_OK)
+		return;
+	kargs a = args(c, K_ISTFT_FRAMES);
+	a_db(&a, X);
+	a_i32(&a, g->bins);
+	a_i64(&a, g->sc);
+	a_i64(&a, g->sf);
+	a_i64(&a, g->st);
+	a_i64(&a, g->sri);
+	a_i32(&a, g->frames);
+	a_i32(&a, g->n_fft);
+	a_i32(&a, log2i(g->n_fft / 2));
+	a_db(&a, w);
+	a_f32(&a, scale);
+	a_mem(&a, c->tw);
+	a_i32(&a, TW_N / g->n_fft);
+	a_db(&a, work);
+	const size_t wg = fft_wg(c, g->n_fft);
+	const size_t gs[2] = {(size_t)g->frames * wg, (size_t)ch}, l[2] = {wg, 1};
+	run(&a, 2, gs, l);
+	kargs b = args(c, K_ISTFT_OLA);
+	a_db(&b, work);
+	a_i32(&b, g->frames);
+	a_i32(&b, g->n_fft);
+	a_i32(&b, g->hop);
+	a_i64(&b, g->pad);
+	a_i64(&b, L);
+	a_db(&b, w);
+	a_i32(&b, e0);
+	a_i32(&b, e1);
+	a_db(&b, o);
+	a_i64(&b, os);
+	a_i32(&b, add);
+	const size_t go[2] = {(size_t)L, (size_t)ch}, lo[2] = {256, 1};
+	run(&b, 2, go, lo);
+}
+
+/* ---- standardisation: norm_part's slices, merged into a mean and a std ---- */
+
+static void op_moments(sb_bdev *c, sb_dv x, size_t n, sb_dv stats)
+{
+	if (n == 0 || c->st != SB_OK || sb_cl_ops_ready(c) != SB_OK)
+		return;
+	part_stats(c, x, 0, (long)n, 1);
+	const int G = norm_slices(c, (long)n);
+	kargs f = args(c, K_MOMENTS_FINAL);
+	a_mem(&f, c->parts);
+	a_i32(&f, G);
+	a_db(&f, stats);
+	const size_t l = c->red_wg;
+	run(&f, 1, &l, &l);
+}
+
+static void op_standardise(sb_bdev *c, sb_dv x, sb_dv o, size_t n, sb_dv stats, float eps,
+                           int inverse)
+{
+	kargs a = args(c, K_STANDARDISE);
+	a_db(&a, x);
+	a_db(&a, o);
+	a_u64(&a, n);
+	a_db(&a, stats);
+	a_f32(&a, eps);
+	a_i32(&a, inverse);
+	run(&a, 1, &n, NULL);
+}
+
 const sb_ops sb_cl_ops = {
 	op_gemm, op_zero, op_copy, op_bias_act, op_fill_bias, op_bias_cols, op_add, op_scale_add,
 	op_glu, op_glu_add, op_groupnorm, op_groupnorm_tokens, op_layernorm, op_softmax,
 	op_transpose, op_rows_tokens, op_add_row_channel, op_im2col, op_convtr, op_attention,
-	op_rmsnorm, op_rope, op_head_gate,
+	op_rmsnorm, op_rope, op_head_gate, op_stft, op_istft, op_moments, op_standardise,
 };

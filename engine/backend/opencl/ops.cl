@@ -455,3 +455,191 @@ __kernel void head_gate(__global float *x, ulong xoff, int ldx, __global const f
 		return;
 	x[xoff + r * ldx + e] *= sigm(g[goff + r * ldg + e / hd]);
 }
+
+/* ---- short-time Fourier transforms (backend.h: stft, istft) ----
+ * One work-group a frame of a channel. A real frame of n_fft samples goes through one complex
+ * FFT of n = n_fft / 2 points in local memory (even and odd samples as real and imaginary
+ * parts, the usual packing), in place: loaded in bit-reversed order, then log2 n radix-2
+ * butterfly stages. tw[m] = exp(-2 pi i m / 8192), m < 4096, computed in double on the host;
+ * a transform of N = n_fft points uses every (8192 / N)-th entry (tstep). */
+#define FFT_MAX 4096 /* complex points: n_fft up to 8192 */
+
+static float2 c_mul(float2 a, float2 b)
+{
+	return (float2)(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
+}
+
+static int bit_rev(int m, int bits)
+{
+	int r = 0;
+	for (int i = 0; i < bits; i++, m >>= 1)
+		r = (r << 1) | (m & 1);
+	return r;
+}
+
+static long reflect_once(long s, long L)
+{
+	if (s < 0)
+		s = -s;
+	if (s >= L)
+		s = 2 * (L - 1) - s;
+	return s;
+}
+
+/* exp(-2 pi i k / N), or its conjugate for the inverse */
+static float2 twiddle(__global const float2 *tw, int k, int tstep, int inv)
+{
+	const float2 w = tw[k * tstep];
+	return inv ? (float2)(w.x, -w.y) : w;
+}
+
+/* the n-point complex FFT of z (in bit-reversed order) in place; the transform of N = 2n real
+ * points takes its twiddles at step tstep, so the stage of length len takes step
+ * tstep * N / len */
+static void fft_stages(__local float2 *z, int n, __global const float2 *tw, int tstep, int inv)
+{
+	const int l = get_local_id(0), wg = get_local_size(0);
+	for (int len = 2; len <= n; len <<= 1) {
+		const int hl = len >> 1, step = tstep * (2 * n / len);
+		for (int b = l; b < n / 2; b += wg) {
+			const int grp = b / hl, k = b - grp * hl;
+			const int i0 = grp * len + k, i1 = i0 + hl;
+			const float2 u = z[i0], v = c_mul(z[i1], twiddle(tw, k * step, 1, inv));
+			z[i0] = u + v;
+			z[i1] = u - v;
+		}
+		barrier(CLK_LOCAL_MEM_FENCE);
+	}
+}
+
+/* frame t = group 0, channel c = group 1 */
+__kernel void stft_frames(__global const float *x, ulong xoff, long xs, long L, int n_fft,
+                          int bits, int hop, long pad, __global const float *w, ulong woff,
+                          float scale, __global const float2 *tw, int tstep,
+                          __global float *X, ulong Xoff, int bins, long sc, long sf, long st,
+                          long sri)
+{
+	__local float2 z[FFT_MAX];
+	const int l = get_local_id(0), wg = get_local_size(0);
+	const int t = get_group_id(0), c = get_group_id(1), n = n_fft >> 1;
+	const __global float *xc = x + xoff + c * xs;
+	w += woff;
+	const long s0 = (long)t * hop - pad;
+	for (int m = l; m < n; m += wg) {
+		const long a = s0 + 2 * m;
+		z[bit_rev(m, bits)] = (float2)(xc[reflect_once(a, L)] * w[2 * m],
+		                               xc[reflect_once(a + 1, L)] * w[2 * m + 1]);
+	}
+	barrier(CLK_LOCAL_MEM_FENCE);
+	fft_stages(z, n, tw, tstep, 0);
+	__global float *o = X + Xoff + c * sc + t * st;
+	for (int k = l; k < bins; k += wg) {
+		float2 v;
+		if (k == 0 || k == n) {
+			const float2 z0 = z[0];
+			v = (float2)(k == 0 ? z0.x + z0.y : z0.x - z0.y, 0.f);
+		} else {
+			const float2 a = z[k], b = (float2)(z[n - k].x, -z[n - k].y);
+			const float2 e = 0.5f * (a + b), d = 0.5f * (a - b);
+			v = e + c_mul(twiddle(tw, k, tstep, 0), (float2)(d.y, -d.x));
+		}
+		o[k * sf] = v.x * scale;
+		o[k * sf + sri] = v.y * scale;
+	}
+}
+
+/* bin k of frame (c, t) as the inverse reads it: zero from bins on, DC and Nyquist real */
+static float2 bin_of(__global const float *x, int k, int n, int bins, long sf, long sri)
+{
+	if (k >= bins)
+		return (float2)(0.f, 0.f);
+	return (float2)(x[k * sf], k == 0 || k == n ? 0.f : x[k * sf + sri]);
+}
+
+/* frame t = group 0, channel c = group 1: work[c][t][i] = scale w[i] y[i] */
+__kernel void istft_frames(__global const float *X, ulong Xoff, int bins, long sc, long sf,
+                           long st, long sri, int frames, int n_fft, int bits,
+                           __global const float *w, ulong woff, float scale,
+                           __global const float2 *tw, int tstep, __global float *work,
+                           ulong workoff)
+{
+	__local float2 z[FFT_MAX];
+	const int l = get_local_id(0), wg = get_local_size(0);
+	const int t = get_group_id(0), c = get_group_id(1), n = n_fft >> 1;
+	const __global float *x = X + Xoff + c * sc + t * st;
+	/* Z[k] = (Y[k] + conj Y[n-k]) + i exp(+2 pi i k / N) (Y[k] - conj Y[n-k]): its n-point
+	 * inverse is y[2m] + i y[2m+1] */
+	for (int k = l; k < n; k += wg) {
+		const float2 ya = bin_of(x, k, n, bins, sf, sri), yc = bin_of(x, n - k, n, bins, sf, sri);
+		const float2 yb = (float2)(yc.x, -yc.y);
+		const float2 s = ya + yb, d = c_mul(ya - yb, twiddle(tw, k, tstep, 1));
+		z[bit_rev(k, bits)] = (float2)(s.x - d.y, s.y + d.x);
+	}
+	barrier(CLK_LOCAL_MEM_FENCE);
+	fft_stages(z, n, tw, tstep, 1);
+	w += woff;
+	__global float *o = work + workoff + ((long)c * frames + t) * n_fft;
+	for (int m = l; m < n; m += wg) {
+		const float2 v = z[m];
+		o[2 * m] = v.x * scale * w[2 * m];
+		o[2 * m + 1] = v.y * scale * w[2 * m + 1];
+	}
+}
+
+/* output sample j = id 0 of channel c = id 1: the frames over it in frame order, divided by
+ * the squared-window envelope of frames -e0 .. frames + e1 - 1 */
+__kernel void istft_ola(__global const float *work, ulong workoff, int frames, int n_fft,
+                        int hop, long pad, long L, __global const float *w, ulong woff, int e0,
+                        int e1, __global float *o, ulong ooff, long os, int add)
+{
+	const long j = get_global_id(0);
+	const int c = get_global_id(1);
+	if (j >= L)
+		return;
+	w += woff;
+	const long p = j + pad;
+	const __global float *fr = work + workoff + (long)c * frames * n_fft;
+	long t0 = p - n_fft < 0 ? 0 : (p - n_fft) / hop + 1, t1 = min(p / hop, (long)frames - 1);
+	float acc = 0.f;
+	for (long t = t0; t <= t1; t++)
+		acc += fr[t * n_fft + (p - t * hop)];
+	float env = 0.f;
+	for (long f = (p - n_fft) / hop; f <= p / hop; f++) {
+		const long i = p - f * hop;
+		if (f >= -e0 && f < frames + e1 && i >= 0 && i < n_fft)
+			env += w[i] * w[i];
+	}
+	const float v = env > 1e-11f ? acc * (1.f / env) : 0.f;
+	__global float *q = o + ooff + c * os + j;
+	*q = add ? *q + v : v;
+}
+
+/* ---- standardisation (backend.h: moments, standardise) ---- */
+
+/* the mean and the unbiased standard deviation from norm_part's G slices; one work-group */
+__kernel __attribute__((reqd_work_group_size(RED_WG, 1, 1)))
+void moments_final(__global const float *part, int G, __global float *stats, ulong soff)
+{
+	__local float rn[RED_WG], rm[RED_WG], rq[RED_WG];
+	const int l = get_local_id(0);
+	float cn = 0.f, cm = 0.f, cq = 0.f;
+	for (int i = l; i < G; i += RED_WG)
+		merge(&cn, &cm, &cq, part[3 * i], part[3 * i + 1], part[3 * i + 2]);
+	merge_group(rn, rm, rq, l, cn, cm, cq);
+	if (l == 0) {
+		stats[soff] = rm[0];
+		stats[soff + 1] = sqrt(rq[0] / (rn[0] > 1.f ? rn[0] - 1.f : 1.f));
+	}
+}
+
+__kernel void standardise(__global const float *x, ulong xoff, __global float *o, ulong ooff,
+                          ulong n, __global const float *stats, ulong soff, float eps,
+                          int inverse)
+{
+	const ulong i = get_global_id(0);
+	if (i >= n)
+		return;
+	const float m = stats[soff], s = stats[soff + 1];
+	const float v = x[xoff + i];
+	o[ooff + i] = inverse ? v * s + m : (v - m) / (s + eps);
+}

@@ -287,11 +287,9 @@ typedef struct {
 	float *in;            /* [nb][ac][Ls] */
 } block;
 
-/* what a device keeps for the file: the nets placed on it, its workspace and host threads */
+/* what a device keeps for the file: the nets placed on it */
 typedef struct {
 	sb_htdemucs_on *on[64];
-	sb_htdemucs_ws *ws;
-	sb_pool *pool;
 	int batch;            /* segments per pass on this device */
 } devstate;
 
@@ -377,11 +375,6 @@ static sb_status sh_run(void *user, int dev, void **dstate, const void *blk, int
 			return SB_ERR_NOMEM;
 		*dstate = d;
 		d->batch = u->batch[dev];
-		sb_status st = sb_pool_new(sb_share_threads(ctx), &d->pool);
-		if (st != SB_OK)
-			return st;
-		if (!(d->ws = sb_htdemucs_ws_new()))
-			return SB_ERR_NOMEM;
 	}
 	const int k = g->nets[t];
 	sb_status st = SB_OK;
@@ -395,7 +388,7 @@ static sb_status sh_run(void *user, int dev, void **dstate, const void *blk, int
 	const size_t out_seg = (size_t)p->S * in_seg;
 	for (int j = 0; j < b->nb && st == SB_OK;) {
 		const int n = b->nb - j < d->batch ? b->nb - j : d->batch;
-		st = sb_htdemucs_forward(d->on[k], d->pool, d->ws, n, b->in + (size_t)j * in_seg,
+		st = sb_htdemucs_forward(d->on[k], n, b->in + (size_t)j * in_seg,
 		                         out + (size_t)j * out_seg, NULL, NULL);
 		if (st == SB_ERR_DEVICE_OOM && d->batch > 1) {
 			sb_log(ctx->log, SB_LOG_WARNING, "%s ran out of memory at %d segments per pass: "
@@ -471,8 +464,6 @@ static void sh_release(void *user, int dev, void *dstate)
 	devstate *d = dstate;
 	for (int k = 0; k < 64; k++)
 		sb_htdemucs_unplace(d->on[k]);
-	sb_htdemucs_ws_free(d->ws);
-	sb_pool_free(d->pool);
 	free(d);
 }
 

@@ -55,12 +55,6 @@ const sb_htdemucs_config *sb_htdemucs_cfg(const sb_htdemucs *net);
 /* Parameters (floats) the net holds, for logs and benches. */
 int64_t sb_htdemucs_params(const sb_htdemucs *net);
 
-/* A cache of host buffers kept from one segment to the next (htdemucs_ws.c) for the host
- * side of a pass (STFTs); one per job, NULL works. */
-typedef struct sb_htdemucs_ws sb_htdemucs_ws;
-sb_htdemucs_ws *sb_htdemucs_ws_new(void);
-void sb_htdemucs_ws_free(sb_htdemucs_ws *ws);
-
 /* Intermediate activations, in the reference's layout with the batch dimension dropped
  * (freq-branch tensors as [C][F][T]), named as the golden files' "act.*" tensors without the
  * "act." prefix. For tests; costs a copy per tap, nothing when the tap is NULL. */
@@ -78,12 +72,11 @@ void sb_htdemucs_unplace(sb_htdemucs_on *p);
 const sb_exec *sb_htdemucs_on_device(const sb_htdemucs_on *p);
 
 /* One forward pass over 'batch' segments: in is [batch][audio_channels][segment_length], out
- * is [batch][n_sources][audio_channels][segment_length] in the file's source order. pool runs
- * the host side (STFTs; may be NULL), ws may be NULL; the tap sees the first segment's
- * activations when batch is 1. Device failures come back as SB_ERR_DEVICE_OOM /
+ * is [batch][n_sources][audio_channels][segment_length] in the file's source order: the whole
+ * pass, STFTs and normalisation included, runs on the device, with one upload and one
+ * download; the tap sees the first segment's activations when batch is 1. Device failures come back as SB_ERR_DEVICE_OOM /
  * SB_ERR_DEVICE_LOST / SB_ERR_DEVICE for the job runner. */
-sb_status sb_htdemucs_forward(sb_htdemucs_on *p, sb_pool *pool, sb_htdemucs_ws *ws, int batch,
-                              const float *in, float *out, sb_htdemucs_tap tap, void *tap_user);
+sb_status sb_htdemucs_forward(sb_htdemucs_on *p, int batch, const float *in, float *out, sb_htdemucs_tap tap, void *tap_user);
 
 /* Flags (either may be NULL) that a pass checks between layers: once one is set, the pass
  * stops there and returns SB_ERR_CANCELLED (the job's cancel; the pipeline's "another device

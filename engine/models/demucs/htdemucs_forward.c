@@ -2,11 +2,12 @@
  * interface (backend/backend.h): the same code runs on the CPU backend and on an OpenCL GPU.
  *
  * Per segment: STFT, complex as channels, normalisation of both branches by their own mean and
- * (unbiased) std (on the host: 1 % of the work, and the transfers around it are small), four
- * encoder layers per branch (the frequency embedding added after the first frequency layer),
- * the channel up-sampling, the cross-domain transformer, the channel down-sampling, four
- * decoder layers per branch with the encoders' outputs as skips, then the frequency branch's
- * iSTFT plus the time branch, each de-normalised (host again).
+ * (unbiased) std, four encoder layers per branch (the frequency embedding added after the
+ * first frequency layer), the channel up-sampling, the cross-domain transformer, the channel
+ * down-sampling, four decoder layers per branch with the encoders' outputs as skips, then the
+ * frequency branch's iSTFT plus the time branch, each de-normalised. All of it on the device:
+ * a pass uploads its segments, enqueues, and reads the stems back once (the sine position
+ * embeddings are uploaded at the first pass and kept).
  *
  * Layouts (htdemucs_internal.h): a frequency tensor is [B][F + 4][C][T], each segment's rows
  * with two zero rows before and after, so a convolution over frequencies with kernel 8 and
@@ -40,6 +41,8 @@ struct sb_htdemucs_on {
 	sb_place p;
 	const sb_htdemucs *net;
 	long passes;
+	sb_bbuf *pos;   /* the transformer's sine embeddings, made at the first pass */
+	size_t pos_n;
 };
 
 void sb_htdemucs_on_stop(sb_htdemucs_on *r, const atomic_int *a, const atomic_int *b)
@@ -86,6 +89,8 @@ void sb_htdemucs_unplace(sb_htdemucs_on *r)
 {
 	if (!r)
 		return;
+	if (r->pos)
+		r->p.x.be->release(r->p.x.d, r->pos);
 	sb_place_fini(&r->p);
 	free(r);
 }
@@ -442,26 +447,42 @@ void hd_pos_1d(float *x, int D, int T2)
 	}
 }
 
-/* the sine embeddings, computed on the host once per shape, added to every segment */
+/* the sine embeddings, computed on the host and uploaded at the first pass, added to every
+ * segment */
 static void add_pos(sb_htdemucs_on *r, sb_dv x, int D, int Fr, int T1, sb_dv xt, int T2, int B)
 {
 	const size_t n1 = (size_t)Fr * T1 * D, n2 = (size_t)T2 * D;
-	float *pe = calloc(n1 + n2, sizeof(float));
-	if (!pe) {
-		fail(r, SB_ERR_NOMEM);
+	if (pass_status(r) != SB_OK)
 		return;
-	}
-	hd_pos_2d(pe, D, Fr, T1);
-	hd_pos_1d(pe + n1, D, T2);
-	sb_dv d = A(r, n1 + n2);
-	if (pass_status(r) == SB_OK)
+	if (!r->pos || r->pos_n != n1 + n2) {
+		if (r->pos)
+			r->p.x.be->release(r->p.x.d, r->pos);
+		r->pos = NULL;
+		float *pe = calloc(n1 + n2, sizeof(float));
+		sb_status st = pe ? r->p.x.be->alloc(r->p.x.d, n1 + n2, &r->pos) : SB_ERR_NOMEM;
+		if (st != SB_OK) {
+			free(pe);
+			r->pos = NULL;
+			fail(r, st);
+			return;
+		}
+		r->pos_n = n1 + n2;
+		hd_pos_2d(pe, D, Fr, T1);
+		hd_pos_1d(pe + n1, D, T2);
+		const sb_dv d = {r->pos, 0};
 		r->p.x.be->upload(r->p.x.d, d, pe, n1 + n2);
+		free(pe);
+		if (pass_status(r) != SB_OK) { /* not kept half-written */
+			r->p.x.be->release(r->p.x.d, r->pos);
+			r->pos = NULL;
+			return;
+		}
+	}
+	const sb_dv d = {r->pos, 0};
 	for (int b = 0; b < B; b++) {
 		OP(r)->add(r->p.x.d, sb_dv_at(x, (size_t)b * n1), d, n1);
 		OP(r)->add(r->p.x.d, sb_dv_at(xt, (size_t)b * n2), sb_dv_at(d, n1), n2);
 	}
-	R(r, d);
-	free(pe);
 }
 
 static void transformer(sb_htdemucs_on *r, sb_dv x, int Fr, int T1, sb_dv xt, int T2, int B)
@@ -556,46 +577,6 @@ static void tap_tokens(dtap *tp, const char *name, sb_dv x, int Fr, int T, int D
 	free(o);
 }
 
-/* ---- host side of the pass ---- */
-
-/* mean and unbiased std (torch.Tensor.std) in double */
-static void mean_std(const float *x, int64_t n, float *mean, float *std_)
-{
-	double s = 0;
-	for (int64_t i = 0; i < n; i++)
-		s += x[i];
-	const double m = s / (double)n;
-	double q = 0;
-	for (int64_t i = 0; i < n; i++)
-		q += (x[i] - m) * (x[i] - m);
-	*mean = (float)m;
-	*std_ = (float)sqrt(q / (double)(n > 1 ? n - 1 : 1));
-}
-
-void hd_cac_normalise(const float *z, int ac, int F, int T, hd_ften *x, float *mean, float *std_)
-{
-	for (int c = 0; c < ac; c++)
-		for (int f = 0; f < F; f++)
-			for (int t = 0; t < T; t++)
-				for (int ri = 0; ri < 2; ri++)
-					hd_row(x, f)[(size_t)(c * 2 + ri) * T + t] =
-						z[(((size_t)c * F + f) * T + t) * 2 + ri];
-	const int64_t n = (int64_t)F * 2 * ac * T;
-	float *p = hd_row(x, 0);
-	mean_std(p, n, mean, std_);
-	const float d = 1e-5f + *std_;
-	for (int64_t i = 0; i < n; i++)
-		p[i] = (p[i] - *mean) / d;
-}
-
-void hd_normalise_time(const float *in, int64_t n, float *out, float *mean, float *std_)
-{
-	mean_std(in, n, mean, std_);
-	const float d = 1e-5f + *std_;
-	for (int64_t i = 0; i < n; i++)
-		out[i] = (in[i] - *mean) / d;
-}
-
 /* the reference's "b c (f t)" order of up-sampled tokens [T][Fr][D] */
 static void tap_bcft(dtap *tp, const char *name, sb_dv x, int Fr, int T, int D)
 {
@@ -615,8 +596,52 @@ static void tap_bcft(dtap *tp, const char *name, sb_dv x, int Fr, int T, int D)
 	free(o);
 }
 
-sb_status sb_htdemucs_forward(sb_htdemucs_on *r, sb_pool *pool, sb_htdemucs_ws *ws, int B,
-                              const float *in, float *out, sb_htdemucs_tap tap, void *tap_user)
+/* HTDemucs._spec and ._ispec (demucs/htdemucs.py, demucs/spec.py) as the stft and istft
+ * operations compute them:
+ *
+ * _spec: the segment is reflect-padded by 3/2 hop on the left and up to a whole number of
+ * hops plus 3/2 hop on the right, then torch.stft(n_fft 4096, hop 1024, periodic Hann,
+ * normalized, center=True with reflect padding) is taken and frames 2 .. 2+T-1 kept, with the
+ * Nyquist bin dropped. The kept frames never reach stft's own centre padding, so frame t
+ * starts at sample 1024 t - 1536 of the segment with one level of reflection.
+ *
+ * _ispec: the inverse with the Nyquist bin and two frames on each side zeroed, then
+ * torch.istft: irfft of each frame times sqrt(n_fft) (undoing "normalized"), windowed,
+ * overlap-added and divided by the overlap-added squared window (over all T+4 frames: e0 =
+ * e1 = 2), and the centre and 3/2-hop padding cropped away.
+ *
+ * The spectrum of C / 2 complex channels lies as the frequency branch's rows [F][C][T],
+ * channel 2 c real and 2 c + 1 imaginary (complex as channels). */
+static sb_stft spec_geometry(int T, int C)
+{
+	const sb_stft g = {HD_NFFT, HD_HOP, T, HD_NFFT / 2, HD_HOP / 2 * 3,
+	                   2L * T, (long)C * T, 1, T};
+	return g;
+}
+
+/* the reference's spec [ac][F][T][2] from the rows of x's segment */
+static void tap_spec(dtap *tp, sb_dv z, int ac, int F, int T)
+{
+	if (!tp->fn)
+		return;
+	const size_t n = (size_t)F * 2 * ac * T;
+	float *h = fetch(tp, z, n);
+	float *o = h ? malloc(sizeof(float) * n) : NULL;
+	if (o) {
+		for (int c = 0; c < ac; c++)
+			for (int f = 0; f < F; f++)
+				for (int t = 0; t < T; t++)
+					for (int ri = 0; ri < 2; ri++)
+						o[(((size_t)c * F + f) * T + t) * 2 + ri] =
+							h[((size_t)f * 2 * ac + 2 * c + ri) * T + t];
+		const int64_t sh[4] = {ac, F, T, 2};
+		tp->fn(tp->user, "spec", o, 4, sh);
+	}
+	free(h);
+	free(o);
+}
+
+sb_status sb_htdemucs_forward(sb_htdemucs_on *r, int B, const float *in, float *out, sb_htdemucs_tap tap, void *tap_user)
 {
 	const sb_htdemucs *net = r->net;
 	const sb_htdemucs_config *cfg = &net->cfg;
@@ -635,42 +660,33 @@ sb_status sb_htdemucs_forward(sb_htdemucs_on *r, sb_pool *pool, sb_htdemucs_ws *
 	for (int i = 0; i < HD_DEPTH; i++)
 		tl[i + 1] = (tl[i] + 3) / 4;
 
-	/* host: STFT, complex as channels, both branches' normalisation, per segment */
-	float mean[64], std_[64], meant[64], stdt[64];
+	/* the STFT, complex as channels, both branches' normalisation, each segment on the device:
+	 * per segment a mean and std of its spectrum (nst[4b], [4b+1]) and of its waveform
+	 * ([4b+2], [4b+3]), kept for the way back */
 	if (B > 64)
 		return SB_ERR_INVALID;
+	const size_t seg_in = (size_t)ac * L;
+	const sb_stft sg = spec_geometry(T, 2 * ac);
+	const float fscale = 1.f / sqrtf((float)HD_NFFT);
 	dften x, e[HD_DEPTH];
-	sb_dv te[HD_DEPTH], xt = A(r, (size_t)B * ac * L);
+	sb_dv te[HD_DEPTH], xt = A(r, (size_t)B * seg_in), mix = A(r, (size_t)B * seg_in);
+	sb_dv nst = A(r, (size_t)4 * B);
 	dften_new(r, &x, B, F, 2 * ac, T);
-	{
-		hd_ften hx = {0};
-		float *z = hd_alloc(ws, sizeof(float) * (size_t)ac * F * T * 2);
-		float *hxt = hd_alloc(ws, sizeof(float) * (size_t)ac * L);
-		st = z && hxt ? hd_ften_alloc(ws, &hx, F, 2 * ac, T) : SB_ERR_NOMEM;
-		for (int b = 0; b < B && st == SB_OK; b++) {
-			const float *seg = in + (size_t)b * ac * L;
-			st = hd_spec(net, pool, ws, seg, ac, L, z);
-			if (st != SB_OK)
-				break;
-			if (tp.fn) {
-				const int64_t shape[4] = {ac, F, T, 2};
-				tp.fn(tp.user, "spec", z, 4, shape);
-			}
-			hd_cac_normalise(z, ac, F, T, &hx, &mean[b], &std_[b]);
-			hd_normalise_time(seg, (int64_t)ac * L, hxt, &meant[b], &stdt[b]);
-			if (pass_status(r) == SB_OK) {
-				r->p.x.be->upload(r->p.x.d, drow(&x, b, 0), hd_row(&hx, 0), (size_t)F * 2 * ac * T);
-				r->p.x.be->upload(r->p.x.d, sb_dv_at(xt, (size_t)b * ac * L), hxt, (size_t)ac * L);
-			}
-		}
-		hd_free(ws, z);
-		hd_free(ws, hxt);
-		hd_ften_free(ws, &hx);
-		if (st != SB_OK) {
-			fail(r, st);
-			goto end;
-		}
+	if (pass_status(r) == SB_OK)
+		r->p.x.be->upload(r->p.x.d, mix, in, (size_t)B * seg_in);
+	for (int b = 0; b < B; b++) {
+		const sb_dv m = sb_dv_at(mix, (size_t)b * seg_in), z = drow(&x, b, 0);
+		const sb_dv s4 = sb_dv_at(nst, (size_t)4 * b);
+		const size_t nz = (size_t)F * 2 * ac * T;
+		OP(r)->stft(r->p.x.d, &sg, m, L, ac, L, W(r, net->window), fscale, z);
+		tap_spec(&tp, z, ac, F, T);
+		OP(r)->moments(r->p.x.d, z, nz, s4);
+		OP(r)->standardise(r->p.x.d, z, z, nz, s4, 1e-5f, 0);
+		OP(r)->moments(r->p.x.d, m, seg_in, sb_dv_at(s4, 2));
+		OP(r)->standardise(r->p.x.d, m, sb_dv_at(xt, (size_t)b * seg_in), seg_in,
+		                   sb_dv_at(s4, 2), 1e-5f, 0);
 	}
+	R(r, mix);
 
 	for (int i = 0; i < HD_DEPTH; i++) {
 		char name[32];
@@ -757,26 +773,26 @@ sb_status sb_htdemucs_forward(sb_htdemucs_on *r, sb_pool *pool, sb_htdemucs_ws *
 		tap_plain(&tp, name, xt, net->tdec[j].cout, tl[idx]);
 	}
 
-	/* host: de-normalise the time branch, add the iSTFT of the frequency branch */
+	/* de-normalise both branches, add the iSTFT of the frequency one to the time one, and
+	 * bring the stems back: the pass's one read */
 	{
 		const size_t seg_out = (size_t)S * ac * L;
-		hd_ften fo = {0};
-		if (pass_status(r) == SB_OK && hd_ften_alloc(ws, &fo, x.F, x.C, T) != SB_OK)
-			fail(r, SB_ERR_NOMEM);
-		for (int b = 0; b < B && pass_status(r) == SB_OK; b++) {
-			float *o = out + (size_t)b * seg_out;
-			r->p.x.be->download(r->p.x.d, o, sb_dv_at(xt, (size_t)b * seg_out), seg_out);
-			r->p.x.be->download(r->p.x.d, hd_row(&fo, 0), drow(&x, b, 0), (size_t)x.F * x.C * T);
-			if (pass_status(r) != SB_OK)
-				break;
-			for (size_t i = 0; i < seg_out; i++)
-				o[i] = o[i] * stdt[b] + meant[b];
-			st = hd_ispec_add(net, pool, ws, &fo, std_[b], mean[b], L, o);
-			if (st != SB_OK)
-				fail(r, st);
+		const sb_stft og = spec_geometry(T, x.C);
+		const float iscale = sqrtf((float)HD_NFFT) / (float)HD_NFFT;
+		sb_dv work = A(r, (size_t)(x.C / 2) * T * HD_NFFT);
+		for (int b = 0; b < B; b++) {
+			const sb_dv o = sb_dv_at(xt, (size_t)b * seg_out), z = drow(&x, b, 0);
+			const sb_dv s4 = sb_dv_at(nst, (size_t)4 * b);
+			OP(r)->standardise(r->p.x.d, o, o, seg_out, sb_dv_at(s4, 2), 0.f, 1);
+			OP(r)->standardise(r->p.x.d, z, z, (size_t)x.F * x.C * T, s4, 0.f, 1);
+			OP(r)->istft(r->p.x.d, &og, z, x.C / 2, L, W(r, net->window), iscale, 2, 2, o, L,
+			             1, work);
 		}
-		hd_ften_free(ws, &fo);
+		R(r, work);
+		if (pass_status(r) == SB_OK)
+			r->p.x.be->download(r->p.x.d, out, xt, (size_t)B * seg_out);
 	}
+	R(r, nst);
 	R(r, xt);
 	dften_free(r, &x);
 end:

@@ -79,48 +79,12 @@ struct sb_htdemucs {
 	float *nin_w, *nin_b, *nint_w, *nint_b;
 	hd_tlayer *layers, *layers_t;
 	float *window;                         /* periodic Hann, HD_NFFT */
-	fftwf_plan fwd, inv;                   /* executed with new arrays, from any thread */
 	int64_t params;
 	sb_weights w;  /* every weight array (all of them, for placing on a device) */
 };
 
-/* A frequency-branch tensor: rows -HD_FPAD .. F+HD_FPAD-1, each C x T, pad rows zero. */
-typedef struct {
-	int F, C, T;
-	float *base;
-} hd_ften;
-
-static inline float *hd_row(const hd_ften *x, int f)
-{
-	return x->base + (size_t)(f + HD_FPAD) * (size_t)x->C * (size_t)x->T;
-}
-
-/* Buffers from the workspace (htdemucs_ws.c), 64-byte aligned; ws may be NULL (malloc). */
-void *hd_alloc(sb_htdemucs_ws *ws, size_t bytes);
-void *hd_calloc(sb_htdemucs_ws *ws, size_t bytes);
-void hd_free(sb_htdemucs_ws *ws, void *p);
-
-/* pad rows zeroed, data rows left for the layer to write */
-sb_status hd_ften_alloc(sb_htdemucs_ws *ws, hd_ften *x, int F, int C, int T);
-void hd_ften_free(sb_htdemucs_ws *ws, hd_ften *x);
-
 /* Add the sine position embeddings to tokens x [Fr * T1][D] and xt [T2][D]. */
 void hd_pos_2d(float *x, int D, int Fr, int T1);
 void hd_pos_1d(float *x, int D, int T2);
-
-/* Branch inputs (htdemucs_forward.c): z [ac][F][T][2] as complex-as-channels rows of x
- * (allocated F x 2ac x T), normalised by their mean and (1e-5 + unbiased std); and the
- * waveform normalised the same way. */
-void hd_cac_normalise(const float *z, int ac, int F, int T, hd_ften *x, float *mean, float *std_);
-void hd_normalise_time(const float *in, int64_t n, float *out, float *mean, float *std_);
-
-/* STFT and inverse (htdemucs_spec.c), HTDemucs._spec and ._ispec. */
-/* mix [ac][L] -> z [ac][F = HD_NFFT / 2][T][2], T = ceil(L / HD_HOP) */
-sb_status hd_spec(const sb_htdemucs *net, sb_pool *pool, sb_htdemucs_ws *ws, const float *mix,
-                  int ac, int64_t L, float *z);
-/* Frequency-branch output x (F rows, S * ac * 2 channels, complex as (re, im) channel pairs),
- * scaled by std and shifted by mean, to waveforms out[S * ac][L] (added to what is there). */
-sb_status hd_ispec_add(const sb_htdemucs *net, sb_pool *pool, sb_htdemucs_ws *ws,
-                       const hd_ften *x, float std_, float mean, int64_t L, float *out);
 
 #endif

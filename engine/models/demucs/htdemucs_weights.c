@@ -3,7 +3,6 @@
  * checked and repacked into the layout its op uses (htdemucs_internal.h). A file with a
  * tensor the architecture lacks is refused too, since it means the settings do not describe it.
  */
-#include "core/fftw_lock.h"
 #include "models/demucs/htdemucs_internal.h"
 
 #include <math.h>
@@ -285,12 +284,6 @@ void sb_htdemucs_free(sb_htdemucs *net)
 {
 	if (!net)
 		return;
-	sb_fftw_plan_lock();
-	if (net->fwd)
-		fftwf_destroy_plan(net->fwd);
-	if (net->inv)
-		fftwf_destroy_plan(net->inv);
-	sb_fftw_plan_unlock();
 	sb_weights_free(&net->w);
 	free(net->layers);
 	free(net->layers_t);
@@ -305,26 +298,6 @@ const sb_htdemucs_config *sb_htdemucs_cfg(const sb_htdemucs *net)
 int64_t sb_htdemucs_params(const sb_htdemucs *net)
 {
 	return net->params;
-}
-
-static sb_status make_plans(sb_htdemucs *net)
-{
-	float *r = fftwf_malloc(sizeof(float) * (HD_NFFT + 8));
-	fftwf_complex *c = fftwf_malloc(sizeof(fftwf_complex) * (HD_NFFT / 2 + 1));
-	sb_status st = SB_OK;
-	if (r && c) {
-		sb_fftw_plan_lock();
-		net->fwd = fftwf_plan_dft_r2c_1d(HD_NFFT, r, c, FFTW_ESTIMATE);
-		net->inv = fftwf_plan_dft_c2r_1d(HD_NFFT, c, r, FFTW_ESTIMATE);
-		sb_fftw_plan_unlock();
-		if (!net->fwd || !net->inv)
-			st = SB_ERR_NOMEM;
-	} else {
-		st = SB_ERR_NOMEM;
-	}
-	fftwf_free(r);
-	fftwf_free(c);
-	return st;
 }
 
 sb_status sb_htdemucs_new(const sb_safetensors *st, const char *prefix,
@@ -393,8 +366,6 @@ sb_status sb_htdemucs_new(const sb_safetensors *st, const char *prefix,
 		free(ld.used[i]);
 	free(ld.used);
 	sb_status status = ld.status;
-	if (status == SB_OK)
-		status = make_plans(net);
 	if (status == SB_OK) {
 		net->window = own(&ld, HD_NFFT);
 		if (!net->window)

@@ -1,5 +1,6 @@
 /* One plugin instance as seen by its three sides: run() (real time), the plugin service thread
- * (service.c, non-real-time, one per process) and the host's state calls (state.c).
+ * (service.c and the files service.h lists; non-real-time, one per process) and the host's
+ * state calls (state.c).
  *
  * Who touches what:
  *  - rt_*: run() only.
@@ -250,11 +251,6 @@ SB_REALTIME void sb_props_write_end(sb_instance *self);
  * name before it, no NUL inside, short enough for sb_props. */
 SB_REALTIME bool sb_model_file_valid(const char *s, size_t len);
 
-/* A saved device key the engine can resolve (any registered backend's). */
-bool sb_device_key_valid(const char *k);
-/* "auto", "cpu", "all" or "device:N" for a device port value. */
-const char *sb_device_port_request(int port, char *buf, size_t len);
-
 /* service.c */
 /* The service thread is started when an instance first needs it (armed, a UI listening, a
  * device chosen, an install asked for: run() schedules the start through the worker); never
@@ -263,6 +259,12 @@ const char *sb_device_port_request(int port, char *buf, size_t len);
 int sb_service_attach(sb_instance *self);   /* 0 on failure (logged); starts no thread */
 int sb_service_start(sb_instance *self);    /* idempotent; 0 on failure (logged) */
 void sb_service_detach(sb_instance *self);  /* cancels its jobs, frees its memory */
+
+/* device_choice.c */
+/* A saved device key the engine can resolve (any registered backend's). */
+bool sb_device_key_valid(const char *k);
+/* "auto", "cpu", "all" or "device:N" for a device port value. */
+const char *sb_device_port_request(int port, char *buf, size_t len);
 /* Stable key and readable name for a device port value, for state: from the instance's copy
  * of the device table once the service made it, so save() does not wait for the service. */
 void sb_service_device_key(sb_instance *self, int port, char *key, size_t klen, char *name,

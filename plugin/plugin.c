@@ -494,7 +494,7 @@ SB_REALTIME static bool ends_with(const char *s, size_t len, const char *tail)
  * file stands for its folder, and a folder is the output folder. "" clears the property set.
  * Damage (not a path, relative, no NUL, too long, a PyTorch checkpoint) changes nothing and is
  * logged by the service. No I/O here: a file without an extension is told from a folder when
- * the folder is used (service.c). */
+ * the folder is used (take_folder.c). */
 SB_REALTIME static void set_path(sb_instance *self, LV2_URID key, const LV2_Atom *value)
 {
 	const char *body = (const char *)LV2_ATOM_BODY_CONST(value);

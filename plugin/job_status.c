@@ -1,0 +1,205 @@
+/* A job's progress back to run(): its state, fraction and time left, the devices it runs on,
+ * and at its end the stems (listed, read back for audition, announced with the region) or the
+ * failure in words.
+ *
+ * Threads: the service thread only.
+ */
+#include "service.h"
+
+#include "io/stream.h"
+#include "take_store.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The stems of a finished job, from the stems.txt the engine writes beside the manifest
+ * ("<...>manifest.json" -> "<...>stems.txt": a "timeline_start N" line, then one absolute path
+ * per line). Each path lands in paths[stem] by the stem name that ends its file name. */
+static int read_stems_txt(const char *manifest, char paths[SB_PLUGIN_STEMS][SB_TEXT])
+{
+	char txt[SB_TEXT];
+	const char *tail = "manifest.json";
+	size_t n = strlen(manifest), k = strlen(tail);
+	if (n < k || strcmp(manifest + n - k, tail) != 0 || n - k + 10 >= sizeof txt)
+		return 0;
+	memcpy(txt, manifest, n - k);
+	memcpy(txt + n - k, "stems.txt", 10);
+	FILE *f = fopen(txt, "r");
+	if (!f)
+		return 0;
+	int found = 0;
+	char line[SB_TEXT];
+	while (fgets(line, sizeof line, f)) {
+		line[strcspn(line, "\r\n")] = '\0';
+		if (line[0] != '/')
+			continue;
+		const char *base = strrchr(line, '/') + 1;
+		const char *dot = strrchr(base, '.');
+		for (int s = 0; s < SB_PLUGIN_STEMS && dot; s++) {
+			size_t sl = strlen(sb_stem_names[s]);
+			if ((size_t)(dot - base) >= sl && !strncmp(dot - sl, sb_stem_names[s], sl) &&
+			    !paths[s][0]) {
+				snprintf(paths[s], SB_TEXT, "%s", line);
+				found++;
+			}
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/* The devices a job runs on, in words: "CPU + Radeon RX 7900"; with shares: "CPU 5 segments +
+ * Radeon RX 7900 12 segments". */
+static void devices_text(const sb_job_progress *p, bool shares, char *out, size_t len)
+{
+	out[0] = '\0';
+	if (p->n_devices <= 1) {
+		snprintf(out, len, "%s", p->device_name);
+		return;
+	}
+	size_t at = 0;
+	for (int d = 0; d < p->n_devices && d < SB_JOB_MAX_DEVICES; d++) {
+		const sb_job_device *jd = &p->devices[d];
+		int w = shares ? snprintf(out + at, len - at, "%s%s %ld segment%s%s", d ? " + " : "",
+		                          jd->name, jd->done, jd->done == 1 ? "" : "s",
+		                          jd->dropped ? " (dropped)" : "")
+		               : snprintf(out + at, len - at, "%s%s", d ? " + " : "", jd->name);
+		if (w < 0 || (size_t)w >= len - at)
+			break;
+		at += (size_t)w;
+	}
+}
+
+void sb_jobs_poll(sb_instance *self, sb_engine *e)
+{
+	for (int i = 0; i < SB_MAX_JOBS; i++) {
+		if (!self->jobs[i].active)
+			continue;
+		sb_job_progress p;
+		if (sb_engine_progress(e, self->jobs[i].id, &p) != SB_OK)
+			continue;
+		int state = p.state == SB_JOB_QUEUED ? SB_STATE_QUEUED
+		          : p.state <= SB_JOB_WRITING ? SB_STATE_SEPARATING
+		          : p.state == SB_JOB_DONE ? SB_STATE_DONE : SB_STATE_ERROR;
+		/* a take run again after the host stopped says so while it runs */
+		if (self->jobs[i].resumed && (state == SB_STATE_QUEUED || state == SB_STATE_SEPARATING))
+			state = SB_STATE_RESUMED;
+		/* one device: its port value and name; several sharing the take: All devices, and
+		 * their names */
+		const int dev = p.n_devices > 1 ? SB_DEVICE_ALL : sb_device_port_of_key(self, p.device_key);
+		if (p.device_id[0] && (state != self->jobs[i].last_state ||
+		                       p.n_devices != self->jobs[i].last_n_devices)) {
+			self->nrt_dev = dev;
+			self->nrt_fallback = p.fell_back;
+			char names[SB_TEXT];
+			devices_text(&p, false, names, sizeof names);
+			char text[SB_TEXT + 16];
+			snprintf(text, sizeof text, "%s%s", names, p.fell_back ? " (fallback)" : "");
+			snprintf(self->nrt_dev_label, sizeof self->nrt_dev_label, "%s", names);
+			self->jobs[i].last_n_devices = p.n_devices;
+			sb_service_post(self, SB_MSG_DEVICE_IN_USE, text);
+		}
+		if (state == SB_STATE_QUEUED || state == SB_STATE_SEPARATING ||
+		    state == SB_STATE_RESUMED) {
+			const float eta = p.eta_s >= 0 ? (float)p.eta_s : -1.0f;
+			if (state != self->jobs[i].last_state ||
+			    p.fraction - self->jobs[i].last_progress >= 0.01 ||
+			    fabsf(eta - self->jobs[i].last_eta) >= 1.0f) {
+				self->nrt_state = state;
+				self->nrt_progress = (float)p.fraction;
+				self->nrt_time_left = eta;
+				self->jobs[i].last_state = state;
+				self->jobs[i].last_progress = (float)p.fraction;
+				self->jobs[i].last_eta = eta;
+				sb_service_post(self, SB_MSG_STATUS, NULL);
+			}
+			continue;
+		}
+		/* Finished only when its result can be read: the runner reports "done" in its
+		 * progress a moment before the engine has closed the job. */
+		sb_job_result *r = calloc(1, sizeof *r);
+		if (!r)
+			continue;
+		if (sb_engine_result(e, self->jobs[i].id, r) != SB_OK) {
+			free(r);
+			continue;
+		}
+		sb_engine_release(e, self->jobs[i].id);
+		self->jobs[i].active = false;
+		/* the device the job ended on, with the reason in words when it was a fallback */
+		if (r->fallback_reason[0]) {
+			char text[SB_TEXT + sizeof r->fallback_reason + 16];
+			snprintf(text, sizeof text, "%s (fallback: %s)", self->nrt_dev_label,
+			         r->fallback_reason);
+			self->nrt_fallback = 1;
+			sb_service_post(self, SB_MSG_DEVICE_IN_USE, text);
+		}
+		/* a take several devices shared: each one's part, in words */
+		if (r->status == SB_OK && p.n_devices > 1 && !r->fallback_reason[0]) {
+			char text[SB_TEXT];
+			devices_text(&p, true, text, sizeof text);
+			sb_service_post(self, SB_MSG_DEVICE_IN_USE, text);
+		}
+		if (r->status == SB_OK) {
+			/* the stems are committed: the take's journal goes, and its recording unless the
+			 * user keeps it, before anyone hears that the stems are ready */
+			const bool keep = self->jobs[i].keep_audio || atomic_load(&self->keep_take) == 1;
+			sb_take_done(&self->jobs[i].files, keep);
+			if (self->jobs[i].resumed)
+				lv2_log_note(&self->logger, "stembridge: resumed take %s: stems complete\n",
+				             strrchr(self->jobs[i].dir, '/') + 1);
+			self->jobs_done++;
+			self->nrt_state = SB_STATE_DONE;
+			self->nrt_progress = 1.0f;
+			self->nrt_time_left = 0.0f;
+			pthread_mutex_lock(&self->nrt_lock);
+			snprintf(self->nrt_manifest, sizeof self->nrt_manifest, "%s", r->manifest_path);
+			pthread_mutex_unlock(&self->nrt_lock);
+			char paths[SB_PLUGIN_STEMS][SB_TEXT];
+			memset(paths, 0, sizeof paths);
+			if (read_stems_txt(r->manifest_path, paths) == 0)
+				lv2_log_warning(&self->logger, "stembridge: no stems listed beside %s\n",
+				                r->manifest_path);
+			sb_audition_load(self, self->jobs[i].start, self->jobs[i].frames, paths);
+			char list[SB_TEXT] = "";
+			for (int s = 0, at = 0; s < SB_PLUGIN_STEMS; s++) {
+				if (!paths[s][0])
+					continue;
+				int w = snprintf(list + at, sizeof list - (size_t)at, "%s\n", paths[s]);
+				if (w < 0 || (size_t)w >= sizeof list - (size_t)at) {
+					list[at] = '\0';
+					break;
+				}
+				at += w;
+			}
+			sb_service_post(self, SB_MSG_STEMS, list);
+			/* The manifest message carries the region so the UI can place it. */
+			sb_msg mm;
+			memset(&mm, 0, offsetof(sb_msg, text));
+			mm.kind = SB_MSG_MANIFEST;
+			mm.state = self->nrt_state;
+			mm.progress = 1.0f;
+			mm.device = self->nrt_dev;
+			mm.fallback = self->nrt_fallback;
+			mm.jobs_done = self->jobs_done;
+			mm.start = self->jobs[i].start;
+			mm.frames = self->jobs[i].frames;
+			snprintf(mm.text, sizeof mm.text, "%s", r->manifest_path);
+			sb_ring_push(&self->status, &mm);
+			lv2_log_note(&self->logger, "stembridge: stems ready: %s\n", r->manifest_path);
+		} else {
+			self->nrt_state = SB_STATE_ERROR;
+			/* the engine removed its temporary files; the take's recording stays, its
+			 * journal marked failed, and the message says where; a take that never reached
+			 * the disk leaves no folder */
+			char text[SB_TEXT];
+			sb_take_failed_text(self, &self->jobs[i].files, self->jobs[i].dir,
+			                    self->jobs[i].made_root, r->message, text, sizeof text);
+			lv2_log_error(&self->logger, "stembridge: job failed: %s\n", text);
+			sb_service_post(self, SB_MSG_ERROR, text);
+		}
+		free(r);
+	}
+}

@@ -387,11 +387,11 @@ int main(int argc, char **argv)
 	const double rss_loaded = rss_now_mb();
 	sb_status st = SB_OK;
 	for (int r = 0; r < warmup && st == SB_OK; r++)
-		st = sb_roformer_forward(on, pool, B, in, out);
+		st = sb_roformer_forward(on, B, in, out);
 	t0 = sb_now();
 	double c0 = cpu_seconds();
 	for (int r = 0; r < repeat && st == SB_OK; r++)
-		st = sb_roformer_forward(on, pool, B, in, out);
+		st = sb_roformer_forward(on, B, in, out);
 	if (st != SB_OK) {
 		fprintf(stderr, "bench_roformer: forward failed: %s\n", sb_status_str(st));
 		return 1;
@@ -415,7 +415,7 @@ int main(int argc, char **argv)
 	if (profile && dev.be->set_profiling && dev.be->profile) {
 		dev.be->set_profiling(dev.d, 1);
 		t0 = sb_now();
-		st = sb_roformer_forward(on, pool, B, in, out);
+		st = sb_roformer_forward(on, B, in, out);
 		prof_s = sb_now() - t0;
 		sb_prof_entry p[64];
 		const int np = dev.be->profile(dev.d, p, 64);

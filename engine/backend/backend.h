@@ -165,6 +165,16 @@ typedef struct {
 	 * inverse 1: o[i] = x[i] s + m; i < n, o may be x */
 	void (*standardise)(sb_bdev *d, sb_dv x, sb_dv o, size_t n, sb_dv stats, float eps,
 	                    int inverse);
+	/* columns gathered and summed (a RoFormer's band split and its masks' way back): for row
+	 * r < rows and column i < n, o[r ldo + i] = w[i] sum of x[r ldx + idx[p]] over p from
+	 * ptr[i] to ptr[i + 1] - 1, in that order; ptr (n + 1 values) and idx hold whole numbers
+	 * as floats (exact below 2^24); o and x do not overlap */
+	void (*gather)(sb_bdev *d, sb_dv x, long ldx, sb_dv o, long ldo, size_t rows, int n,
+	               sb_dv ptr, sb_dv idx, sb_dv w);
+	/* complex products of (re, im) pairs: for item b < batch and pair i < n,
+	 * (o re, o im) at o + b so + 2 i = (a re c re - a im c im, a re c im + a im c re) with a at
+	 * a + b sa + 2 i and c at c + 2 i (the same for every item); o may be a */
+	void (*cmul)(sb_bdev *d, sb_dv a, long sa, sb_dv c, sb_dv o, long so, size_t n, int batch);
 } sb_ops;
 
 /* The built-in separator's per-chunk work (models/classic/classic.h steps 1-6 and the inverse

@@ -911,6 +911,80 @@ static void case_moments(run *r, size_t n, int inverse)
 	free(want);
 }
 
+/* columns gathered and summed: each output column sums 0 to 3 random input columns */
+static void case_gather(run *r, int rows, int cols, int n)
+{
+	const long ldx = cols + 3, ldo = n + 2;
+	const size_t nx = (size_t)rows * ldx, no = (size_t)rows * ldo;
+	float *x = rnd(nx, 1), *o = rnd(no, 1), *w = rnd((size_t)n, 1);
+	float *ptr = malloc(sizeof(float) * (n + 1)), *idx = malloc(sizeof(float) * 3 * n);
+	float *got = malloc(sizeof(float) * no);
+	int p = 0;
+	for (int i = 0; i < n; i++) {
+		ptr[i] = (float)p;
+		const int k = (int)((frand() + 1.f) * 1.999f); /* 0 .. 3 */
+		for (int j = 0; j < k; j++)
+			idx[p++] = (float)(int)((frand() + 1.f) * 0.4999f * cols);
+	}
+	ptr[n] = (float)p;
+	double *want = dup_d(o, no);
+	for (int i = 0; i < rows; i++)
+		for (int c = 0; c < n; c++) {
+			double acc = 0;
+			for (int q = (int)ptr[c]; q < (int)ptr[c + 1]; q++)
+				acc += x[(size_t)i * ldx + (int)idx[q]];
+			want[(size_t)i * ldo + c] = acc * w[c];
+		}
+	sb_dv dx = put(r->a, x, nx), d_o = put(r->a, o, no), dw = put(r->a, w, (size_t)n);
+	sb_dv dp = put(r->a, ptr, (size_t)n + 1), di = put(r->a, idx, p > 0 ? (size_t)p : 1);
+	if (!r->a->failed)
+		ops(r)->gather(dv(r), dx, ldx, d_o, ldo, (size_t)rows, n, dp, di, dw);
+	get(r->a, got, d_o, no);
+	sb_status st = done(r->a);
+	char shape[64];
+	snprintf(shape, sizeof shape, "%d x %d <- %d", rows, n, cols);
+	judge(r, "gather", shape, st, got, want, no, 1e-6);
+	arena_free(r->a);
+	free(x);
+	free(o);
+	free(w);
+	free(ptr);
+	free(idx);
+	free(got);
+	free(want);
+}
+
+/* complex products of batch items with one shared factor, in place or not */
+static void case_cmul(run *r, size_t n, int batch, int inplace)
+{
+	const long sa = (long)(2 * n + 4), so = inplace ? sa : (long)(2 * n + 6);
+	const size_t na = (size_t)batch * sa, no = (size_t)batch * so;
+	float *a = rnd(na, 1), *c = rnd(2 * n, 1), *o = rnd(no, 1), *got = malloc(sizeof(float) * no);
+	double *want = dup_d(inplace ? a : o, no);
+	for (int b = 0; b < batch; b++)
+		for (size_t i = 0; i < n; i++) {
+			const double ar = a[b * sa + 2 * i], ai = a[b * sa + 2 * i + 1];
+			const double cr = c[2 * i], ci = c[2 * i + 1];
+			want[b * so + 2 * i] = ar * cr - ai * ci;
+			want[b * so + 2 * i + 1] = ar * ci + ai * cr;
+		}
+	sb_dv da = put(r->a, a, na), dc = put(r->a, c, 2 * n);
+	sb_dv d_o = inplace ? da : put(r->a, o, no);
+	if (!r->a->failed)
+		ops(r)->cmul(dv(r), da, sa, dc, d_o, so, n, batch);
+	get(r->a, got, d_o, no);
+	sb_status st = done(r->a);
+	char shape[64];
+	snprintf(shape, sizeof shape, "%d x %zu%s", batch, n, inplace ? " in place" : "");
+	judge(r, "cmul", shape, st, got, want, no, 1e-6);
+	arena_free(r->a);
+	free(a);
+	free(c);
+	free(o);
+	free(got);
+	free(want);
+}
+
 /* Every case, in a fixed order (the CPU's results are matched by position). */
 static void all_cases(run *r)
 {
@@ -987,6 +1061,10 @@ static void all_cases(run *r)
 	case_moments(r, 1000, 0);
 	case_moments(r, 2000003, 0);
 	case_moments(r, 777, 1);
+	case_gather(r, 37, 50, 41);
+	case_gather(r, 801, 4100, 3000);               /* a RoFormer chunk's frames */
+	case_cmul(r, 1000, 3, 0);
+	case_cmul(r, 4100, 2, 1);
 }
 
 /* The classic group: one chunk of the built-in separator, against the CPU backend. */

@@ -250,8 +250,6 @@ static void case_chunk(void)
 	sb_exec x[8];
 	sb_device_props props[8];
 	const int nd = open_devices(x, props, 8);
-	sb_pool *pool = NULL;
-	sb_pool_new(0, &pool);
 	for (size_t i = 0; i < 4; i++) {
 		char file[512];
 		if (convert(models[i], models[i], models[i], file, sizeof file) != SB_OK) {
@@ -271,8 +269,25 @@ static void case_chunk(void)
 		for (int d = 0; d < nd && in && want; d++) {
 			sb_roformer_on *on = NULL;
 			sb_status st = sb_roformer_place(net, &x[d], &logger, &on);
+			/* the chunk stays on the device: one upload, one read back, one wait a pass */
+			x[d].be->set_profiling(x[d].d, 1);
 			if (st == SB_OK)
-				st = sb_roformer_forward(on, pool, 1, in, got);
+				st = sb_roformer_forward(on, 1, in, got);
+			long up = 0, down = 0, wait = 0;
+			sb_prof_entry pe[96];
+			const int np = x[d].be->profile(x[d].d, pe, 96);
+			for (int k = 0; k < np; k++) {
+				up += strcmp(pe[k].name, "upload") ? 0 : pe[k].calls;
+				down += strcmp(pe[k].name, "download") ? 0 : pe[k].calls;
+				wait += strcmp(pe[k].name, "finish") ? 0 : pe[k].calls;
+			}
+			x[d].be->set_profiling(x[d].d, 0);
+			if (st == SB_OK && strcmp(x[d].be->name, "cpu")) {
+				char tr[160];
+				snprintf(tr, sizeof tr, "%s on %s: %ld upload, %ld download, %ld wait a pass (1 each)",
+				         models[i], x[d].props->id, up, down, wait);
+				check(up == 1 && down == 1 && wait == 1, tr);
+			}
 			sb_roformer_unplace(on);
 			const double e = st == SB_OK ? rel(got, want, n_out) : INFINITY;
 			char what[160];
@@ -286,7 +301,6 @@ static void case_chunk(void)
 		sb_safetensors_close(io);
 		sb_roformer_free(net);
 	}
-	sb_pool_free(pool);
 	for (int d = 0; d < nd; d++)
 		sb_exec_close(&x[d]);
 }

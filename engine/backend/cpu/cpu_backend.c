@@ -36,13 +36,14 @@ enum {
 	OP_GLU, OP_GLU_ADD, OP_GROUPNORM, OP_GN_TOKENS, OP_LAYERNORM, OP_SOFTMAX, OP_TRANSPOSE,
 	OP_ROWS_TOKENS, OP_ADD_ROW_CHANNEL, OP_IM2COL, OP_CONVTR, OP_ATTENTION, OP_UPLOAD,
 	OP_DOWNLOAD, OP_RMSNORM, OP_ROPE, OP_HEAD_GATE, OP_STFT, OP_ISTFT, OP_MOMENTS,
-	OP_STANDARDISE, OP_COUNT
+	OP_STANDARDISE, OP_GATHER, OP_CMUL, OP_COUNT
 };
 static const char *const op_names[OP_COUNT] = {
 	"gemm", "zero", "copy", "bias_act", "fill_bias", "bias_cols", "add", "scale_add", "glu",
 	"glu_add", "groupnorm", "groupnorm_tokens", "layernorm", "softmax", "transpose",
 	"rows_tokens", "add_row_channel", "im2col_k8s4", "convtr_k8s4", "attention", "upload",
 	"download", "rmsnorm", "rope", "head_gate", "stft", "istft", "moments", "standardise",
+	"gather", "cmul",
 };
 
 struct sb_bdev {
@@ -1052,11 +1053,28 @@ static void op_standardise(sb_bdev *d, sb_dv x, sb_dv o, size_t n, sb_dv stats, 
 	prof_add(d, OP_STANDARDISE, t0, 0);
 }
 
+static void op_gather(sb_bdev *d, sb_dv x, long ldx, sb_dv o, long ldo, size_t rows, int n,
+                      sb_dv ptr, sb_dv idx, sb_dv w)
+{
+	const double t0 = prof_t0(d);
+	sb_cpu_gather(d->pool, P(x), ldx, P(o), ldo, rows, n, P(ptr), P(idx), P(w));
+	prof_add(d, OP_GATHER, t0, 0);
+}
+
+static void op_cmul(sb_bdev *d, sb_dv a, long sa, sb_dv c, sb_dv o, long so, size_t n,
+                    int batch)
+{
+	const double t0 = prof_t0(d);
+	sb_cpu_cmul(d->pool, P(a), sa, P(c), P(o), so, n, batch);
+	prof_add(d, OP_CMUL, t0, 0);
+}
+
 static const sb_ops cpu_ops = {
 	op_gemm, op_zero, op_copy, op_bias_act, op_fill_bias, op_bias_cols, op_add, op_scale_add,
 	op_glu, op_glu_add, op_groupnorm, op_groupnorm_tokens, op_layernorm, op_softmax,
 	op_transpose, op_rows_tokens, op_add_row_channel, op_im2col, op_convtr, op_attention,
 	op_rmsnorm, op_rope, op_head_gate, op_stft, op_istft, op_moments, op_standardise,
+	op_gather, op_cmul,
 };
 
 const sb_backend sb_backend_cpu_impl = {

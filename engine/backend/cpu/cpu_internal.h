@@ -19,5 +19,9 @@ sb_status sb_cpu_istft(sb_pool *pool, const sb_stft *g, const float *X, int ch, 
 void sb_cpu_moments(const float *x, size_t n, float *stats);
 void sb_cpu_standardise(sb_pool *pool, const float *x, float *o, size_t n, const float *stats,
                         float eps, int inverse);
+void sb_cpu_gather(sb_pool *pool, const float *x, long ldx, float *o, long ldo, size_t rows,
+                   int n, const float *ptr, const float *idx, const float *w);
+void sb_cpu_cmul(sb_pool *pool, const float *a, long sa, const float *c, float *o, long so,
+                 size_t n, int batch);
 
 #endif

@@ -1,6 +1,7 @@
-/* The CPU backend's signal operations (backend.h: stft, istft, moments, standardise): the
- * short-time Fourier transforms through fftw3f, split over the device's threads a frame or a
- * stretch of output at a time, and a mean and standard deviation summed in double.
+/* The CPU backend's signal operations (backend.h: stft, istft, moments, standardise, gather,
+ * cmul): the short-time Fourier transforms through fftw3f, split over the device's threads a
+ * frame or a stretch of output at a time, a mean and standard deviation summed in double, and
+ * the column gathers and complex products around a RoFormer's bands.
  *
  * Plans: one r2c and one c2r plan per transform length, made once a process (FFTW_ESTIMATE,
  * under the process's planner lock) and executed with fftw's new-array interface on
@@ -274,4 +275,59 @@ void sb_cpu_standardise(sb_pool *pool, const float *x, float *o, size_t n, const
 {
 	std_job j = {x, o, stats[0], inverse ? stats[1] : eps + stats[1], inverse};
 	sb_pool_for(pool, (int64_t)n, 1 << 16, k_standardise, &j);
+}
+
+/* ---- gathers and complex products ---- */
+
+typedef struct {
+	const float *x, *ptr, *idx, *w, *a, *c;
+	float *o;
+	long ldx, ldo, sa, so;
+	int n;
+	size_t pairs;
+} col_job;
+
+static void k_gather(void *v, int64_t b, int64_t e, int wk)
+{
+	(void)wk;
+	const col_job *j = v;
+	for (int64_t r = b; r < e; r++) {
+		const float *x = j->x + r * j->ldx;
+		float *o = j->o + r * j->ldo;
+		for (int i = 0; i < j->n; i++) {
+			float acc = 0.f;
+			for (int p = (int)j->ptr[i]; p < (int)j->ptr[i + 1]; p++)
+				acc += x[(int)j->idx[p]];
+			o[i] = acc * j->w[i];
+		}
+	}
+}
+
+void sb_cpu_gather(sb_pool *pool, const float *x, long ldx, float *o, long ldo, size_t rows,
+                   int n, const float *ptr, const float *idx, const float *w)
+{
+	col_job j = {.x = x, .ptr = ptr, .idx = idx, .w = w, .o = o, .ldx = ldx, .ldo = ldo, .n = n};
+	sb_pool_for(pool, (int64_t)rows, 4, k_gather, &j);
+}
+
+static void k_cmul(void *v, int64_t b, int64_t e, int wk)
+{
+	(void)wk;
+	const col_job *j = v;
+	for (int64_t item = b; item < e; item++) {
+		const float *a = j->a + item * j->sa;
+		float *o = j->o + item * j->so;
+		for (size_t i = 0; i < j->pairs; i++) {
+			const float ar = a[2 * i], ai = a[2 * i + 1], cr = j->c[2 * i], ci = j->c[2 * i + 1];
+			o[2 * i] = ar * cr - ai * ci;
+			o[2 * i + 1] = ar * ci + ai * cr;
+		}
+	}
+}
+
+void sb_cpu_cmul(sb_pool *pool, const float *a, long sa, const float *c, float *o, long so,
+                 size_t n, int batch)
+{
+	col_job j = {.a = a, .c = c, .o = o, .sa = sa, .so = so, .pairs = n};
+	sb_pool_for(pool, batch, 1, k_cmul, &j);
 }

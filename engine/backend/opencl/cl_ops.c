@@ -19,7 +19,7 @@ const char *const sb_cl_op_names[P_COUNT] = {
 	"gn_apply", "gn_apply_tokens", "layernorm", "softmax_rows", "scale_add", "transpose",
 	"ften_to_tokens", "tokens_to_ften", "add_freq_emb", "im2col_time", "convtr_gather",
 	"rmsnorm", "rope", "head_gate", "stft_frames", "istft_frames", "istft_ola",
-	"moments_final", "standardise", "upload", "download", "copy", "zero", "finish",
+	"moments_final", "standardise", "gather_cols", "cmul", "upload", "download", "copy", "zero", "finish",
 };
 
 void sb_cl_fail(sb_bdev *d, sb_status st)
@@ -779,9 +779,40 @@ static void op_standardise(sb_bdev *c, sb_dv x, sb_dv o, size_t n, sb_dv stats, 
 	run(&a, 1, &n, NULL);
 }
 
+static void op_gather(sb_bdev *c, sb_dv x, long ldx, sb_dv o, long ldo, size_t rows, int n,
+                      sb_dv ptr, sb_dv idx, sb_dv w)
+{
+	kargs a = args(c, K_GATHER);
+	a_db(&a, x);
+	a_i64(&a, ldx);
+	a_db(&a, o);
+	a_i64(&a, ldo);
+	a_i32(&a, n);
+	a_db(&a, ptr);
+	a_db(&a, idx);
+	a_db(&a, w);
+	const size_t g[2] = {(size_t)n, rows}, l[2] = {64, 1};
+	run(&a, 2, g, l);
+}
+
+static void op_cmul(sb_bdev *c, sb_dv x, long sa, sb_dv y, sb_dv o, long so, size_t n,
+                    int batch)
+{
+	kargs a = args(c, K_CMUL);
+	a_db(&a, x);
+	a_i64(&a, sa);
+	a_db(&a, y);
+	a_db(&a, o);
+	a_i64(&a, so);
+	a_u64(&a, n);
+	const size_t g[2] = {n, (size_t)batch}, l[2] = {256, 1};
+	run(&a, 2, g, l);
+}
+
 const sb_ops sb_cl_ops = {
 	op_gemm, op_zero, op_copy, op_bias_act, op_fill_bias, op_bias_cols, op_add, op_scale_add,
 	op_glu, op_glu_add, op_groupnorm, op_groupnorm_tokens, op_layernorm, op_softmax,
 	op_transpose, op_rows_tokens, op_add_row_channel, op_im2col, op_convtr, op_attention,
 	op_rmsnorm, op_rope, op_head_gate, op_stft, op_istft, op_moments, op_standardise,
+	op_gather, op_cmul,
 };

@@ -643,3 +643,35 @@ __kernel void standardise(__global const float *x, ulong xoff, __global float *o
 	const float v = x[xoff + i];
 	o[ooff + i] = inverse ? v * s + m : (v - m) / (s + eps);
 }
+
+/* ---- a RoFormer's bands (backend.h: gather, cmul) ---- */
+
+/* column i = id 0 of row r = id 1 */
+__kernel void gather_cols(__global const float *x, ulong xoff, long ldx, __global float *o,
+                          ulong ooff, long ldo, int n, __global const float *ptr, ulong poff,
+                          __global const float *idx, ulong ioff, __global const float *w,
+                          ulong woff)
+{
+	const int i = get_global_id(0);
+	const long r = get_global_id(1);
+	if (i >= n)
+		return;
+	const __global float *xr = x + xoff + r * ldx;
+	const int p0 = (int)ptr[poff + i], p1 = (int)ptr[poff + i + 1];
+	float acc = 0.f;
+	for (int p = p0; p < p1; p++)
+		acc += xr[(int)idx[ioff + p]];
+	o[ooff + r * ldo + i] = acc * w[woff + i];
+}
+
+/* pair i = id 0 of item b = id 1 */
+__kernel void cmul(__global const float *a, ulong aoff, long sa, __global const float *c,
+                   ulong coff, __global float *o, ulong ooff, long so, ulong n)
+{
+	const ulong i = get_global_id(0);
+	const long b = get_global_id(1);
+	if (i >= n)
+		return;
+	const float2 u = vload2(0, a + aoff + b * sa + 2 * i), v = vload2(0, c + coff + 2 * i);
+	vstore2((float2)(u.x * v.x - u.y * v.y, u.x * v.y + u.y * v.x), 0, o + ooff + b * so + 2 * i);
+}

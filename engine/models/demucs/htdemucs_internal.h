@@ -15,7 +15,6 @@
 #include "models/demucs/htdemucs.h"
 #include "models/place.h"
 
-#include <fftw3.h>
 
 #define HD_DEPTH 4
 #define HD_NFFT 4096

@@ -24,7 +24,6 @@
 #include "models/place.h"
 #include "sb_common.h"
 
-#include <fftw3.h>
 #include <stdatomic.h>
 
 typedef struct {
@@ -59,6 +58,11 @@ typedef struct sb_roformer {
 	int *src;                     /* [total / 2]: each gathered complex value's index in the
 	                                 (frequency, channel) order, f ch + s */
 	float *inv_count;             /* [bins ch]: 1 / the bands covering each value (Mel), 1 (BS) */
+	/* the gathers (backend.h) as tables: the band split's columns of a frame's spectrum
+	 * [bins][ch][re, im] (ptr [total + 1], idx [total], ones [total]), and the masks' way
+	 * back from [total] to that spectrum, averaged where bands overlap, DC zeroed where the
+	 * config says (ptr [2 bins ch + 1], idx [total], w [2 bins ch]) */
+	float *band_ptr, *band_idx, *ones, *mask_ptr, *mask_idx, *mask_w;
 	float *split_norm;            /* [total]: the band split's RMSNorm gammas, band after band */
 	float **split_w;              /* [nb] -> [dim][din] */
 	float *split_b;               /* [nb][dim] */
@@ -71,7 +75,6 @@ typedef struct sb_roformer {
 	float *rope_t, *rope_f;       /* cos, sin pairs [frames][dim_head], [nb][dim_head] */
 	int frames;                   /* STFT frames of a chunk */
 	float *window;                /* Hann (periodic) of win_length, centred in n_fft */
-	fftwf_plan fwd, inv;          /* executed with new arrays, from any thread */
 	int64_t params;
 	sb_weights w;                 /* every weight array, for placing on a device */
 } sb_roformer;
@@ -91,7 +94,6 @@ void sb_roformer_unplace(sb_roformer_on *r);
 const sb_exec *sb_roformer_on_device(const sb_roformer_on *r);
 /* the pass ends (SB_ERR_CANCELLED) at its next block once a flag is set */
 void sb_roformer_on_stop(sb_roformer_on *r, const atomic_int *a, const atomic_int *b);
-sb_status sb_roformer_forward(sb_roformer_on *r, sb_pool *pool, int B, const float *in,
-                              float *out);
+sb_status sb_roformer_forward(sb_roformer_on *r, int B, const float *in, float *out);
 
 #endif

@@ -1,13 +1,15 @@
-/* One forward pass of a RoFormer over B chunks (roformer.h), the STFTs on the host and the
- * network on the device through the backend's operations.
+/* One forward pass of a RoFormer over B chunks (roformer.h), all of it on the device through
+ * the backend's operations: the chunks go up once, the stems come back once.
  *
  * Layouts on the device: tokens x [B T][nb][dim] (frame-major: the token of frame t and band k
  * of chunk b is row (b T + t) nb + k). The time transformer's sequences are a band's frames
  * (rows at a stride of nb), the frequency transformer's a frame's bands (consecutive rows):
- * both run in place with strided attention, no transposes. The band split's input is laid out
- * band after band on the host ([nb blocks][B T][din_k]), so each band's RMSNorm reads
- * contiguous rows; its products write their band's columns of x directly. The masks come back
- * as [stems][B T][total], in the gathered order of the input.
+ * both run in place with strided attention, no transposes. The spectrum is frame-major, X [B T][bins][ch][re,
+ * im]; the band split's input is gathered from it band after band ([nb blocks][B T][din_k]),
+ * so each band's RMSNorm reads contiguous rows; its products write their band's columns of x
+ * directly. The masks come out as [stems][B T][total], in the gathered order of the input,
+ * are gathered back to the spectrum's layout (averaged where bands overlap), multiplied with
+ * it, and each (chunk, stem) goes through the inverse STFT.
  */
 #include "models/place.h"
 #include "models/roformer/roformer.h"
@@ -19,7 +21,6 @@
 struct sb_roformer_on {
 	sb_place p;
 	const sb_roformer *net;
-	float *env_inv; /* [chunk]: 1 / the iSTFT's window envelope */
 };
 
 #define OK(r) (sb_place_status(&(r)->p) == SB_OK)
@@ -30,30 +31,11 @@ sb_status sb_roformer_place(const sb_roformer *net, const sb_exec *dev, const sb
 {
 	*out = NULL;
 	sb_roformer_on *r = calloc(1, sizeof *r);
-	const sb_rf_config *c = &net->cfg;
-	const int64_t L = c->chunk_size, padded = L + c->n_fft;
-	double *env = calloc((size_t)padded, sizeof(double));
-	if (r)
-		r->env_inv = malloc(sizeof(float) * (size_t)L);
-	if (!r || !env || !r->env_inv) {
-		free(env);
-		if (r)
-			free(r->env_inv);
-		free(r);
+	if (!r)
 		return SB_ERR_NOMEM;
-	}
-	for (int t = 0; t < net->frames; t++)
-		for (int n = 0; n < c->n_fft; n++)
-			env[(int64_t)t * c->hop + n] += (double)net->window[n] * net->window[n];
-	for (int64_t i = 0; i < L; i++) {
-		const double e = env[i + c->n_fft / 2];
-		r->env_inv[i] = e > 1e-11 ? (float)(1.0 / e) : 0.f;
-	}
-	free(env);
 	r->net = net;
-	sb_status st = sb_place_init(&r->p, &net->w, dev, log, sb_rf_family_name(c->family));
+	sb_status st = sb_place_init(&r->p, &net->w, dev, log, sb_rf_family_name(net->cfg.family));
 	if (st != SB_OK) {
-		free(r->env_inv);
 		free(r);
 		return st;
 	}
@@ -66,7 +48,6 @@ void sb_roformer_unplace(sb_roformer_on *r)
 	if (!r)
 		return;
 	sb_place_fini(&r->p);
-	free(r->env_inv);
 	free(r);
 }
 
@@ -80,125 +61,6 @@ void sb_roformer_on_stop(sb_roformer_on *r, const atomic_int *a, const atomic_in
 	r->p.stop[0] = a;
 	r->p.stop[1] = b;
 }
-
-/* ---- host: STFT and inverse ---- */
-
-typedef struct {
-	const sb_roformer *net;
-	const float *in;     /* [B][ch][L] */
-	float *spec;         /* [B][ch][bins][T][2] */
-	const float *mask;   /* [S][B T][total] */
-	float *out;          /* [B][S][ch][L] */
-	const float *env_inv;
-	int B;
-	sb_status st;
-} spec_job;
-
-/* STFT of one (chunk, channel): torch.stft(center, reflect padding, window, onesided) */
-static void k_stft(void *v, int64_t b, int64_t e, int wk)
-{
-	(void)wk;
-	spec_job *j = v;
-	const sb_roformer *net = j->net;
-	const sb_rf_config *c = &net->cfg;
-	const int64_t L = c->chunk_size;
-	const int n = c->n_fft, pad = n / 2, T = net->frames, bins = net->bins;
-	float *a = fftwf_alloc_real((size_t)n);
-	fftwf_complex *z = fftwf_alloc_complex((size_t)bins);
-	if (!a || !z) {
-		j->st = SB_ERR_NOMEM;
-		fftwf_free(a);
-		fftwf_free(z);
-		return;
-	}
-	for (int64_t item = b; item < e; item++) {
-		const float *x = j->in + item * L;
-		float *o = j->spec + item * (int64_t)bins * T * 2;
-		for (int t = 0; t < T; t++) {
-			for (int i = 0; i < n; i++) {
-				int64_t k = (int64_t)t * c->hop + i - pad;
-				if (k < 0)
-					k = -k;
-				if (k >= L)
-					k = 2 * (L - 1) - k;
-				a[i] = x[k] * net->window[i];
-			}
-			fftwf_execute_dft_r2c(net->fwd, a, z);
-			for (int f = 0; f < bins; f++) {
-				o[((int64_t)f * T + t) * 2] = z[f][0];
-				o[((int64_t)f * T + t) * 2 + 1] = z[f][1];
-			}
-		}
-	}
-	fftwf_free(a);
-	fftwf_free(z);
-}
-
-/* Masked spectrum and inverse STFT of one (chunk, stem, channel): the masks of the values
- * (averaged over the bands that cover them), the DC bin zeroed (zero_dc), torch.istft(center,
- * window, length L). */
-static void k_istft(void *v, int64_t b, int64_t e, int wk)
-{
-	(void)wk;
-	spec_job *j = v;
-	const sb_roformer *net = j->net;
-	const sb_rf_config *c = &net->cfg;
-	const int64_t L = c->chunk_size;
-	const int n = c->n_fft, T = net->frames, bins = net->bins, ch = net->ch, S = net->n_stems;
-	const int half = net->total / 2;
-	float *a = fftwf_alloc_real((size_t)n);
-	fftwf_complex *z = fftwf_alloc_complex((size_t)bins);
-	float *m = malloc(sizeof(float) * 2 * (size_t)bins * T); /* this channel's mask [f][t][2] */
-	float *ola = malloc(sizeof(float) * (size_t)(L + n));
-	if (!a || !z || !m || !ola) {
-		j->st = SB_ERR_NOMEM;
-		goto out;
-	}
-	for (int64_t item = b; item < e; item++) {
-		const int s = (int)(item % ch), stem = (int)(item / ch % S), bi = (int)(item / ch / S);
-		memset(m, 0, sizeof(float) * 2 * (size_t)bins * T);
-		for (int t = 0; t < T; t++) {
-			const float *row = j->mask + ((int64_t)stem * j->B * T + (int64_t)bi * T + t) * net->total;
-			for (int q = 0; q < half; q++) {
-				const int src = net->src[q];
-				if (src % ch != s)
-					continue;
-				float *d = m + ((int64_t)(src / ch) * T + t) * 2;
-				d[0] += row[2 * q];
-				d[1] += row[2 * q + 1];
-			}
-		}
-		const float *sp = j->spec + ((int64_t)bi * ch + s) * (int64_t)bins * T * 2;
-		memset(ola, 0, sizeof(float) * (size_t)(L + n));
-		for (int t = 0; t < T; t++) {
-			for (int f = 0; f < bins; f++) {
-				const float w = net->inv_count[f * ch + s];
-				const float mr = m[((int64_t)f * T + t) * 2] * w,
-				            mi = m[((int64_t)f * T + t) * 2 + 1] * w;
-				const float xr = sp[((int64_t)f * T + t) * 2], xi = sp[((int64_t)f * T + t) * 2 + 1];
-				z[f][0] = xr * mr - xi * mi;
-				z[f][1] = xr * mi + xi * mr;
-			}
-			if (c->zero_dc)
-				z[0][0] = z[0][1] = 0.f;
-			fftwf_execute_dft_c2r(net->inv, z, a);
-			const float scale = 1.f / (float)n;
-			float *o = ola + (int64_t)t * c->hop;
-			for (int i = 0; i < n; i++)
-				o[i] += a[i] * scale * net->window[i];
-		}
-		float *y = j->out + (((int64_t)bi * S + stem) * ch + s) * L;
-		for (int64_t i = 0; i < L; i++)
-			y[i] = ola[i + n / 2] * j->env_inv[i];
-	}
-out:
-	fftwf_free(a);
-	fftwf_free(z);
-	free(m);
-	free(ola);
-}
-
-/* ---- device: the network ---- */
 
 static sb_dv W(sb_roformer_on *r, const float *host)
 {
@@ -265,49 +127,38 @@ static void layer(sb_roformer_on *r, const rf_layer *L, sb_dv x, int B, int time
 	sb_place_r(&r->p, h);
 }
 
-sb_status sb_roformer_forward(sb_roformer_on *r, sb_pool *pool, int B, const float *in,
-                              float *out)
+sb_status sb_roformer_forward(sb_roformer_on *r, int B, const float *in, float *out)
 {
 	const sb_roformer *net = r->net;
 	const sb_rf_config *c = &net->cfg;
 	const int T = net->frames, nb = net->nb, dim = c->dim, ch = net->ch, bins = net->bins,
 	          S = net->n_stems, total = net->total;
-	const size_t rows = (size_t)B * T;
+	const int64_t L = c->chunk_size;
+	const size_t rows = (size_t)B * T, fl = (size_t)bins * ch * 2; /* a frame's spectrum */
 	if (B < 1)
 		return SB_ERR_INVALID;
 	sb_status st = sb_place_begin(&r->p);
 	if (st != SB_OK)
 		return st;
-	float *spec = malloc(sizeof(float) * (size_t)B * ch * bins * T * 2);
-	float *xb = malloc(sizeof(float) * rows * total);
-	float *mask = malloc(sizeof(float) * (size_t)S * rows * total);
-	if (!spec || !xb || !mask) {
-		st = SB_ERR_NOMEM;
-		goto out;
-	}
-	spec_job j = {net, in, spec, mask, out, r->env_inv, B, SB_OK};
-	sb_pool_for(pool, (int64_t)B * ch, 1, k_stft, &j);
-	if (j.st != SB_OK) {
-		st = j.st;
-		goto out;
-	}
-	/* gather the bands' values, band after band */
-	for (int k = 0; k < nb; k++)
-		for (size_t bt = 0; bt < rows; bt++) {
-			const int b = (int)(bt / T), t = (int)(bt % T);
-			float *o = xb + rows * net->off[k] + bt * net->din[k];
-			for (int q = 0; q < net->din[k] / 2; q++) {
-				const int src = net->src[net->off[k] / 2 + q], f = src / ch, s = src % ch;
-				const float *v = spec + ((((size_t)b * ch + s) * bins + f) * T + t) * 2;
-				o[2 * q] = v[0];
-				o[2 * q + 1] = v[1];
-			}
-		}
-	/* band split */
-	sb_dv dx = sb_place_a(&r->p, rows * total);
-	sb_dv x = sb_place_a(&r->p, rows * nb * dim);
+	/* torch.stft(center, reflect padding, window, onesided; normalized scales by
+	 * n_fft^-1/2), frame-major */
+	const sb_stft g = {c->n_fft, c->hop, T, bins, c->n_fft / 2, 2, 2L * ch, (long)fl, 1};
+	const float norm = c->stft_normalized ? 1.f / sqrtf((float)c->n_fft) : 1.f;
+	sb_dv mix = sb_place_a(&r->p, (size_t)B * ch * L), X = sb_place_a(&r->p, rows * fl);
 	if (OK(r))
-		r->p.x.be->upload(r->p.x.d, dx, xb, rows * total);
+		r->p.x.be->upload(r->p.x.d, mix, in, (size_t)B * ch * L);
+	for (int b = 0; b < B; b++)
+		OP(r)->stft(r->p.x.d, &g, sb_dv_at(mix, (size_t)b * ch * L), L, ch, L, W(r, net->window),
+		            norm, sb_dv_at(X, (size_t)b * T * fl));
+	sb_place_r(&r->p, mix);
+	/* gather the bands' values, band after band */
+	sb_dv dx = sb_place_a(&r->p, rows * total);
+	for (int k = 0; k < nb; k++)
+		OP(r)->gather(r->p.x.d, X, (long)fl, sb_dv_at(dx, rows * net->off[k]), net->din[k], rows,
+		              net->din[k], W(r, net->band_ptr + net->off[k]), W(r, net->band_idx),
+		              W(r, net->ones + net->off[k]));
+	/* band split */
+	sb_dv x = sb_place_a(&r->p, rows * nb * dim);
 	for (int k = 0; k < nb; k++) {
 		const sb_dv xk = sb_dv_at(dx, rows * net->off[k]);
 		OP(r)->rmsnorm(r->p.x.d, xk, xk, rows, net->din[k], W(r, net->split_norm + net->off[k]));
@@ -380,22 +231,32 @@ sb_status sb_roformer_forward(sb_roformer_on *r, sb_pool *pool, int B, const flo
 				           sb_dv_at(m, (size_t)s * rows * total + net->off[gr->k0 + j]), total,
 				           din, (int)rows);
 		}
+	sb_place_r(&r->p, h1);
+	sb_place_r(&r->p, h2);
+	sb_place_r(&r->p, z);
+	sb_place_r(&r->p, x);
+	/* the masks on the spectrum's layout, times the spectrum (MSST zeroes the DC bin after:
+	 * its mask weight is 0 there), then the inverse STFT of each chunk and stem */
+	sb_dv ms = sb_place_a(&r->p, (size_t)S * rows * fl);
+	OP(r)->gather(r->p.x.d, m, total, ms, (long)fl, (size_t)S * rows, (int)fl, W(r, net->mask_ptr),
+	              W(r, net->mask_idx), W(r, net->mask_w));
+	OP(r)->cmul(r->p.x.d, ms, (long)(rows * fl), X, ms, (long)(rows * fl), rows * fl / 2, S);
+	sb_place_r(&r->p, m);
+	sb_place_r(&r->p, X);
+	const float iscale = (c->stft_normalized ? sqrtf((float)c->n_fft) : 1.f) / (float)c->n_fft;
+	sb_dv y = sb_place_a(&r->p, (size_t)B * S * ch * L);
+	sb_dv work = sb_place_a(&r->p, (size_t)ch * T * c->n_fft);
+	for (int b = 0; b < B; b++)
+		for (int s = 0; s < S; s++)
+			OP(r)->istft(r->p.x.d, &g, sb_dv_at(ms, ((size_t)s * B + b) * T * fl), ch, L,
+			             W(r, net->window), iscale, 0, 0,
+			             sb_dv_at(y, ((size_t)b * S + s) * ch * L), L, 0, work);
 	if (OK(r))
-		r->p.x.be->download(r->p.x.d, mask, m, (size_t)S * rows * total);
+		r->p.x.be->download(r->p.x.d, out, y, (size_t)B * S * ch * L);
 	st = sb_place_status(&r->p);
-	if (st == SB_OK) {
+	if (st == SB_OK || st == SB_ERR_CANCELLED) {
 		const sb_status fst = r->p.x.be->finish(r->p.x.d);
-		st = fst != SB_OK ? fst : st;
+		st = st == SB_OK ? fst : st;
 	}
-	if (st == SB_OK) {
-		sb_pool_for(pool, (int64_t)B * S * ch, 1, k_istft, &j);
-		st = j.st;
-	}
-out:
-	if (st != SB_OK && r->p.x.d)
-		r->p.x.be->finish(r->p.x.d);
-	free(spec);
-	free(xb);
-	free(mask);
 	return st;
 }

@@ -224,7 +224,6 @@ typedef struct {
 
 typedef struct {
 	sb_roformer_on *on;
-	sb_pool *pool;
 	int batch;      /* chunks per pass */
 } rf_dev;
 
@@ -285,9 +284,7 @@ static sb_status rf_run(void *user, int dev, void **dstate, const void *blk, int
 			return SB_ERR_NOMEM;
 		*dstate = x;
 		x->batch = u->batch[dev];
-		sb_status st = sb_pool_new(sb_share_threads(ctx), &x->pool);
-		if (st == SB_OK)
-			st = sb_roformer_place(d->net, &u->dev[dev], ctx->log, &x->on);
+		sb_status st = sb_roformer_place(d->net, &u->dev[dev], ctx->log, &x->on);
 		if (st != SB_OK)
 			return st;
 	}
@@ -297,7 +294,7 @@ static sb_status rf_run(void *user, int dev, void **dstate, const void *blk, int
 	sb_status st = SB_OK;
 	for (int j = 0; j < b->nb && st == SB_OK;) {
 		const int n = b->nb - j < x->batch ? b->nb - j : x->batch;
-		st = sb_roformer_forward(x->on, x->pool, n * d->lanes, b->items + (size_t)j * in_item,
+		st = sb_roformer_forward(x->on, n * d->lanes, b->items + (size_t)j * in_item,
 		                         out + (size_t)j * out_item);
 		if (st == SB_ERR_DEVICE_OOM && x->batch > 1) {
 			sb_log(ctx->log, SB_LOG_WARNING, "%s ran out of memory at %d chunks per pass: one "
@@ -354,7 +351,6 @@ static void rf_release(void *user, int dev, void *dstate)
 	(void)dev;
 	rf_dev *x = dstate;
 	sb_roformer_unplace(x->on);
-	sb_pool_free(x->pool);
 	free(x);
 }
 

@@ -1,7 +1,6 @@
 /* A converted RoFormer: config from the metadata, tensors checked against it and read as F32
  * into the layouts the forward pass uses (roformer.h), the tables (bands, rotary angles, the
  * STFT window and plans). */
-#include "core/fftw_lock.h"
 #include "models/demucs/safetensors.h"
 #include "models/roformer/roformer.h"
 
@@ -30,13 +29,6 @@ void sb_roformer_free(sb_roformer *net)
 	free(net->tnorm);
 	free(net->mask);
 	free(net->group);
-	free(net->window);
-	sb_fftw_plan_lock();
-	if (net->fwd)
-		fftwf_destroy_plan(net->fwd);
-	if (net->inv)
-		fftwf_destroy_plan(net->inv);
-	sb_fftw_plan_unlock();
 	free(net);
 }
 
@@ -65,7 +57,7 @@ static sb_status tables(sb_roformer *net, const float *const stored[2])
 	net->frames = (int)(c->chunk_size / c->hop) + 1;
 	net->rope_t = own(net, (size_t)net->frames * hd);
 	net->rope_f = own(net, (size_t)net->nb * hd);
-	net->window = calloc((size_t)c->n_fft, sizeof(float));
+	net->window = own(net, (size_t)c->n_fft);
 	if (!net->rope_t || !net->rope_f || !net->window)
 		return SB_ERR_NOMEM;
 	/* rotary-embedding-torch: inverse frequencies 1 / 10000^(2j / hd) in float32, angles
@@ -89,20 +81,43 @@ static sb_status tables(sb_roformer *net, const float *const stored[2])
 	const int lpad = (c->n_fft - c->win) / 2;
 	for (int i = 0; i < c->win; i++)
 		net->window[lpad + i] = (float)(0.5 - 0.5 * cos(2.0 * M_PI * i / c->win));
-	float *a = fftwf_alloc_real((size_t)c->n_fft);
-	fftwf_complex *z = fftwf_alloc_complex((size_t)net->bins);
-	if (!a || !z) {
-		fftwf_free(a);
-		fftwf_free(z);
+	return SB_OK;
+}
+
+/* the band split's gather and the masks' way back as the gather operation's tables */
+static sb_status gather_tables(sb_roformer *net)
+{
+	const int total = net->total, nv = net->bins * net->ch;
+	net->band_ptr = own(net, (size_t)total + 1);
+	net->band_idx = own(net, (size_t)total);
+	net->ones = own(net, (size_t)total);
+	net->mask_ptr = own(net, 2 * (size_t)nv + 1);
+	net->mask_idx = own(net, (size_t)total);
+	net->mask_w = own(net, 2 * (size_t)nv);
+	if (!net->band_ptr || !net->band_idx || !net->ones || !net->mask_ptr || !net->mask_idx ||
+	    !net->mask_w)
 		return SB_ERR_NOMEM;
+	for (int j = 0; j < total; j++) {
+		net->band_ptr[j] = (float)j;
+		net->band_idx[j] = (float)(2 * net->src[j / 2] + j % 2);
+		net->ones[j] = 1.f;
 	}
-	sb_fftw_plan_lock();
-	net->fwd = fftwf_plan_dft_r2c_1d(c->n_fft, a, z, FFTW_ESTIMATE);
-	net->inv = fftwf_plan_dft_c2r_1d(c->n_fft, z, a, FFTW_ESTIMATE);
-	sb_fftw_plan_unlock();
-	fftwf_free(a);
-	fftwf_free(z);
-	return net->fwd && net->inv ? SB_OK : SB_ERR_NOMEM;
+	net->band_ptr[total] = (float)total;
+	/* value v (f ch + s) takes the mask columns 2 q (re) and 2 q + 1 (im) of every q with
+	 * src[q] = v, in the order of q */
+	int p = 0;
+	for (int v = 0; v < nv; v++) {
+		for (int ri = 0; ri < 2; ri++) {
+			net->mask_ptr[2 * v + ri] = (float)p;
+			for (int q = 0; q < total / 2; q++)
+				if (net->src[q] == v)
+					net->mask_idx[p++] = (float)(2 * q + ri);
+			const int dc = v / net->ch == 0 && net->cfg.zero_dc;
+			net->mask_w[2 * v + ri] = dc ? 0.f : net->inv_count[v];
+		}
+	}
+	net->mask_ptr[2 * nv] = (float)p;
+	return SB_OK;
 }
 
 /* bands: widths, offsets, the gathered values' sources and the overlap counts */
@@ -155,7 +170,7 @@ static sb_status bands(sb_roformer *net)
 	for (int i = 0; i < bins * ch; i++)
 		net->inv_count[i] = net->inv_count[i] > 0 ? 1.f / net->inv_count[i] : 0.f;
 	free(in);
-	return SB_OK;
+	return gather_tables(net);
 }
 
 sb_status sb_roformer_load(const char *path, const char *name, const sb_logger *log,

@@ -9,18 +9,22 @@
 # It holds: the programs (statically linked against the engine), the Debian packages of the
 # libraries they load (extracted there with dpkg -x, never installed) plus CLBlast's tuners,
 # the golden files a GPU check needs (tiny and mid weights, htdemucs-mid-io, released shapes),
-# and the reference demucs package with its stand-ins (REF, default /tmp/demucs-ref).
+# the reference demucs package with its stand-ins (REF, default /tmp/demucs-ref), and for the
+# RoFormer step bench/roformer's scripts with MSST, rotary-embedding-torch and einops
+# (RFREF, default /tmp/roformer-ref: tests/fixtures/make_roformer_golden.py fetches them).
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=$(cd "${1:-$ROOT/build}" && pwd)
 OUT=$ROOT/.devcarry
 GOLDEN=${GOLDEN:-$ROOT/../shared/golden/htdemucs}
 REF=${REF:-/tmp/demucs-ref}
+RFREF=${RFREF:-/tmp/roformer-ref}
 [ -d "$REF/demucs" ] || { echo "prepare.sh: no reference demucs/ package in $REF" >&2; exit 1; }
 
 rm -rf "$OUT"
-mkdir -p "$OUT/bin" "$OUT/debs" "$OUT/golden" "$OUT/ref"
+mkdir -p "$OUT/bin" "$OUT/debs" "$OUT/golden" "$OUT/ref" "$OUT/roformer" "$OUT/rfref"
 for b in bench/demucs/bench_demucs bench/opencl/bench_opencl bench/jobs/bench_jobs bench/cpu/bench_gemm \
+         bench/roformer/bench_roformer \
          tools/cli/stembridge tests/demucs/test_demucs tests/opencl/test_cl_blas \
          tests/opencl/test_opencl; do
 	cp "$BUILD/$b" "$OUT/bin/"
@@ -33,6 +37,16 @@ cp -r "$REF/demucs" "$OUT/ref/"
 find "$OUT/ref" -name __pycache__ -prune -exec rm -rf {} +
 "$ROOT/bench/demucs/make_shims.sh" "$OUT/ref/shims"
 cp "$ROOT/bench/demucs/reference.py" "$OUT/"
+cp "$ROOT"/bench/roformer/*.py "$OUT/roformer/"
+for d in ZFTurbo+Music-Source-Separation-Training lucidrains+rotary-embedding-torch \
+         arogozhnikov+einops; do
+	if [ -d "$RFREF/$d" ]; then
+		cp -r "$RFREF/$d" "$OUT/rfref/"
+	else
+		echo "prepare.sh: no $RFREF/$d: the RoFormer step's reference is missing" >&2
+	fi
+done
+find "$OUT/rfref" \( -name .git -o -name __pycache__ \) -prune -exec rm -rf {} +
 
 # the packages behind every shared library the programs load, less the C library itself
 pkgs=$(ldd "$OUT"/bin/* 2>/dev/null | awk '/=> \// {print $3}' | sort -u |

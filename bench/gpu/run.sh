@@ -8,6 +8,9 @@
 #   bench/gpu/run.sh classic    the built-in model: bench_opencl, bench_jobs (issue #3)
 #   bench/gpu/run.sh demucs [SECONDS=180]    HTDemucs full size: Stembridge (CLBlast, own
 #                               kernel, profiles) beside PyTorch on CUDA (float32, and TF32)
+#   bench/gpu/run.sh roformer [SECONDS=60]  BS-RoFormer ep_317 at full size (random weights
+#                               from its public config): a chunk (profiled: launches, transfers)
+#                               and a song on the GPU beside MSST's model in PyTorch on CUDA
 #   bench/gpu/run.sh tune       CLBlast's tuners (--quick) for the GPU, then HTDemucs again
 #   bench/gpu/run.sh cpu [SECONDS=60]   the machine's CPU (issue #27): products per library and
 #                               bf16 (bench_gemm), a segment and a song at 2 and all threads in
@@ -24,7 +27,7 @@ set -u -o pipefail
 if [ "${1:-}" = all ]; then
 	rc=0
 	t0=$(date +%s)
-	for s in "check" "demucs ${2:-180}" "share ${2:-180}" "cpu 30"; do
+	for s in "check" "demucs ${2:-180}" "share ${2:-180}" "roformer 60" "cpu 30"; do
 		echo "== run.sh $s ($(( $(date +%s) - t0 )) s in)"
 		REPEAT=${REPEAT:-3} "$0" $s || rc=1
 	done
@@ -169,6 +172,32 @@ cpu)
 			--device cpu --threads "$t" | tee -a "$R/cpu-pytorch.jsonl" || note "PyTorch (cpu, $t threads)"
 	done
 	;;
+roformer)
+	# the model is made there (640 MB: too large to carry) by make_model.py from the public
+	# config, with the reference's own classes, then converted once outside the timings
+	secs=${2:-60}
+	# (RF_SCALE=depth=1 or the like: a smaller model, for a smoke test of this script on PoCL)
+	W=/tmp/sb-roformer
+	M=$W/ep317${RF_SCALE:+-$(echo "$RF_SCALE" | tr -d '=' | tr ',' '-')}
+	mkdir -p "$W/dump"
+	[ -e "$M.ckpt" ] || "$PY" "$C/roformer/make_model.py" ep317 --out "$W" --ref "$C/rfref" \
+		${RF_SCALE:+--scale "$RF_SCALE"} >/dev/null || note "make_model.py"
+	sb "$C/bin/bench_roformer" "$M.ckpt" --config "$M.yaml" --convert-only || note "conversion"
+	sb "$C/bin/bench_roformer" "$M.safetensors" --device "$gpu" --warmup 1 --repeat "$REPEAT" \
+		--dump "$W/dump" > "$R/roformer-gpu-chunk.json" 2> "$R/roformer-gpu-profile.txt" ||
+		note "bench_roformer (chunk)"
+	cat "$R/roformer-gpu-profile.txt" "$R/roformer-gpu-chunk.json"
+	sb "$C/bin/bench_roformer" "$M.safetensors" --device "$gpu" --song "$secs" \
+		> "$R/roformer-gpu-song.json" 2>/dev/null || note "bench_roformer (song)"
+	cat "$R/roformer-gpu-song.json"
+	"$PY" "$C/roformer/reference.py" "$M.ckpt" "$M.yaml" chunk --device "$REF_DEVICE" \
+		--threads "$(nproc)" --repeat "$REPEAT" --ref "$C/rfref" --input "$W/dump/input.f32" \
+		--compare "$W/dump/output.f32" | tee "$R/roformer-pytorch-chunk.json" ||
+		note "PyTorch RoFormer (chunk)"
+	"$PY" "$C/roformer/reference.py" "$M.ckpt" "$M.yaml" song "$secs" --device "$REF_DEVICE" \
+		--threads "$(nproc)" --ref "$C/rfref" | tee "$R/roformer-pytorch-song.json" ||
+		note "PyTorch RoFormer (song)"
+	;;
 tune)
 	STEMBRIDGE="$C/bin/stembridge" sb tools/clblast_tune.sh "$gpu" --quick --out "$R/clblast-tuning" \
 		2>&1 | tee "$R/tune.txt" || note clblast_tune.sh
@@ -180,7 +209,7 @@ tune)
 	cat "$R/demucs-clblast-tuned-profile.txt" "$R/demucs-clblast-tuned.json"
 	;;
 *)
-	echo "run.sh: unknown step '$step' (check, classic, demucs, share, tune, cpu)" >&2
+	echo "run.sh: unknown step '$step' (check, classic, demucs, share, roformer, tune, cpu)" >&2
 	exit 2
 	;;
 esac

@@ -443,7 +443,7 @@ int main(int argc, char **argv)
 				att_fl = p[i].flops;
 			}
 		}
-		fprintf(stderr, "  %-14s %7s %10.3f %6.1f%%   (STFTs, band gather, masks on the host)\n",
+		fprintf(stderr, "  %-14s %7s %10.3f %6.1f%%   (enqueueing and waits: the whole chunk runs on the device)\n",
 		        "host and gaps", "", prof_s - dev_s, 100 * (prof_s - dev_s) / prof_s);
 		fprintf(stderr, "counted from the config: %.1f GFLOP a chunk = linears %.1f + attention "
 		        "%.1f + band split %.1f + masks %.1f\n", gflop, 2e-9 * mac.linears,

@@ -44,6 +44,7 @@ ap.add_argument("--batch", type=int, default=0)
 ap.add_argument("--input")
 ap.add_argument("--compare")
 ap.add_argument("--ref", default="/tmp/roformer-ref")
+ap.add_argument("--device", default="cpu", help="cpu, or cuda on a GPU machine (bench/gpu)")
 a = ap.parse_args()
 os.environ["OMP_NUM_THREADS"] = os.environ["OPENBLAS_NUM_THREADS"] = str(a.threads)
 
@@ -100,9 +101,19 @@ load_start_checkpoint(argparse.Namespace(start_check_point=a.ckpt, model_type=ki
                                          lora_checkpoint_loralib=""), model,
                       torch.load(a.ckpt, map_location="cpu"), type_="inference")
 model.eval()
+dev = torch.device(a.device)
+model.to(dev)
+
+
+def sync():
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
+
+
 channels = 2 if config.model.stereo else 1
 L = config.inference.get("chunk_size", config.audio.chunk_size)
 r = {"impl": "pytorch", "torch": torch.__version__, "threads": torch.get_num_threads(),
+     "device": a.device,
      "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", ""), "model": a.ckpt,
      "rss_loaded_mb": round(rss_mb(now=True), 1)}
 sys.stdout.flush()
@@ -112,16 +123,18 @@ if a.mode == "chunk":
         x = np.fromfile(a.input, np.float32).reshape(channels, L)
     else:
         x = signal(L, channels)
-    xt = torch.from_numpy(x)[None]
+    xt = torch.from_numpy(x)[None].to(dev)
     with torch.no_grad():
         for _ in range(a.warmup):
             y = model(xt)
+        sync()
         t0, c0 = time.time(), cpu_s()
         for _ in range(a.repeat):
             y = model(xt)
+        sync()
         r["chunk_s"] = (time.time() - t0) / a.repeat
         r["chunk_cpu_s"] = (cpu_s() - c0) / a.repeat
-    y = y.reshape(-1, channels, L).numpy()
+    y = y.reshape(-1, channels, L).cpu().numpy()
     r["chunk_seconds"] = L / RATE
     r["out_rms_over_in_rms"] = float(np.sqrt((y ** 2).mean() / (x ** 2).mean()))
     if a.compare:
@@ -134,7 +147,8 @@ else:
     mix = signal(int(a.seconds * RATE), channels)
     t0, c0 = time.time(), cpu_s()
     with torch.no_grad():
-        out = demix(config, model, mix, "cpu", kind, pbar=False)
+        out = demix(config, model, mix, dev, kind, pbar=False)
+        sync()
     r["song_s"] = time.time() - t0
     r["song_cpu_s"] = cpu_s() - c0
     r["song_seconds"] = a.seconds

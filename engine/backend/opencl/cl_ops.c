@@ -487,7 +487,15 @@ sb_status sb_cl_ops_ready(sb_bdev *c)
 	cl_device_id id = sb_cl_device_id(c->dev);
 	size_t max_wg = 256;
 	clGetDeviceInfo(id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof max_wg, &max_wg, NULL);
-	c->red_wg = 256;
+	/* a reduction's work-group: 256 on a GPU; 32 on a CPU driver (PoCL), which runs a
+	 * work-group's items as loops between barriers, so each halving step costs a pass over
+	 * the group: softmax and LayerNorm 4 to 25 times faster there (bench/demucs/README.md) */
+	cl_device_type type = 0;
+	clGetDeviceInfo(id, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+	c->red_wg = type & CL_DEVICE_TYPE_CPU ? 32 : 256;
+	const char *rw = getenv("SB_CL_RED_WG"); /* a bench's override */
+	if (rw && atoi(rw) >= 16 && atoi(rw) <= 256)
+		c->red_wg = (size_t)atoi(rw);
 	while (c->red_wg > max_wg)
 		c->red_wg /= 2;
 	if (max_wg < 256) {

@@ -6,7 +6,9 @@
  * at a time; in sequential mode every job goes to one worker, which runs them one at a time in
  * submission order, each on its own devices. A device is opened once, through its backend, the
  * first time a job needs it, and kept open; a job holds its devices' locks while it runs (taken
- * in table order), so a device never runs two jobs at once.
+ * in table order), so a device never runs two jobs at once. Each worker keeps the model of its
+ * last job loaded, and its weights on those devices (model_keep.h), for the next job that asks
+ * for the same model on the same devices: a batch or a session reads and uploads it once.
  *
  * Locking: e->lock guards the job table, the queues and every job's progress; it is never
  * held while a job runs. A device's own lock (dev[i].lock) is held by the job using it and
@@ -50,6 +52,7 @@ struct sb_worker {
 	pthread_t thread;
 	int started;
 	uint64_t key;              /* the set's entries as bits; 0: each job's own (sequential) */
+	sb_model_keep *keep;       /* its last job's model; only its thread touches it */
 	sb_job *head, *tail;
 	pthread_cond_t wake;
 	sb_worker *next;
@@ -199,6 +202,7 @@ static void run_job(sb_worker *w, sb_job *j)
 		.cpu_threads = e->opts.cpu_threads,
 		.batch = e->opts.batch,
 		.model_path = (const char *const *)e->model_path,
+		.keep = w->keep,
 	};
 	sb_job_result *r = malloc(sizeof *r);
 	if (r)
@@ -280,9 +284,12 @@ static sb_worker *worker_for(sb_engine *e, const sb_device_set *set)
 		return NULL;
 	w->e = e;
 	w->key = key;
+	/* without memory for a keep, the worker opens each job's model for that job alone */
+	w->keep = sb_model_keep_new();
 	pthread_cond_init(&w->wake, NULL);
 	if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
 		pthread_cond_destroy(&w->wake);
+		sb_model_keep_free(w->keep);
 		free(w);
 		sb_log(&e->opts.log, SB_LOG_ERROR, "cannot start a worker thread");
 		return NULL;
@@ -376,6 +383,7 @@ void sb_engine_free(sb_engine *e)
 		sb_worker *n = w->next;
 		if (w->started)
 			pthread_join(w->thread, NULL);
+		sb_model_keep_free(w->keep); /* its weights on the devices go before the devices */
 		pthread_cond_destroy(&w->wake);
 		free(w);
 		w = n;

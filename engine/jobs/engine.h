@@ -107,6 +107,9 @@ typedef struct {
 	char fallback_reason[512];
 	char precision[8];               /* what the first device's products ran in: "fp32", "bf16" */
 	char products[128];              /* and how ("oneDNN sgemm (AVX-512)", "CLBlast 1.5.3") */
+	int model_kept;                  /* 1: the model was still loaded from the worker's job
+	                                    before (its file not read again, its weights still on
+	                                    the devices other than the CPU) */
 } sb_job_result;
 
 sb_status sb_engine_new(const sb_engine_opts *opts, sb_engine **out);

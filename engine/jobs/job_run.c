@@ -240,6 +240,27 @@ static sb_status open_devices(const sb_job_env *env, event_log *ev, const sb_log
 	           : (pl->n = 0, SB_ERR_DEVICE);
 }
 
+/* The devices of pl a kept model may leave its weights on (sb_run_ctx.keep): the ones the
+ * engine keeps open between jobs, every one but the native CPU (job_run.h). */
+static unsigned kept_devices(const dev_plan *pl)
+{
+	unsigned keep = 0;
+	for (int i = 0; i < pl->n && i < 32; i++)
+		if (!sb_device_is_native(pl->dev[i].props))
+			keep |= 1u << i;
+	return keep;
+}
+
+/* "opencl:0, opencl:1" for the log */
+static void device_list(const dev_plan *pl, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	for (int i = 0; i < pl->n; i++) {
+		const size_t at = strlen(buf);
+		snprintf(buf + at, len - at, "%s%s", i ? ", " : "", pl->dev[i].props->label);
+	}
+}
+
 static int all_native(const dev_plan *pl)
 {
 	for (int i = 0; i < pl->n; i++)
@@ -264,6 +285,8 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 	event_log ev = {0};
 	progress_state ps = {env, {0}, 0.02, 0.97, 0, 0, 0, &ev, log};
 	sb_model *model = NULL;
+	int model_ran = 0;    /* the separation started: the model and its devices were used */
+	int device_trouble = 0; /* a device failed or ran out of memory on the way */
 	sb_source *src = NULL;
 	sb_stem_writer *w = NULL;
 	sb_source *rsrc = NULL;
@@ -333,9 +356,15 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 	const char *open_name = model_name;
 	if (!strcmp(model_name, "auto") && spec->stems)
 		open_name = sb_model_auto_for(env->model_path, spec->stems, log, chosen, sizeof chosen);
-	st = sb_model_open(open_name, env->model_path, log, &model);
+	st = sb_model_keep_open(env->keep, open_name, env->model_path, env->devices, spec->bf16,
+	                        log, &model, &res->model_kept);
 	if (st != SB_OK)
 		goto fail;
+	if (res->model_kept) {
+		char on[512];
+		device_list(&pl, on, sizeof on);
+		sb_log(log, SB_LOG_INFO, "model %s kept loaded on %s", model->info.name, on);
+	}
 	if (pl.n > 1 && !model->info.shares_devices) {
 		event(&ev, log, SB_LOG_INFO, "%s runs on one device: %s", model->info.name,
 		      pl.dev[0].props->label);
@@ -435,15 +464,18 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 			.shifts = spec->shifts,
 			.overlap = spec->overlap,
 			.bf16 = spec->bf16,
+			.keep = env->keep ? kept_devices(&pl) : 0,
 		};
 		use_devices(&ps, &pl);
 		report(&ps, SB_JOB_RUNNING, ps.lo, "separating");
+		model_ran = 1;
 		st = sb_model_separate(model, &ctx, model_src, model_sink);
 		if (st == SB_OK && rsink)
 			st = sb_resample_sink_finish(rsink);
 		const int nonfinite = st == SB_ERR_NONFINITE;
 		if (st == SB_OK || (!is_device_failure(st) && !nonfinite) || all_native(&pl))
 			break;
+		device_trouble = 1;
 		if (st == SB_ERR_DEVICE_OOM && oom_retries < MAX_OOM_RETRIES) {
 			int64_t base = chunk > 0 ? chunk : model->info.default_chunk_frames;
 			chunk = base / 2 > 1024 ? base / 2 : 1024;
@@ -599,6 +631,11 @@ out:
 	sb_stem_writer_free(w); /* removes any temporary file; committed stems stay */
 	if (src)
 		src->close(src);
-	sb_model_free(model);
+	/* kept for the next job only when nothing went wrong with it or its devices: a device that
+	 * stopped sharing the file (sb_device_report) counts too */
+	for (int i = 0; i < ps.p.n_devices; i++)
+		device_trouble |= ps.p.devices[i].dropped;
+	sb_model_keep_done(env->keep, model,
+	                   res->status == SB_OK ? !device_trouble : !model_ran);
 	return res->status;
 }

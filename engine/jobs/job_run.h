@@ -24,13 +24,16 @@
 
 #include "backend/backend.h"
 #include "jobs/engine.h"
+#include "jobs/model_keep.h"
 #include "models/model.h"
 
 #include <stdatomic.h>
 
 /* How the runner reaches the devices the engine keeps open (one job uses a device at a time:
  * the engine holds it for the job). open() gives the opened device of table entry i, opening
- * it the first time; a failure comes back with its reason in words (why). */
+ * it the first time; a failure comes back with its reason in words (why). Every device but the
+ * native CPU (opened for each job) stays open, the same device behind the same handle, until
+ * the engine has freed its model keeps: a kept model may leave its weights there. */
 typedef struct {
 	const sb_device_list *list;
 	sb_status (*open)(void *user, size_t i, sb_exec *out, char *why, size_t wlen);
@@ -48,6 +51,9 @@ typedef struct {
 	int cpu_threads;
 	int batch;                       /* segments per forward pass, 0 = each device's */
 	const char *const *model_path;
+	sb_model_keep *keep;             /* the model kept from the job before, and where this job's
+	                                    is kept for the next (model_keep.h); NULL: opened and
+	                                    freed by this job */
 } sb_job_env;
 
 sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_result *res);

@@ -48,6 +48,11 @@ typedef struct {
 	int shifts;                    /* random time shifts averaged (Demucs); 0 = the model's */
 	double overlap;                /* segment overlap (Demucs); 0 = the model's (0.25) */
 	int bf16;                      /* devices the model opens itself: bf16 products */
+	unsigned keep;                 /* bit i: dev[i] stays open, the same device behind the same
+	                                  handle, until the model is freed (the job runner's kept
+	                                  model, jobs/model_keep.h): the model may keep its weights
+	                                  placed there for the next call; 0: place them for this
+	                                  call only */
 } sb_run_ctx;
 
 typedef struct {
@@ -86,6 +91,14 @@ struct sb_model {
  * then the system data dirs. info.name is always the real model's name, never "auto". */
 sb_status sb_model_open(const char *name, const char *const *search_path, const sb_logger *log,
                         sb_model **out);
+/* The model file sb_model_open(name) would open, without opening it: the real name (never
+ * "auto"; a path's base name) into real, the file into path ("" for the built-in). SB_ERR_MODEL
+ * when there is none (sb_model_open says why). */
+sb_status sb_model_locate(const char *name, const char *const *search_path, const sb_logger *log,
+                          char *real, size_t rlen, char *path, size_t plen);
+/* Opens what sb_model_locate() found: the file at path ("": the built-in) as the model name. */
+sb_status sb_model_open_file(const char *name, const char *path, const sb_logger *log,
+                             sb_model **out);
 /* What "auto" stands for now: the installed catalogue model of the best 'auto' rank
  * (models/catalog.h: htdemucs first), else "builtin". Written into buf, returned. */
 const char *sb_model_auto(const char *const *search_path, const sb_logger *log, char *buf,

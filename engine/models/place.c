@@ -218,3 +218,66 @@ void sb_place_r(sb_place *p, sb_dv v)
 			return;
 		}
 }
+
+/* ---- placements kept between calls ---- */
+
+static void kept_relay(void *user, sb_log_level level, const char *msg)
+{
+	const sb_kept *k = user;
+	if (k->to && k->to->fn)
+		k->to->fn(k->to->user, level, msg);
+}
+
+void sb_kept_init(sb_kept *k, void (*free_state)(void *state))
+{
+	memset(k, 0, sizeof *k);
+	k->free_state = free_state;
+	k->log = (sb_logger){kept_relay, k};
+}
+
+void sb_kept_begin(sb_kept *k, const sb_logger *log)
+{
+	k->to = log;
+}
+
+void sb_kept_end(sb_kept *k)
+{
+	k->to = NULL;
+}
+
+void *sb_kept_take(sb_kept *k, const sb_exec *dev)
+{
+	for (int i = 0; i < k->n; i++)
+		if (k->dev[i] == dev->d && k->be[i] == dev->be) {
+			void *s = k->state[i];
+			k->n--;
+			k->be[i] = k->be[k->n];
+			k->dev[i] = k->dev[k->n];
+			k->state[i] = k->state[k->n];
+			return s;
+		}
+	return NULL;
+}
+
+void sb_kept_put(sb_kept *k, const sb_exec *dev, void *state)
+{
+	if (!state)
+		return;
+	void *old = sb_kept_take(k, dev);
+	if (old)
+		k->free_state(old);
+	if (k->n == SB_KEPT_MAX) {
+		k->free_state(state);
+		return;
+	}
+	k->be[k->n] = dev->be;
+	k->dev[k->n] = dev->d;
+	k->state[k->n++] = state;
+}
+
+void sb_kept_clear(sb_kept *k)
+{
+	for (int i = 0; i < k->n; i++)
+		k->free_state(k->state[i]);
+	k->n = 0;
+}

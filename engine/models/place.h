@@ -68,4 +68,35 @@ void sb_place_fail(sb_place *p, sb_status st);
 /* A stop flag set: the pass's status becomes SB_ERR_CANCELLED and 1 is returned. */
 int sb_place_stopped(sb_place *p);
 
+/* Placements a model keeps from one separate() call to the next, on the devices the caller
+ * keeps open (sb_run_ctx.keep), one state per device found by its handle (the job runner's kept
+ * model, #24: the second song on a GPU uploads nothing).
+ *
+ * Threads: a call takes its devices' states out on its own thread before it shares out the
+ * work and puts back what it keeps after its device threads have ended, so the table is only
+ * touched by one thread. A kept placement logs through 'log', which forwards to the logger of
+ * the call in progress (sb_kept_begin) and drops messages between calls: a call's logger may
+ * live on its caller's stack. */
+#define SB_KEPT_MAX 16
+
+typedef struct {
+	const sb_backend *be[SB_KEPT_MAX];
+	const sb_bdev *dev[SB_KEPT_MAX];
+	void *state[SB_KEPT_MAX];
+	int n;
+	void (*free_state)(void *state);
+	const sb_logger *to;        /* the call in progress's logger, NULL between calls */
+	sb_logger log;              /* what kept placements log through */
+} sb_kept;
+
+void sb_kept_init(sb_kept *k, void (*free_state)(void *state));
+void sb_kept_begin(sb_kept *k, const sb_logger *log);
+void sb_kept_end(sb_kept *k);
+/* the state kept for dev, taken out of the table; NULL when there is none */
+void *sb_kept_take(sb_kept *k, const sb_exec *dev);
+/* keeps state for dev (a state kept for it before is freed) */
+void sb_kept_put(sb_kept *k, const sb_exec *dev, void *state);
+/* frees every kept state: before the devices close, and before what the states point into */
+void sb_kept_clear(sb_kept *k);
+
 #endif

@@ -105,24 +105,73 @@ unsigned sb_model_stems(const char *name, const char *const *search_path)
 	return mask;
 }
 
-sb_status sb_model_open(const char *name, const char *const *search_path, const sb_logger *log,
-                        sb_model **out)
+/* Where sb_model_open() finds a model, in its order: "auto" resolved, "builtin" (path ""), a
+ * .safetensors path as given (its name: the base name), then name.safetensors in the model
+ * folders (a RoFormer file first, then the first readable one, as the families look). */
+sb_status sb_model_locate(const char *name, const char *const *search_path, const sb_logger *log,
+                          char *real, size_t rlen, char *path, size_t plen)
 {
 	char chosen[64];
 	if (!name || !*name || !strcmp(name, "auto"))
 		name = sb_model_auto(search_path, log, chosen, sizeof chosen);
-	if (strcmp(name, "builtin") == 0)
-		return sb_classic_model_new(log, out);
-	/* A model file named by its path (plugin state, scripts): the name is its base name. */
+	if (!strcmp(name, "builtin")) {
+		snprintf(real, rlen, "builtin");
+		snprintf(path, plen, "%s", "");
+		return SB_OK;
+	}
 	const size_t len = strlen(name);
 	if (strchr(name, '/') && len > 12 && !strcmp(name + len - 12, ".safetensors")) {
 		const char *base = strrchr(name, '/') + 1;
-		char short_name[256];
-		snprintf(short_name, sizeof short_name, "%.*s", (int)(strlen(base) - 12), base);
-		if (sb_roformer_is_file(name))
-			return sb_roformer_model_open(name, short_name, log, out);
-		return sb_demucs_model_open(name, short_name, NULL, log, out);
+		snprintf(real, rlen, "%.*s", (int)(strlen(base) - 12), base);
+		snprintf(path, plen, "%s", name);
+		return SB_OK;
 	}
+	if (strchr(name, '/') || strstr(name, "..") || strlen(name) > 200)
+		return SB_ERR_MODEL;
+	char dirs[16][4096];
+	const size_t n = sb_model_dirs(search_path, dirs, 16);
+	char first[4352] = "";
+	for (size_t i = 0; i < n; i++) {
+		char p[4352];
+		snprintf(p, sizeof p, "%s/%s.safetensors", dirs[i], name);
+		if (access(p, R_OK) != 0)
+			continue;
+		if (sb_roformer_is_file(p)) {
+			snprintf(first, sizeof first, "%s", p);
+			break;
+		}
+		if (!first[0])
+			snprintf(first, sizeof first, "%s", p);
+	}
+	if (!first[0])
+		return SB_ERR_MODEL;
+	snprintf(real, rlen, "%s", name);
+	snprintf(path, plen, "%s", first);
+	return SB_OK;
+}
+
+sb_status sb_model_open_file(const char *name, const char *path, const sb_logger *log,
+                             sb_model **out)
+{
+	if (!path[0])
+		return sb_classic_model_new(log, out);
+	if (sb_roformer_is_file(path))
+		return sb_roformer_model_open(path, name, log, out);
+	return sb_demucs_model_open(path, name, NULL, log, out);
+}
+
+sb_status sb_model_open(const char *name, const char *const *search_path, const sb_logger *log,
+                        sb_model **out)
+{
+	char real[256], path[4352];
+	if (sb_model_locate(name, search_path, log, real, sizeof real, path, sizeof path) == SB_OK)
+		return sb_model_open_file(real, path, log, out);
+	char chosen[64];
+	if (!name || !*name || !strcmp(name, "auto"))
+		name = sb_model_auto(search_path, log, chosen, sizeof chosen);
+	/* not found: the htdemucs family says where to get it */
+	if (!strncmp(name, "htdemucs", 8))
+		return sb_demucs_model_find(name, search_path, log, out);
 	char dirs[16][4096];
 	size_t n = sb_model_dirs(search_path, dirs, 16);
 	char where[1024] = "";
@@ -130,17 +179,6 @@ sb_status sb_model_open(const char *name, const char *const *search_path, const 
 		size_t at = strlen(where);
 		snprintf(where + at, sizeof where - at, "%s%s", i ? ", " : "", dirs[i]);
 	}
-	/* Demucs: the htdemucs family by name (a missing file gets a message saying where to get
-	 * it), any other name when its safetensors file is installed */
-	if (!strchr(name, '/') && !strstr(name, "..") && strlen(name) < 200)
-		for (size_t i = 0; i < n; i++) {
-			char path[4352];
-			snprintf(path, sizeof path, "%s/%s.safetensors", dirs[i], name);
-			if (access(path, R_OK) == 0 && sb_roformer_is_file(path))
-				return sb_roformer_model_open(path, name, log, out);
-		}
-	if (!strncmp(name, "htdemucs", 8) || sb_demucs_model_installed(name, search_path))
-		return sb_demucs_model_find(name, search_path, log, out);
 	sb_log(log, SB_LOG_ERROR, "unknown model '%s' (installed: builtin; searched %s)", name,
 	       where);
 	return SB_ERR_MODEL;
@@ -165,6 +203,7 @@ sb_status sb_run_devices_open(const sb_run_ctx *ctx, sb_run_devices *out)
 	out->own.props = &out->props;
 	out->ctx.dev = &out->own;
 	out->ctx.n_dev = 1;
+	out->ctx.keep = 0; /* closed at the end of the call */
 	return SB_OK;
 }
 

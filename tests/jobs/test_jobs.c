@@ -5,11 +5,15 @@
  *
  * usage: test_jobs GROUP   (parallel, sequential, match, faults, cancel)
  *        test_jobs share MODEL.safetensors   (one song on three devices, one lost mid-song)
+ *        test_jobs keep HTDEMUCS.safetensors ROFORMER_FIXTURES   (the model kept loaded from
+ *                                            one job to the next, #24)
  */
 #include "backend/device.h"
+#include "convert/convert.h"
 #include "jobs/engine.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
 #include <sndfile.h>
@@ -18,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static int failures;
@@ -507,6 +512,239 @@ static void test_share(void)
 	unsetenv("SB_FAULT_INJECT");
 }
 
+/* ---- the model kept loaded between jobs (#24) ---- */
+
+static atomic_int kept_lines, placed_again_lines;
+
+static void keep_log(void *user, sb_log_level level, const char *msg)
+{
+	(void)user;
+	if (strstr(msg, " kept loaded on "))
+		atomic_fetch_add(&kept_lines, 1);
+	if (strstr(msg, "weights already on "))
+		atomic_fetch_add(&placed_again_lines, 1);
+	if (level <= SB_LOG_WARNING)
+		fprintf(stderr, "[engine] %s\n", msg);
+}
+
+static sb_engine *keep_engine(void)
+{
+	sb_engine_opts o;
+	memset(&o, 0, sizeof o);
+	o.mode = SB_MODE_SEQUENTIAL;
+	o.log.fn = keep_log;
+	sb_engine *e = NULL;
+	sb_status st = sb_engine_new(&o, &e);
+	CHECK(st == SB_OK, "engine: %s", sb_status_str(st));
+	return e;
+}
+
+static sb_job_result keep_job(sb_engine *e, const char *dir, const char *track, int64_t frames,
+                              const char *device, const char *model)
+{
+	sb_job_spec s;
+	memset(&s, 0, sizeof s);
+	s.frames = frames;
+	s.channels = 2;
+	s.rate = 44100;
+	s.samples = make_signal(frames, 2, 44100, (unsigned)strlen(track) * 31u + (unsigned)track[0]);
+	s.input_free = count_free;
+	s.track = track;
+	s.device = device;
+	s.model = model;
+	s.out_dir = dir;
+	s.format = SB_FORMAT_WAVF32;
+	s.timeline_start = -1;
+	sb_job_id id = 0;
+	sb_status st = sb_engine_submit(e, &s, &id);
+	CHECK(st == SB_OK, "submit %s: %s", track, sb_status_str(st));
+	sb_job_result r = finish(e, id);
+	CHECK(r.status == SB_OK, "%s on %s with %s: %s", track, device, model, r.message);
+	return r;
+}
+
+static int same_bytes(const char *a, const char *b)
+{
+	FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+	int same = fa && fb;
+	while (same) {
+		const int ca = fgetc(fa), cb = fgetc(fb);
+		same = ca == cb;
+		if (ca == EOF)
+			break;
+	}
+	if (fa)
+		fclose(fa);
+	if (fb)
+		fclose(fb);
+	return same;
+}
+
+/* every stem of track in dir a is the same file, byte for byte, as in dir b */
+static void same_files(const char *a, const char *b, const char *track, const char *what)
+{
+	int n = 0;
+	for (int s = 0; s < 4; s++) {
+		const char *stem = (const char *[]){"vocals", "drums", "bass", "other"}[s];
+		char pa[8192], pb[8192];
+		snprintf(pa, sizeof pa, "%s/%s/%s.wav", a, track, stem);
+		snprintf(pb, sizeof pb, "%s/%s/%s.wav", b, track, stem);
+		if (access(pa, F_OK) != 0 && access(pb, F_OK) != 0)
+			continue; /* a model without this stem */
+		n++;
+		CHECK(same_bytes(pa, pb), "%s: %s/%s differs from a run of its own", what, track, stem);
+	}
+	CHECK(n >= 2, "%s: %d stems compared", what, n);
+}
+
+/* Songs one after another in one engine with the same model: the model is opened once (the
+ * first result says it was opened, the next ones that it was kept, and the log says so), each
+ * song's stems are the bytes of a run in an engine of its own; on a device other than the CPU
+ * the weights are placed once too. */
+static void keep_songs(const char *name, const char *device, const char *model, int n_songs,
+                       int64_t frames, int placed_once)
+{
+	char kept_dir[4200], own_dir[4200], sub[256];
+	snprintf(sub, sizeof sub, "keep-%s", name);
+	subdir(kept_dir, sizeof kept_dir, sub);
+	snprintf(sub, sizeof sub, "own-%s", name);
+	subdir(own_dir, sizeof own_dir, sub);
+	const char *tracks[3] = {"a", "bb", "ccc"};
+	atomic_store(&kept_lines, 0);
+	atomic_store(&placed_again_lines, 0);
+	sb_engine *e = keep_engine();
+	for (int i = 0; i < n_songs; i++) {
+		sb_job_result r = keep_job(e, kept_dir, tracks[i], frames, device, model);
+		CHECK(r.model_kept == (i > 0), "%s song %d: model_kept %d", name, i, r.model_kept);
+	}
+	sb_engine_free(e);
+	CHECK(atomic_load(&kept_lines) == n_songs - 1, "%s: %d 'kept loaded' lines for %d songs",
+	      name, atomic_load(&kept_lines), n_songs);
+	if (placed_once)
+		CHECK(atomic_load(&placed_again_lines) == n_songs - 1, "%s: weights placed again (%d "
+		      "'already on' lines for %d songs)", name, atomic_load(&placed_again_lines),
+		      n_songs);
+	for (int i = 0; i < n_songs; i++) {
+		e = keep_engine();
+		sb_job_result r = keep_job(e, own_dir, tracks[i], frames, device, model);
+		CHECK(!r.model_kept, "%s: a new engine had a model kept", name);
+		sb_engine_free(e);
+		same_files(kept_dir, own_dir, tracks[i], name);
+	}
+}
+
+static const char *keep_demucs;   /* tests/fixtures/htdemucs/htdemucs-mini.safetensors */
+static const char *keep_roformer; /* tests/fixtures/roformer */
+
+static void copy_file(const char *from, const char *to)
+{
+	FILE *a = fopen(from, "rb"), *b = fopen(to, "wb");
+	CHECK(a && b, "copy %s to %s", from, to);
+	int c;
+	while (a && b && (c = fgetc(a)) != EOF)
+		fputc(c, b);
+	if (a)
+		fclose(a);
+	if (b)
+		fclose(b);
+}
+
+static void test_keep(void)
+{
+	char models[4200], demucs[4300], roformer[4300];
+	subdir(models, sizeof models, "models");
+	snprintf(demucs, sizeof demucs, "%s/mini.safetensors", models);
+	copy_file(keep_demucs, demucs);
+
+	/* the built-in model on the CPU, three songs; HTDemucs on the CPU and on a PoCL device
+	 * (its weights stay there), a RoFormer on a PoCL device */
+	keep_songs("builtin-cpu", "cpu", "builtin", 3, 44100 * 3 + 5, 0);
+	keep_songs("builtin-opencl", "opencl:0", "builtin", 2, 44100 * 3 + 5, 0);
+	keep_songs("htdemucs-cpu", "cpu", demucs, 2, 44100 * 4 + 17, 0);
+	keep_songs("htdemucs-opencl", "opencl:0", demucs, 3, 44100 * 4 + 17, 1);
+	snprintf(roformer, sizeof roformer, "%s/bs-tiny.safetensors", models);
+	char ckpt[4300], yaml[4300];
+	snprintf(ckpt, sizeof ckpt, "%s/bs-tiny.ckpt", keep_roformer);
+	snprintf(yaml, sizeof yaml, "%s/bs-tiny.yaml", keep_roformer);
+	const char *in[1] = {ckpt};
+	const sb_logger quiet = {log_fn, NULL};
+	sbc_convert_opts co = {.inputs = in, .n_inputs = 1, .output = roformer, .overwrite = 1,
+	                       .config = yaml, .log = &quiet};
+	const sb_status cst = sbc_convert(&co);
+	CHECK(cst == SB_OK, "bs-tiny: %s", sb_status_str(cst));
+	if (cst == SB_OK)
+		keep_songs("roformer-opencl", "opencl:0", roformer, 2, 44100 * 4 + 3, 1);
+
+	/* what opens the model again: another model, the file changed on disk, other devices, bf16,
+	 * a device failing on the way, a cancelled job */
+	char dir[4200];
+	subdir(dir, sizeof dir, "keep-changes");
+	sb_engine *e = keep_engine();
+	const int64_t n = 44100 + 11;
+	CHECK(!keep_job(e, dir, "m1", n, "opencl:0", demucs).model_kept, "first job");
+	CHECK(keep_job(e, dir, "m2", n, "opencl:0", demucs).model_kept, "same model: not kept");
+	CHECK(!keep_job(e, dir, "m3", n, "opencl:0", "builtin").model_kept, "another model: kept");
+	CHECK(!keep_job(e, dir, "m4", n, "opencl:0", demucs).model_kept, "the first model back: "
+	      "kept, though another came between");
+	struct timespec later[2] = {{0, UTIME_OMIT}, {time(NULL) + 60, 0}};
+	CHECK(utimensat(AT_FDCWD, demucs, later, 0) == 0, "touch %s", demucs);
+	CHECK(!keep_job(e, dir, "m5", n, "opencl:0", demucs).model_kept, "the file changed: kept");
+	CHECK(keep_job(e, dir, "m6", n, "opencl:0", demucs).model_kept, "unchanged since: not kept");
+	CHECK(!keep_job(e, dir, "m7", n, "opencl:1", demucs).model_kept, "another device: kept");
+	CHECK(!keep_job(e, dir, "m8", n, "cpu", "builtin").model_kept, "builtin on the CPU: kept");
+	sb_job_spec bf;
+	memset(&bf, 0, sizeof bf);
+	bf.frames = n;
+	bf.channels = 2;
+	bf.rate = 44100;
+	bf.samples = make_signal(n, 2, 44100, 9u);
+	bf.input_free = count_free;
+	bf.track = "m9";
+	bf.device = "cpu";
+	bf.model = "builtin";
+	bf.out_dir = dir;
+	bf.format = SB_FORMAT_WAVF32;
+	bf.bf16 = 1;
+	sb_job_id id = 0;
+	CHECK(sb_engine_submit(e, &bf, &id) == SB_OK, "submit bf16");
+	sb_job_result rb = finish(e, id);
+	CHECK(rb.status == SB_OK && !rb.model_kept, "bf16: %s, kept %d", rb.message, rb.model_kept);
+	/* a cancelled job gives nothing back: the next one opens the model again */
+	CHECK(!keep_job(e, dir, "c1", n, "cpu", "builtin").model_kept, "fp32 again: kept");
+	sb_job_spec cs = bf;
+	cs.frames = 44100 * 120;
+	cs.samples = make_signal(cs.frames, 2, 44100, 11u);
+	cs.track = "long";
+	cs.bf16 = 0;
+	CHECK(sb_engine_submit(e, &cs, &id) == SB_OK, "submit long");
+	for (int spin = 0; spin < 100000; spin++) {
+		sb_job_progress p;
+		sb_engine_progress(e, id, &p);
+		if (p.state >= SB_JOB_DONE || (p.state == SB_JOB_RUNNING && p.fraction > 0.05))
+			break;
+		usleep(1000);
+	}
+	sb_engine_cancel(e, id);
+	sb_job_result rc = finish(e, id);
+	CHECK(rc.status == SB_ERR_CANCELLED, "long job: %s", sb_status_str(rc.status));
+	CHECK(rc.model_kept, "the long job did not have the model kept from the one before");
+	CHECK(!keep_job(e, dir, "c2", n, "cpu", "builtin").model_kept, "kept after a cancel");
+	sb_engine_free(e);
+
+	/* a device that runs out of memory on the way: the job finishes, the model is not kept */
+	setenv("SB_FAULT_INJECT", "opencl:0:alloc:1", 1);
+	e = keep_engine();
+	subdir(dir, sizeof dir, "keep-oom");
+	sb_job_result r1 = keep_job(e, dir, "o1", n, "opencl:0", "builtin");
+	CHECK(!r1.model_kept, "first job");
+	CHECK(!keep_job(e, dir, "o2", n, "opencl:0", "builtin").model_kept,
+	      "kept after an out-of-memory");
+	CHECK(keep_job(e, dir, "o3", n, "opencl:0", "builtin").model_kept, "not kept after a "
+	      "clean job");
+	sb_engine_free(e);
+	unsetenv("SB_FAULT_INJECT");
+}
+
 int main(int argc, char **argv)
 {
 	const char *group = argc > 1 ? argv[1] : "parallel";
@@ -531,6 +769,11 @@ int main(int argc, char **argv)
 	else if (!strcmp(group, "share") && argc > 2) {
 		share_model = argv[2];
 		test_share();
+	}
+	else if (!strcmp(group, "keep") && argc > 3) {
+		keep_demucs = argv[2];
+		keep_roformer = argv[3];
+		test_keep();
 	}
 	else {
 		fprintf(stderr, "unknown group %s\n", group);

@@ -3,6 +3,7 @@
 #define SB_DEMUCS_INTERNAL_H
 
 #include "models/demucs/demucs.h"
+#include "models/place.h"
 
 struct sb_demucs_bag {
 	int n;
@@ -13,5 +14,13 @@ struct sb_demucs_bag {
 sb_status sb_demucs_bag_open(const char *path, const char *name, const sb_logger *log,
                              sb_demucs_bag **out);
 void sb_demucs_bag_free(sb_demucs_bag *bag);
+
+/* sb_demucs_separate() keeping the nets placed on the devices of ctx->keep in 'kept' for the
+ * next call (NULL: placed for this call only, as sb_demucs_separate()). A kept state is an
+ * array of 64 placements, one per net of the bag (sb_demucs_kept_free). */
+sb_status sb_demucs_separate_kept(const sb_demucs_bag *bag, const sb_demucs_opts *opts,
+                                  const sb_run_ctx *ctx, sb_kept *kept, sb_source *in,
+                                  sb_sink *out);
+void sb_demucs_kept_free(void *state);
 
 #endif

@@ -11,6 +11,7 @@
 typedef struct {
 	sb_demucs_bag *bag;
 	sb_demucs_opts opts;
+	sb_kept kept;  /* the nets placed on the devices the caller keeps open (ctx->keep) */
 } demucs_model;
 
 static sb_status dm_separate(sb_model *m, const sb_run_ctx *ctx, sb_source *in, sb_sink *out)
@@ -25,7 +26,7 @@ static sb_status dm_separate(sb_model *m, const sb_run_ctx *ctx, sb_source *in, 
 	sb_run_devices rd;
 	sb_status st = sb_run_devices_open(ctx, &rd);
 	if (st == SB_OK)
-		st = sb_demucs_separate(dm->bag, &o, &rd.ctx, in, out);
+		st = sb_demucs_separate_kept(dm->bag, &o, &rd.ctx, &dm->kept, in, out);
 	sb_run_devices_close(&rd);
 	return st;
 }
@@ -35,8 +36,10 @@ static void dm_free(sb_model *m)
 	if (!m)
 		return;
 	demucs_model *dm = m->impl;
-	if (dm)
+	if (dm) {
+		sb_kept_clear(&dm->kept); /* the placements point into the bag's weights */
 		sb_demucs_bag_free(dm->bag);
+	}
 	free(dm);
 	free(m);
 }
@@ -71,6 +74,7 @@ sb_status sb_demucs_model_open(const char *path, const char *name, const sb_demu
 	}
 	m->vt = &dm_vt;
 	m->impl = dm;
+	sb_kept_init(&dm->kept, sb_demucs_kept_free);
 	sb_demucs_opts_default(&dm->opts);
 	if (opts)
 		dm->opts = *opts;

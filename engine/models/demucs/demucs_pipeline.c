@@ -298,7 +298,23 @@ typedef struct {
 	grid *grids;
 	int B;                /* segments per block */
 	int batch[MAX_DEVS];  /* each device's segments per pass */
+	sb_kept *kept;        /* where placements on ctx->keep's devices stay, or NULL */
+	sb_htdemucs_on **pre[MAX_DEVS]; /* each device's placements kept from the last call: taken
+	                                  by its thread at its first task */
 } share_user;
+
+static int keeps(const share_user *u, int dev)
+{
+	return u->kept && dev < 32 && (u->p->ctx->keep >> dev & 1u);
+}
+
+void sb_demucs_kept_free(void *state)
+{
+	sb_htdemucs_on **on = state;
+	for (int k = 0; k < 64; k++)
+		sb_htdemucs_unplace(on[k]);
+	free(on);
+}
 
 static int64_t grid_next_take(const grid *g)
 {
@@ -375,11 +391,19 @@ static sb_status sh_run(void *user, int dev, void **dstate, const void *blk, int
 			return SB_ERR_NOMEM;
 		*dstate = d;
 		d->batch = u->batch[dev];
+		if (u->pre[dev]) {
+			memcpy(d->on, u->pre[dev], sizeof d->on);
+			free(u->pre[dev]);
+			u->pre[dev] = NULL;
+		}
 	}
 	const int k = g->nets[t];
 	sb_status st = SB_OK;
 	if (!d->on[k]) {
-		st = sb_htdemucs_place(p->bag->nets[k], &ctx->dev[dev], ctx->log, &d->on[k]);
+		/* a placement that outlives the call logs through the kept table's relay: ctx->log
+		 * may be gone by the next call */
+		st = sb_htdemucs_place(p->bag->nets[k], &ctx->dev[dev],
+		                       keeps(u, dev) ? &u->kept->log : ctx->log, &d->on[k]);
 		if (st != SB_OK)
 			return st;
 	}
@@ -457,11 +481,21 @@ static void sh_free_block(void *user, void *blk)
 	free(b);
 }
 
+/* after every device thread has ended: the placements on a device the caller keeps open go
+ * back to the kept table */
 static void sh_release(void *user, int dev, void *dstate)
 {
-	(void)user;
-	(void)dev;
+	share_user *u = user;
 	devstate *d = dstate;
+	sb_htdemucs_on **keep = keeps(u, dev) ? calloc(64, sizeof *keep) : NULL;
+	if (keep) {
+		for (int k = 0; k < 64; k++)
+			if (d->on[k])
+				sb_htdemucs_on_stop(d->on[k], NULL, NULL); /* this call's flags end with it */
+		memcpy(keep, d->on, sizeof d->on);
+		memset(d->on, 0, sizeof d->on);
+		sb_kept_put(u->kept, &u->p->ctx->dev[dev], keep);
+	}
 	for (int k = 0; k < 64; k++)
 		sb_htdemucs_unplace(d->on[k]);
 	free(d);
@@ -489,6 +523,13 @@ static int device_batch(const sb_run_ctx *ctx, int dev, int64_t Ls)
 
 sb_status sb_demucs_separate(const sb_demucs_bag *bag, const sb_demucs_opts *opts,
                              const sb_run_ctx *ctx, sb_source *in, sb_sink *out)
+{
+	return sb_demucs_separate_kept(bag, opts, ctx, NULL, in, out);
+}
+
+sb_status sb_demucs_separate_kept(const sb_demucs_bag *bag, const sb_demucs_opts *opts,
+                                  const sb_run_ctx *ctx, sb_kept *kept, sb_source *in,
+                                  sb_sink *out)
 {
 	const sb_logger *log = ctx ? ctx->log : NULL;
 	const sb_htdemucs_config *c0 = sb_htdemucs_cfg(bag->nets[0]);
@@ -622,7 +663,7 @@ sb_status sb_demucs_separate(const sb_demucs_bag *bag, const sb_demucs_opts *opt
 	}
 
 	/* the devices: segments per block, the most any device asks for */
-	share_user su = {&p, grids, 1, {0}};
+	share_user su = {&p, grids, 1, {0}, kept, {NULL}};
 	for (int i = 0; i < ctx->n_dev; i++) {
 		su.batch[i] = device_batch(ctx, i, c0->segment_length);
 		su.B = su.batch[i] > su.B ? su.batch[i] : su.B;
@@ -630,8 +671,22 @@ sb_status sb_demucs_separate(const sb_demucs_bag *bag, const sb_demucs_opts *opt
 	if (st == SB_OK && ctx->n_dev > 1)
 		sb_log(log, SB_LOG_INFO, "htdemucs: %lld segments shared among %d devices, %d per task",
 		       (long long)total, ctx->n_dev, su.B);
+	if (kept) {
+		sb_kept_begin(kept, log);
+		for (int i = 0; i < ctx->n_dev; i++)
+			if (keeps(&su, i) && (su.pre[i] = sb_kept_take(kept, &ctx->dev[i])))
+				sb_log(log, SB_LOG_INFO, "htdemucs: weights already on %s (kept from the "
+				       "last song)", ctx->dev[i].props ? ctx->dev[i].props->label : "the device");
+	}
 	if (st == SB_OK)
 		st = sb_share_run(&share_ops, &su, ctx, total);
+	if (kept) {
+		/* a device that took no task this time keeps what it had */
+		for (int i = 0; i < ctx->n_dev; i++)
+			if (su.pre[i])
+				sb_kept_put(kept, &ctx->dev[i], su.pre[i]);
+		sb_kept_end(kept);
+	}
 	if (st == SB_ERR_NOMEM)
 		sb_log(log, SB_LOG_ERROR, "htdemucs: out of memory");
 	for (int i = 0; i < p.n_grids; i++) {

@@ -36,6 +36,7 @@
 
 typedef struct {
 	sb_roformer *net;
+	sb_kept kept;                     /* the net placed on the devices the caller keeps open */
 	int residual;                     /* the target model's second stem: mix - target */
 	int out_of[SB_RF_MAX_STEMS + 1];  /* canonical stem of each output (and the residual) */
 } rf_model;
@@ -233,7 +234,21 @@ typedef struct {
 	int B;                        /* chunks per block */
 	int batch[SB_SHARE_MAX_DEVS]; /* each device's chunks per pass */
 	int64_t next;                 /* the next chunk to hand out */
+	sb_kept *kept;                /* where placements on the kept devices stay, or NULL */
+	unsigned keep;                /* the devices' sb_run_ctx.keep */
+	sb_roformer_on *pre[SB_SHARE_MAX_DEVS]; /* kept from the last call, taken by the device's
+	                                           thread at its first task */
 } rf_share;
+
+static int rf_keeps(const rf_share *u, int dev)
+{
+	return u->kept && dev < 32 && (u->keep >> dev & 1u);
+}
+
+static void rf_kept_free(void *state)
+{
+	sb_roformer_unplace(state);
+}
 
 static void *rf_make(void *user, int *n_tasks, int *units, sb_status *st)
 {
@@ -284,7 +299,15 @@ static sb_status rf_run(void *user, int dev, void **dstate, const void *blk, int
 			return SB_ERR_NOMEM;
 		*dstate = x;
 		x->batch = u->batch[dev];
-		sb_status st = sb_roformer_place(d->net, &u->dev[dev], ctx->log, &x->on);
+		sb_status st = SB_OK;
+		if (u->pre[dev]) {
+			x->on = u->pre[dev];
+			u->pre[dev] = NULL;
+		} else {
+			/* a placement that outlives the call logs through the kept table's relay */
+			st = sb_roformer_place(d->net, &u->dev[dev],
+			                       rf_keeps(u, dev) ? &u->kept->log : ctx->log, &x->on);
+		}
 		if (st != SB_OK)
 			return st;
 	}
@@ -345,11 +368,17 @@ static void rf_free_block(void *user, void *blk)
 	free(b);
 }
 
+/* after every device thread has ended: a placement on a device the caller keeps open goes back
+ * to the kept table */
 static void rf_release(void *user, int dev, void *dstate)
 {
-	(void)user;
-	(void)dev;
+	rf_share *u = user;
 	rf_dev *x = dstate;
+	if (x->on && rf_keeps(u, dev)) {
+		sb_roformer_on_stop(x->on, NULL, NULL); /* this call's flags end with it */
+		sb_kept_put(u->kept, &u->dev[dev], x->on);
+		x->on = NULL;
+	}
 	sb_roformer_unplace(x->on);
 	free(x);
 }
@@ -424,7 +453,7 @@ static sb_status run_demix(rf_model *rm, const sb_run_ctx *ctx, sb_source *in, s
 	/* chunks per pass on each device: the job's choice, else the device's, as many as a
 	 * quarter of its memory holds (a chunk's tokens, q k v and gates, attention output and
 	 * feed-forward), no more than its largest buffer; a block is the most any device takes */
-	rf_share su = {&d, rd.ctx.dev, 1, {0}, 0};
+	rf_share su = {&d, rd.ctx.dev, 1, {0}, 0, &rm->kept, rd.ctx.keep, {NULL}};
 	const int n_dev = rd.ctx.n_dev < SB_SHARE_MAX_DEVS ? rd.ctx.n_dev : SB_SHARE_MAX_DEVS;
 	for (int i = 0; i < n_dev; i++) {
 		const sb_exec *dev = &rd.ctx.dev[i];
@@ -476,7 +505,18 @@ static sb_status run_demix(rf_model *rm, const sb_run_ctx *ctx, sb_source *in, s
 	if (n_dev > 1)
 		sb_log(ctx->log, SB_LOG_INFO, "%s: %lld chunks shared among %d devices, %d per task",
 		       sb_rf_family_name(c->family), (long long)d.n_chunks, n_dev, d.B);
+	sb_kept_begin(&rm->kept, ctx->log);
+	for (int i = 0; i < n_dev; i++)
+		if (rf_keeps(&su, i) && (su.pre[i] = sb_kept_take(&rm->kept, &rd.ctx.dev[i])))
+			sb_log(ctx->log, SB_LOG_INFO, "%s: weights already on %s (kept from the last song)",
+			       sb_rf_family_name(c->family),
+			       rd.ctx.dev[i].props ? rd.ctx.dev[i].props->label : "the device");
 	st = sb_share_run(&rf_share_ops, &su, &rd.ctx, d.n_chunks);
+	/* a device that took no chunk this time keeps what it had */
+	for (int i = 0; i < n_dev; i++)
+		if (su.pre[i])
+			sb_kept_put(&rm->kept, &rd.ctx.dev[i], su.pre[i]);
+	sb_kept_end(&rm->kept);
 	if (st == SB_OK)
 		st = emit_until(&d, d.Np);
 out:
@@ -503,8 +543,10 @@ static void rm_free(sb_model *m)
 	if (!m)
 		return;
 	rf_model *rm = m->impl;
-	if (rm)
+	if (rm) {
+		sb_kept_clear(&rm->kept); /* the placements point into the net's weights */
 		sb_roformer_free(rm->net);
+	}
 	free(rm);
 	free(m);
 }
@@ -524,6 +566,7 @@ sb_status sb_roformer_model_open(const char *path, const char *name, const sb_lo
 	}
 	m->vt = &rm_vt;
 	m->impl = rm;
+	sb_kept_init(&rm->kept, rf_kept_free);
 	sb_status st = sb_roformer_load(path, name, log, &rm->net);
 	if (st != SB_OK) {
 		rm_free(m);

@@ -1,0 +1,42 @@
+/* A model kept open from one job to the next (#24, "The model stays loaded"): the second song
+ * of a batch, or the next take in a plugin session, reads nothing from the model file and, on a
+ * device other than the native CPU, places no weights: they are still there from the song
+ * before.
+ *
+ * One per engine worker (jobs/engine.c), which runs one job at a time: a keep is used by one
+ * thread at a time. It holds at most one model. A job whose model is another one (its real
+ * name or the file it resolves to), or the same file changed on disk (size, modification time,
+ * inode), or that runs on other devices or at another precision, frees the kept model before it
+ * opens its own, so two models are never held at once. The job runner gives a model back only
+ * when its job succeeded with no device failing on the way, or failed before the model ran;
+ * after a device failure, an out-of-memory retry, NaN output, a cancel or any other failure of
+ * the separation or the writing, the model is freed with everything it placed.
+ *
+ * Devices: a kept model keeps its weights on the devices the engine keeps open (every one but
+ * the native CPU, which each job opens for itself: job_run.h), through sb_run_ctx.keep; the
+ * engine frees its keeps before it closes its devices.
+ */
+#ifndef SB_MODEL_KEEP_H
+#define SB_MODEL_KEEP_H
+
+#include "backend/device.h"
+#include "models/model.h"
+
+typedef struct sb_model_keep sb_model_keep;
+
+sb_model_keep *sb_model_keep_new(void);
+/* Frees the kept model (before the devices it ran on are closed). */
+void sb_model_keep_free(sb_model_keep *k);
+
+/* The model 'name' (as sb_model_open takes it) for a job on the devices of set (may be NULL)
+ * at bf16 or not: the kept one when it is the same model, unchanged on disk, on the same devices
+ * at the same precision (*kept = 1); else the kept one is freed and the model opened (*kept =
+ * 0). k NULL: opened for the job alone. The job gives the model back with sb_model_keep_done(),
+ * whatever happened. */
+sb_status sb_model_keep_open(sb_model_keep *k, const char *name, const char *const *search_path,
+                             const sb_device_set *set, int bf16, const sb_logger *log,
+                             sb_model **out, int *kept);
+/* The job is done with m (from sb_model_keep_open): kept for the next job when keep is 1,
+ * else freed. */
+void sb_model_keep_done(sb_model_keep *k, sb_model *m, int keep);
+#endif

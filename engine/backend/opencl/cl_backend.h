@@ -1,5 +1,5 @@
 /* Inside the OpenCL backend: the device and buffer structs its files share (cl_backend.c,
- * cl_ops.c, cl_classic.c, cl_enum.c). Nothing outside backend/opencl includes this.
+ * cl_ops.c, cl_signal.c, cl_classic.c, cl_enum.c). Nothing outside backend/opencl includes this.
  */
 #ifndef SB_CL_BACKEND_H
 #define SB_CL_BACKEND_H

@@ -3,8 +3,9 @@
  * kernel cache at the first operation. A failure is kept in the device and every later launch
  * is skipped until clear(), so a model's forward pass reads as straight-line code and checks
  * once at the end (and before every download, so nothing reads a half-computed buffer).
+ * The signal operations (STFT, standardisation, gathers) are in cl_signal.c.
  */
-#include "backend/opencl/cl_backend.h"
+#include "backend/opencl/cl_ops.h"
 
 #include "ops_cl.h" /* generated: the kernels' source */
 
@@ -34,80 +35,13 @@ static void fail(sb_bdev *c, cl_int err, const char *what)
 		c->st = sb_cl_status(c->dev, err, what);
 }
 
-/* ---- arguments ---- */
-
-typedef struct {
-	sb_bdev *c;
-	cl_kernel k;
-	int id;
-	double flops; /* for the profile (matrix products) */
-	cl_uint i;
-	cl_int err;
-} kargs;
-
-static kargs args(sb_bdev *c, int kernel)
-{
-	if (sb_cl_ops_ready(c) != SB_OK) {
-		kargs none = {c, NULL, kernel, 0.0, 0, CL_INVALID_KERNEL};
-		return none;
-	}
-	kargs a = {c, c->k[kernel], kernel, 0.0, 0, CL_SUCCESS};
-	return a;
-}
-
-/* ---- profiling: the queue drained around each step, wall time per entry ---- */
-
-static void set(kargs *a, size_t size, const void *p)
-{
-	if (a->err == CL_SUCCESS)
-		a->err = clSetKernelArg(a->k, a->i, size, p);
-	a->i++;
-}
-
-static void a_db(kargs *a, sb_dv b)
-{
-	cl_ulong off = b.off;
-	cl_mem m = b.buf ? b.buf->m : NULL;
-	set(a, sizeof m, &m);
-	set(a, sizeof off, &off);
-}
-
-static void a_i32(kargs *a, int v)
-{
-	cl_int x = v;
-	set(a, sizeof x, &x);
-}
-
-static void a_i64(kargs *a, long v)
-{
-	cl_long x = v;
-	set(a, sizeof x, &x);
-}
-
-static void a_u64(kargs *a, size_t v)
-{
-	cl_ulong x = v;
-	set(a, sizeof x, &x);
-}
-
-static void a_f32(kargs *a, float v)
-{
-	cl_float x = v;
-	set(a, sizeof x, &x);
-}
-
-static void a_mem(kargs *a, cl_mem m)
-{
-	set(a, sizeof m, &m);
-}
-
 static size_t round_up(size_t n, size_t m)
 {
 	return (n + m - 1) / m * m;
 }
 
 /* Enqueue with global sizes rounded up to the local ones (NULL local: 1-D, 256). */
-static void run(kargs *a, cl_uint dims, const size_t *global, const size_t *local)
+void sb_cl_run(kargs *a, cl_uint dims, const size_t *global, const size_t *local)
 {
 	sb_bdev *c = a->c;
 	if (c->st != SB_OK)
@@ -171,7 +105,7 @@ static void gemm_one(sb_bdev *c, int M, int N, int K, float alpha, sb_dv A, int 
 	const size_t g[3] = {(size_t)(N + 63) / 64 * 16, (size_t)(M + 63) / 64 * 16, (size_t)batch};
 	const size_t l[3] = {16, 16, 1};
 	a.flops = 2.0 * M * N * K * batch;
-	run(&a, 3, g, l);
+	sb_cl_run(&a, 3, g, l);
 }
 
 /* the second batch level: one strided-batched product per item of it */
@@ -198,7 +132,7 @@ static void op_bias_act(sb_bdev *c, sb_dv x, size_t n, int C, int T, sb_dv b, in
 	a_i32(&a, T);
 	a_db(&a, b);
 	a_i32(&a, act);
-	run(&a, 1, &n, NULL);
+	sb_cl_run(&a, 1, &n, NULL);
 }
 
 static void op_fill_bias(sb_bdev *c, sb_dv x, size_t n, int C, int T, sb_dv b)
@@ -209,7 +143,7 @@ static void op_fill_bias(sb_bdev *c, sb_dv x, size_t n, int C, int T, sb_dv b)
 	a_i32(&a, C);
 	a_i32(&a, T);
 	a_db(&a, b);
-	run(&a, 1, &n, NULL);
+	sb_cl_run(&a, 1, &n, NULL);
 }
 
 static void op_bias_cols(sb_bdev *c, sb_dv x, size_t n, int cols, sb_dv b, int act)
@@ -220,7 +154,7 @@ static void op_bias_cols(sb_bdev *c, sb_dv x, size_t n, int cols, sb_dv b, int a
 	a_i32(&a, cols);
 	a_db(&a, b);
 	a_i32(&a, act);
-	run(&a, 1, &n, NULL);
+	sb_cl_run(&a, 1, &n, NULL);
 }
 
 static void op_add(sb_bdev *c, sb_dv x, sb_dv y, size_t n)
@@ -229,7 +163,7 @@ static void op_add(sb_bdev *c, sb_dv x, sb_dv y, size_t n)
 	a_db(&a, x);
 	a_db(&a, y);
 	a_u64(&a, n);
-	run(&a, 1, &n, NULL);
+	sb_cl_run(&a, 1, &n, NULL);
 }
 
 static void op_glu(sb_bdev *c, sb_dv z, long zstride, sb_dv out, long ostride, int CT,
@@ -242,7 +176,7 @@ static void op_glu(sb_bdev *c, sb_dv z, long zstride, sb_dv out, long ostride, i
 	a_i64(&a, ostride);
 	a_i32(&a, CT);
 	const size_t g[2] = {(size_t)CT, (size_t)batch}, l[2] = {256, 1};
-	run(&a, 2, g, l);
+	sb_cl_run(&a, 2, g, l);
 }
 
 static void op_glu_add(sb_bdev *c, sb_dv x, long xstride, sb_dv z, long zstride, int CT,
@@ -257,7 +191,7 @@ static void op_glu_add(sb_bdev *c, sb_dv x, long xstride, sb_dv z, long zstride,
 	a_i32(&a, T);
 	a_db(&a, scale);
 	const size_t g[2] = {(size_t)CT, (size_t)batch}, l[2] = {256, 1};
-	run(&a, 2, g, l);
+	sb_cl_run(&a, 2, g, l);
 }
 
 /* the stats buffer holds mean and rstd for every batch item of the current norm */
@@ -279,7 +213,7 @@ static void need_stats(sb_bdev *c, size_t items)
 
 /* Slices an item's statistics are split into: about 16 values a work-item, enough
  * work-groups to fill a large GPU, at most 1024 (norm_final merges them). */
-static int norm_slices(const sb_bdev *c, long n)
+int sb_cl_norm_slices(const sb_bdev *c, long n)
 {
 	const long per = 16 * (long)c->red_wg;
 	const long g = (n + per - 1) / per;
@@ -287,9 +221,9 @@ static int norm_slices(const sb_bdev *c, long n)
 }
 
 /* norm_part: G slices of each batch item's count, mean and M2 in c->parts */
-static void part_stats(sb_bdev *c, sb_dv x, long stride, long n, int batch)
+void sb_cl_part_stats(sb_bdev *c, sb_dv x, long stride, long n, int batch)
 {
-	const int G = norm_slices(c, n);
+	const int G = sb_cl_norm_slices(c, n);
 	const size_t parts = (size_t)batch * (size_t)G;
 	if (c->st == SB_OK && c->parts_n < parts) {
 		if (c->parts)
@@ -311,21 +245,21 @@ static void part_stats(sb_bdev *c, sb_dv x, long stride, long n, int batch)
 	a_i32(&a, G);
 	a_mem(&a, c->parts);
 	const size_t g = parts * c->red_wg, l = c->red_wg;
-	run(&a, 1, &g, &l);
+	sb_cl_run(&a, 1, &g, &l);
 }
 
 static void stats(sb_bdev *c, sb_dv x, long stride, long n, int batch)
 {
 	need_stats(c, (size_t)batch);
-	part_stats(c, x, stride, n, batch);
-	const int G = norm_slices(c, n);
+	sb_cl_part_stats(c, x, stride, n, batch);
+	const int G = sb_cl_norm_slices(c, n);
 	const size_t l = c->red_wg;
 	kargs f = args(c, K_NORM_FINAL);
 	a_mem(&f, c->parts);
 	a_i32(&f, G);
 	a_mem(&f, c->stats);
 	const size_t gf = (size_t)batch * c->red_wg;
-	run(&f, 1, &gf, &l);
+	sb_cl_run(&f, 1, &gf, &l);
 }
 
 static void op_groupnorm(sb_bdev *c, sb_dv x, long stride, int C, int T, int batch,
@@ -343,7 +277,7 @@ static void op_groupnorm(sb_bdev *c, sb_dv x, long stride, int C, int T, int bat
 	a_db(&a, b);
 	a_i32(&a, act);
 	const size_t g[2] = {(size_t)CT, (size_t)batch}, l[2] = {256, 1};
-	run(&a, 2, g, l);
+	sb_cl_run(&a, 2, g, l);
 }
 
 static void op_groupnorm_tokens(sb_bdev *c, sb_dv x, size_t n, int D, sb_dv w, sb_dv b)
@@ -357,7 +291,7 @@ static void op_groupnorm_tokens(sb_bdev *c, sb_dv x, size_t n, int D, sb_dv w, s
 	a_mem(&a, c->stats);
 	a_db(&a, w);
 	a_db(&a, b);
-	run(&a, 1, &total, NULL);
+	sb_cl_run(&a, 1, &total, NULL);
 }
 
 static void op_layernorm(sb_bdev *c, sb_dv x, sb_dv out, size_t n, int D, sb_dv w, sb_dv b)
@@ -369,7 +303,7 @@ static void op_layernorm(sb_bdev *c, sb_dv x, sb_dv out, size_t n, int D, sb_dv 
 	a_db(&a, w);
 	a_db(&a, b);
 	const size_t g = n * c->red_wg, l = c->red_wg;
-	run(&a, 1, &g, &l);
+	sb_cl_run(&a, 1, &g, &l);
 }
 
 static void op_softmax(sb_bdev *c, sb_dv x, size_t rows, int n)
@@ -378,7 +312,7 @@ static void op_softmax(sb_bdev *c, sb_dv x, size_t rows, int n)
 	a_db(&a, x);
 	a_i32(&a, n);
 	const size_t g = rows * c->red_wg, l = c->red_wg;
-	run(&a, 1, &g, &l);
+	sb_cl_run(&a, 1, &g, &l);
 }
 
 static void op_scale_add(sb_bdev *c, sb_dv x, sb_dv y, sb_dv g, size_t n, int D)
@@ -389,7 +323,7 @@ static void op_scale_add(sb_bdev *c, sb_dv x, sb_dv y, sb_dv g, size_t n, int D)
 	a_db(&a, g);
 	a_u64(&a, n);
 	a_i32(&a, D);
-	run(&a, 1, &n, NULL);
+	sb_cl_run(&a, 1, &n, NULL);
 }
 
 static void op_transpose(sb_bdev *c, sb_dv in, sb_dv out, int R, int Cc)
@@ -400,7 +334,7 @@ static void op_transpose(sb_bdev *c, sb_dv in, sb_dv out, int R, int Cc)
 	a_i32(&a, R);
 	a_i32(&a, Cc);
 	const size_t g[2] = {(size_t)Cc, (size_t)R}, l[2] = {16, 16};
-	run(&a, 2, g, l);
+	sb_cl_run(&a, 2, g, l);
 }
 
 static void op_rows_tokens(sb_bdev *c, sb_dv x, sb_dv out, int Fr, int C, int T, int back)
@@ -412,7 +346,7 @@ static void op_rows_tokens(sb_bdev *c, sb_dv x, sb_dv out, int Fr, int C, int T,
 	a_i32(&a, C);
 	a_i32(&a, T);
 	const size_t g[3] = {(size_t)T, (size_t)C, (size_t)Fr}, l[3] = {64, 1, 1};
-	run(&a, 3, g, l);
+	sb_cl_run(&a, 3, g, l);
 }
 
 static void op_add_row_channel(sb_bdev *c, sb_dv x, int F, int C, int T, sb_dv emb)
@@ -423,7 +357,7 @@ static void op_add_row_channel(sb_bdev *c, sb_dv x, int F, int C, int T, sb_dv e
 	a_i32(&a, T);
 	a_db(&a, emb);
 	const size_t g[3] = {(size_t)T, (size_t)C, (size_t)F}, l[3] = {64, 1, 1};
-	run(&a, 3, g, l);
+	sb_cl_run(&a, 3, g, l);
 }
 
 static void op_im2col(sb_bdev *c, sb_dv x, long lin, int cin, sb_dv col, long lout)
@@ -434,7 +368,7 @@ static void op_im2col(sb_bdev *c, sb_dv x, long lin, int cin, sb_dv col, long lo
 	a_db(&a, col);
 	a_i64(&a, lout);
 	const size_t g[2] = {(size_t)lout, (size_t)cin * 8}, l[2] = {256, 1};
-	run(&a, 2, g, l);
+	sb_cl_run(&a, 2, g, l);
 }
 
 static void op_convtr(sb_bdev *c, sb_dv p, long lin, int cout, long length, sb_dv b,
@@ -449,7 +383,7 @@ static void op_convtr(sb_bdev *c, sb_dv p, long lin, int cout, long length, sb_d
 	a_i32(&a, act);
 	a_db(&a, out);
 	const size_t g[2] = {(size_t)length, (size_t)cout}, l[2] = {256, 1};
-	run(&a, 2, g, l);
+	sb_cl_run(&a, 2, g, l);
 }
 
 static void op_zero(sb_bdev *c, sb_dv x, size_t n)
@@ -589,7 +523,7 @@ static void op_rmsnorm(sb_bdev *c, sb_dv x, sb_dv out, size_t n, int D, sb_dv w)
 	a_i32(&a, D);
 	a_db(&a, w);
 	const size_t g = n * c->red_wg, l = c->red_wg;
-	run(&a, 1, &g, &l);
+	sb_cl_run(&a, 1, &g, &l);
 }
 
 static void op_rope(sb_bdev *c, sb_dv x, size_t rows, int ld, int cols, int hd, sb_dv cs,
@@ -604,7 +538,7 @@ static void op_rope(sb_bdev *c, sb_dv x, size_t rows, int ld, int cols, int hd, 
 	a_i32(&a, div > 0 ? div : 1);
 	a_i32(&a, mod > 0 ? mod : 1);
 	const size_t g[2] = {(size_t)cols / 2, rows}, l[2] = {64, 1};
-	run(&a, 2, g, l);
+	sb_cl_run(&a, 2, g, l);
 }
 
 static void op_head_gate(sb_bdev *c, sb_dv x, int ldx, sb_dv g, int ldg, size_t rows,
@@ -618,209 +552,13 @@ static void op_head_gate(sb_bdev *c, sb_dv x, int ldx, sb_dv g, int ldg, size_t 
 	a_i32(&a, hd);
 	a_i32(&a, heads * hd);
 	const size_t gs[2] = {(size_t)heads * hd, rows}, l[2] = {64, 1};
-	run(&a, 2, gs, l);
-}
-
-/* ---- short-time Fourier transforms: one work-group a frame (ops.cl) ---- */
-
-#define TW_N 8192 /* the twiddle table's transform length */
-
-static int log2i(int n)
-{
-	int b = 0;
-	while ((1 << b) < n)
-		b++;
-	return b;
-}
-
-/* the twiddle table, made at the first transform; SB_OK when the device can run the FFT
- * kernels (n_fft a power of two from 8 to 8192, 32 KB of local memory) */
-static sb_status fft_ready(sb_bdev *c, int n_fft)
-{
-	if (c->st != SB_OK || sb_cl_ops_ready(c) != SB_OK)
-		return SB_ERR_DEVICE;
-	if (n_fft < 8 || n_fft > TW_N || (n_fft & (n_fft - 1))) {
-		sb_log(c->log, SB_LOG_ERROR, "an STFT of %d points: the OpenCL backend takes powers "
-		       "of two from 8 to %d", n_fft, TW_N);
-		sb_cl_fail(c, SB_ERR_INVALID);
-		return SB_ERR_INVALID;
-	}
-	if (c->tw)
-		return SB_OK;
-	cl_ulong local = 0;
-	clGetDeviceInfo(sb_cl_device_id(c->dev), CL_DEVICE_LOCAL_MEM_SIZE, sizeof local, &local,
-	                NULL);
-	if (local < sizeof(float) * TW_N) {
-		sb_log(c->log, SB_LOG_ERROR, "the device's local memory (%lu bytes) is below the "
-		       "STFT's %zu", (unsigned long)local, sizeof(float) * TW_N);
-		sb_cl_fail(c, SB_ERR_DEVICE);
-		return SB_ERR_DEVICE;
-	}
-	float *h = malloc(sizeof(float) * TW_N);
-	if (!h) {
-		sb_cl_fail(c, SB_ERR_NOMEM);
-		return SB_ERR_NOMEM;
-	}
-	for (int m = 0; m < TW_N / 2; m++) {
-		const double a = -2.0 * M_PI * m / TW_N;
-		h[2 * m] = (float)cos(a);
-		h[2 * m + 1] = (float)sin(a);
-	}
-	sb_status st = sb_cl_device_alloc(c->dev, sizeof(float) * TW_N, CL_MEM_READ_ONLY, &c->tw);
-	if (st == SB_OK) {
-		const cl_int err = clEnqueueWriteBuffer(c->q, c->tw, CL_TRUE, 0, sizeof(float) * TW_N,
-		                                        h, 0, NULL, NULL);
-		if (err != CL_SUCCESS) {
-			st = sb_cl_status(c->dev, err, "uploading the FFT's twiddles");
-			clReleaseMemObject(c->tw);
-			c->tw = NULL;
-		}
-	}
-	free(h);
-	if (st != SB_OK)
-		sb_cl_fail(c, st);
-	return st;
-}
-
-static size_t fft_wg(const sb_bdev *c, int n_fft)
-{
-	size_t wg = c->red_wg;
-	while (wg > 32 && wg > (size_t)n_fft / 4)
-		wg /= 2;
-	return wg;
-}
-
-static void op_stft(sb_bdev *c, const sb_stft *g, sb_dv x, long xs, int ch, long L, sb_dv w,
-                    float scale, sb_dv X)
-{
-	if (g->frames <= 0 || ch <= 0 || fft_ready(c, g->n_fft) != SB_OK)
-		return;
-	kargs a = args(c, K_STFT_FRAMES);
-	a_db(&a, x);
-	a_i64(&a, xs);
-	a_i64(&a, L);
-	a_i32(&a, g->n_fft);
-	a_i32(&a, log2i(g->n_fft / 2));
-	a_i32(&a, g->hop);
-	a_i64(&a, g->pad);
-	a_db(&a, w);
-	a_f32(&a, scale);
-	a_mem(&a, c->tw);
-	a_i32(&a, TW_N / g->n_fft);
-	a_db(&a, X);
-	a_i32(&a, g->bins);
-	a_i64(&a, g->sc);
-	a_i64(&a, g->sf);
-	a_i64(&a, g->st);
-	a_i64(&a, g->sri);
-	const size_t wg = fft_wg(c, g->n_fft);
-	const size_t gs[2] = {(size_t)g->frames * wg, (size_t)ch}, l[2] = {wg, 1};
-	run(&a, 2, gs, l);
-}
-
-static void op_istft(sb_bdev *c, const sb_stft *g, sb_dv X, int ch, long L, sb_dv w,
-                     float scale, int e0, int e1, sb_dv o, long os, int add, sb_dv work)
-{
-	if (g->frames <= 0 || ch <= 0 || fft_ready(c, g->n_fft) != SB_OK)
-		return;
-	kargs a = args(c, K_ISTFT_FRAMES);
-	a_db(&a, X);
-	a_i32(&a, g->bins);
-	a_i64(&a, g->sc);
-	a_i64(&a, g->sf);
-	a_i64(&a, g->st);
-	a_i64(&a, g->sri);
-	a_i32(&a, g->frames);
-	a_i32(&a, g->n_fft);
-	a_i32(&a, log2i(g->n_fft / 2));
-	a_db(&a, w);
-	a_f32(&a, scale);
-	a_mem(&a, c->tw);
-	a_i32(&a, TW_N / g->n_fft);
-	a_db(&a, work);
-	const size_t wg = fft_wg(c, g->n_fft);
-	const size_t gs[2] = {(size_t)g->frames * wg, (size_t)ch}, l[2] = {wg, 1};
-	run(&a, 2, gs, l);
-	kargs b = args(c, K_ISTFT_OLA);
-	a_db(&b, work);
-	a_i32(&b, g->frames);
-	a_i32(&b, g->n_fft);
-	a_i32(&b, g->hop);
-	a_i64(&b, g->pad);
-	a_i64(&b, L);
-	a_db(&b, w);
-	a_i32(&b, e0);
-	a_i32(&b, e1);
-	a_db(&b, o);
-	a_i64(&b, os);
-	a_i32(&b, add);
-	const size_t go[2] = {(size_t)L, (size_t)ch}, lo[2] = {256, 1};
-	run(&b, 2, go, lo);
-}
-
-/* ---- standardisation: norm_part's slices, merged into a mean and a std ---- */
-
-static void op_moments(sb_bdev *c, sb_dv x, size_t n, sb_dv stats)
-{
-	if (n == 0 || c->st != SB_OK || sb_cl_ops_ready(c) != SB_OK)
-		return;
-	part_stats(c, x, 0, (long)n, 1);
-	const int G = norm_slices(c, (long)n);
-	kargs f = args(c, K_MOMENTS_FINAL);
-	a_mem(&f, c->parts);
-	a_i32(&f, G);
-	a_db(&f, stats);
-	const size_t l = c->red_wg;
-	run(&f, 1, &l, &l);
-}
-
-static void op_standardise(sb_bdev *c, sb_dv x, sb_dv o, size_t n, sb_dv stats, float eps,
-                           int inverse)
-{
-	kargs a = args(c, K_STANDARDISE);
-	a_db(&a, x);
-	a_db(&a, o);
-	a_u64(&a, n);
-	a_db(&a, stats);
-	a_f32(&a, eps);
-	a_i32(&a, inverse);
-	run(&a, 1, &n, NULL);
-}
-
-static void op_gather(sb_bdev *c, sb_dv x, long ldx, sb_dv o, long ldo, size_t rows, int n,
-                      sb_dv ptr, sb_dv idx, sb_dv w)
-{
-	kargs a = args(c, K_GATHER);
-	a_db(&a, x);
-	a_i64(&a, ldx);
-	a_db(&a, o);
-	a_i64(&a, ldo);
-	a_i32(&a, n);
-	a_db(&a, ptr);
-	a_db(&a, idx);
-	a_db(&a, w);
-	const size_t g[2] = {(size_t)n, rows}, l[2] = {64, 1};
-	run(&a, 2, g, l);
-}
-
-static void op_cmul(sb_bdev *c, sb_dv x, long sa, sb_dv y, sb_dv o, long so, size_t n,
-                    int batch)
-{
-	kargs a = args(c, K_CMUL);
-	a_db(&a, x);
-	a_i64(&a, sa);
-	a_db(&a, y);
-	a_db(&a, o);
-	a_i64(&a, so);
-	a_u64(&a, n);
-	const size_t g[2] = {n, (size_t)batch}, l[2] = {256, 1};
-	run(&a, 2, g, l);
+	sb_cl_run(&a, 2, gs, l);
 }
 
 const sb_ops sb_cl_ops = {
 	op_gemm, op_zero, op_copy, op_bias_act, op_fill_bias, op_bias_cols, op_add, op_scale_add,
 	op_glu, op_glu_add, op_groupnorm, op_groupnorm_tokens, op_layernorm, op_softmax,
 	op_transpose, op_rows_tokens, op_add_row_channel, op_im2col, op_convtr, op_attention,
-	op_rmsnorm, op_rope, op_head_gate, op_stft, op_istft, op_moments, op_standardise,
-	op_gather, op_cmul,
+	op_rmsnorm, op_rope, op_head_gate, sb_cl_op_stft, sb_cl_op_istft, sb_cl_op_moments,
+	sb_cl_op_standardise, sb_cl_op_gather, sb_cl_op_cmul,
 };

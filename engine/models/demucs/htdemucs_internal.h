@@ -1,6 +1,5 @@
-/* Inside the HTDemucs engine: packed weights, the layouts of activations, and the host pieces
- * of the forward pass (htdemucs_forward.c: the STFTs and normalisation). Only models/demucs
- * includes this.
+/* Inside the HTDemucs engine: packed weights, the layouts of activations, and what the files
+ * of the forward pass share. Only models/demucs includes this.
  *
  * Layouts. The frequency branch is kept as [F][C][T] (one C x T matrix per frequency row)
  * with 2 zero rows before and after: a convolution over frequencies with kernel 8 and stride
@@ -81,6 +80,104 @@ struct sb_htdemucs {
 	int64_t params;
 	sb_weights w;  /* every weight array (all of them, for placing on a device) */
 };
+
+/* ---- a net on a device: what the files of the forward pass share ----
+ *
+ * htdemucs_place.c places the net and holds the shorthands below; htdemucs_layers.c the
+ * encoder and decoder layers (htdemucs.py HEncLayer, HDecLayer) with their DConv branches
+ * (demucs.py); htdemucs_transformer.c the cross-domain transformer (transformer.py);
+ * htdemucs_forward.c the pass and its taps. Every function here enqueues and returns: the
+ * pass's first failure is kept (models/place.h), and nothing is enqueued after it. */
+
+/* A net placed on a device (models/place.h): its weights there and activation buffers kept
+ * between passes. */
+struct sb_htdemucs_on {
+	sb_place p;
+	const sb_htdemucs *net;
+	long passes;
+	sb_bbuf *pos;   /* the transformer's sine embeddings, made at the first pass */
+	size_t pos_n;
+};
+
+/* Between layers: a stop flag ends the pass as cancelled (what was enqueued is drained at the
+ * end, so the next pass finds its buffers idle). */
+static inline int stopped(sb_htdemucs_on *r)
+{
+	return sb_place_stopped(&r->p);
+}
+
+static inline void fail(sb_htdemucs_on *r, sb_status st)
+{
+	sb_place_fail(&r->p, st);
+}
+
+static inline sb_status pass_status(sb_htdemucs_on *r)
+{
+	return sb_place_status(&r->p);
+}
+
+/* the device copy of a host weight array of the net, an activation buffer, and giving one
+ * back */
+static inline sb_dv weight(sb_htdemucs_on *r, const float *host)
+{
+	return sb_place_w(&r->p, host);
+}
+
+static inline sb_dv buffer(sb_htdemucs_on *r, size_t floats)
+{
+	return sb_place_a(&r->p, floats);
+}
+
+static inline void give_back(sb_htdemucs_on *r, sb_dv v)
+{
+	sb_place_r(&r->p, v);
+}
+
+/* a frequency-branch tensor on the device: B segments of rows -2 .. F+1, pad rows zero */
+typedef struct {
+	int B, F, C, T;
+	sb_dv base;
+} dften;
+
+static inline size_t ften_item(const dften *x)
+{
+	return (size_t)(x->F + 2 * HD_FPAD) * (size_t)x->C * (size_t)x->T;
+}
+
+static inline sb_dv drow(const dften *x, int b, int f)
+{
+	return sb_dv_at(x->base, (size_t)b * ften_item(x) +
+	                             (size_t)(f + HD_FPAD) * (size_t)x->C * (size_t)x->T);
+}
+
+/* a frequency tensor of B segments, its pad rows zeroed, and giving it back */
+void hd_dften_new(sb_htdemucs_on *r, dften *x, int B, int F, int C, int T);
+void hd_dften_free(sb_htdemucs_on *r, dften *x);
+
+/* the backend's gemm, skipped when empty or after a failure */
+void hd_gemm(sb_htdemucs_on *r, int M, int N, int K, float alpha, sb_dv a, int lda, long sa,
+             sb_dv b, int ldb, long sb, int tb, float beta, sb_dv c, int ldc, long sc,
+             int batch, int batch2, long sa2, long sb2, long sc2);
+/* y [n][out] = x [n][in] W^T + b (nn.Linear), optional GELU */
+void hd_linear(sb_htdemucs_on *r, sb_dv x, size_t n, int in, const float *w,
+               const float *b, int out, sb_dv y, int act);
+
+/* an operation of the backend, enqueued only while the pass has not failed */
+#define OP(r) if (pass_status(r) == SB_OK) (r)->p.o
+
+/* the layers (htdemucs_layers.c). Frequency encoder: [B][F][cin][T] -> [B][F/4][cout][T];
+ * frequency decoder: x [B][F][cin][T] (+= skip, in place) -> [B][4F][cout][T]; time encoder:
+ * in [B][cin][lin] -> out [B][cout][(lin + 3) / 4]; time decoder: x [B][cin][lin] (+= skip,
+ * in place) -> out [B][cout][length]. */
+void hd_enc_freq(sb_htdemucs_on *r, const hd_enc *l, const dften *in, dften *out);
+void hd_dec_freq(sb_htdemucs_on *r, const hd_dec *l, dften *x, const dften *skip, dften *out);
+void hd_enc_time(sb_htdemucs_on *r, const hd_enc *l, sb_dv in, long lin, int B, sb_dv out);
+void hd_dec_time(sb_htdemucs_on *r, const hd_dec *l, sb_dv x, sb_dv skip, long lin,
+                 long length, int B, sb_dv out);
+
+/* The cross-domain transformer (htdemucs_transformer.c) over B segments, in place: tokens
+ * x [B][Fr T1][D] of the frequency branch and xt [B][T2][D] of the time branch. */
+void hd_transformer(sb_htdemucs_on *r, sb_dv x, int Fr, int T1, sb_dv xt, int T2, int B);
 
 /* Add the sine position embeddings to tokens x [Fr * T1][D] and xt [T2][D]. */
 void hd_pos_2d(float *x, int D, int Fr, int T1);

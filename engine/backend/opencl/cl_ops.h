@@ -1,0 +1,94 @@
+/* What the files of the OpenCL backend's operations share (cl_ops.c, cl_signal.c): launching
+ * a kernel of ops.cl, with its arguments set in order and the first error kept; the norms'
+ * statistics in slices; and the signal operations, which the sb_ops table names. Nothing
+ * outside backend/opencl includes this.
+ */
+#ifndef SB_CL_OPS_H
+#define SB_CL_OPS_H
+
+#include "backend/opencl/cl_backend.h"
+
+typedef struct {
+	sb_bdev *c;
+	cl_kernel k;
+	int id;
+	double flops; /* for the profile (matrix products) */
+	cl_uint i;
+	cl_int err;
+} kargs;
+
+static inline kargs args(sb_bdev *c, int kernel)
+{
+	if (sb_cl_ops_ready(c) != SB_OK) {
+		kargs none = {c, NULL, kernel, 0.0, 0, CL_INVALID_KERNEL};
+		return none;
+	}
+	kargs a = {c, c->k[kernel], kernel, 0.0, 0, CL_SUCCESS};
+	return a;
+}
+
+static inline void set(kargs *a, size_t size, const void *p)
+{
+	if (a->err == CL_SUCCESS)
+		a->err = clSetKernelArg(a->k, a->i, size, p);
+	a->i++;
+}
+
+static inline void a_db(kargs *a, sb_dv b)
+{
+	cl_ulong off = b.off;
+	cl_mem m = b.buf ? b.buf->m : NULL;
+	set(a, sizeof m, &m);
+	set(a, sizeof off, &off);
+}
+
+static inline void a_i32(kargs *a, int v)
+{
+	cl_int x = v;
+	set(a, sizeof x, &x);
+}
+
+static inline void a_i64(kargs *a, long v)
+{
+	cl_long x = v;
+	set(a, sizeof x, &x);
+}
+
+static inline void a_u64(kargs *a, size_t v)
+{
+	cl_ulong x = v;
+	set(a, sizeof x, &x);
+}
+
+static inline void a_f32(kargs *a, float v)
+{
+	cl_float x = v;
+	set(a, sizeof x, &x);
+}
+
+static inline void a_mem(kargs *a, cl_mem m)
+{
+	set(a, sizeof m, &m);
+}
+
+/* Enqueue with global sizes rounded up to the local ones (NULL local: 1-D, 256). */
+void sb_cl_run(kargs *a, cl_uint dims, const size_t *global, const size_t *local);
+
+/* the norms' statistics in slices (cl_ops.c) */
+int sb_cl_norm_slices(const sb_bdev *c, long n);
+void sb_cl_part_stats(sb_bdev *c, sb_dv x, long stride, long n, int batch);
+
+/* the signal operations (cl_signal.c) */
+void sb_cl_op_stft(sb_bdev *c, const sb_stft *g, sb_dv x, long xs, int ch, long L, sb_dv w,
+                   float scale, sb_dv X);
+void sb_cl_op_istft(sb_bdev *c, const sb_stft *g, sb_dv X, int ch, long L, sb_dv w,
+                    float scale, int e0, int e1, sb_dv o, long os, int add, sb_dv work);
+void sb_cl_op_moments(sb_bdev *c, sb_dv x, size_t n, sb_dv stats);
+void sb_cl_op_standardise(sb_bdev *c, sb_dv x, sb_dv o, size_t n, sb_dv stats, float eps,
+                          int inverse);
+void sb_cl_op_gather(sb_bdev *c, sb_dv x, long ldx, sb_dv o, long ldo, size_t rows, int n,
+                     sb_dv ptr, sb_dv idx, sb_dv w);
+void sb_cl_op_cmul(sb_bdev *c, sb_dv x, long sa, sb_dv y, sb_dv o, long so, size_t n,
+                   int batch);
+
+#endif

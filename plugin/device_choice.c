@@ -8,7 +8,7 @@
  */
 #include "service.h"
 
-#include "backend/backend.h"
+#include "stembridge.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,8 +62,7 @@ bool sb_device_key_valid(const char *k)
 		if (!strcmp(name, "device"))
 			return true;
 	}
-	const sb_backend *be = sb_backend_by_name(name);
-	return be && be != sb_backend_cpu();
+	return sb_backend_is_accelerator(name);
 }
 
 /* the Device control value that shows a device key (-1: none), from the announced table */

@@ -6,7 +6,7 @@
  */
 #include "service.h"
 
-#include "io/stream.h"
+#include "stembridge.h"
 #include "take_store.h"
 
 #include <math.h>
@@ -14,39 +14,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The stems of a finished job, from the stems.txt the engine writes beside the manifest
- * ("<...>manifest.json" -> "<...>stems.txt": a "timeline_start N" line, then one absolute path
- * per line). Each path lands in paths[stem] by the stem name that ends its file name. */
-static int read_stems_txt(const char *manifest, char paths[SB_PLUGIN_STEMS][SB_TEXT])
+/* The stems of a finished job, from its result: each path lands in paths[stem] by its
+ * canonical index. */
+static int stems_of(const sb_job_result *r, char paths[SB_PLUGIN_STEMS][SB_TEXT])
 {
-	char txt[SB_TEXT];
-	const char *tail = "manifest.json";
-	size_t n = strlen(manifest), k = strlen(tail);
-	if (n < k || strcmp(manifest + n - k, tail) != 0 || n - k + 10 >= sizeof txt)
-		return 0;
-	memcpy(txt, manifest, n - k);
-	memcpy(txt + n - k, "stems.txt", 10);
-	FILE *f = fopen(txt, "r");
-	if (!f)
-		return 0;
 	int found = 0;
-	char line[SB_TEXT];
-	while (fgets(line, sizeof line, f)) {
-		line[strcspn(line, "\r\n")] = '\0';
-		if (line[0] != '/')
-			continue;
-		const char *base = strrchr(line, '/') + 1;
-		const char *dot = strrchr(base, '.');
-		for (int s = 0; s < SB_PLUGIN_STEMS && dot; s++) {
-			size_t sl = strlen(sb_stem_names[s]);
-			if ((size_t)(dot - base) >= sl && !strncmp(dot - sl, sb_stem_names[s], sl) &&
-			    !paths[s][0]) {
-				snprintf(paths[s], SB_TEXT, "%s", line);
-				found++;
-			}
+	for (int j = 0; j < r->n_stems; j++) {
+		const int s = r->stems[j].stem;
+		if (s >= 0 && s < SB_PLUGIN_STEMS && !paths[s][0]) {
+			snprintf(paths[s], SB_TEXT, "%s", r->stems[j].path);
+			found++;
 		}
 	}
-	fclose(f);
 	return found;
 }
 
@@ -159,8 +138,8 @@ void sb_jobs_poll(sb_instance *self, sb_engine *e)
 			pthread_mutex_unlock(&self->nrt_lock);
 			char paths[SB_PLUGIN_STEMS][SB_TEXT];
 			memset(paths, 0, sizeof paths);
-			if (read_stems_txt(r->manifest_path, paths) == 0)
-				lv2_log_warning(&self->logger, "stembridge: no stems listed beside %s\n",
+			if (stems_of(r, paths) == 0)
+				lv2_log_warning(&self->logger, "stembridge: no stems in the result of %s\n",
 				                r->manifest_path);
 			sb_audition_load(self, self->jobs[i].start, self->jobs[i].frames, paths);
 			char list[SB_TEXT] = "";

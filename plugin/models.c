@@ -3,10 +3,7 @@
 
 #include "uris.h"
 
-#include "io/stream.h"
-#include "models/catalog.h"
-#include "models/install.h"
-#include "models/model.h"
+#include "stembridge.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

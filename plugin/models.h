@@ -8,7 +8,7 @@
 #ifndef SB_PLUGIN_MODELS_H
 #define SB_PLUGIN_MODELS_H
 
-#include "sb_common.h"
+#include "stembridge.h"
 
 #include <stdbool.h>
 #include <stddef.h>

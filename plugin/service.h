@@ -17,8 +17,7 @@
 
 #include "instance.h"
 
-#include "backend/device.h"
-#include "jobs/engine.h"
+#include "stembridge.h"
 
 /* service.c */
 /* Engine and service messages to the LV2 log of some live instance (an sb_logger's fn). */

@@ -7,7 +7,7 @@
  */
 #include "service.h"
 
-#include "io/temp_file.h"
+#include "stembridge.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -10,7 +10,7 @@
 
 #include "models.h"
 
-#include "io/stream.h"
+#include "stembridge.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,9 +1,7 @@
 /* A take's audio and journal on disk (take_store.h). */
 #include "take_store.h"
 
-#include "io/audio_file.h"
-#include "io/temp_file.h"
-#include "io/wav_writer.h"
+#include "stembridge.h"
 
 #include <dirent.h>
 #include <errno.h>

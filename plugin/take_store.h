@@ -31,7 +31,7 @@
 #ifndef SB_TAKE_STORE_H
 #define SB_TAKE_STORE_H
 
-#include "sb_common.h"
+#include "stembridge.h"
 
 #include <stdbool.h>
 #include <stdint.h>

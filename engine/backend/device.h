@@ -72,6 +72,14 @@ const sb_device_props *sb_devices_accel(const sb_device_list *list, size_t k);
 /* The entry of an id or a key exactly (no fallback), or (size_t)-1. */
 size_t sb_devices_find(const sb_device_list *list, const char *id_or_key);
 
+/* For front ends, which see devices through this header only: the name of the backend that
+ * runs a device ("cpu", "opencl"); one line of how it computes, from the backend, "" where it
+ * says nothing (may load libraries: never where no thread may start); and whether 'name' is a
+ * registered backend other than the CPU (a saved "NAME:N" key may name a device). */
+const char *sb_device_backend_name(const sb_device_props *d);
+void sb_device_details(const sb_device_props *d, char *buf, size_t len);
+int sb_backend_is_accelerator(const char *name);
+
 typedef struct {
 	size_t index;       /* entry to run on */
 	int fell_back;      /* 1 when index is not what was asked for */

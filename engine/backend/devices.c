@@ -303,3 +303,23 @@ sb_status sb_devices_resolve_set(const sb_device_list *list, const char *request
 	}
 	return out->n ? SB_OK : SB_ERR_INVALID;
 }
+
+const char *sb_device_backend_name(const sb_device_props *d)
+{
+	return d && d->backend ? d->backend->name : "";
+}
+
+void sb_device_details(const sb_device_props *d, char *buf, size_t len)
+{
+	if (!len)
+		return;
+	buf[0] = '\0';
+	if (d && d->backend && d->backend->details)
+		d->backend->details(d, buf, len);
+}
+
+int sb_backend_is_accelerator(const char *name)
+{
+	const sb_backend *be = sb_backend_by_name(name);
+	return be && be != sb_backend_cpu();
+}

@@ -73,6 +73,7 @@ typedef enum {
 } sb_job_state;
 
 #define SB_JOB_MAX_DEVICES 8
+#define SB_JOB_MAX_STEMS 8
 
 /* one device's share of a running job */
 typedef struct {
@@ -107,6 +108,14 @@ typedef struct {
 	char fallback_reason[512];
 	char precision[8];               /* what the first device's products ran in: "fp32", "bf16" */
 	char products[128];              /* and how ("oneDNN sgemm (AVX-512)", "CLBlast 1.5.3") */
+	/* the stems written, in canonical order (as stems.txt lists them): a front end reads them
+	 * here, not from the files */
+	int n_stems;
+	struct {
+		int stem;                    /* SB_STEM_* */
+		char name[32];               /* "vocals" */
+		char path[4096];             /* absolute */
+	} stems[SB_JOB_MAX_STEMS];
 	int model_kept;                  /* 1: the model was still loaded from the worker's job
 	                                    before (its file not read again, its weights still on
 	                                    the devices other than the CPU) */

@@ -609,6 +609,16 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 	if (st != SB_OK)
 		goto fail;
 	snprintf(res->manifest_path, sizeof res->manifest_path, "%s", manifest_path);
+	res->n_stems = 0;
+	for (int i = 0; i < sb_stem_writer_count(w) && res->n_stems < SB_JOB_MAX_STEMS; i++) {
+		sb_stem_info si;
+		sb_stem_writer_info(w, i, &si);
+		res->stems[res->n_stems].stem = si.stem;
+		snprintf(res->stems[res->n_stems].name, sizeof res->stems[0].name, "%s", si.name);
+		sb_stem_writer_abs_path(si.path, res->stems[res->n_stems].path,
+		                        sizeof res->stems[0].path);
+		res->n_stems++;
+	}
 	res->status = SB_OK;
 	report(&ps, SB_JOB_DONE, 1.0, "done");
 	goto out;

@@ -8,8 +8,7 @@
 #ifndef SB_CLI_BATCH_H
 #define SB_CLI_BATCH_H
 
-#include "backend/device.h"
-#include "jobs/engine.h"
+#include "stembridge.h"
 
 #include <jansson.h>
 #include <stddef.h>

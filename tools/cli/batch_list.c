@@ -5,7 +5,7 @@
  */
 #include "batch.h"
 
-#include "io/manifest.h"
+#include "stembridge.h"
 
 #include <dirent.h>
 #include <errno.h>

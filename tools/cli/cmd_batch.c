@@ -34,9 +34,7 @@
 #include "commands.h"
 #include "options.h"
 
-#include "io/manifest.h"
-#include "io/stem_writer.h"
-#include "models/model.h"
+#include "stembridge.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -2,7 +2,7 @@
  * needs to choose (and the names to type). */
 #include "commands.h"
 
-#include "backend/backend.h"
+#include "stembridge.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -50,7 +50,7 @@ int sb_cli_devices(int argc, char **argv)
 			json_object_set_new(o, "global_mem", json_integer((json_int_t)d->global_mem));
 			json_object_set_new(o, "max_alloc", json_integer((json_int_t)d->max_alloc));
 			json_object_set_new(o, "compute_units", json_integer(d->compute_units));
-			json_object_set_new(o, "backend", json_string(d->backend->name));
+			json_object_set_new(o, "backend", json_string(sb_device_backend_name(d)));
 			/* the backend's own numbering, where it has one (OpenCL's ICD loader's, which
 			 * clinfo and CLBlast's tuners take as -platform and -device) */
 			if (d->platform_index >= 0) {
@@ -58,11 +58,10 @@ int sb_cli_devices(int argc, char **argv)
 				json_object_set_new(o, "device_index", json_integer(d->device_index));
 			}
 			json_object_set_new(o, "auto", json_boolean(i == autodev));
-			if (d->backend->details) {
-				char det[512];
-				d->backend->details(d, det, sizeof det);
+			char det[512];
+			sb_device_details(d, det, sizeof det);
+			if (det[0])
 				json_object_set_new(o, "details", json_string(det));
-			}
 			json_array_append_new(arr, o);
 		}
 		char *s = json_dumps(arr, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -75,11 +74,10 @@ int sb_cli_devices(int argc, char **argv)
 		for (size_t i = 0; i < n; i++) {
 			const sb_device_props *d = sb_devices_get(l, i);
 			printf("  %s: %s%s\n", d->id, d->label, i == autodev ? "  [auto]" : "");
-			if (d->backend->details) {
-				char det[512];
-				d->backend->details(d, det, sizeof det);
+			char det[512];
+			sb_device_details(d, det, sizeof det);
+			if (det[0])
 				printf("      %s\n", det);
-			}
 			if (!sb_device_is_native(d))
 				printf("      %s, %u compute units, max allocation %.1f GiB, driver %s\n",
 				       sb_device_type_str(d->type), d->compute_units,

@@ -18,9 +18,7 @@
 #include "commands.h"
 #include "options.h"
 
-#include "models/catalog.h"
-#include "models/install.h"
-#include "models/model.h"
+#include "stembridge.h"
 
 #include <dirent.h>
 #include <jansson.h>

@@ -1,7 +1,7 @@
 /* The options separate and batch share (options.h). */
 #include "options.h"
 
-#include "io/stem_writer.h"
+#include "stembridge.h"
 
 #include <stdio.h>
 #include <stdlib.h>

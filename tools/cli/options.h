@@ -3,7 +3,7 @@
 #ifndef SB_CLI_OPTIONS_H
 #define SB_CLI_OPTIONS_H
 
-#include "jobs/engine.h"
+#include "stembridge.h"
 
 typedef struct {
 	const char *out_dir, *model, *tmpl, *device_arg;

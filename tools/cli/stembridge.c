@@ -20,10 +20,7 @@
 #include "commands.h"
 #include "options.h"
 
-#include "io/audio_file.h"
-#include "backend/device.h"
-#include "io/stem_writer.h"
-#include "jobs/engine.h"
+#include "stembridge.h"
 
 #include <signal.h>
 #include <stdatomic.h>

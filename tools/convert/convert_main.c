@@ -14,7 +14,7 @@
  * Exit status: 0 written (or checked, with --dry-run), 1 refused or failed, 2 usage. Every
  * failure is one line on stderr naming the file and the reason.
  */
-#include "convert/convert.h"
+#include "stembridge.h"
 
 #include <stdio.h>
 #include <stdlib.h>

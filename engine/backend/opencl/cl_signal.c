@@ -75,6 +75,25 @@ static size_t fft_wg(const sb_bdev *c, int n_fft)
 	return wg;
 }
 
+/* a spectrum's arguments, in the order both FFT kernels take them */
+static void a_spectrum(kargs *a, sb_dv X, const sb_stft *g)
+{
+	a_db(a, X);
+	a_i32(a, g->bins);
+	a_i64(a, g->sc);
+	a_i64(a, g->sf);
+	a_i64(a, g->st);
+	a_i64(a, g->sri);
+}
+
+/* one work-group a (frame, channel) */
+static void run_frames(sb_bdev *c, kargs *a, const sb_stft *g, int ch)
+{
+	const size_t wg = fft_wg(c, g->n_fft);
+	const size_t gs[2] = {(size_t)g->frames * wg, (size_t)ch}, l[2] = {wg, 1};
+	sb_cl_run(a, 2, gs, l);
+}
+
 void sb_cl_op_stft(sb_bdev *c, const sb_stft *g, sb_dv x, long xs, int ch, long L, sb_dv w,
                     float scale, sb_dv X)
 {
@@ -92,15 +111,8 @@ void sb_cl_op_stft(sb_bdev *c, const sb_stft *g, sb_dv x, long xs, int ch, long 
 	a_f32(&a, scale);
 	a_mem(&a, c->tw);
 	a_i32(&a, TW_N / g->n_fft);
-	a_db(&a, X);
-	a_i32(&a, g->bins);
-	a_i64(&a, g->sc);
-	a_i64(&a, g->sf);
-	a_i64(&a, g->st);
-	a_i64(&a, g->sri);
-	const size_t wg = fft_wg(c, g->n_fft);
-	const size_t gs[2] = {(size_t)g->frames * wg, (size_t)ch}, l[2] = {wg, 1};
-	sb_cl_run(&a, 2, gs, l);
+	a_spectrum(&a, X, g);
+	run_frames(c, &a, g, ch);
 }
 
 void sb_cl_op_istft(sb_bdev *c, const sb_stft *g, sb_dv X, int ch, long L, sb_dv w,
@@ -109,12 +121,7 @@ void sb_cl_op_istft(sb_bdev *c, const sb_stft *g, sb_dv X, int ch, long L, sb_dv
 	if (g->frames <= 0 || ch <= 0 || fft_ready(c, g->n_fft) != SB_OK)
 		return;
 	kargs a = args(c, K_ISTFT_FRAMES);
-	a_db(&a, X);
-	a_i32(&a, g->bins);
-	a_i64(&a, g->sc);
-	a_i64(&a, g->sf);
-	a_i64(&a, g->st);
-	a_i64(&a, g->sri);
+	a_spectrum(&a, X, g);
 	a_i32(&a, g->frames);
 	a_i32(&a, g->n_fft);
 	a_i32(&a, log2i(g->n_fft / 2));
@@ -123,9 +130,7 @@ void sb_cl_op_istft(sb_bdev *c, const sb_stft *g, sb_dv X, int ch, long L, sb_dv
 	a_mem(&a, c->tw);
 	a_i32(&a, TW_N / g->n_fft);
 	a_db(&a, work);
-	const size_t wg = fft_wg(c, g->n_fft);
-	const size_t gs[2] = {(size_t)g->frames * wg, (size_t)ch}, l[2] = {wg, 1};
-	sb_cl_run(&a, 2, gs, l);
+	run_frames(c, &a, g, ch);
 	kargs b = args(c, K_ISTFT_OLA);
 	a_db(&b, work);
 	a_i32(&b, g->frames);

@@ -290,6 +290,38 @@ def group_devices(tmp):
                        text=True)
     check(t.returncode != 0 and "no OpenCL device 'opencl:9'" in t.stderr,
           f"clblast_tune.sh on a missing device: {t.returncode} {t.stderr}")
+    # a budget cuts a tuner off and keeps what it finished; so does stopping the script. Stand-in
+    # tuners: xgemm writes its first phase's file and hangs, copy_fast writes one and exits.
+    fake = os.path.join(tmp, "tuners")
+    os.makedirs(fake, exist_ok=True)
+    for name, body in (("clblast_tuner_xgemm", 'echo \'{"kernel_family": "xgemm_1"}\' > '
+                        'clblast_xgemm_1_32.json; sleep 600'),
+                       ("clblast_tuner_copy_fast", 'echo \'{"kernel_family": "copy"}\' > '
+                        'clblast_copy_32.json')):
+        with open(os.path.join(fake, name), "w") as f:
+            f.write("#!/bin/sh\n" + body + "\n")
+        os.chmod(os.path.join(fake, name), 0o755)
+    fenv = dict(env, PATH=fake + os.pathsep + os.environ["PATH"])
+    kept = os.path.join(tmp, "tuned")
+    t0 = time.time()
+    t = subprocess.run(["sh", tune, "opencl:1", "--only", "xgemm,copy_fast", "--budget", "4",
+                        "--out", kept], env=fenv, capture_output=True, text=True, timeout=120)
+    files = sorted(os.listdir(kept)) if os.path.isdir(kept) else []
+    check(t.returncode == 0 and files == ["clblast_copy_32.json", "clblast_xgemm_1_32.json"]
+          and "stopped early" in t.stderr and time.time() - t0 < 60,
+          f"clblast_tune.sh --budget: {t.returncode} {files} {time.time() - t0:.1f} s {t.stderr}")
+    kept2 = os.path.join(tmp, "tuned2")
+    proc = subprocess.Popen(["sh", tune, "opencl:1", "--only", "xgemm", "--out", kept2],
+                            env=fenv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and not os.path.exists(
+            os.path.join(kept2, "clblast_xgemm_1_32.json")):
+        time.sleep(0.5)
+    proc.terminate()
+    proc.communicate(timeout=60)
+    files = sorted(os.listdir(kept2)) if os.path.isdir(kept2) else []
+    check(files == ["clblast_xgemm_1_32.json"],
+          f"clblast_tune.sh stopped mid-tuner keeps the finished phase: {files}")
     p3 = run(["devices"], env={"OCL_ICD_VENDORS": os.path.join(tmp, "none")})
     check(p3.returncode == 0 and "Available devices (1):" in p3.stdout,
           f"no OpenCL driver: {p3.stdout} {p3.stderr}")

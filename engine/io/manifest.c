@@ -136,6 +136,9 @@ sb_status sb_manifest_render(const sb_manifest *m, char **json, char **stems_txt
 		txt_cap += strlen(ap) + 2;
 		json_t *s = json_object();
 		json_object_set_new(s, "stem", json_string(si.name));
+		json_object_set_new(s, "model", json_string(m->stem_model && si.stem >= 0 &&
+		                                            si.stem < SB_MAX_STEMS && m->stem_model[si.stem]
+		                                            ? m->stem_model[si.stem] : m->model));
 		json_object_set_new(s, "path", json_string(ap));
 		json_object_set_new(s, "frames", json_integer(si.frames));
 		json_object_set_new(s, "peak", json_real(si.peak));

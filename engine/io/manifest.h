@@ -62,6 +62,8 @@ typedef struct {
 	const char *const *events;  /* n_events strings */
 	int n_events;
 	const sb_stem_writer *stems;/* NULL on failure */
+	const char *const *stem_model; /* by canonical stem: the model that made it (NULL: all
+	                                  by 'model') */
 	double load_s, separate_s, write_s, total_s;
 } sb_manifest;
 

@@ -285,6 +285,7 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 	event_log ev = {0};
 	progress_state ps = {env, {0}, 0.02, 0.97, 0, 0, 0, &ev, log};
 	sb_model *model = NULL;
+	int n_parts = 0; /* models combined, one per stem group ('auto' with stems) */
 	int model_ran = 0;    /* the separation started: the model and its devices were used */
 	int device_trouble = 0; /* a device failed or ran out of memory on the way */
 	sb_source *src = NULL;
@@ -354,10 +355,32 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 	const char *model_name = spec->model && *spec->model ? spec->model : "auto";
 	char chosen[64];
 	const char *open_name = model_name;
-	if (!strcmp(model_name, "auto") && spec->stems)
-		open_name = sb_model_auto_for(env->model_path, spec->stems, log, chosen, sizeof chosen);
-	st = sb_model_keep_open(env->keep, open_name, env->model_path, env->devices, spec->bf16,
-	                        log, &model, &res->model_kept);
+	char part_names[SB_MAX_STEMS][64];
+	unsigned part_take[SB_MAX_STEMS];
+	if (!strcmp(model_name, "auto") && spec->stems) {
+		n_parts = sb_model_auto_parts(env->model_path, spec->stems, log, part_names, part_take,
+		                              SB_MAX_STEMS);
+		if (!n_parts)
+			open_name = sb_model_auto_for(env->model_path, spec->stems, log, chosen,
+			                              sizeof chosen);
+	}
+	if (n_parts > 1) {
+		/* each stem from its best model: the parts opened for this job alone (the kept
+		 * model, if any, is let go first: memory for one model more, not two) */
+		sb_model_keep_drop(env->keep);
+		sb_model *parts[SB_MAX_STEMS] = {0};
+		for (int i = 0; i < n_parts && st == SB_OK; i++)
+			st = sb_model_open(part_names[i], env->model_path, log, &parts[i]);
+		if (st == SB_OK)
+			st = sb_model_composite(parts, part_take, n_parts, log, &model);
+		if (st != SB_OK)
+			for (int i = 0; i < n_parts; i++)
+				sb_model_free(parts[i]);
+		res->model_kept = 0;
+	} else {
+		st = sb_model_keep_open(env->keep, open_name, env->model_path, env->devices,
+		                        spec->bf16, log, &model, &res->model_kept);
+	}
 	if (st != SB_OK)
 		goto fail;
 	if (res->model_kept) {
@@ -559,7 +582,12 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 		mdev[i] = (sb_manifest_device){jd->id, jd->key, jd->name, jd->done, jd->busy_s,
 		                               jd->dropped};
 	}
+	/* which model made each stem; "other" is the residual where the job made it so */
+	const char *stem_model[SB_MAX_STEMS];
+	for (int s = 0; s < SB_MAX_STEMS; s++)
+		stem_model[s] = model->info.stem_model[s] ? model->info.stem_model[s] : model->info.name;
 	sb_manifest m = {
+		.stem_model = stem_model,
 		.status = "ok",
 		.input_path = spec->input_path,
 		.input_size = in_size,
@@ -645,7 +673,7 @@ out:
 	 * stopped sharing the file (sb_device_report) counts too */
 	for (int i = 0; i < ps.p.n_devices; i++)
 		device_trouble |= ps.p.devices[i].dropped;
-	sb_model_keep_done(env->keep, model,
+	sb_model_keep_done(n_parts > 1 ? NULL : env->keep, model,
 	                   res->status == SB_OK ? !device_trouble : !model_ran);
 	return res->status;
 }

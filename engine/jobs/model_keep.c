@@ -110,3 +110,11 @@ void sb_model_keep_done(sb_model_keep *k, sb_model *m, int keep)
 	k->model = m;
 	k->held = k->lent;
 }
+
+void sb_model_keep_drop(sb_model_keep *k)
+{
+	if (!k || !k->model)
+		return;
+	sb_model_free(k->model);
+	k->model = NULL;
+}

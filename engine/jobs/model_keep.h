@@ -36,6 +36,8 @@ void sb_model_keep_free(sb_model_keep *k);
 sb_status sb_model_keep_open(sb_model_keep *k, const char *name, const char *const *search_path,
                              const sb_device_set *set, int bf16, const sb_logger *log,
                              sb_model **out, int *kept);
+/* Frees the kept model now (a job about to open models of its own). k may be NULL. */
+void sb_model_keep_drop(sb_model_keep *k);
 /* The job is done with m (from sb_model_keep_open): kept for the next job when keep is 1,
  * else freed. */
 void sb_model_keep_done(sb_model_keep *k, sb_model *m, int keep);

@@ -66,6 +66,8 @@ typedef struct {
 	int stems_sum;                 /* 1: the stems add back to the input by construction */
 	int shares_devices;            /* 1: separate() shares one file's work among every device
 	                                  of ctx; 0: it runs on the first */
+	const char *stem_model[SB_MAX_STEMS]; /* which model makes each stem where a job combines
+	                                  several (sb_model_composite); NULL: this one */
 	int64_t default_chunk_frames;  /* input frames per chunk when ctx->chunk_frames is 0: where
 	                                  the job runner starts halving after a device OOM */
 } sb_model_info;
@@ -108,6 +110,19 @@ const char *sb_model_auto(const char *const *search_path, const sb_logger *log, 
  * RoFormer for vocals), else the 'auto' rank among those that make them, else "builtin". */
 const char *sb_model_auto_for(const char *const *search_path, unsigned stems,
                               const sb_logger *log, char *buf, size_t len);
+/* 'auto' per stem (the stems asked for, bit SB_STEM_*): for each stem but "other", the
+ * installed catalogue model with the best published SDR for it; when that is more than one
+ * model, their names into names[] and the stems each is to write into take[] ("other" to the
+ * last one that makes it, for the job runner to replace by the residual), and their number is
+ * returned; 0 when one model serves (sb_model_auto_for's choice then) or a stem has no
+ * published figure. */
+int sb_model_auto_parts(const char *const *search_path, unsigned stems, const sb_logger *log,
+                        char (*names)[64], unsigned *take, int max);
+/* A model of parts (models/composite.c): each part writes the stems of its take[] mask; the
+ * parts are the composite's from then on (freed with it). Parts at different rates are
+ * refused. */
+sb_status sb_model_composite(sb_model *const *parts, const unsigned *take, int n,
+                             const sb_logger *log, sb_model **out);
 /* The canonical stems (bit SB_STEM_*) the model 'name' (as sb_model_open takes it) makes,
  * read from its file's header only; 0 when it is not installed or unreadable. */
 unsigned sb_model_stems(const char *name, const char *const *search_path);

@@ -68,6 +68,61 @@ const char *sb_model_auto(const char *const *search_path, const sb_logger *log, 
 	return sb_model_auto_for(search_path, 0, log, buf, len);
 }
 
+int sb_model_auto_parts(const char *const *search_path, unsigned stems, const sb_logger *log,
+                        char (*names)[64], unsigned *take, int max)
+{
+	sb_catalog *cat = NULL;
+	if (!stems || sb_catalog_load(log, &cat) != SB_OK)
+		return 0;
+	int best[SB_MAX_STEMS], n = 0, ok = 1;
+	for (int s = 0; s < SB_MAX_STEMS && ok; s++) {
+		best[s] = -1;
+		if (!(stems & (1u << s)) || s == SB_STEM_OTHER)
+			continue;
+		double top = 0;
+		for (int i = 0; i < sb_catalog_count(cat); i++) {
+			const sb_catalog_model *m = sb_catalog_at(cat, i);
+			if ((m->stems & (1u << s)) && m->sdr[s] > top &&
+			    sb_demucs_model_installed(m->name, search_path)) {
+				top = m->sdr[s];
+				best[s] = i;
+			}
+		}
+		ok = best[s] >= 0;
+	}
+	/* the parts in the order of their first stem; "other" to the last that makes it */
+	int part_of[SB_MAX_STEMS];
+	for (int s = 0; s < SB_MAX_STEMS && ok; s++) {
+		if (best[s] < 0)
+			continue;
+		int p = 0;
+		while (p < n && part_of[p] != best[s])
+			p++;
+		if (p == n) {
+			if (n == max) {
+				ok = 0;
+				break;
+			}
+			part_of[n] = best[s];
+			take[n++] = 0;
+		}
+		take[p] |= 1u << s;
+	}
+	if (ok && n > 1 && (stems & (1u << SB_STEM_OTHER))) {
+		int p = n - 1;
+		while (p >= 0 && !(sb_catalog_at(cat, part_of[p])->stems & (1u << SB_STEM_OTHER)))
+			p--;
+		if (p < 0)
+			ok = 0;
+		else
+			take[p] |= 1u << SB_STEM_OTHER;
+	}
+	for (int p = 0; ok && p < n; p++)
+		snprintf(names[p], 64, "%s", sb_catalog_at(cat, part_of[p])->name);
+	sb_catalog_free(cat);
+	return ok && n > 1 ? n : 0;
+}
+
 unsigned sb_model_stems(const char *name, const char *const *search_path)
 {
 	char chosen[64], path[4352];

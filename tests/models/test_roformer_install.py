@@ -8,7 +8,8 @@ as the 2-stem vocals model, bs-tiny-4 as the 4-stem one), then separations with 
   2. separate with it: vocals + other add back to the input; the manifest names the model;
      the plugin (through the lilv test host) separates a take with the installed file
   3. auto with --stems: vocals from the model with the best published vocals SDR, drums from
-     the 4-stem model; --stems vocals,drums of the 2-stem model refused with what it makes
+     the 4-stem model, and both at once from the two models (each stem as its model alone
+     makes it, other the rest, the manifest naming each stem's model); --stems vocals,drums of the 2-stem model refused with what it makes
   4. refusals, nothing installed: a download of the wrong size, a config that is not the
      checkpoint's (the tensor named), a damaged config (the key named)
 
@@ -152,6 +153,31 @@ def main(tmp):
         m = json.load(open(os.path.join(out, "clip", "manifest.json"))) if ok else {}
         check(ok and m["model"]["name"] == want and m["model"]["requested"] == "auto",
               f"auto with --stems {stems} runs {want}: {p.stderr} {m.get('model')}")
+    # each stem from its best model: vocals from rof_two (12.0 dB), drums from rof_four (11.5),
+    # other the rest; each stem the same bytes as its model alone gives it
+    out = os.path.join(tmp, "auto-parts")
+    p = run(["separate", clip, "-o", out, "-q", "--device", "cpu", "--stems",
+             "vocals,drums,other"])
+    ok = p.returncode == 0
+    m = json.load(open(os.path.join(out, "clip", "manifest.json"))) if ok else {}
+    by = {st["stem"]: st["model"] for st in m.get("stems", [])}
+    check(ok and by == {"vocals": "rof_two", "drums": "rof_four", "other": "rof_four"} and
+          m["model"]["requested"] == "auto" and m["model"]["name"] == "rof_two+rof_four",
+          f"auto with --stems vocals,drums,other takes each stem from its best model: "
+          f"{p.stderr} {m.get('model')} {by}")
+    if ok:
+        for stem, model in (("vocals", "rof_two"), ("drums", "rof_four")):
+            alone = os.path.join(tmp, "alone-" + stem)
+            q = run(["separate", clip, "-o", alone, "-q", "--device", "cpu", "--model", model,
+                     "--stems", stem])
+            same = q.returncode == 0 and (wavio.read_wav(os.path.join(alone, "clip", stem + ".wav"))[0]
+                                          == wavio.read_wav(os.path.join(out, "clip", stem + ".wav"))[0])
+            check(same, f"the {stem} stem is what {model} alone makes: {q.stderr}")
+        x = wavio.read_wav(clip)[0]
+        parts = [wavio.read_wav(os.path.join(out, "clip", n + ".wav"))[0]
+                 for n in ("vocals", "drums", "other")]
+        err = max(abs(a - b - c - d) for a, b, c, d in zip(x, *parts))
+        check(err < 1e-5, f"vocals + drums + other = the input (max difference {err:.1e})")
     p = run(["separate", clip, "-o", os.path.join(tmp, "refused"), "-q", "--device", "cpu",
              "--model", "rof_two", "--stems", "vocals,drums"])
     check(p.returncode != 0 and "vocals, other" in p.stderr,

@@ -107,12 +107,20 @@ keep() {
 		b=$(basename "$f")
 		cmp -s "$f" "$out/$b" 2>/dev/null && continue
 		python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$f" 2>/dev/null || continue
-		cp "$f" "$out/.$b.tmp" && mv "$out/.$b.tmp" "$out/$b" && echo "    kept $b"
+		cp "$f" "$out/.$b.tmp" && mv "$out/.$b.tmp" "$out/$b" && echo "    kept $b" &&
+			kept=$((kept + 1))
 	done
 }
 pid=""
+kept=0
+# a stop ends the tuner and waits for it, then keeps what it finished (EXIT)
+stop() {
+	[ -z "$pid" ] || { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; }
+	exit "$1"
+}
 trap 'keep; rm -rf "$scratch"' EXIT
-trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null; exit 130' INT TERM
+trap 'stop 130' INT
+trap 'stop 143' TERM
 start=$(date +%s)
 # in this shell, not a pipeline's subshell, so that a signal stops the tuner and keeps its work
 # (a line's spaces travel as \001 through the word splitting)
@@ -140,6 +148,5 @@ for line in $(printf '%s\n' "$runs" | tr ' ' '\001'); do
 	pid=""
 	keep
 done
-n=$(ls "$out"/clblast_*.json 2>/dev/null | wc -l)
-echo "$n tuning files in $out ($(( $(date +%s) - start )) s); Stembridge applies them when it next opens $id."
-[ "$n" -gt 0 ]
+echo "$kept tuning files written to $out ($(( $(date +%s) - start )) s); Stembridge applies them when it next opens $id."
+[ "$kept" -gt 0 ]

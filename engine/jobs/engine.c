@@ -43,6 +43,7 @@ struct sb_job {
 	int released;              /* released while running: freed by its worker when it ends */
 	int input_released;
 	pthread_cond_t done;
+	int pooled;                /* waits in the engine's pool for a free device of the set */
 	sb_job *next_in_table;
 	sb_job *next_in_queue;
 };
@@ -55,6 +56,11 @@ struct sb_worker {
 	sb_model_keep *keep;       /* its last job's model; only its thread touches it */
 	sb_job *head, *tail;
 	pthread_cond_t wake;
+	/* a device of the engine's set: it also takes pooled jobs (jobs without a device) */
+	int pool;
+	size_t dev;                /* its device entry */
+	double job_s;              /* seconds its pooled jobs took (running mean), 0 unknown */
+	double busy_since;         /* when its current job started, 0 when idle */
 	sb_worker *next;
 };
 
@@ -70,12 +76,14 @@ struct sb_engine {
 	char **model_path;
 	sb_device_list *devices;
 	size_t *set;
-	size_t n_set, rr;
+	size_t n_set, rr;          /* rr: the next device of the set in sequential mode */
 	dev_slot *dev;             /* one per device entry */
 	pthread_mutex_t lock;
 	int stopping;
 	sb_job *jobs;
 	sb_worker *workers;
+	sb_job *pool_head, *pool_tail; /* jobs without a device, for the set's free devices */
+	int pool_n;
 	sb_job_id next_id;
 };
 
@@ -176,7 +184,8 @@ static void progress_cb(void *user, const sb_job_progress *p)
 	pthread_mutex_unlock(&t->e->lock);
 }
 
-static void run_job(sb_worker *w, sb_job *j)
+/* runs j on w's thread; its status (j itself may be gone once it has ended) */
+static sb_status run_job(sb_worker *w, sb_job *j)
 {
 	sb_engine *e = w->e;
 	/* the job's shared devices, locked in table order (the CPU is each job's own) */
@@ -232,6 +241,65 @@ static void run_job(sb_worker *w, sb_job *j)
 	forget_if_released(e, j);
 	pthread_mutex_unlock(&e->lock);
 	free(r);
+	return st;
+}
+
+/* Under e->lock. Whether a free device of the set takes the next pooled job now: yes when
+ * its pace is unknown (its first one measures it) or when it would finish the job no later than
+ * the soonest other device could (that one's time left on its current job plus a job), or than
+ * the others would drain the pool at their pace; else it waits and the job goes to a faster
+ * device. Jobs are taken to be alike (a catalogue's songs): the pace is seconds a job. */
+static int worth_taking(const sb_engine *e, const sb_worker *w)
+{
+	if (e->stopping || w->job_s <= 0)
+		return 1;
+	const double now = sb_now();
+	double soonest = -1, rate = 0;
+	for (const sb_worker *o = e->workers; o; o = o->next) {
+		if (o == w || !o->pool || o->job_s <= 0)
+			continue;
+		const double left = o->busy_since > 0 ? o->job_s - (now - o->busy_since) : 0;
+		const double t = (left > 0 ? left : 0) + o->job_s;
+		soonest = soonest < 0 || t < soonest ? t : soonest;
+		rate += 1.0 / o->job_s;
+	}
+	if (soonest < 0)
+		return 1;
+	return w->job_s <= soonest || w->job_s <= e->pool_n / rate;
+}
+
+/* Under e->lock. The next job for w: its own queue first, then the pool. */
+static sb_job *next_job(sb_engine *e, sb_worker *w)
+{
+	sb_job *j = w->head;
+	if (j) {
+		w->head = j->next_in_queue;
+		if (!w->head)
+			w->tail = NULL;
+		return j;
+	}
+	/* a cancelled job is taken by any device, to end it now */
+	if (!w->pool || !e->pool_head ||
+	    (!atomic_load(&e->pool_head->cancel) && !worth_taking(e, w)))
+		return NULL;
+	j = e->pool_head;
+	e->pool_head = j->next_in_queue;
+	if (!e->pool_head)
+		e->pool_tail = NULL;
+	e->pool_n--;
+	j->next_in_queue = NULL;
+	memset(&j->set, 0, sizeof j->set);
+	j->set.n = 1;
+	j->set.index[0] = w->dev;
+	return j;
+}
+
+/* Under e->lock: every device of the set looks at the pool again */
+static void wake_pool(sb_engine *e)
+{
+	for (sb_worker *o = e->workers; o; o = o->next)
+		if (o->pool)
+			pthread_cond_signal(&o->wake);
 }
 
 static void *worker_main(void *arg)
@@ -240,14 +308,11 @@ static void *worker_main(void *arg)
 	sb_engine *e = w->e;
 	pthread_mutex_lock(&e->lock);
 	for (;;) {
-		while (!w->head && !e->stopping)
+		sb_job *j;
+		while (!(j = next_job(e, w)) && !e->stopping)
 			pthread_cond_wait(&w->wake, &e->lock);
-		if (!w->head && e->stopping)
+		if (!j)
 			break;
-		sb_job *j = w->head;
-		w->head = j->next_in_queue;
-		if (!w->head)
-			w->tail = NULL;
 		if (atomic_load(&j->cancel)) {
 			j->result.status = SB_ERR_CANCELLED;
 			snprintf(j->result.message, sizeof j->result.message, "cancelled before it started");
@@ -260,9 +325,20 @@ static void *worker_main(void *arg)
 		}
 		j->progress.state = SB_JOB_RUNNING;
 		snprintf(j->progress.stage, sizeof j->progress.stage, "starting");
+		const int pooled = j->pooled;
+		const double t0 = sb_now();
+		w->busy_since = t0;
 		pthread_mutex_unlock(&e->lock);
-		run_job(w, j);
+		const sb_status st = run_job(w, j);
 		pthread_mutex_lock(&e->lock);
+		w->busy_since = 0;
+		/* a pooled job that ran to its end sets the device's pace */
+		if (pooled && st == SB_OK) {
+			const double t = sb_now() - t0;
+			w->job_s = w->job_s > 0 ? 0.5 * (w->job_s + t) : t;
+		}
+		if (e->pool_head)
+			wake_pool(e);
 	}
 	pthread_mutex_unlock(&e->lock);
 	return NULL;
@@ -466,13 +542,34 @@ sb_status sb_engine_submit(sb_engine *e, const sb_job_spec *spec, sb_job_id *id)
 			return SB_ERR_INVALID;
 		}
 		snprintf(j->requested, sizeof j->requested, "%s", spec->device);
+	} else if (e->opts.mode == SB_MODE_PARALLEL && e->n_set > 1) {
+		/* the pool: the set's next free device takes it (worth_taking) */
+		j->pooled = 1;
+		snprintf(j->requested, sizeof j->requested, "auto (parallel set)");
 	} else {
 		j->set.n = 1;
 		j->set.index[0] = e->set[e->rr++ % e->n_set];
 		snprintf(j->requested, sizeof j->requested, "%s",
 		         e->opts.mode == SB_MODE_PARALLEL ? "auto (parallel set)" : "auto");
 	}
-	sb_worker *w = worker_for(e, &j->set);
+	sb_worker *w = NULL;
+	if (j->pooled) {
+		/* a worker for each device of the set, taking pooled jobs besides its own */
+		for (size_t k = 0; k < e->n_set; k++) {
+			sb_device_set one;
+			memset(&one, 0, sizeof one);
+			one.n = 1;
+			one.index[0] = e->set[k];
+			sb_worker *o = worker_for(e, &one);
+			if (!o)
+				break;
+			o->pool = 1;
+			o->dev = e->set[k];
+			w = o;
+		}
+	} else {
+		w = worker_for(e, &j->set);
+	}
 	if (!w) {
 		pthread_mutex_unlock(&e->lock);
 		j->spec.samples = NULL;
@@ -484,12 +581,22 @@ sb_status sb_engine_submit(sb_engine *e, const sb_job_spec *spec, sb_job_id *id)
 	snprintf(j->progress.stage, sizeof j->progress.stage, "queued");
 	j->next_in_table = e->jobs;
 	e->jobs = j;
-	if (w->tail)
-		w->tail->next_in_queue = j;
-	else
-		w->head = j;
-	w->tail = j;
-	pthread_cond_signal(&w->wake);
+	if (j->pooled) {
+		if (e->pool_tail)
+			e->pool_tail->next_in_queue = j;
+		else
+			e->pool_head = j;
+		e->pool_tail = j;
+		e->pool_n++;
+		wake_pool(e);
+	} else {
+		if (w->tail)
+			w->tail->next_in_queue = j;
+		else
+			w->head = j;
+		w->tail = j;
+		pthread_cond_signal(&w->wake);
+	}
 	if (id)
 		*id = j->id;
 	pthread_mutex_unlock(&e->lock);
@@ -512,6 +619,8 @@ sb_status sb_engine_cancel(sb_engine *e, sb_job_id id)
 	sb_job *j = find(e, id);
 	if (j)
 		atomic_store(&j->cancel, 1);
+	if (j && j->pooled && e->pool_head)
+		wake_pool(e);
 	pthread_mutex_unlock(&e->lock);
 	return j ? SB_OK : SB_ERR_INVALID;
 }
@@ -564,6 +673,8 @@ void sb_engine_release(sb_engine *e, sb_job_id id)
 		/* still queued or running: cancel it; its worker frees it when it ends */
 		atomic_store(&j->cancel, 1);
 		j->released = 1;
+		if (j->pooled && e->pool_head)
+			wake_pool(e);
 		pthread_mutex_unlock(&e->lock);
 		return;
 	}

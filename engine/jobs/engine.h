@@ -3,8 +3,10 @@
  * The plugin's run() never calls into this header: it hands work over through its own
  * lock-free queue to a thread that does.
  *
- * Scheduling: in SB_MODE_PARALLEL each device of the chosen set has its own worker and jobs go
- * round robin over the set; in SB_MODE_SEQUENTIAL one device runs jobs one at a time in
+ * Scheduling: in SB_MODE_PARALLEL each device of the chosen set has its own worker, and a job
+ * without a device of its own waits in one pool that the set's devices take from as they come
+ * free (a device leaves a job to another that would finish it sooner, by the seconds their
+ * earlier jobs took); in SB_MODE_SEQUENTIAL one device runs jobs one at a time in
  * submission order. A job that names its own device gets it in either mode; a job that names
  * several ("cpu,opencl:0,opencl:1", "all") gets all of them at once, and a model that can
  * shares the file's segments among them. A device runs one job at a time.

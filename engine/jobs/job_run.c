@@ -286,6 +286,7 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 	progress_state ps = {env, {0}, 0.02, 0.97, 0, 0, 0, &ev, log};
 	sb_model *model = NULL;
 	int n_parts = 0; /* models combined, one per stem group ('auto' with stems) */
+	int residual_ran = 0; /* "other" is the input minus the other stems */
 	int model_ran = 0;    /* the separation started: the model and its devices were used */
 	int device_trouble = 0; /* a device failed or ran out of memory on the way */
 	sb_source *src = NULL;
@@ -487,7 +488,8 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 			.shifts = spec->shifts,
 			.overlap = spec->overlap,
 			.bf16 = spec->bf16,
-			.keep = env->keep ? kept_devices(&pl) : 0,
+			/* a composite's parts keep nothing on the devices: the next part needs the room */
+			.keep = env->keep && n_parts <= 1 ? kept_devices(&pl) : 0,
 		};
 		use_devices(&ps, &pl);
 		report(&ps, SB_JOB_RUNNING, ps.lo, "separating");
@@ -555,6 +557,7 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 		st = sb_stem_writer_residual(w, src, SB_STEM_OTHER, env->cancel, &changed);
 		if (st != SB_OK)
 			goto fail;
+		residual_ran = 1;
 		char rest[128];
 		sb_stem_mask_text(stems & ~(1u << SB_STEM_OTHER), ", ", rest, sizeof rest);
 		event(&ev, log, SB_LOG_INFO,
@@ -586,6 +589,8 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 	const char *stem_model[SB_MAX_STEMS];
 	for (int s = 0; s < SB_MAX_STEMS; s++)
 		stem_model[s] = model->info.stem_model[s] ? model->info.stem_model[s] : model->info.name;
+	if (residual_ran)
+		stem_model[SB_STEM_OTHER] = "residual";
 	sb_manifest m = {
 		.stem_model = stem_model,
 		.status = "ok",

@@ -161,7 +161,7 @@ def main(tmp):
     ok = p.returncode == 0
     m = json.load(open(os.path.join(out, "clip", "manifest.json"))) if ok else {}
     by = {st["stem"]: st["model"] for st in m.get("stems", [])}
-    check(ok and by == {"vocals": "rof_two", "drums": "rof_four", "other": "rof_four"} and
+    check(ok and by == {"vocals": "rof_two", "drums": "rof_four", "other": "residual"} and
           m["model"]["requested"] == "auto" and m["model"]["name"] == "rof_two+rof_four",
           f"auto with --stems vocals,drums,other takes each stem from its best model: "
           f"{p.stderr} {m.get('model')} {by}")

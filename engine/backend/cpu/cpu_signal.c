@@ -48,8 +48,16 @@ static const plan_pair *plans_for(int n)
 			}
 			fftwf_free(r);
 			fftwf_free(c);
-			if (!plans[i].fwd || !plans[i].inv)
+			if (!plans[i].fwd || !plans[i].inv) {
+				sb_fftw_plan_lock();
+				if (plans[i].fwd)
+					fftwf_destroy_plan(plans[i].fwd);
+				if (plans[i].inv)
+					fftwf_destroy_plan(plans[i].inv);
+				sb_fftw_plan_unlock();
+				plans[i].fwd = plans[i].inv = NULL;
 				break;
+			}
 			plans[i].n = n;
 			found = &plans[i];
 		}
@@ -61,7 +69,7 @@ static const plan_pair *plans_for(int n)
 /* per worker: n + 64 real values, then n / 2 + 1 complex ones, each on a 256-byte boundary */
 static size_t real_floats(int n)
 {
-	return (size_t)n + 64;
+	return ((size_t)n + 64 + 63) / 64 * 64;
 }
 
 static size_t scratch_floats(int n)

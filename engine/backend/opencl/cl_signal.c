@@ -27,8 +27,8 @@ static sb_status fft_ready(sb_bdev *c, int n_fft)
 	if (n_fft < 8 || n_fft > TW_N || (n_fft & (n_fft - 1))) {
 		sb_log(c->log, SB_LOG_ERROR, "an STFT of %d points: the OpenCL backend takes powers "
 		       "of two from 8 to %d", n_fft, TW_N);
-		sb_cl_fail(c, SB_ERR_INVALID);
-		return SB_ERR_INVALID;
+		sb_cl_fail(c, SB_ERR_DEVICE); /* the job runner finishes on the CPU */
+		return SB_ERR_DEVICE;
 	}
 	if (c->tw)
 		return SB_OK;

@@ -499,6 +499,26 @@ static sb_job *find(sb_engine *e, sb_job_id id)
 	return NULL;
 }
 
+sb_status sb_engine_set_devices(sb_engine *e, const sb_device_set *set)
+{
+	if (!e || !set || set->n == 0)
+		return SB_ERR_INVALID;
+	const size_t nd = sb_devices_count(e->devices);
+	pthread_mutex_lock(&e->lock);
+	size_t n = 0;
+	for (size_t k = 0; k < set->n; k++) {
+		int dup = 0;
+		for (size_t m = 0; m < n; m++)
+			dup |= e->set[m] == set->index[k];
+		if (set->index[k] < nd && !dup)
+			e->set[n++] = set->index[k];
+	}
+	if (n)
+		e->n_set = n;
+	pthread_mutex_unlock(&e->lock);
+	return n ? SB_OK : SB_ERR_INVALID;
+}
+
 sb_status sb_engine_submit(sb_engine *e, const sb_job_spec *spec, sb_job_id *id)
 {
 	if (!e || !spec || !spec->out_dir || !*spec->out_dir)

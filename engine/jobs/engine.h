@@ -14,6 +14,7 @@
 #ifndef SB_ENGINE_H
 #define SB_ENGINE_H
 
+#include "backend/device.h"
 #include "io/format.h"
 #include "sb_common.h"
 
@@ -131,6 +132,10 @@ void sb_engine_free(sb_engine *e);
 const struct sb_device_list *sb_engine_devices(const sb_engine *e);
 
 /* Copies everything in spec it needs; the caller's strings may go away after the call. */
+/* The devices that take jobs without a device of their own (the engine's set, which its
+ * options chose), from a set the caller resolved through sb_engine_devices(); before the first
+ * such job. SB_ERR_INVALID for an empty set or one past the device table. */
+sb_status sb_engine_set_devices(sb_engine *e, const sb_device_set *set);
 sb_status sb_engine_submit(sb_engine *e, const sb_job_spec *spec, sb_job_id *id);
 sb_status sb_engine_progress(sb_engine *e, sb_job_id id, sb_job_progress *out);
 /* Asks the job to stop; its temporary files are removed and no stem is left half-written. */

@@ -952,6 +952,20 @@ def group_batch(tmp):
     sum_check(paths[4], [os.path.join(stem_dir, s + ".wav") for s in STEMS])
     stamps = {f: os.stat(f).st_mtime_ns for f in files_under(out) if "/logs/" not in f}
 
+    # on two devices at once: the inputs go to the engine's pool, each to a free device
+    outd = os.path.join(tmp, "two-devices")
+    nine = os.path.join(tmp, "nine.txt")
+    with open(nine, "w") as f:
+        f.write("\n".join(paths) + "\n")
+    p = run(b + [nine, "-o", outd, "--device", "opencl:0,opencl:1"],
+            env={"POCL_DEVICES": "pthread pthread"})
+    dl = [l for l in batch_lines(outd) if not l.get("summary")]
+    check(p.returncode == 0 and sorted(l["path"] for l in dl if l["status"] == "done") ==
+          sorted(paths) and all(l.get("device") in ("opencl:0", "opencl:1") for l in dl),
+          f"batch on two devices: exit {p.returncode}, "
+          f"{[(l.get('status'), l.get('device')) for l in dl]} {p.stderr}")
+    sum_check(paths[4], [os.path.join(outd, "beta", "live", "t1", s + ".wav") for s in STEMS])
+
     # a re-run separates nothing and touches no stem
     t0 = time.time()
     p = run(b + [src, "-o", out])

@@ -77,7 +77,10 @@ static void batch_usage(FILE *f)
 	        sb_cli_options_help);
 }
 
-/* A device's input in the run loop. */
+/* An input in flight: submitted, queued or running. With one device, one at a time on it;
+ * with several, up to WINDOW in the engine's pool, which its devices take from as they come
+ * free (engine.h: a slow device leaves the last ones to a faster one). */
+enum { WINDOW = 64 };
 typedef struct {
 	size_t input;      /* index in the task's inputs */
 	sb_job_id id;
@@ -211,6 +214,9 @@ static int run_batch(const char *list, const sb_cli_opts *o, const char *shard_a
 	for (size_t k = 0; k < set.n; k++)
 		if (set.reason[k][0] && !quiet)
 			fprintf(stderr, "stembridge: warning: %s\n", set.reason[k]);
+	/* several devices: submit, then wait; the engine gives each input to a free device */
+	const int pooled = set.n > 1 && sb_engine_set_devices(e, &set) == SB_OK;
+	const size_t cap = pooled ? WINDOW : 1;
 
 	sb_cli_catch_stop(on_stop);
 
@@ -225,7 +231,7 @@ static int run_batch(const char *list, const sb_cli_opts *o, const char *shard_a
 		fprintf(stderr, "stembridge batch %s: %zu of %zu inputs, on %s; log %s\n", shard,
 		        mine.n, n_all, devs, logpath);
 	}
-	slot slots[SB_MAX_SET];
+	slot slots[WINDOW];
 	memset(slots, 0, sizeof slots);
 	sb_batch_tally t = {0};
 	const double t_start = sb_now(), wall_start = sb_batch_wall_now();
@@ -233,8 +239,8 @@ static int run_batch(const char *list, const sb_cli_opts *o, const char *shard_a
 	int stopping = 0;
 	double last_plain = t_start;
 	while (finished < mine.n) {
-		/* every free device takes the next input that needs work */
-		for (size_t k = 0; k < set.n && !stopping; k++) {
+		/* every free place in flight takes the next input that needs work */
+		for (size_t k = 0; k < cap && !stopping; k++) {
 			while (!slots[k].busy && next < mine.n) {
 				const size_t i = next++;
 				const char *in = mine.v[i];
@@ -276,7 +282,7 @@ static int run_batch(const char *list, const sb_cli_opts *o, const char *shard_a
 				spec.input_path = in;
 				spec.out_dir = dir;
 				spec.track = track;
-				spec.device = sb_devices_get(dl, set.index[k])->id;
+				spec.device = pooled ? NULL : sb_devices_get(dl, set.index[0])->id;
 				/* its own stems from an older file are replaced, nothing else is */
 				spec.overwrite = o->overwrite || ps == SB_PRIOR_STALE;
 				if (!mkdirs(dir) || sb_engine_submit(e, &spec, &slots[k].id) != SB_OK) {
@@ -290,14 +296,18 @@ static int run_batch(const char *list, const sb_cli_opts *o, const char *shard_a
 				slots[k] = (slot){i, slots[k].id, sb_now(), 1, spec.overwrite};
 			}
 		}
-		/* wait a little on each running input; log the ones that ended */
-		int running = 0;
-		for (size_t k = 0; k < set.n; k++) {
+		/* log the inputs that ended; wait a little when none has */
+		int running = 0, ended = 0;
+		for (size_t k = 0; k < cap; k++) {
 			if (!slots[k].busy)
 				continue;
 			running++;
-			if (sb_engine_wait(e, slots[k].id, 0.05) != SB_OK)
+			if (sb_engine_wait(e, slots[k].id, cap == 1 ? 0.05 : 0) != SB_OK)
 				continue;
+			ended++;
+			sb_job_progress jp;
+			const double secs = sb_engine_progress(e, slots[k].id, &jp) == SB_OK &&
+			                    jp.elapsed_s > 0 ? jp.elapsed_s : sb_now() - slots[k].t0;
 			sb_job_result r;
 			sb_engine_result(e, slots[k].id, &r);
 			sb_engine_release(e, slots[k].id);
@@ -316,20 +326,21 @@ static int run_batch(const char *list, const sb_cli_opts *o, const char *shard_a
 				else
 					fprintf(stderr, "stembridge: error: %s: %s%s\n", in, r.message, hint);
 			}
-			sb_batch_result_line(&blog, abs_in, have ? &ist : NULL, status,
-			            sb_now() - slots[k].t0, &r, &t);
+			sb_batch_result_line(&blog, abs_in, have ? &ist : NULL, status, secs, &r, &t);
 			slots[k].busy = 0;
 			finished++;
 			running--;
 		}
 		if (g_stop && !stopping) {
 			stopping = 1;
-			for (size_t k = 0; k < set.n; k++)
+			for (size_t k = 0; k < cap; k++)
 				if (slots[k].busy)
 					sb_engine_cancel(e, slots[k].id);
 		}
 		if (stopping && !running)
 			break;
+		if (cap > 1 && running && !ended)
+			usleep(20000);
 		if (!quiet) {
 			const double el = sb_now() - t_start;
 			const size_t worked = (size_t)(t.done + t.failed);

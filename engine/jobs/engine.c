@@ -2,8 +2,10 @@
  *
  * One worker thread per device set in use (one device, or several for a job that shares a file
  * among them), each with a FIFO of jobs. In parallel mode a job without a device of its own
- * goes to the next device of the engine's set (round robin), so four tracks on two GPUs run two
- * at a time; in sequential mode every job goes to one worker, which runs them one at a time in
+ * waits in the engine's pool, which the workers of the set's devices take from when their own
+ * FIFO is empty (worth_taking: a device leaves a job to another that would finish it sooner),
+ * so four tracks on two GPUs run two at a time and a slow device never holds up the end; in
+ * sequential mode every job goes to one worker, which runs them one at a time in
  * submission order, each on its own devices. A device is opened once, through its backend, the
  * first time a job needs it, and kept open; a job holds its devices' locks while it runs (taken
  * in table order), so a device never runs two jobs at once. Each worker keeps the model of its

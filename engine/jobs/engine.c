@@ -260,8 +260,11 @@ static int worth_taking(const sb_engine *e, const sb_worker *w)
 	for (const sb_worker *o = e->workers; o; o = o->next) {
 		if (o == w || !o->pool || o->job_s <= 0)
 			continue;
-		const double left = o->busy_since > 0 ? o->job_s - (now - o->busy_since) : 0;
-		const double t = (left > 0 ? left : 0) + o->job_s;
+		/* time left on its job; one past its pace is taken to need as long again as it has
+		 * run, so a device stuck on a job stops holding the pool back */
+		const double ran = o->busy_since > 0 ? now - o->busy_since : 0;
+		const double left = o->busy_since <= 0 ? 0 : ran < o->job_s ? o->job_s - ran : ran;
+		const double t = left + o->job_s;
 		soonest = soonest < 0 || t < soonest ? t : soonest;
 		rate += 1.0 / o->job_s;
 	}
@@ -311,8 +314,21 @@ static void *worker_main(void *arg)
 	pthread_mutex_lock(&e->lock);
 	for (;;) {
 		sb_job *j;
-		while (!(j = next_job(e, w)) && !e->stopping)
-			pthread_cond_wait(&w->wake, &e->lock);
+		while (!(j = next_job(e, w)) && !e->stopping) {
+			if (w->pool && e->pool_head) {
+				/* it left a pooled job to a faster device: look again as time goes by */
+				struct timespec until;
+				clock_gettime(CLOCK_REALTIME, &until);
+				until.tv_nsec += 200000000L;
+				if (until.tv_nsec >= 1000000000L) {
+					until.tv_sec++;
+					until.tv_nsec -= 1000000000L;
+				}
+				pthread_cond_timedwait(&w->wake, &e->lock, &until);
+			} else {
+				pthread_cond_wait(&w->wake, &e->lock);
+			}
+		}
 		if (!j)
 			break;
 		if (atomic_load(&j->cancel)) {

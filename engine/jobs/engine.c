@@ -299,6 +299,17 @@ static sb_job *next_job(sb_engine *e, sb_worker *w)
 	return j;
 }
 
+/* the CLOCK_REALTIME time s seconds from now, for pthread_cond_timedwait */
+static struct timespec deadline_in(double s)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	const double at = (double)t.tv_sec + t.tv_nsec * 1e-9 + s;
+	t.tv_sec = (time_t)at;
+	t.tv_nsec = (long)((at - (double)t.tv_sec) * 1e9);
+	return t;
+}
+
 /* Under e->lock: every device of the set looks at the pool again */
 static void wake_pool(sb_engine *e)
 {
@@ -317,13 +328,7 @@ static void *worker_main(void *arg)
 		while (!(j = next_job(e, w)) && !e->stopping) {
 			if (w->pool && e->pool_head) {
 				/* it left a pooled job to a faster device: look again as time goes by */
-				struct timespec until;
-				clock_gettime(CLOCK_REALTIME, &until);
-				until.tv_nsec += 200000000L;
-				if (until.tv_nsec >= 1000000000L) {
-					until.tv_sec++;
-					until.tv_nsec -= 1000000000L;
-				}
+				const struct timespec until = deadline_in(0.2);
 				pthread_cond_timedwait(&w->wake, &e->lock, &until);
 			} else {
 				pthread_cond_wait(&w->wake, &e->lock);
@@ -665,13 +670,7 @@ sb_status sb_engine_cancel(sb_engine *e, sb_job_id id)
 
 sb_status sb_engine_wait(sb_engine *e, sb_job_id id, double timeout_s)
 {
-	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
-	if (timeout_s >= 0) {
-		double s = (double)until.tv_sec + until.tv_nsec * 1e-9 + timeout_s;
-		until.tv_sec = (time_t)s;
-		until.tv_nsec = (long)((s - (double)until.tv_sec) * 1e9);
-	}
+	const struct timespec until = deadline_in(timeout_s >= 0 ? timeout_s : 0);
 	pthread_mutex_lock(&e->lock);
 	sb_job *j = find(e, id);
 	sb_status st = j ? SB_OK : SB_ERR_INVALID;

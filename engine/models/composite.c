@@ -116,7 +116,6 @@ sb_status sb_model_composite(sb_model *const *parts, const unsigned *take, int n
 	info->native_rate = parts[0]->info.native_rate;
 	info->shares_devices = 1;
 	info->stems_sum = 0;
-	int at = 0;
 	for (int i = 0; i < n; i++) {
 		const sb_model_info *pi = &parts[i]->info;
 		c->part[i] = parts[i];
@@ -126,10 +125,8 @@ sb_status sb_model_composite(sb_model *const *parts, const unsigned *take, int n
 		if (!info->default_chunk_frames || (pi->default_chunk_frames &&
 		                                    pi->default_chunk_frames < info->default_chunk_frames))
 			info->default_chunk_frames = pi->default_chunk_frames;
-		at += snprintf(info->name + at, sizeof info->name - (size_t)(at < (int)sizeof info->name
-		               ? at : (int)sizeof info->name), "%s%s", i ? "+" : "", pi->name);
-		if (at >= (int)sizeof info->name)
-			at = (int)sizeof info->name;
+		const size_t used = strlen(info->name);
+		snprintf(info->name + used, sizeof info->name - used, "%s%s", i ? "+" : "", pi->name);
 		for (int s = 0; s < SB_MAX_STEMS; s++)
 			if (take[i] & (1u << s))
 				info->stem_model[s] = pi->name;

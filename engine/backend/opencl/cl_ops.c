@@ -213,17 +213,17 @@ static void need_stats(sb_bdev *c, size_t items)
 
 /* Slices an item's statistics are split into: about 16 values a work-item, enough
  * work-groups to fill a large GPU, at most 1024 (norm_final merges them). */
-int sb_cl_norm_slices(const sb_bdev *c, long n)
+static int norm_slices(const sb_bdev *c, long n)
 {
 	const long per = 16 * (long)c->red_wg;
 	const long g = (n + per - 1) / per;
 	return g < 1 ? 1 : g > 1024 ? 1024 : (int)g;
 }
 
-/* norm_part: G slices of each batch item's count, mean and M2 in c->parts */
-void sb_cl_part_stats(sb_bdev *c, sb_dv x, long stride, long n, int batch)
+/* norm_part: G slices of each batch item's count, mean and M2 in c->parts; returns G */
+int sb_cl_part_stats(sb_bdev *c, sb_dv x, long stride, long n, int batch)
 {
-	const int G = sb_cl_norm_slices(c, n);
+	const int G = norm_slices(c, n);
 	const size_t parts = (size_t)batch * (size_t)G;
 	if (c->st == SB_OK && c->parts_n < parts) {
 		if (c->parts)
@@ -246,13 +246,13 @@ void sb_cl_part_stats(sb_bdev *c, sb_dv x, long stride, long n, int batch)
 	a_mem(&a, c->parts);
 	const size_t g = parts * c->red_wg, l = c->red_wg;
 	sb_cl_run(&a, 1, &g, &l);
+	return G;
 }
 
 static void stats(sb_bdev *c, sb_dv x, long stride, long n, int batch)
 {
 	need_stats(c, (size_t)batch);
-	sb_cl_part_stats(c, x, stride, n, batch);
-	const int G = sb_cl_norm_slices(c, n);
+	const int G = sb_cl_part_stats(c, x, stride, n, batch);
 	const size_t l = c->red_wg;
 	kargs f = args(c, K_NORM_FINAL);
 	a_mem(&f, c->parts);

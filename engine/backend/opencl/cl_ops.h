@@ -74,9 +74,8 @@ static inline void a_mem(kargs *a, cl_mem m)
 /* Enqueue with global sizes rounded up to the local ones (NULL local: 1-D, 256). */
 void sb_cl_run(kargs *a, cl_uint dims, const size_t *global, const size_t *local);
 
-/* the norms' statistics in slices (cl_ops.c) */
-int sb_cl_norm_slices(const sb_bdev *c, long n);
-void sb_cl_part_stats(sb_bdev *c, sb_dv x, long stride, long n, int batch);
+/* the norms' statistics in slices (cl_ops.c): returns the slices G of each batch item */
+int sb_cl_part_stats(sb_bdev *c, sb_dv x, long stride, long n, int batch);
 
 /* the signal operations (cl_signal.c) */
 void sb_cl_op_stft(sb_bdev *c, const sb_stft *g, sb_dv x, long xs, int ch, long L, sb_dv w,

@@ -193,8 +193,6 @@ sb_status sb_htdemucs_forward(sb_htdemucs_on *r, int B, const float *in, float *
 	/* the STFT, complex as channels, both branches' normalisation, each segment on the device:
 	 * per segment a mean and std of its spectrum (nst[4b], [4b+1]) and of its waveform
 	 * ([4b+2], [4b+3]), kept for the way back */
-	if (B > 64)
-		return SB_ERR_INVALID;
 	const size_t seg_in = (size_t)ac * L;
 	const sb_stft sg = spec_geometry(T, 2 * ac);
 	const float fscale = 1.f / sqrtf((float)HD_NFFT);

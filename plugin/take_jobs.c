@@ -155,9 +155,9 @@ static void start_take(sb_instance *self, ready_take *r)
 	spec.input_free = free_samples;
 	spec.track = j->track;
 	spec.take = j->take;
-	/* Auto in parallel mode spreads jobs over the engine's device set. */
-	spec.device = (j->device_port == SB_DEVICE_AUTO && !j->sequential &&
-	               strcmp(j->device, "auto") == 0) ? NULL : j->device;
+	/* the engine decides whether a take shares its devices or takes turns on them */
+	spec.device = j->device;
+	spec.in_turn = j->sequential;
 	spec.model = mc.run;
 	spec.bf16 = j->bf16;
 	spec.stems = stems;

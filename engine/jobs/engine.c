@@ -1,10 +1,12 @@
 /* The engine (engine.h): workers, queues and the devices they run on.
  *
  * One worker thread per device set in use (one device, or several for a job that shares a file
- * among them), each with a FIFO of jobs. In parallel mode a job without a device of its own
- * waits in the engine's pool, which the workers of the set's devices take from when their own
- * FIFO is empty (worth_taking: a device leaves a job to another that would finish it sooner),
- * so four tracks on two GPUs run two at a time and a slow device never holds up the end; in
+ * among them), each with a FIFO of jobs. In parallel mode a job that asks for several devices
+ * waits in the engine's pool, which the workers of those devices take from when their own FIFO
+ * is empty (worth_taking: a device leaves a job to another that would finish it sooner), so
+ * four tracks on two GPUs run two at a time and a slow device never holds up the end; the
+ * device that takes a job nothing else waits for borrows the set's idle devices for it (their
+ * workers are lent_to it until it ends), so a lone file is shared segment by segment; in
  * sequential mode every job goes to one worker, which runs them one at a time in
  * submission order, each on its own devices. A device is opened once, through its backend, the
  * first time a job needs it, and kept open; a job holds its devices' locks while it runs (taken
@@ -45,7 +47,8 @@ struct sb_job {
 	int released;              /* released while running: freed by its worker when it ends */
 	int input_released;
 	pthread_cond_t done;
-	int pooled;                /* waits in the engine's pool for a free device of the set */
+	int pooled;                /* waits in the engine's pool for a free device of 'want' */
+	sb_device_set want;        /* a pooled job: the devices it asked for */
 	sb_job *next_in_table;
 	sb_job *next_in_queue;
 };
@@ -63,6 +66,7 @@ struct sb_worker {
 	size_t dev;                /* its device entry */
 	double job_s;              /* seconds its pooled jobs took (running mean), 0 unknown */
 	double busy_since;         /* when its current job started, 0 when idle */
+	sb_worker *lent_to;        /* its device helps the job this worker runs (a lone job) */
 	sb_worker *next;
 };
 
@@ -84,8 +88,8 @@ struct sb_engine {
 	int stopping;
 	sb_job *jobs;
 	sb_worker *workers;
-	sb_job *pool_head, *pool_tail; /* jobs without a device, for the set's free devices */
-	int pool_n;
+	sb_job *pool_head, *pool_tail; /* jobs for the free devices of the sets they name */
+	int paused;                /* sb_engine_pause(): no job starts */
 	sb_job_id next_id;
 };
 
@@ -246,19 +250,27 @@ static sb_status run_job(sb_worker *w, sb_job *j)
 	return st;
 }
 
-/* Under e->lock. Whether a free device of the set takes the next pooled job now: yes when
- * its pace is unknown (its first one measures it) or when it would finish the job no later than
- * the soonest other device could (that one's time left on its current job plus a job), or than
- * the others would drain the pool at their pace; else it waits and the job goes to a faster
- * device. Jobs are taken to be alike (a catalogue's songs): the pace is seconds a job. */
-static int worth_taking(const sb_engine *e, const sb_worker *w)
+static int in_set(const sb_device_set *s, size_t dev)
+{
+	for (size_t k = 0; k < s->n; k++)
+		if (s->index[k] == dev)
+			return 1;
+	return 0;
+}
+
+/* Under e->lock. Whether free device w takes pooled job j now: yes when its pace is unknown
+ * (its first job measures it) or when it would finish j no later than the soonest other device
+ * of j's set could (that one's time left on its current job plus a job), or than those devices
+ * would drain the n jobs waiting for them at their pace; else it waits and the job goes to a
+ * faster device. Jobs are taken to be alike (a catalogue's songs): the pace is seconds a job. */
+static int worth_taking(const sb_engine *e, const sb_worker *w, const sb_job *j, int n)
 {
 	if (e->stopping || w->job_s <= 0)
 		return 1;
 	const double now = sb_now();
 	double soonest = -1, rate = 0;
 	for (const sb_worker *o = e->workers; o; o = o->next) {
-		if (o == w || !o->pool || o->job_s <= 0)
+		if (o == w || !o->pool || o->job_s <= 0 || !in_set(&j->want, o->dev))
 			continue;
 		/* time left on its job; one past its pace is taken to need as long again as it has
 		 * run, so a device stuck on a job stops holding the pool back */
@@ -270,12 +282,29 @@ static int worth_taking(const sb_engine *e, const sb_worker *w)
 	}
 	if (soonest < 0)
 		return 1;
-	return w->job_s <= soonest || w->job_s <= e->pool_n / rate;
+	return w->job_s <= soonest || w->job_s <= n / rate;
 }
 
-/* Under e->lock. The next job for w: its own queue first, then the pool. */
+/* Under e->lock: j's entry for table entry dev, with its fallback's reason, added to j->set */
+static void set_take(sb_job *j, size_t dev)
+{
+	for (size_t k = 0; k < j->want.n; k++)
+		if (j->want.index[k] == dev) {
+			j->set.index[j->set.n] = dev;
+			snprintf(j->set.reason[j->set.n], sizeof j->set.reason[0], "%s", j->want.reason[k]);
+			j->set.fell_back |= j->want.reason[k][0] != 0;
+			j->set.n++;
+		}
+}
+
+/* Under e->lock. The next job for w: its own queue first, then the first pooled job that names
+ * w's device. A pooled job that no other waiting job competes with is not left to one device
+ * while others of its set stand idle: they are lent to it, and it shares its segments among
+ * them (share.h's rule then decides how many each one gets). */
 static sb_job *next_job(sb_engine *e, sb_worker *w)
 {
+	if ((e->paused || w->lent_to) && !e->stopping)
+		return NULL;
 	sb_job *j = w->head;
 	if (j) {
 		w->head = j->next_in_queue;
@@ -283,19 +312,45 @@ static sb_job *next_job(sb_engine *e, sb_worker *w)
 			w->tail = NULL;
 		return j;
 	}
-	/* a cancelled job is taken by any device, to end it now */
-	if (!w->pool || !e->pool_head ||
-	    (!atomic_load(&e->pool_head->cancel) && !worth_taking(e, w)))
+	if (!w->pool)
 		return NULL;
-	j = e->pool_head;
-	e->pool_head = j->next_in_queue;
-	if (!e->pool_head)
-		e->pool_tail = NULL;
-	e->pool_n--;
+	sb_job **at = NULL;
+	int n = 0;
+	for (sb_job **pp = &e->pool_head; *pp; pp = &(*pp)->next_in_queue)
+		if (in_set(&(*pp)->want, w->dev)) {
+			at = at ? at : pp;
+			n++;
+		}
+	/* a cancelled job is taken by any device of its set, to end it now */
+	if (!at || (!atomic_load(&(*at)->cancel) && !worth_taking(e, w, *at, n)))
+		return NULL;
+	j = *at;
+	*at = j->next_in_queue;
+	e->pool_tail = NULL;
+	for (sb_job *q = e->pool_head; q; q = q->next_in_queue)
+		e->pool_tail = q;
 	j->next_in_queue = NULL;
+	int alone = 1;
+	for (const sb_job *q = e->pool_head; q && alone; q = q->next_in_queue)
+		for (size_t k = 0; k < q->want.n && alone; k++)
+			alone = !in_set(&j->want, q->want.index[k]);
+	/* the set's order, so that a job's devices are listed as it asked for them */
 	memset(&j->set, 0, sizeof j->set);
-	j->set.n = 1;
-	j->set.index[0] = w->dev;
+	for (size_t k = 0; k < j->want.n; k++) {
+		const size_t d = j->want.index[k];
+		if (d == w->dev) {
+			set_take(j, d);
+			continue;
+		}
+		for (sb_worker *o = e->workers; alone && o; o = o->next)
+			if (o->pool && o->dev == d && o != w && !o->lent_to && o->busy_since <= 0 &&
+			    !o->head) {
+				o->lent_to = w;
+				o->busy_since = sb_now();
+				set_take(j, d);
+				break;
+			}
+	}
 	return j;
 }
 
@@ -352,14 +407,22 @@ static void *worker_main(void *arg)
 		const double t0 = sb_now();
 		w->busy_since = t0;
 		pthread_mutex_unlock(&e->lock);
+		const size_t n_used = j->set.n;
 		const sb_status st = run_job(w, j);
 		pthread_mutex_lock(&e->lock);
 		w->busy_since = 0;
-		/* a pooled job that ran to its end sets the device's pace */
-		if (pooled && st == SB_OK) {
+		/* a pooled job that ran to its end on this device alone sets the device's pace */
+		if (pooled && n_used == 1 && st == SB_OK) {
 			const double t = sb_now() - t0;
 			w->job_s = w->job_s > 0 ? 0.5 * (w->job_s + t) : t;
 		}
+		/* the devices lent to it are free again */
+		for (sb_worker *o = e->workers; o; o = o->next)
+			if (o->lent_to == w) {
+				o->lent_to = NULL;
+				o->busy_since = 0;
+				pthread_cond_signal(&o->wake);
+			}
 		if (e->pool_head)
 			wake_pool(e);
 	}
@@ -522,24 +585,16 @@ static sb_job *find(sb_engine *e, sb_job_id id)
 	return NULL;
 }
 
-sb_status sb_engine_set_devices(sb_engine *e, const sb_device_set *set)
+void sb_engine_pause(sb_engine *e, int paused)
 {
-	if (!e || !set || set->n == 0)
-		return SB_ERR_INVALID;
-	const size_t nd = sb_devices_count(e->devices);
+	if (!e)
+		return;
 	pthread_mutex_lock(&e->lock);
-	size_t n = 0;
-	for (size_t k = 0; k < set->n; k++) {
-		int dup = 0;
-		for (size_t m = 0; m < n; m++)
-			dup |= e->set[m] == set->index[k];
-		if (set->index[k] < nd && !dup)
-			e->set[n++] = set->index[k];
-	}
-	if (n)
-		e->n_set = n;
+	e->paused = paused != 0;
+	if (!e->paused)
+		for (sb_worker *w = e->workers; w; w = w->next)
+			pthread_cond_signal(&w->wake);
 	pthread_mutex_unlock(&e->lock);
-	return n ? SB_OK : SB_ERR_INVALID;
 }
 
 sb_status sb_engine_submit(sb_engine *e, const sb_job_spec *spec, sb_job_id *id)
@@ -573,8 +628,11 @@ sb_status sb_engine_submit(sb_engine *e, const sb_job_spec *spec, sb_job_id *id)
 	pthread_cond_init(&j->done, NULL);
 
 	pthread_mutex_lock(&e->lock);
+	/* what it asks for: its own request, else the engine's set */
+	sb_device_set want;
+	memset(&want, 0, sizeof want);
 	if (spec->device) {
-		if (sb_devices_resolve_set(e->devices, spec->device, &j->set) != SB_OK) {
+		if (sb_devices_resolve_set(e->devices, spec->device, &want) != SB_OK) {
 			pthread_mutex_unlock(&e->lock);
 			char forms[256];
 			sb_devices_request_forms(forms, sizeof forms);
@@ -585,32 +643,38 @@ sb_status sb_engine_submit(sb_engine *e, const sb_job_spec *spec, sb_job_id *id)
 			return SB_ERR_INVALID;
 		}
 		snprintf(j->requested, sizeof j->requested, "%s", spec->device);
-	} else if (e->opts.mode == SB_MODE_PARALLEL && e->n_set > 1) {
-		/* the pool: the set's next free device takes it (worth_taking) */
-		j->pooled = 1;
+	} else if (e->opts.mode == SB_MODE_PARALLEL) {
+		for (size_t k = 0; k < e->n_set; k++)
+			want.index[want.n++] = e->set[k];
 		snprintf(j->requested, sizeof j->requested, "auto (parallel set)");
 	} else {
-		j->set.n = 1;
-		j->set.index[0] = e->set[e->rr++ % e->n_set];
-		snprintf(j->requested, sizeof j->requested, "%s",
-		         e->opts.mode == SB_MODE_PARALLEL ? "auto (parallel set)" : "auto");
+		want.n = 1;
+		want.index[0] = e->set[e->rr++ % e->n_set];
+		snprintf(j->requested, sizeof j->requested, "auto");
 	}
+	/* Parallel mode: a job asking for several devices waits in the pool for a free one, or
+	 * for all that are free when nothing else waits for them (next_job). Sequential mode, a
+	 * job that runs in turn, or one device: the job takes all it asked for, after the jobs
+	 * before it. */
+	j->pooled = e->opts.mode == SB_MODE_PARALLEL && !spec->in_turn && want.n > 1;
 	sb_worker *w = NULL;
 	if (j->pooled) {
+		j->want = want;
 		/* a worker for each device of the set, taking pooled jobs besides its own */
-		for (size_t k = 0; k < e->n_set; k++) {
+		for (size_t k = 0; k < want.n; k++) {
 			sb_device_set one;
 			memset(&one, 0, sizeof one);
 			one.n = 1;
-			one.index[0] = e->set[k];
+			one.index[0] = want.index[k];
 			sb_worker *o = worker_for(e, &one);
 			if (!o)
 				break;
 			o->pool = 1;
-			o->dev = e->set[k];
+			o->dev = want.index[k];
 			w = o;
 		}
 	} else {
+		j->set = want;
 		w = worker_for(e, &j->set);
 	}
 	if (!w) {
@@ -630,7 +694,6 @@ sb_status sb_engine_submit(sb_engine *e, const sb_job_spec *spec, sb_job_id *id)
 		else
 			e->pool_head = j;
 		e->pool_tail = j;
-		e->pool_n++;
 		wake_pool(e);
 	} else {
 		if (w->tail)

@@ -3,13 +3,16 @@
  * The plugin's run() never calls into this header: it hands work over through its own
  * lock-free queue to a thread that does.
  *
- * Scheduling: in SB_MODE_PARALLEL each device of the chosen set has its own worker, and a job
- * without a device of its own waits in one pool that the set's devices take from as they come
- * free (a device leaves a job to another that would finish it sooner, by the seconds their
- * earlier jobs took); in SB_MODE_SEQUENTIAL one device runs jobs one at a time in
- * submission order. A job that names its own device gets it in either mode; a job that names
- * several ("cpu,opencl:0,opencl:1", "all") gets all of them at once, and a model that can
- * shares the file's segments among them. A device runs one job at a time.
+ * Scheduling: the engine, not its callers, decides whether a job gets one device or shares its
+ * segments among several. In SB_MODE_PARALLEL a job that asks for several devices ("auto" with
+ * several GPUs, "all", "cpu,opencl:0", or none: the engine's set) waits in one pool that those
+ * devices take from as they come free, one job each, so four tracks on two GPUs run two at a
+ * time (a device leaves a job to another that would finish it sooner, by the seconds their
+ * earlier jobs took); a job that nothing else waits for gets every device of its set that is
+ * free, and shares its segments among them, so one file is never left to one device while the
+ * others idle. A job that asks for one device, one marked in_turn, and every job in
+ * SB_MODE_SEQUENTIAL take all they ask for at once, one at a time in submission order (the
+ * low-memory choice). A device runs one job at a time.
  */
 #ifndef SB_ENGINE_H
 #define SB_ENGINE_H
@@ -52,6 +55,8 @@ typedef struct {
 	const char *take;                /* {take}; default "1" */
 	const char *device;              /* NULL: the engine's set; else as
 	                                    sb_devices_resolve_set(): one device or several */
+	int in_turn;                     /* 1: all of its devices at once, after the jobs before
+	                                    it that ask for the same (sequential, per job) */
 	const char *model;               /* NULL: "auto" (the best installed model) */
 	unsigned stems;                  /* bit mask of SB_STEM_*; 0 = all the model makes */
 	const char *out_dir;             /* required */
@@ -131,11 +136,11 @@ void sb_engine_free(sb_engine *e);
 /* The device list the engine uses (entries as core/device.h), for listing and UIs. */
 const struct sb_device_list *sb_engine_devices(const sb_engine *e);
 
+/* While paused no queued job starts (running ones go on). A front end that submits several
+ * jobs at once pauses around the submits, so that the engine shares its devices out among all
+ * of them rather than giving the first every free device. sb_engine_free() ends a pause. */
+void sb_engine_pause(sb_engine *e, int paused);
 /* Copies everything in spec it needs; the caller's strings may go away after the call. */
-/* The devices that take jobs without a device of their own (the engine's set, which its
- * options chose), from a set the caller resolved through sb_engine_devices(); before the first
- * such job. SB_ERR_INVALID for an empty set or one past the device table. */
-sb_status sb_engine_set_devices(sb_engine *e, const sb_device_set *set);
 sb_status sb_engine_submit(sb_engine *e, const sb_job_spec *spec, sb_job_id *id);
 sb_status sb_engine_progress(sb_engine *e, sb_job_id id, sb_job_progress *out);
 /* Asks the job to stop; its temporary files are removed and no stem is left half-written. */

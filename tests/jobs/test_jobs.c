@@ -180,8 +180,10 @@ static void test_parallel(void)
 	subdir(dir, sizeof dir, "parallel");
 	sb_job_id ids[4];
 	const char *names[4] = {"t0", "t1", "t2", "t3"};
+	sb_engine_pause(e, 1);
 	for (int i = 0; i < 4; i++)
 		ids[i] = submit(e, dir, names[i], 44100 * 4, NULL);
+	sb_engine_pause(e, 0);
 	int both_running = 0;
 	for (int spin = 0; spin < 200000; spin++) {
 		int running = 0, ended = 0;
@@ -236,11 +238,13 @@ static void test_pool(const char *model)
 	char names[N][8];
 	double end[N];
 	const double t0 = sb_now();
+	sb_engine_pause(e, 1);
 	for (int i = 0; i < N; i++) {
 		snprintf(names[i], sizeof names[i], "p%d", i);
 		ids[i] = submit_track(e, dir, names[i], 44100, NULL, model);
 		end[i] = -1;
 	}
+	sb_engine_pause(e, 0);
 	for (int left = N; left > 0 && sb_now() - t0 < 300;) {
 		for (int i = 0; i < N; i++) {
 			sb_job_progress p;
@@ -581,6 +585,106 @@ static void test_share(void)
 
 /* ---- the model kept loaded between jobs (#24) ---- */
 
+/* Who decides whether a job shares its devices or takes one: the engine (engine.h:
+ * scheduling), from the request and what else waits, so the CLI and the plugin pass the
+ * user's words and nothing else. Parallel mode, "opencl:0,opencl:1": a job alone shares both;
+ * two submitted together (paused around the submits, as the front ends do) take one device
+ * each and run at once; two marked in_turn take both, one after the other. */
+static int n_devices_used(const sb_job_result *r, const char **first)
+{
+	json_t *m = r->status == SB_OK ? manifest(r) : NULL;
+	const char *ids[8];
+	long segs[8];
+	int n = 0, dropped = -1;
+	if (m)
+		shares(m, ids, segs, 8, &n, &dropped);
+	static char id0[32];
+	snprintf(id0, sizeof id0, "%s", n ? ids[0] : "");
+	*first = id0;
+	json_decref(m);
+	return n;
+}
+
+static void run_pair(sb_engine *e, const char *name, int in_turn, sb_job_result *out,
+                     int *overlapped)
+{
+	char dir[2][4200];
+	sb_job_id id[2];
+	sb_engine_pause(e, 1);
+	for (int k = 0; k < 2; k++) {
+		char sub[64];
+		snprintf(sub, sizeof sub, "%s-%d", name, k);
+		subdir(dir[k], sizeof dir[k], sub);
+		sb_job_spec s;
+		memset(&s, 0, sizeof s);
+		s.frames = 44100 * 8;
+		s.channels = 2;
+		s.rate = 44100;
+		s.samples = make_signal(s.frames, 2, 44100, 99u + (unsigned)k);
+		s.input_free = count_free;
+		s.track = "song";
+		s.device = "opencl:0,opencl:1";
+		s.in_turn = in_turn;
+		s.model = share_model;
+		s.out_dir = dir[k];
+		s.format = SB_FORMAT_WAVF32;
+		s.timeline_start = -1;
+		CHECK(sb_engine_submit(e, &s, &id[k]) == SB_OK, "%s: submit %d", name, k);
+	}
+	sb_engine_pause(e, 0);
+	*overlapped = 0;
+	for (int spin = 0; spin < 600000; spin++) {
+		int running = 0, ended = 0;
+		for (int k = 0; k < 2; k++) {
+			sb_job_progress p;
+			sb_engine_progress(e, id[k], &p);
+			running += p.state == SB_JOB_RUNNING || p.state == SB_JOB_WRITING;
+			ended += p.state >= SB_JOB_DONE;
+		}
+		*overlapped |= running == 2;
+		if (ended == 2)
+			break;
+		usleep(1000);
+	}
+	for (int k = 0; k < 2; k++) {
+		out[k] = finish(e, id[k]);
+		CHECK(out[k].status == SB_OK, "%s %d: %s", name, k, out[k].message);
+	}
+}
+
+static void test_decide(void)
+{
+	const int64_t frames = 44100 * 8;
+	char alone[4200];
+	subdir(alone, sizeof alone, "decide-alone");
+	sb_engine *e = engine(SB_MODE_PARALLEL, NULL, 0);
+	const char *first = NULL;
+	sb_job_result r = finish(e, submit_model(e, alone, frames, "opencl:0,opencl:1"));
+	CHECK(r.status == SB_OK, "alone: %s", r.message);
+	int n = n_devices_used(&r, &first);
+	CHECK(n == 2, "a job alone ran on %d device(s), not both", n);
+
+	sb_job_result two[2];
+	int overlapped = 0;
+	run_pair(e, "decide-spread", 0, two, &overlapped);
+	const char *a = NULL, *b = NULL;
+	int na = n_devices_used(&two[0], &a);
+	char a_id[32];
+	snprintf(a_id, sizeof a_id, "%s", a);
+	int nb = n_devices_used(&two[1], &b);
+	CHECK(na == 1 && nb == 1, "two jobs together ran on %d and %d devices, not one each", na,
+	      nb);
+	CHECK(strcmp(a_id, b) != 0, "two jobs together both ran on %s", b);
+	CHECK(overlapped, "two jobs together never ran at the same time");
+
+	run_pair(e, "decide-turns", 1, two, &overlapped);
+	na = n_devices_used(&two[0], &a);
+	nb = n_devices_used(&two[1], &b);
+	CHECK(na == 2 && nb == 2, "jobs in turn ran on %d and %d devices, not both each", na, nb);
+	CHECK(!overlapped, "jobs in turn ran at the same time");
+	sb_engine_free(e);
+}
+
 static atomic_int kept_lines, placed_again_lines;
 
 static void keep_log(void *user, sb_log_level level, const char *msg)
@@ -838,6 +942,10 @@ int main(int argc, char **argv)
 	else if (!strcmp(group, "share") && argc > 2) {
 		share_model = argv[2];
 		test_share();
+	}
+	else if (!strcmp(group, "decide") && argc > 2) {
+		share_model = argv[2];
+		test_decide();
 	}
 	else if (!strcmp(group, "keep") && argc > 3) {
 		keep_demucs = argv[2];

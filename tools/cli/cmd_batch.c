@@ -214,9 +214,10 @@ static int run_batch(const char *list, const sb_cli_opts *o, const char *shard_a
 	for (size_t k = 0; k < set.n; k++)
 		if (set.reason[k][0] && !quiet)
 			fprintf(stderr, "stembridge: warning: %s\n", set.reason[k]);
-	/* several devices: submit, then wait; the engine gives each input to a free device */
-	const int pooled = set.n > 1 && sb_engine_set_devices(e, &set) == SB_OK;
-	const size_t cap = pooled ? WINDOW : 1;
+	/* submit, then wait: on several devices the engine gives each input to a free device (and
+	 * the last ones the devices left idle); one device takes them one at a time */
+	const char *request = o->device_arg ? o->device_arg : "auto";
+	const size_t cap = set.n > 1 ? WINDOW : 1;
 
 	sb_cli_catch_stop(on_stop);
 
@@ -239,7 +240,9 @@ static int run_batch(const char *list, const sb_cli_opts *o, const char *shard_a
 	int stopping = 0;
 	double last_plain = t_start;
 	while (finished < mine.n) {
-		/* every free place in flight takes the next input that needs work */
+		/* every free place in flight takes the next input that needs work; the engine sees
+		 * them all before it deals its devices out */
+		sb_engine_pause(e, 1);
 		for (size_t k = 0; k < cap && !stopping; k++) {
 			while (!slots[k].busy && next < mine.n) {
 				const size_t i = next++;
@@ -282,7 +285,7 @@ static int run_batch(const char *list, const sb_cli_opts *o, const char *shard_a
 				spec.input_path = in;
 				spec.out_dir = dir;
 				spec.track = track;
-				spec.device = pooled ? NULL : sb_devices_get(dl, set.index[0])->id;
+				spec.device = request;
 				/* its own stems from an older file are replaced, nothing else is */
 				spec.overwrite = o->overwrite || ps == SB_PRIOR_STALE;
 				if (!mkdirs(dir) || sb_engine_submit(e, &spec, &slots[k].id) != SB_OK) {
@@ -296,6 +299,7 @@ static int run_batch(const char *list, const sb_cli_opts *o, const char *shard_a
 				slots[k] = (slot){i, slots[k].id, sb_now(), 1, spec.overwrite};
 			}
 		}
+		sb_engine_pause(e, 0);
 		/* log the inputs that ended; wait a little when none has */
 		int running = 0, ended = 0;
 		for (size_t k = 0; k < cap; k++) {

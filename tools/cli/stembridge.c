@@ -46,7 +46,8 @@ static void usage(FILE *f)
 	        "separate options (batch takes them too; 'stembridge batch --help'):\n"
 	        "%s"
 	        "  --parallel              several files at once, spread over the devices (default);\n"
-	        "                          one file is shared among the devices segment by segment\n"
+	        "                          a file alone (or the last) shares the free ones segment\n"
+	        "                          by segment\n"
 	        "  --sequential            files one after another, each on the whole device set\n"
 	        "  --timeline-start N      the region's position in samples, for the manifest\n",
 	        sb_cli_options_help);
@@ -194,32 +195,12 @@ static int cmd_separate(int argc, char **argv)
 	}
 	g_cli.quiet = quiet;
 
-	/* The devices: one name is each job's own device (so a fallback is recorded per job).
-	 * Several are shared by one file (segment by segment), taken in turn by each file in
-	 * sequential mode, and the set parallel mode spreads several files over. */
-	char devbuf[1024];
-	const char *devs[16];
-	size_t n_devs = 0;
-	snprintf(devbuf, sizeof devbuf, "%s", device_arg ? device_arg : "auto");
-	char *save = NULL;
-	for (char *t = strtok_r(devbuf, ",", &save); t && n_devs < 16; t = strtok_r(NULL, ",", &save))
-		devs[n_devs++] = t;
-	if (n_devs == 0) {
-		fprintf(stderr, "stembridge: error: --device names no device\n");
-		free(inputs);
-		return 2;
-	}
-	/* one file, or files in turn: each job gets the whole request; several files at once:
-	 * spread over the set (auto: every GPU, else the best device), or all on the one device
-	 * named (its fallback recorded per job) */
-	const int shared = n_inputs == 1 || mode == SB_MODE_SEQUENTIAL;
-	const int spread = !shared && (n_devs > 1 || !strcmp(devs[0], "all") ||
-	                               !strcmp(devs[0], "auto"));
+	/* Every job asks for the devices named; the engine decides whether a file shares them or
+	 * several files spread over them (engine.h: scheduling). */
+	const char *request = device_arg ? device_arg : "auto";
 	sb_engine_opts eo;
 	memset(&eo, 0, sizeof eo);
 	eo.mode = mode;
-	eo.devices = spread && strcmp(devs[0], "auto") ? devs : NULL;
-	eo.n_devices = eo.devices ? n_devs : 0;
 	eo.cpu_threads = o.threads;
 	eo.batch = o.batch;
 	eo.model_path = o.model_path;
@@ -231,19 +212,15 @@ static int cmd_separate(int argc, char **argv)
 		free(inputs);
 		return st == SB_ERR_INVALID ? 2 : 1;
 	}
-	const sb_device_list *dl = sb_engine_devices(e);
-	for (size_t i = 0; i < n_devs; i++) {
-		sb_device_resolution r;
-		if ((n_devs > 1 || strcmp(devs[i], "all") != 0) &&
-		    sb_devices_resolve(dl, devs[i], &r) != SB_OK) {
-			char forms[256];
-			sb_devices_request_forms(forms, sizeof forms);
-			fprintf(stderr, "stembridge: error: unknown device '%s' (use %s; 'stembridge "
-			        "devices' lists them)\n", devs[i], forms);
-			sb_engine_free(e);
-			free(inputs);
-			return 2;
-		}
+	sb_device_set asked;
+	if (sb_devices_resolve_set(sb_engine_devices(e), request, &asked) != SB_OK) {
+		char forms[256];
+		sb_devices_request_forms(forms, sizeof forms);
+		fprintf(stderr, "stembridge: error: unknown device '%s' (use %s, or several of them "
+		        "separated by commas; 'stembridge devices' lists them)\n", request, forms);
+		sb_engine_free(e);
+		free(inputs);
+		return 2;
 	}
 
 	sb_job_id *ids = calloc((size_t)n_inputs, sizeof *ids);
@@ -258,11 +235,12 @@ static int cmd_separate(int argc, char **argv)
 	int failures = 0;
 	g_cli.jobs_running = 1;
 	catch_stop_signals();
+	sb_engine_pause(e, 1); /* the engine sees every file before it deals its devices out */
 	for (int i = 0; i < n_inputs; i++) {
 		sb_job_spec spec;
 		sb_cli_job_spec(&o, &spec);
 		spec.input_path = inputs[i];
-		spec.device = shared ? (device_arg ? device_arg : "auto") : spread ? NULL : devs[0];
+		spec.device = request;
 		st = sb_engine_submit(e, &spec, &ids[i]);
 		if (st != SB_OK) {
 			fprintf(stderr, "stembridge: error: %s: %s\n", inputs[i], sb_status_str(st));
@@ -271,6 +249,7 @@ static int cmd_separate(int argc, char **argv)
 			ok[i] = 1;
 		}
 	}
+	sb_engine_pause(e, 0);
 	const int tty = !quiet && isatty(2);
 	const double t0 = sb_now();
 	int cancelling = 0;

@@ -254,10 +254,12 @@ def main(tmp):
     check(p.returncode != 0 and "vocals, drums, bass, other" in p.stderr,
           f"--stems guitar of the 4-stem model refused with what it makes: {p.stderr}")
     if TEST_PLUGIN:
-        p = subprocess.run([TEST_PLUGIN, "roformerfile", os.path.join(models, "rof_six.safetensors"),
-                            ",".join(six)], capture_output=True, text=True, timeout=300,
+        p = subprocess.run([TEST_PLUGIN, "roformerfile",
+                            os.path.join(models, "rof_six.safetensors"), ",".join(six)],
+                           capture_output=True, text=True, timeout=300,
                            env=dict(os.environ, SB_TEST_TMP=os.path.join(tmp, "plugin-six")))
-        check(p.returncode == 0, f"the plugin separates a take into its six stems:\n{p.stderr[-1500:]}")
+        check(p.returncode == 0,
+              f"the plugin separates a take into its six stems:\n{p.stderr[-1500:]}")
 
     # 5. refusals: one clear line, nothing installed
     for name, needle in (("rof_badsize", "bytes where the catalogue expects"),

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """`stembridge models install` of RoFormers from a loopback mirror holding checkpoints and
 configs written by the reference code in the released layout (tests/fixtures/roformer: bs-tiny
-as the 2-stem vocals model, bs-tiny-4 as the 4-stem one), then separations with them.
+as the 2-stem vocals model, bs-tiny-4 as the 4-stem one, bs-tiny-6 as the 6-stem one in the
+order of BS-Roformer SW), then separations with them.
 
   1. install: the computed SHA-256 is printed (no digest is published), the model is listed as
      installed with its published SDR, and equals the converter's output byte for byte
@@ -10,7 +11,11 @@ as the 2-stem vocals model, bs-tiny-4 as the 4-stem one), then separations with 
   3. auto with --stems: vocals from the model with the best published vocals SDR, drums from
      the 4-stem model, and both at once from the two models (each stem as its model alone
      makes it, other the rest, the manifest naming each stem's model); --stems vocals,drums of the 2-stem model refused with what it makes
-  4. refusals, nothing installed: a download of the wrong size, a config that is not the
+  4. six stems: `models` lists the 6-stem model's stems; a separation writes bass, drums,
+     other, vocals, guitar and piano, which add back to the input, and a manifest listing the
+     six; --stems guitar,piano writes those two as the full run made them; auto with --stems
+     guitar runs it; guitar of the 4-stem model refused; the plugin writes its six stems
+  5. refusals, nothing installed: a download of the wrong size, a config that is not the
      checkpoint's (the tensor named), a damaged config (the key named)
 
 usage: test_roformer_install.py STEMBRIDGE STEMBRIDGE_CONVERT FIXTURES_DIR [TEST_PLUGIN]
@@ -71,6 +76,8 @@ def main(tmp):
     put("bs-tiny.yaml", "two.yaml")
     four_bytes, _ = put("bs-tiny-4.ckpt", "four.ckpt")
     put("bs-tiny-4.yaml", "four.yaml")
+    six_bytes, _ = put("bs-tiny-6.ckpt", "six.ckpt")
+    put("bs-tiny-6.yaml", "six.yaml")
     # a config with a key the reference does not know
     text = open(os.path.join(FIX, "bs-tiny.yaml")).read().replace("model:\n",
                                                                   "model:\n  dim_hyper: 2\n", 1)
@@ -90,6 +97,11 @@ def main(tmp):
               {"vocals": 12.0, "other": 16.0}, two_bytes),
         entry("rof_four", "four.ckpt", "four.yaml", ["vocals", "drums", "bass", "other"],
               {"vocals": 11.0, "drums": 11.5, "bass": 8.5, "other": 7.4}, four_bytes),
+        # below rof_two and rof_four for each of their stems: 'auto' above does not change
+        entry("rof_six", "six.ckpt", "six.yaml",
+              ["bass", "drums", "other", "vocals", "guitar", "piano"],
+              {"vocals": 10.0, "drums": 11.0, "bass": 8.0, "other": 7.0, "guitar": 8.5,
+               "piano": 7.5}, six_bytes),
         entry("rof_badsize", "two.ckpt", "two.yaml", ["vocals", "other"], {}, two_bytes + 1),
         entry("rof_mismatch", "two.ckpt", "four.yaml", ["vocals", "other"], {}, two_bytes),
         entry("rof_damaged", "two.ckpt", "damaged.yaml", ["vocals", "other"], {}, two_bytes),
@@ -183,7 +195,73 @@ def main(tmp):
     check(p.returncode != 0 and "vocals, other" in p.stderr,
           f"--stems vocals,drums of a 2-stem model refused with what it makes: {p.stderr}")
 
-    # 4. refusals: one clear line, nothing installed
+    # 4. six stems
+    six = ["bass", "drums", "other", "vocals", "guitar", "piano"]
+    p = run(["models", "install", "rof_six"])
+    check(p.returncode == 0, f"install the 6-stem RoFormer: {p.returncode}\n{p.stdout}{p.stderr}")
+    p = run(["models"])
+    block = p.stdout.split("rof_six: ", 1)[-1].split("\n", 6)
+    listed = "\n".join(block[:6])
+    check(p.stdout.count("rof_six: installed") == 1 and
+          "stems: vocals, drums, bass, other, guitar, piano;" in listed and
+          "bs_roformer, 6 stems (bass,drums,other,vocals,guitar,piano)" in listed,
+          f"models lists rof_six installed with its six stems, the file's in its order:\n{listed}")
+    out = os.path.join(tmp, "sep-six")
+    p = run(["separate", clip, "-o", out, "-q", "--device", "cpu", "--model", "rof_six"])
+    check(p.returncode == 0, f"separate with rof_six: {p.stderr}")
+    full = {}
+    if p.returncode == 0:
+        d = os.path.join(out, "clip")
+        wavs = sorted(f for f in os.listdir(d) if f.endswith(".wav"))
+        check(wavs == sorted(n + ".wav" for n in six), f"six stem files: {wavs}")
+        x = wavio.read_wav(clip)[0]
+        full = {n: wavio.read_wav(os.path.join(d, n + ".wav"))[0] for n in six
+                if os.path.exists(os.path.join(d, n + ".wav"))}
+        if len(full) == 6:
+            peaks = {n: max(abs(v) for v in full[n]) for n in six}
+            check(all(len(full[n]) == len(x) for n in six) and min(peaks.values()) > 1e-4 and
+                  full["guitar"] != full["piano"],
+                  f"each stem the input's length, none silent, guitar not piano: {peaks}")
+            err = max(abs(a - sum(t)) for a, t in zip(x, zip(*full.values())))
+            check(err < 1e-5, f"the six stems add back to the input (max difference {err:.1e})")
+        m = json.load(open(os.path.join(d, "manifest.json")))
+        names = sorted(st["stem"] for st in m.get("stems", []))
+        check(m["model"]["name"] == "rof_six" and names == sorted(six) and
+              all(os.path.basename(st["path"]) == st["stem"] + ".wav" for st in m["stems"]),
+              f"the manifest lists six stems of rof_six: {m['model']} {names}")
+    out = os.path.join(tmp, "sep-six-gp")
+    p = run(["separate", clip, "-o", out, "-q", "--device", "cpu", "--model", "rof_six",
+             "--stems", "guitar,piano"])
+    ok = p.returncode == 0
+    d = os.path.join(out, "clip")
+    wavs = sorted(f for f in os.listdir(d) if f.endswith(".wav")) if ok else []
+    m = json.load(open(os.path.join(d, "manifest.json"))) if ok else {}
+    check(ok and wavs == ["guitar.wav", "piano.wav"] and
+          sorted(st["stem"] for st in m["stems"]) == ["guitar", "piano"],
+          f"--stems guitar,piano writes those two and lists them: {p.stderr} {wavs}")
+    if ok and full:
+        same = all(wavio.read_wav(os.path.join(d, n + ".wav"))[0] == full[n]
+                   for n in ("guitar", "piano"))
+        check(same, "guitar and piano as the full run made them")
+    out = os.path.join(tmp, "auto-guitar")
+    p = run(["separate", clip, "-o", out, "-q", "--device", "cpu", "--stems", "guitar"])
+    ok = p.returncode == 0
+    m = json.load(open(os.path.join(out, "clip", "manifest.json"))) if ok else {}
+    check(ok and m["model"]["name"] == "rof_six",
+          f"auto with --stems guitar runs rof_six: {p.stderr} {m.get('model')}")
+    p = run(["separate", clip, "-o", os.path.join(tmp, "refused-four"), "-q", "--device", "cpu",
+             "--model", "rof_four", "--stems", "guitar"])
+    check(p.returncode != 0 and "vocals, drums, bass, other" in p.stderr,
+          f"--stems guitar of the 4-stem model refused with what it makes: {p.stderr}")
+    if TEST_PLUGIN:
+        p = subprocess.run([TEST_PLUGIN, "roformerfile",
+                            os.path.join(models, "rof_six.safetensors"), ",".join(six)],
+                           capture_output=True, text=True, timeout=300,
+                           env=dict(os.environ, SB_TEST_TMP=os.path.join(tmp, "plugin-six")))
+        check(p.returncode == 0,
+              f"the plugin separates a take into its six stems:\n{p.stderr[-1500:]}")
+
+    # 5. refusals: one clear line, nothing installed
     for name, needle in (("rof_badsize", "bytes where the catalogue expects"),
                          ("rof_mismatch", "tensor '"), ("rof_damaged", "model.dim_hyper")):
         p = run(["models", "install", name])
@@ -192,7 +270,8 @@ def main(tmp):
               not os.path.exists(os.path.join(models, name + ".safetensors")),
               f"{name}: refused in one line ({needle}), nothing installed: {p.stderr}")
     left = [f for f in os.listdir(models) if f not in ("rof_two.safetensors",
-                                                        "rof_four.safetensors")]
+                                                        "rof_four.safetensors",
+                                                        "rof_six.safetensors")]
     check(not left, f"nothing else in the model folder: {left}")
 
 

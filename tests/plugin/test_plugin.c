@@ -7,8 +7,9 @@
  *   modelfile                               a take separated with the model file the property
  *                                           names (the compact golden HTDemucs, SB_FIXTURES_DIR)
  *   modelfile-damaged                       damaged modelFile values, set or restored: ignored
- *   roformerfile FILE                       a take separated with an installed RoFormer (run
- *                                           by tests/models/test_roformer_install.py)
+ *   roformerfile FILE [STEMS]               a take separated with an installed RoFormer into
+ *                                           exactly STEMS (default vocals,other; run by
+ *                                           tests/models/test_roformer_install.py)
  *   fallback                                a saved device missing here: fallback shown
  *   many                                    16 instances at once on 4 threads
  *   presets                                 each preset of the presets bundle loads
@@ -1154,16 +1155,16 @@ static void manifest_model_name(const char *manifest, char *out, size_t len)
 	free(m);
 }
 
-/* The stems beside h's manifest: how many are readable WAV files of the take's exact length
- * and channel count, named after their stem. */
-static int count_exact_stems(host_plugin *h, const recording *rec)
+/* The stems beside h's manifest (bit k: stems[k]) that are readable WAV files of the take's
+ * exact length and channel count, named after their stem. */
+static unsigned exact_stems(host_plugin *h, const recording *rec)
 {
 	char dir[4096];
 	snprintf(dir, sizeof dir, "%s", h->manifest);
 	if (!strrchr(dir, '/'))
 		return 0;
 	*strrchr(dir, '/') = '\0';
-	int found[6] = {0}, n = 0;
+	unsigned found = 0;
 	DIR *d = opendir(dir);
 	struct dirent *e;
 	while (d && (e = readdir(d))) {
@@ -1180,14 +1181,20 @@ static int count_exact_stems(host_plugin *h, const recording *rec)
 		      info.channels, (long long)rec->frames, rec->channels);
 		for (int k = 0; k < 6 && f; k++)
 			if (strstr(e->d_name, stems[k]) && info.frames == rec->frames &&
-			    info.channels == rec->channels && !found[k]++)
-				n++;
+			    info.channels == rec->channels)
+				found |= 1u << k;
 		if (f)
 			sf_close(f);
 	}
 	if (d)
 		closedir(d);
-	return n;
+	return found;
+}
+
+/* how many of them */
+static int count_exact_stems(host_plugin *h, const recording *rec)
+{
+	return __builtin_popcount(exact_stems(h, rec));
 }
 
 /* Records n blocks from start with the current controls, stops, and waits for the job. */
@@ -1212,10 +1219,17 @@ static int record_take(host_plugin *h, int64_t start, int blocks, int seed, reco
 }
 
 /* A RoFormer installed by `stembridge models install` (its path given by
- * tests/models/test_roformer_install.py) separates a take in the plugin: two stems of the
- * take's length, the manifest naming the model. */
-static int test_roformer_file(const char *model)
+ * tests/models/test_roformer_install.py) separates a take in the plugin: the stems it makes
+ * (vocals and other, or the six of a 6-stem model) of the take's length and no others, the
+ * manifest naming the model. */
+static int test_roformer_file(const char *model, const char *want)
 {
+	unsigned want_mask = 0;
+	char list[128];
+	snprintf(list, sizeof list, "%s", want);
+	for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save))
+		for (int k = 0; k < 6; k++)
+			want_mask |= strcmp(t, stems[k]) ? 0 : 1u << k;
 	char dir[1200], outdir[1300], name[256];
 	make_tmp("roformer-file", dir, sizeof dir);
 	snprintf(outdir, sizeof outdir, "%s/out", dir);
@@ -1232,9 +1246,9 @@ static int test_roformer_file(const char *model)
 	recording rec = {0};
 	CHECK(record_take(h, 48000, 47, 8, &rec), "take not separated with %s: %s", model,
 	      h->last_error);
-	const int n = count_exact_stems(h, &rec);
-	CHECK(n == 2, "%d of 2 stems (vocals, other) of the take's length beside %s", n,
-	      h->manifest);
+	const unsigned got = exact_stems(h, &rec);
+	CHECK(got == want_mask, "stems of the take's length beside %s: mask %#x, want %s (%#x)",
+	      h->manifest, got, want, want_mask);
 	manifest_model_name(h->manifest, name, sizeof name);
 	const char *base = strrchr(model, '/') ? strrchr(model, '/') + 1 : model;
 	CHECK(!strncmp(name, base, strlen(name)) && name[0], "the manifest names model '%s'", name);
@@ -2131,7 +2145,7 @@ int main(int argc, char **argv)
 	} else if (!strcmp(argv[1], "damaged")) {
 		r = test_damaged();
 	} else if (!strcmp(argv[1], "roformerfile") && argc >= 3) {
-		r = test_roformer_file(argv[2]);
+		r = test_roformer_file(argv[2], argc >= 4 ? argv[3] : "vocals,other");
 	} else if (!strcmp(argv[1], "modelfile")) {
 		r = test_model_file();
 	} else if (!strcmp(argv[1], "modelfile-damaged")) {

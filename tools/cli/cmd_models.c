@@ -60,6 +60,15 @@ static void append(char *out, size_t len, size_t *used, const char *fmt, ...)
 	*used = n < 0 ? len : *used + (size_t)n;
 }
 
+/* how many names a comma-separated list holds */
+static int count_items(const char *list)
+{
+	int n = 1;
+	for (const char *c = list; *c; c++)
+		n += *c == ',';
+	return n;
+}
+
 /* One line of what a model file holds, or why it cannot be read. */
 static void describe(const char *path, char *out, size_t len)
 {
@@ -117,15 +126,18 @@ static void describe(const char *path, char *out, size_t len)
 		sources = meta(m, p, "sources");
 	if (!rate)
 		rate = meta(m, p, "samplerate");
+	/* a RoFormer (stembridge-convert MODEL.ckpt --config MODEL.yaml) names its family */
+	const char *family = klass ? NULL : meta(m, "", "family");
 	size_t used = 0;
 	out[0] = '\0';
-	if (!klass || !sources) {
+	if (family && sources) {
+		append(out, len, &used, "%s, %d stems (%s), %s Hz; ", family, count_items(sources),
+		       sources, rate ? rate : "?");
+	} else if (!klass || !sources) {
 		append(out, len, &used, "no model settings in its metadata (not made by "
 		       "stembridge-convert?); ");
 	} else {
-		int n_src = 1;
-		for (const char *c = sources; *c; c++)
-			n_src += *c == ',';
+		const int n_src = count_items(sources);
 		if (bag)
 			append(out, len, &used, "a bag of %s models, ", bag);
 		append(out, len, &used, "%s, %d stems (%s), %s Hz, segment %s s", klass, n_src, sources,

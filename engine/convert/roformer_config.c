@@ -2,6 +2,8 @@
  * (roformer_config.h). */
 #include "convert/roformer_config.h"
 
+#include "io/stream.h"
+
 #include <yaml.h>
 
 #include <errno.h>
@@ -308,6 +310,28 @@ static sb_status check(rd *r, sb_rf_config *c)
 			          "training.instruments", c->target);
 			return SB_ERR_FORMAT;
 		}
+	}
+	/* Each stem the network makes is written under its own name, so it must be one this build
+	 * writes: a drum kit's "kick" and "snare" would otherwise fold into one "other" file, and a
+	 * separation that loses stems is not a success. (A target model's rest of the mix is
+	 * written as "other" whatever the config calls it.) */
+	char known[128] = "";
+	for (int k = 0; k < SB_N_KNOWN_STEMS; k++) {
+		const size_t at = strlen(known);
+		snprintf(known + at, sizeof known - at, "%s%s", k ? ", " : "", sb_stem_names[k]);
+	}
+	for (int i = 0; i < want; i++) {
+		const char *name = c->target[0] ? c->target : c->instruments[i];
+		if (sb_stem_index(name) < 0) {
+			sb_errorf(r->err, r->errlen, "training.%s: '%s' is not a stem Stembridge writes "
+			          "(%s)", c->target[0] ? "target_instrument" : "instruments", name, known);
+			return SB_ERR_FORMAT;
+		}
+		for (int k = 0; k < i; k++)
+			if (!strcmp(name, c->instruments[k])) {
+				sb_errorf(r->err, r->errlen, "training.instruments: '%s' twice", name);
+				return SB_ERR_FORMAT;
+			}
 	}
 	return SB_OK;
 }

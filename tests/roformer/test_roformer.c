@@ -169,6 +169,31 @@ static void case_convert(void)
 	printf("    %s", errors);
 	check(st == SB_ERR_UNSUPPORTED && strstr(errors, "model.dim_hyper") &&
 	          access(out, F_OK) != 0, "an unknown config key: refused by its name");
+	/* a stem this build does not write (a drum kit's "kick"): refused by name, not folded into
+	 * "other" with the stems it would lose */
+	snprintf(yaml, sizeof yaml, "%s/kick.yaml", tmpdir);
+	f = fopen(path("%s.yaml", "bs-tiny-6"), "rb");
+	n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[n] = '\0';
+	m = strstr(buf, "guitar");
+	g = fopen(yaml, "wb");
+	if (g && m) {
+		fwrite(buf, 1, (size_t)(m - buf), g);
+		fputs("kick", g);
+		fputs(m + 6, g);
+	}
+	if (g)
+		fclose(g);
+	const char *in3[1] = {path("%s.ckpt", "bs-tiny-6")};
+	sbc_convert_opts o3 = {.inputs = in3, .n_inputs = 1, .output = out, .config = yaml,
+	                       .log = &logger};
+	errors[0] = '\0';
+	st = sbc_convert(&o3);
+	printf("    %s", errors);
+	check(m && st != SB_OK && strstr(errors, "training.instruments: 'kick'") &&
+	          access(out, F_OK) != 0, "an instrument that is no stem we write: refused by name");
 }
 
 /* the mel bands against the reference's freq_indices / num_bands_per_freq */

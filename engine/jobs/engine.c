@@ -22,6 +22,7 @@
 #include "jobs/engine.h"
 
 #include "backend/backend.h"
+#include "core/pace.h"
 #include "jobs/job_run.h"
 
 #include <pthread.h>
@@ -258,31 +259,21 @@ static int in_set(const sb_device_set *s, size_t dev)
 	return 0;
 }
 
-/* Under e->lock. Whether free device w takes pooled job j now: yes when its pace is unknown
- * (its first job measures it) or when it would finish j no later than the soonest other device
- * of j's set could (that one's time left on its current job plus a job), or than those devices
- * would drain the n jobs waiting for them at their pace; else it waits and the job goes to a
- * faster device. Jobs are taken to be alike (a catalogue's songs): the pace is seconds a job. */
+/* Under e->lock. Whether free device w takes pooled job j now, by the sharing rule (pace.h)
+ * among the devices j asked for, with n jobs waiting for w's device. Jobs are taken to be
+ * alike (a catalogue's songs): the pace is seconds a job. */
 static int worth_taking(const sb_engine *e, const sb_worker *w, const sb_job *j, int n)
 {
-	if (e->stopping || w->job_s <= 0)
+	if (e->stopping)
 		return 1;
 	const double now = sb_now();
-	double soonest = -1, rate = 0;
-	for (const sb_worker *o = e->workers; o; o = o->next) {
-		if (o == w || !o->pool || o->job_s <= 0 || !in_set(&j->want, o->dev))
-			continue;
-		/* time left on its job; one past its pace is taken to need as long again as it has
-		 * run, so a device stuck on a job stops holding the pool back */
-		const double ran = o->busy_since > 0 ? now - o->busy_since : 0;
-		const double left = o->busy_since <= 0 ? 0 : ran < o->job_s ? o->job_s - ran : ran;
-		const double t = left + o->job_s;
-		soonest = soonest < 0 || t < soonest ? t : soonest;
-		rate += 1.0 / o->job_s;
-	}
-	if (soonest < 0)
-		return 1;
-	return w->job_s <= soonest || w->job_s <= n / rate;
+	sb_pace_other others[SB_MAX_SET];
+	int k = 0;
+	for (const sb_worker *o = e->workers; o && k < SB_MAX_SET; o = o->next)
+		if (o != w && o->pool && in_set(&j->want, o->dev))
+			others[k++] = (sb_pace_other){
+				o->job_s, sb_pace_left(o->job_s, 1, o->busy_since > 0 ? now - o->busy_since : -1)};
+	return sb_pace_take(w->job_s, 1, others, k, n);
 }
 
 /* Under e->lock: j's entry for table entry dev, with its fallback's reason, added to j->set */

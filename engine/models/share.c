@@ -2,6 +2,8 @@
  * model, tasks taken by free devices under the rate rule, backups, commits in order. */
 #include "models/share.h"
 
+#include "core/pace.h"
+
 #include <assert.h>
 #include <math.h>
 #include <pthread.h>
@@ -63,6 +65,7 @@ struct worker {
 	pthread_t thread;
 	int started;
 	task *cur;            /* the task it runs now */
+	double cur_since;     /* since when */
 	atomic_int lost_race; /* another device finished cur first: stop */
 	float *buf;           /* where its runs write (the winner's becomes the task's) */
 	size_t buf_n;
@@ -213,9 +216,10 @@ static sb_status run_unlocked(sched *s, worker *w, task *t, double *dt)
 		w->buf_n = w->buf ? need : 0;
 	}
 	w->cur = t;
+	w->cur_since = sb_now();
 	atomic_store(&w->lost_race, 0);
 	pthread_mutex_unlock(&s->lock);
-	const double t0 = sb_now();
+	const double t0 = w->cur_since;
 	sb_status st = w->buf ? run_task(w, t) : SB_ERR_NOMEM;
 	*dt = sb_now() - t0;
 	pthread_mutex_lock(&s->lock);
@@ -308,20 +312,21 @@ static void *worker_main(void *arg)
 			pthread_cond_wait(&s->cond, &s->lock); /* blocks in flight: wait for a commit */
 			continue;
 		}
-		/* the tail: leave what is left to the others when they would finish it all before
-		 * this device finishes one more task */
-		if (w->per_task > 0 && s->active > 1) {
-			double others = 0;
-			int unknown = 0;
-			for (int i = 0; i < s->n_w; i++)
-				if (&s->w[i] != w && !s->w[i].leaving) {
-					if (s->w[i].per_task > 0)
-						others += 1.0 / s->w[i].per_task;
-					else
-						unknown = 1;
-				}
-			const double mine = w->per_task * t->blk->units;
-			if (!unknown && others > 0 && mine > (double)s->units_untaken / others) {
+		/* the tail: leave what is left to the others when, by the sharing rule (pace.h), they
+		 * would finish it sooner than this device would finish one more task */
+		if (s->active > 1) {
+			sb_pace_other others[SB_SHARE_MAX_DEVS];
+			int n = 0;
+			const double now = sb_now();
+			for (int i = 0; i < s->n_w && n < SB_SHARE_MAX_DEVS; i++) {
+				const worker *o = &s->w[i];
+				if (o != w && !o->leaving)
+					others[n++] = (sb_pace_other){
+						o->per_task, o->cur ? sb_pace_left(o->per_task, o->cur->blk->units,
+						                                   now - o->cur_since) : 0};
+			}
+			if (!sb_pace_take(w->per_task, t->blk->units, others, n,
+			                  (double)s->units_untaken)) {
 				sb_log(ctx->log, SB_LOG_INFO, "%s leaves the last %lld %ss to the faster "
 				       "devices (%.2f s a %s here)", props->label,
 				       (long long)s->units_untaken, s->ops->unit, w->per_task, s->ops->unit);

@@ -208,3 +208,14 @@ sb_status sb_source_file(const char *path, const sb_logger *log, sb_source **out
 	*out = s;
 	return SB_OK;
 }
+
+double sb_audio_file_seconds(const char *path)
+{
+	SF_INFO si;
+	memset(&si, 0, sizeof si);
+	SNDFILE *f = path ? sf_open(path, SFM_READ, &si) : NULL;
+	if (!f)
+		return 0;
+	sf_close(f);
+	return si.frames > 0 && si.samplerate > 0 ? (double)si.frames / si.samplerate : 0;
+}

@@ -25,4 +25,8 @@ typedef struct {
 sb_status sb_source_file(const char *path, const sb_logger *log, sb_source **out,
                          sb_audio_info *info);
 
+/* The length of the audio in 'path' in seconds, from its header; 0 when it cannot be read
+ * (nothing is logged: the job that opens it says why). For the scheduler's estimates. */
+double sb_audio_file_seconds(const char *path);
+
 #endif

@@ -23,6 +23,7 @@
 
 #include "backend/backend.h"
 #include "core/pace.h"
+#include "io/audio_file.h"
 #include "jobs/job_run.h"
 
 #include <pthread.h>
@@ -50,6 +51,7 @@ struct sb_job {
 	pthread_cond_t done;
 	int pooled;                /* waits in the engine's pool for a free device of 'want' */
 	sb_device_set want;        /* a pooled job: the devices it asked for */
+	double units;              /* its audio in seconds, what the sharing rule counts (units()) */
 	sb_job *next_in_table;
 	sb_job *next_in_queue;
 };
@@ -65,8 +67,9 @@ struct sb_worker {
 	/* a device of the engine's set: it also takes pooled jobs (jobs without a device) */
 	int pool;
 	size_t dev;                /* its device entry */
-	double job_s;              /* seconds its pooled jobs took (running mean), 0 unknown */
+	double ran_s, audio_s;     /* pooled jobs it ran alone: seconds taken, audio's seconds */
 	double busy_since;         /* when its current job started, 0 when idle */
+	double busy_units;         /* and that job's units */
 	sb_worker *lent_to;        /* its device helps the job this worker runs (a lone job) */
 	sb_worker *next;
 };
@@ -259,10 +262,18 @@ static int in_set(const sb_device_set *s, size_t dev)
 	return 0;
 }
 
+/* A device's pace: seconds it takes a second of audio, from the pooled jobs it ran alone; 0
+ * before the first. */
+static double pace(const sb_worker *w)
+{
+	return w->audio_s > 0 ? w->ran_s / w->audio_s : 0;
+}
+
 /* Under e->lock. Whether free device w takes pooled job j now, by the sharing rule (pace.h)
- * among the devices j asked for, with n jobs waiting for w's device. Jobs are taken to be
- * alike (a catalogue's songs): the pace is seconds a job. */
-static int worth_taking(const sb_engine *e, const sb_worker *w, const sb_job *j, int n)
+ * among the devices j asked for, with 'waiting' seconds of audio in the jobs that wait for w's
+ * device. A take of ten seconds and a song of five minutes count as what they are. */
+static int worth_taking(const sb_engine *e, const sb_worker *w, const sb_job *j,
+                        double waiting)
 {
 	if (e->stopping)
 		return 1;
@@ -272,8 +283,9 @@ static int worth_taking(const sb_engine *e, const sb_worker *w, const sb_job *j,
 	for (const sb_worker *o = e->workers; o && k < SB_MAX_SET; o = o->next)
 		if (o != w && o->pool && in_set(&j->want, o->dev))
 			others[k++] = (sb_pace_other){
-				o->job_s, sb_pace_left(o->job_s, 1, o->busy_since > 0 ? now - o->busy_since : -1)};
-	return sb_pace_take(w->job_s, 1, others, k, n);
+				pace(o), sb_pace_left(pace(o), o->busy_units,
+				                      o->busy_since > 0 ? now - o->busy_since : -1)};
+	return sb_pace_take(pace(w), j->units, others, k, waiting);
 }
 
 /* Under e->lock: j's entry for table entry dev, with its fallback's reason, added to j->set */
@@ -306,14 +318,14 @@ static sb_job *next_job(sb_engine *e, sb_worker *w)
 	if (!w->pool)
 		return NULL;
 	sb_job **at = NULL;
-	int n = 0;
+	double waiting = 0;
 	for (sb_job **pp = &e->pool_head; *pp; pp = &(*pp)->next_in_queue)
 		if (in_set(&(*pp)->want, w->dev)) {
 			at = at ? at : pp;
-			n++;
+			waiting += (*pp)->units;
 		}
 	/* a cancelled job is taken by any device of its set, to end it now */
-	if (!at || (!atomic_load(&(*at)->cancel) && !worth_taking(e, w, *at, n)))
+	if (!at || (!atomic_load(&(*at)->cancel) && !worth_taking(e, w, *at, waiting)))
 		return NULL;
 	j = *at;
 	*at = j->next_in_queue;
@@ -338,6 +350,7 @@ static sb_job *next_job(sb_engine *e, sb_worker *w)
 			    !o->head) {
 				o->lent_to = w;
 				o->busy_since = sb_now();
+				o->busy_units = j->units;
 				set_take(j, d);
 				break;
 			}
@@ -397,15 +410,17 @@ static void *worker_main(void *arg)
 		const int pooled = j->pooled;
 		const double t0 = sb_now();
 		w->busy_since = t0;
-		pthread_mutex_unlock(&e->lock);
+		w->busy_units = j->units;
+		const double units = j->units;
 		const size_t n_used = j->set.n;
+		pthread_mutex_unlock(&e->lock);
 		const sb_status st = run_job(w, j);
 		pthread_mutex_lock(&e->lock);
 		w->busy_since = 0;
 		/* a pooled job that ran to its end on this device alone sets the device's pace */
 		if (pooled && n_used == 1 && st == SB_OK) {
-			const double t = sb_now() - t0;
-			w->job_s = w->job_s > 0 ? 0.5 * (w->job_s + t) : t;
+			w->ran_s += sb_now() - t0;
+			w->audio_s += units;
 		}
 		/* the devices lent to it are free again */
 		for (sb_worker *o = e->workers; o; o = o->next)
@@ -617,6 +632,12 @@ sb_status sb_engine_submit(sb_engine *e, const sb_job_spec *spec, sb_job_id *id)
 	j->spec.name_template = j->strings[6];
 	j->spec.manifest_name = j->strings[7];
 	pthread_cond_init(&j->done, NULL);
+	/* its length, for the sharing rule (a file's from its header; a nominal minute when that
+	 * cannot be read: such a file fails at once anyway) */
+	j->units = spec->input_path ? sb_audio_file_seconds(spec->input_path)
+	                            : (double)spec->frames / spec->rate;
+	if (!(j->units > 0))
+		j->units = 60;
 
 	pthread_mutex_lock(&e->lock);
 	/* what it asks for: its own request, else the engine's set */

@@ -7,8 +7,8 @@
  * segments among several. In SB_MODE_PARALLEL a job that asks for several devices ("auto" with
  * several GPUs, "all", "cpu,opencl:0", or none: the engine's set) waits in one pool that those
  * devices take from as they come free, one job each, so four tracks on two GPUs run two at a
- * time (a device leaves a job to another that would finish it sooner, by the seconds their
- * earlier jobs took); a job that nothing else waits for gets every device of its set that is
+ * time (a device leaves a job to another that would finish it sooner, by the sharing rule of
+ * core/pace.h and each device's seconds per second of audio so far); a job that nothing else waits for gets every device of its set that is
  * free, and shares its segments among them, so one file is never left to one device while the
  * others idle. A job that asks for one device, one marked in_turn, and every job in
  * SB_MODE_SEQUENTIAL take all they ask for at once, one at a time in submission order (the

@@ -70,7 +70,7 @@ struct sb_worker {
 	double ran_s, audio_s;     /* pooled jobs it ran alone: seconds taken, audio's seconds */
 	double busy_since;         /* when its current job started, 0 when idle */
 	double busy_units;         /* and that job's units */
-	sb_worker *lent_to;        /* its device helps the job this worker runs (a lone job) */
+	sb_job_id lent_to;         /* its device is lent to this job (a lone one), 0 when not */
 	sb_worker *next;
 };
 
@@ -300,10 +300,14 @@ static void set_take(sb_job *j, size_t dev)
 		}
 }
 
+static sb_worker *worker_for(sb_engine *e, const sb_device_set *set);
+
 /* Under e->lock. The next job for w: its own queue first, then the first pooled job that names
  * w's device. A pooled job that no other waiting job competes with is not left to one device
- * while others of its set stand idle: they are lent to it, and it shares its segments among
- * them (share.h's rule then decides how many each one gets). */
+ * while others of its set stand idle: w and those devices are lent to the worker of that set
+ * of devices, which runs it and shares its segments among them (share.h's rule then decides
+ * how many each one gets), and w takes nothing until the job ends. The set's own worker, not
+ * w, runs it so that every worker's kept model stays on the devices it locks for its jobs. */
 static sb_job *next_job(sb_engine *e, sb_worker *w)
 {
 	if ((e->paused || w->lent_to) && !e->stopping)
@@ -333,11 +337,13 @@ static sb_job *next_job(sb_engine *e, sb_worker *w)
 	for (sb_job *q = e->pool_head; q; q = q->next_in_queue)
 		e->pool_tail = q;
 	j->next_in_queue = NULL;
-	int alone = 1;
+	int alone = !e->stopping && !atomic_load(&j->cancel);
 	for (const sb_job *q = e->pool_head; q && alone; q = q->next_in_queue)
 		for (size_t k = 0; k < q->want.n && alone; k++)
 			alone = !in_set(&j->want, q->want.index[k]);
 	/* the set's order, so that a job's devices are listed as it asked for them */
+	sb_worker *idle[SB_MAX_SET];
+	int n_idle = 0;
 	memset(&j->set, 0, sizeof j->set);
 	for (size_t k = 0; k < j->want.n; k++) {
 		const size_t d = j->want.index[k];
@@ -345,17 +351,35 @@ static sb_job *next_job(sb_engine *e, sb_worker *w)
 			set_take(j, d);
 			continue;
 		}
-		for (sb_worker *o = e->workers; alone && o; o = o->next)
+		for (sb_worker *o = e->workers; alone && o && n_idle < SB_MAX_SET; o = o->next)
 			if (o->pool && o->dev == d && o != w && !o->lent_to && o->busy_since <= 0 &&
 			    !o->head) {
-				o->lent_to = w;
-				o->busy_since = sb_now();
-				o->busy_units = j->units;
+				idle[n_idle++] = o;
 				set_take(j, d);
 				break;
 			}
 	}
-	return j;
+	sb_worker *sw = n_idle ? worker_for(e, &j->set) : NULL;
+	if (!sw) {
+		/* alone on w (or no thread for the set: w runs it by itself) */
+		memset(&j->set, 0, sizeof j->set);
+		set_take(j, w->dev);
+		return j;
+	}
+	idle[n_idle++] = w;
+	const double now = sb_now();
+	for (int i = 0; i < n_idle; i++) {
+		idle[i]->lent_to = j->id;
+		idle[i]->busy_since = now;
+		idle[i]->busy_units = j->units;
+	}
+	if (sw->tail)
+		sw->tail->next_in_queue = j;
+	else
+		sw->head = j;
+	sw->tail = j;
+	pthread_cond_signal(&sw->wake);
+	return NULL;
 }
 
 /* the CLOCK_REALTIME time s seconds from now, for pthread_cond_timedwait */
@@ -375,6 +399,17 @@ static void wake_pool(sb_engine *e)
 	for (sb_worker *o = e->workers; o; o = o->next)
 		if (o->pool)
 			pthread_cond_signal(&o->wake);
+}
+
+/* Under e->lock: the devices lent to job id are free again */
+static void end_lending(sb_engine *e, sb_job_id id)
+{
+	for (sb_worker *o = e->workers; o; o = o->next)
+		if (o->lent_to == id) {
+			o->lent_to = 0;
+			o->busy_since = 0;
+			pthread_cond_signal(&o->wake);
+		}
 }
 
 static void *worker_main(void *arg)
@@ -402,6 +437,7 @@ static void *worker_main(void *arg)
 			snprintf(j->progress.stage, sizeof j->progress.stage, "cancelled");
 			j->ended = 1;
 			pthread_cond_broadcast(&j->done);
+			end_lending(e, j->id);
 			forget_if_released(e, j);
 			continue;
 		}
@@ -413,6 +449,7 @@ static void *worker_main(void *arg)
 		w->busy_units = j->units;
 		const double units = j->units;
 		const size_t n_used = j->set.n;
+		const sb_job_id id = j->id;
 		pthread_mutex_unlock(&e->lock);
 		const sb_status st = run_job(w, j);
 		pthread_mutex_lock(&e->lock);
@@ -422,13 +459,7 @@ static void *worker_main(void *arg)
 			w->ran_s += sb_now() - t0;
 			w->audio_s += units;
 		}
-		/* the devices lent to it are free again */
-		for (sb_worker *o = e->workers; o; o = o->next)
-			if (o->lent_to == w) {
-				o->lent_to = NULL;
-				o->busy_since = 0;
-				pthread_cond_signal(&o->wake);
-			}
+		end_lending(e, id);
 		if (e->pool_head)
 			wake_pool(e);
 	}

@@ -726,13 +726,14 @@ def start_job(args):
                             text=True, env=e)
 
 
-def wait_for_temp(d, proc, timeout=60):
-    """Waits until the job writes its temporary files (it is mid-job); False if it ended."""
+def wait_for_temp(d, proc, timeout=60, within=""):
+    """Waits until the job writes its temporary files (it is mid-job); False if it ended.
+    within: only a temporary file whose path has it counts (one input of several)."""
     t0 = time.time()
     while time.time() - t0 < timeout:
         if proc.poll() is not None:
             return False
-        if os.path.isdir(d) and temp_files(d):
+        if os.path.isdir(d) and [f for f in temp_files(d) if within in f]:
             time.sleep(0.2)
             return proc.poll() is None
         time.sleep(0.02)
@@ -1079,7 +1080,10 @@ def group_batch(tmp):
         f.write("\n".join([paths[1], longf, paths[2]]) + "\n")
     out5 = os.path.join(tmp, "out5")
     proc = start_job(b + [lst2, "-o", out5, "--threads", "1"])
-    if check(wait_for_temp(os.path.join(out5), proc), "SIGTERM: the batch ended too soon"):
+    # the long input's own temporary files: the first input's may still be there when its
+    # job ends, and a signal then would stop the batch before the long one starts
+    if check(wait_for_temp(os.path.join(out5), proc, within="long"),
+             "SIGTERM: the batch ended too soon"):
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=120)
         check(proc.returncode == 143, f"SIGTERM: exit {proc.returncode}")

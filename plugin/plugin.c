@@ -591,8 +591,13 @@ SB_REALTIME static bool is_writable(const sb_instance *self, LV2_URID key)
 	       key == u->sb_maxMinutes;
 }
 
-SB_REALTIME static void msg_head(sb_instance *self, msg_frames *fr, LV2_URID key)
+/* False, and nothing written, when the notify port has no room for the message with a value
+ * of value_room bytes. */
+SB_REALTIME static bool msg_head(sb_instance *self, msg_frames *fr, LV2_URID key,
+                                 uint32_t value_room)
 {
+	if (notify_room(self) < SB_MSG_OVERHEAD + value_room)
+		return false;
 	fr->put = !is_writable(self, key);
 	lv2_atom_forge_frame_time(&self->forge, 0);
 	if (fr->put) {
@@ -606,6 +611,7 @@ SB_REALTIME static void msg_head(sb_instance *self, msg_frames *fr, LV2_URID key
 		lv2_atom_forge_urid(&self->forge, key);
 		lv2_atom_forge_key(&self->forge, self->u.patch_value);
 	}
+	return true;
 }
 
 SB_REALTIME static void msg_end(sb_instance *self, msg_frames *fr)
@@ -619,30 +625,27 @@ SB_REALTIME static void forge_set_text(sb_instance *self, LV2_URID key, LV2_URID
                                        const char *text)
 {
 	const uint32_t len = (uint32_t)strnlen(text, SB_TEXT - 1);
-	if (notify_room(self) < SB_MSG_OVERHEAD + len + 16)
-		return;
 	msg_frames fr;
-	msg_head(self, &fr, key);
+	if (!msg_head(self, &fr, key, len + 16))
+		return;
 	lv2_atom_forge_typed_string(&self->forge, type, text, len);
 	msg_end(self, &fr);
 }
 
 SB_REALTIME static void forge_set_long(sb_instance *self, LV2_URID key, int64_t v)
 {
-	if (notify_room(self) < SB_MSG_OVERHEAD + 16)
-		return;
 	msg_frames fr;
-	msg_head(self, &fr, key);
+	if (!msg_head(self, &fr, key, 16))
+		return;
 	lv2_atom_forge_long(&self->forge, v);
 	msg_end(self, &fr);
 }
 
 SB_REALTIME static void forge_set_float(sb_instance *self, LV2_URID key, float v)
 {
-	if (notify_room(self) < SB_MSG_OVERHEAD + 16)
-		return;
 	msg_frames fr;
-	msg_head(self, &fr, key);
+	if (!msg_head(self, &fr, key, 16))
+		return;
 	lv2_atom_forge_float(&self->forge, v);
 	msg_end(self, &fr);
 }
@@ -651,11 +654,10 @@ SB_REALTIME static void forge_set_float(sb_instance *self, LV2_URID key, float v
 SB_REALTIME static void forge_set_stems(sb_instance *self, const char *lines)
 {
 	const uint32_t len = (uint32_t)strnlen(lines, SB_TEXT - 1);
-	if (notify_room(self) < SB_MSG_OVERHEAD + len + 16 * 9)
-		return;
 	msg_frames fr;
 	LV2_Atom_Forge_Frame tup;
-	msg_head(self, &fr, self->u.sb_stems);
+	if (!msg_head(self, &fr, self->u.sb_stems, len + 16 * 9))
+		return;
 	lv2_atom_forge_tuple(&self->forge, &tup);
 	for (const char *p = lines; *p;) {
 		const char *e = strchr(p, '\n');

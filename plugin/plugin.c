@@ -218,36 +218,24 @@ static void connect_port(LV2_Handle h, uint32_t port, void *data)
 		self->out_fallback = data;
 	} else if (port == SB_PORT_JOBS_DONE_OUT) {
 		self->out_jobs = data;
-	} else if (self->channels == 1) {
-		if (port == SB_PORT_AUDIO_IN_1)
-			self->in[0] = data;
-		else if (port == SB_PORT_AUDIO_IN_1 + 1)
-			self->out[0] = data;
-		else if (port == SB_PORT_FREEWHEEL_MONO)
-			self->freewheel = data;
-		else if (port == SB_PORT_STEM_GUITAR_MONO || port == SB_PORT_STEM_PIANO_MONO)
-			self->ctl_stem_extra[port - SB_PORT_STEM_GUITAR_MONO] = data;
-		else if (port == SB_PORT_TIME_LEFT_MONO)
-			self->out_time_left = data;
-		else if (port == SB_PORT_PRECISION_MONO)
-			self->ctl_precision = data;
-		else if (port == SB_PORT_KEEP_TAKE_MONO)
-			self->ctl_keep_take = data;
-	} else {
-		if (port == SB_PORT_AUDIO_IN_1 || port == SB_PORT_AUDIO_IN_1 + 1)
-			self->in[port - SB_PORT_AUDIO_IN_1] = data;
-		else if (port == SB_PORT_AUDIO_OUT_1_STEREO || port == SB_PORT_AUDIO_OUT_2_STEREO)
-			self->out[port - SB_PORT_AUDIO_OUT_1_STEREO] = data;
-		else if (port == SB_PORT_FREEWHEEL_STEREO)
-			self->freewheel = data;
-		else if (port == SB_PORT_STEM_GUITAR_STEREO || port == SB_PORT_STEM_PIANO_STEREO)
-			self->ctl_stem_extra[port - SB_PORT_STEM_GUITAR_STEREO] = data;
-		else if (port == SB_PORT_TIME_LEFT_STEREO)
-			self->out_time_left = data;
-		else if (port == SB_PORT_PRECISION_STEREO)
-			self->ctl_precision = data;
-		else if (port == SB_PORT_KEEP_TAKE_STEREO)
-			self->ctl_keep_take = data;
+	} else if (port < SB_PORT_AUDIO_IN_1 + 2u * (unsigned)self->channels) {
+		/* the inputs, then the outputs: mono in, out; stereo in L, in R, out L, out R */
+		const unsigned a = port - SB_PORT_AUDIO_IN_1, ch = (unsigned)self->channels;
+		if (a < ch)
+			self->in[a] = data;
+		else
+			self->out[a - ch] = data;
+	} else if (port == sb_port_freewheel(self->channels)) {
+		self->freewheel = data;
+	} else if (port == sb_port_stem(self->channels, 4) ||
+	           port == sb_port_stem(self->channels, 5)) {
+		self->ctl_stem_extra[port - sb_port_stem(self->channels, 4)] = data;
+	} else if (port == sb_port_time_left(self->channels)) {
+		self->out_time_left = data;
+	} else if (port == sb_port_precision(self->channels)) {
+		self->ctl_precision = data;
+	} else if (port == sb_port_keep_take(self->channels)) {
+		self->ctl_keep_take = data;
 	}
 }
 

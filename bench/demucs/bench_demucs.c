@@ -19,13 +19,13 @@
 #include "backend/backend.h"
 #include "core/thread_pool.h"
 #include "models/demucs/demucs.h"
+#include "../bench_usage.h"
 #include "random_model.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 static void log_fn(void *user, sb_log_level level, const char *msg)
@@ -49,16 +49,6 @@ static sb_status null_write(sb_sink *self, int stem, const float *data, int64_t 
 	for (int64_t i = 0; i < n * self->channels; i += 4096)
 		s->sum += data[i];
 	return SB_OK;
-}
-
-/* CPU seconds of the whole process: on a shared machine a steadier measure than the wall
- * clock (other jobs take cores, not cycles) */
-static double cpu_seconds(void)
-{
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec +
-	       (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
 }
 
 static void progress(void *user, double fraction, const char *stage)
@@ -232,8 +222,7 @@ int main(int argc, char **argv)
 	fprintf(stderr, "\n");
 	src->close(src);
 	free(song);
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
+	const double peak_mb = peak_rss_mb();
 	if (st != SB_OK || ns.frames[0] != n) {
 		fprintf(stderr, "bench_demucs: separation failed: %s\n", sb_status_str(st));
 		return 1;
@@ -245,7 +234,7 @@ int main(int argc, char **argv)
 	       dev_label, set.n, batch, gemm,
 	       dev[0].be->precision ? dev[0].be->precision(dev[0].d) : "fp32", used_threads, load_s, seg_s, seg_cpu, song_s, song_cpu,
 	       seconds,
-	       (double)ru.ru_maxrss / 1024.0);
+	       peak_mb);
 	if (prof_s > 0)
 		printf(", \"profiled_segment_s\": %.4f, \"gemm_s\": %.4f, \"gemm_gflop\": %.1f, "
 		       "\"gemm_gflops\": %.1f, \"launches_per_segment\": %.1f", prof_s / batch,

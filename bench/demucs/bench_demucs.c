@@ -16,10 +16,11 @@
  * and prints, on stderr, where its time went (operation, calls, ms, GFLOP/s of the products),
  * and in the JSON the products' rate and the operations launched per segment.
  */
+#include "../bench_usage.h"
+#include "../null_sink.h"
 #include "backend/backend.h"
 #include "core/thread_pool.h"
 #include "models/demucs/demucs.h"
-#include "../bench_usage.h"
 #include "random_model.h"
 
 #include <math.h>
@@ -33,22 +34,6 @@ static void log_fn(void *user, sb_log_level level, const char *msg)
 	(void)user;
 	if (level <= SB_LOG_WARNING)
 		fprintf(stderr, "bench_demucs: %s\n", msg);
-}
-
-/* a sink that only counts: the bench measures the engine, not the disk */
-typedef struct {
-	sb_sink sink;
-	int64_t frames[16];
-	double sum;
-} null_sink;
-
-static sb_status null_write(sb_sink *self, int stem, const float *data, int64_t n)
-{
-	null_sink *s = self->impl;
-	s->frames[stem] += n;
-	for (int64_t i = 0; i < n * self->channels; i += 4096)
-		s->sum += data[i];
-	return SB_OK;
 }
 
 static void progress(void *user, double fraction, const char *stage)

@@ -218,36 +218,24 @@ static void connect_port(LV2_Handle h, uint32_t port, void *data)
 		self->out_fallback = data;
 	} else if (port == SB_PORT_JOBS_DONE_OUT) {
 		self->out_jobs = data;
-	} else if (self->channels == 1) {
-		if (port == SB_PORT_AUDIO_IN_1)
-			self->in[0] = data;
-		else if (port == SB_PORT_AUDIO_IN_1 + 1)
-			self->out[0] = data;
-		else if (port == SB_PORT_FREEWHEEL_MONO)
-			self->freewheel = data;
-		else if (port == SB_PORT_STEM_GUITAR_MONO || port == SB_PORT_STEM_PIANO_MONO)
-			self->ctl_stem_extra[port - SB_PORT_STEM_GUITAR_MONO] = data;
-		else if (port == SB_PORT_TIME_LEFT_MONO)
-			self->out_time_left = data;
-		else if (port == SB_PORT_PRECISION_MONO)
-			self->ctl_precision = data;
-		else if (port == SB_PORT_KEEP_TAKE_MONO)
-			self->ctl_keep_take = data;
-	} else {
-		if (port == SB_PORT_AUDIO_IN_1 || port == SB_PORT_AUDIO_IN_1 + 1)
-			self->in[port - SB_PORT_AUDIO_IN_1] = data;
-		else if (port == SB_PORT_AUDIO_OUT_1_STEREO || port == SB_PORT_AUDIO_OUT_2_STEREO)
-			self->out[port - SB_PORT_AUDIO_OUT_1_STEREO] = data;
-		else if (port == SB_PORT_FREEWHEEL_STEREO)
-			self->freewheel = data;
-		else if (port == SB_PORT_STEM_GUITAR_STEREO || port == SB_PORT_STEM_PIANO_STEREO)
-			self->ctl_stem_extra[port - SB_PORT_STEM_GUITAR_STEREO] = data;
-		else if (port == SB_PORT_TIME_LEFT_STEREO)
-			self->out_time_left = data;
-		else if (port == SB_PORT_PRECISION_STEREO)
-			self->ctl_precision = data;
-		else if (port == SB_PORT_KEEP_TAKE_STEREO)
-			self->ctl_keep_take = data;
+	} else if (port < SB_PORT_AUDIO_IN_1 + 2u * (unsigned)self->channels) {
+		/* the inputs, then the outputs: mono in, out; stereo in L, in R, out L, out R */
+		const unsigned a = port - SB_PORT_AUDIO_IN_1, ch = (unsigned)self->channels;
+		if (a < ch)
+			self->in[a] = data;
+		else
+			self->out[a - ch] = data;
+	} else if (port == sb_port_freewheel(self->channels)) {
+		self->freewheel = data;
+	} else if (port == sb_port_stem(self->channels, 4) ||
+	           port == sb_port_stem(self->channels, 5)) {
+		self->ctl_stem_extra[port - sb_port_stem(self->channels, 4)] = data;
+	} else if (port == sb_port_time_left(self->channels)) {
+		self->out_time_left = data;
+	} else if (port == sb_port_precision(self->channels)) {
+		self->ctl_precision = data;
+	} else if (port == sb_port_keep_take(self->channels)) {
+		self->ctl_keep_take = data;
 	}
 }
 
@@ -591,8 +579,13 @@ SB_REALTIME static bool is_writable(const sb_instance *self, LV2_URID key)
 	       key == u->sb_maxMinutes;
 }
 
-SB_REALTIME static void msg_head(sb_instance *self, msg_frames *fr, LV2_URID key)
+/* False, and nothing written, when the notify port has no room for the message with a value
+ * of value_room bytes. */
+SB_REALTIME static bool msg_head(sb_instance *self, msg_frames *fr, LV2_URID key,
+                                 uint32_t value_room)
 {
+	if (notify_room(self) < SB_MSG_OVERHEAD + value_room)
+		return false;
 	fr->put = !is_writable(self, key);
 	lv2_atom_forge_frame_time(&self->forge, 0);
 	if (fr->put) {
@@ -606,6 +599,7 @@ SB_REALTIME static void msg_head(sb_instance *self, msg_frames *fr, LV2_URID key
 		lv2_atom_forge_urid(&self->forge, key);
 		lv2_atom_forge_key(&self->forge, self->u.patch_value);
 	}
+	return true;
 }
 
 SB_REALTIME static void msg_end(sb_instance *self, msg_frames *fr)
@@ -619,30 +613,27 @@ SB_REALTIME static void forge_set_text(sb_instance *self, LV2_URID key, LV2_URID
                                        const char *text)
 {
 	const uint32_t len = (uint32_t)strnlen(text, SB_TEXT - 1);
-	if (notify_room(self) < SB_MSG_OVERHEAD + len + 16)
-		return;
 	msg_frames fr;
-	msg_head(self, &fr, key);
+	if (!msg_head(self, &fr, key, len + 16))
+		return;
 	lv2_atom_forge_typed_string(&self->forge, type, text, len);
 	msg_end(self, &fr);
 }
 
 SB_REALTIME static void forge_set_long(sb_instance *self, LV2_URID key, int64_t v)
 {
-	if (notify_room(self) < SB_MSG_OVERHEAD + 16)
-		return;
 	msg_frames fr;
-	msg_head(self, &fr, key);
+	if (!msg_head(self, &fr, key, 16))
+		return;
 	lv2_atom_forge_long(&self->forge, v);
 	msg_end(self, &fr);
 }
 
 SB_REALTIME static void forge_set_float(sb_instance *self, LV2_URID key, float v)
 {
-	if (notify_room(self) < SB_MSG_OVERHEAD + 16)
-		return;
 	msg_frames fr;
-	msg_head(self, &fr, key);
+	if (!msg_head(self, &fr, key, 16))
+		return;
 	lv2_atom_forge_float(&self->forge, v);
 	msg_end(self, &fr);
 }
@@ -651,11 +642,10 @@ SB_REALTIME static void forge_set_float(sb_instance *self, LV2_URID key, float v
 SB_REALTIME static void forge_set_stems(sb_instance *self, const char *lines)
 {
 	const uint32_t len = (uint32_t)strnlen(lines, SB_TEXT - 1);
-	if (notify_room(self) < SB_MSG_OVERHEAD + len + 16 * 9)
-		return;
 	msg_frames fr;
 	LV2_Atom_Forge_Frame tup;
-	msg_head(self, &fr, self->u.sb_stems);
+	if (!msg_head(self, &fr, self->u.sb_stems, len + 16 * 9))
+		return;
 	lv2_atom_forge_tuple(&self->forge, &tup);
 	for (const char *p = lines; *p;) {
 		const char *e = strchr(p, '\n');

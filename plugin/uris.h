@@ -145,6 +145,11 @@ typedef enum {
 #define SB_N_PORTS_ALL_STEREO (SB_N_PORTS_STEREO + 6)
 enum { SB_PRECISION_FP32 = 0, SB_PRECISION_BF16 = 1 };
 
+static inline unsigned sb_port_freewheel(int channels)
+{
+	return channels == 1 ? SB_PORT_FREEWHEEL_MONO : SB_PORT_FREEWHEEL_STEREO;
+}
+
 static inline unsigned sb_port_keep_take(int channels)
 {
 	return channels == 1 ? SB_PORT_KEEP_TAKE_MONO : SB_PORT_KEEP_TAKE_STEREO;

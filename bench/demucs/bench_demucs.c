@@ -16,6 +16,8 @@
  * and prints, on stderr, where its time went (operation, calls, ms, GFLOP/s of the products),
  * and in the JSON the products' rate and the operations launched per segment.
  */
+#include "../bench_usage.h"
+#include "../null_sink.h"
 #include "backend/backend.h"
 #include "core/thread_pool.h"
 #include "models/demucs/demucs.h"
@@ -25,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 static void log_fn(void *user, sb_log_level level, const char *msg)
@@ -33,32 +34,6 @@ static void log_fn(void *user, sb_log_level level, const char *msg)
 	(void)user;
 	if (level <= SB_LOG_WARNING)
 		fprintf(stderr, "bench_demucs: %s\n", msg);
-}
-
-/* a sink that only counts: the bench measures the engine, not the disk */
-typedef struct {
-	sb_sink sink;
-	int64_t frames[16];
-	double sum;
-} null_sink;
-
-static sb_status null_write(sb_sink *self, int stem, const float *data, int64_t n)
-{
-	null_sink *s = self->impl;
-	s->frames[stem] += n;
-	for (int64_t i = 0; i < n * self->channels; i += 4096)
-		s->sum += data[i];
-	return SB_OK;
-}
-
-/* CPU seconds of the whole process: on a shared machine a steadier measure than the wall
- * clock (other jobs take cores, not cycles) */
-static double cpu_seconds(void)
-{
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec +
-	       (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
 }
 
 static void progress(void *user, double fraction, const char *stage)
@@ -232,8 +207,7 @@ int main(int argc, char **argv)
 	fprintf(stderr, "\n");
 	src->close(src);
 	free(song);
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
+	const double peak_mb = peak_rss_mb();
 	if (st != SB_OK || ns.frames[0] != n) {
 		fprintf(stderr, "bench_demucs: separation failed: %s\n", sb_status_str(st));
 		return 1;
@@ -245,7 +219,7 @@ int main(int argc, char **argv)
 	       dev_label, set.n, batch, gemm,
 	       dev[0].be->precision ? dev[0].be->precision(dev[0].d) : "fp32", used_threads, load_s, seg_s, seg_cpu, song_s, song_cpu,
 	       seconds,
-	       (double)ru.ru_maxrss / 1024.0);
+	       peak_mb);
 	if (prof_s > 0)
 		printf(", \"profiled_segment_s\": %.4f, \"gemm_s\": %.4f, \"gemm_gflop\": %.1f, "
 		       "\"gemm_gflops\": %.1f, \"launches_per_segment\": %.1f", prof_s / batch,

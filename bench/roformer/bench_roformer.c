@@ -31,6 +31,8 @@
  * The signal (reference.py computes the same): 16 sines at 40 Hz x 1.5^k, amplitude
  * 0.1 x 1.5^(-k/2), phase 1.3 k + 0.7 c, plus 0.02 white noise from splitmix64(2 frame + c).
  */
+#include "../bench_usage.h"
+#include "../null_sink.h"
 #include "backend/backend.h"
 #include "convert/convert.h"
 #include "core/thread_pool.h"
@@ -42,7 +44,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -56,21 +57,6 @@ static void log_fn(void *user, sb_log_level level, const char *msg)
 		fprintf(stderr, "bench_roformer: %s\n", msg);
 }
 static const sb_logger logger = {log_fn, NULL};
-
-static double cpu_seconds(void)
-{
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec +
-	       (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
-}
-
-static double peak_rss_mb(void)
-{
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)ru.ru_maxrss / 1024.0;
-}
 
 static double rss_now_mb(void)
 {
@@ -143,22 +129,6 @@ static sb_status gen_read(sb_source *self, int64_t start, int64_t n, float *out)
 static void gen_close(sb_source *self)
 {
 	(void)self;
-}
-
-/* a sink that only counts */
-typedef struct {
-	sb_sink sink;
-	int64_t frames[SB_MAX_STEMS];
-	double sum;
-} null_sink;
-
-static sb_status null_write(sb_sink *self, int stem, const float *data, int64_t n)
-{
-	null_sink *s = self->impl;
-	s->frames[stem] += n;
-	for (int64_t i = 0; i < n * self->channels; i += 4096)
-		s->sum += data[i];
-	return SB_OK;
 }
 
 /* ---- the arithmetic of one chunk, counted from the config (SPEC.md section 10) ---- */

@@ -241,8 +241,35 @@ static sb_status read_package(sbc_package *p, const sbc_pk *root, const sb_logge
 	return read_state(p, state, err, errlen);
 }
 
-sb_status sbc_package_open(const char *path, const sb_logger *log, sbc_package **out, char *err,
-                           size_t errlen)
+/* A file read as a Demucs package (read_package) or a bare state dict (read_bare_state). */
+typedef sb_status (*package_reader)(sbc_package *p, const sbc_pk *root, const sb_logger *log,
+                                    char *err, size_t errlen);
+
+static sb_status read_bare_state(sbc_package *p, const sbc_pk *root, const sb_logger *log,
+                                 char *err, size_t errlen)
+{
+	(void)log;
+	/* a bare state dict, or one under a key as training scripts save it */
+	const sbc_pk *state = root;
+	static const char *const keys[] = {"state_dict", "state", "model_state_dict", "model"};
+	for (size_t k = 0; k < 4 && root->type == SBC_PK_DICT; k++) {
+		const sbc_pk *v = sbc_pk_get(root, keys[k]);
+		if (v && v->type == SBC_PK_DICT)
+			state = v;
+	}
+	if (state->type != SBC_PK_DICT || state->n < 2 || !sbc_torch_is_tensor(state->items[1])) {
+		char what[160];
+		sbc_pk_describe(root, what, sizeof what);
+		sb_errorf(err, errlen, "a PyTorch file, but not a state dict of tensors (it holds "
+		          "%s)", what);
+		return SB_ERR_FORMAT;
+	}
+	snprintf(p->klass, sizeof p->klass, "state_dict");
+	return read_state(p, state, err, errlen);
+}
+
+static sb_status open_as(const char *path, package_reader read, const sb_logger *log,
+                         sbc_package **out, char *err, size_t errlen)
 {
 	*out = NULL;
 	sbc_package *p = calloc(1, sizeof *p);
@@ -253,7 +280,7 @@ sb_status sbc_package_open(const char *path, const sb_logger *log, sbc_package *
 	const sbc_pk *root = NULL;
 	sb_status st = sbc_torch_open(path, &p->torch, &root, err, errlen);
 	if (st == SB_OK)
-		st = read_package(p, root, log, err, errlen);
+		st = read(p, root, log, err, errlen);
 	if (st != SB_OK) {
 		sbc_package_free(p);
 		return st;
@@ -262,43 +289,15 @@ sb_status sbc_package_open(const char *path, const sb_logger *log, sbc_package *
 	return SB_OK;
 }
 
+sb_status sbc_package_open(const char *path, const sb_logger *log, sbc_package **out, char *err,
+                           size_t errlen)
+{
+	return open_as(path, read_package, log, out, err, errlen);
+}
+
 sb_status sbc_state_open(const char *path, sbc_package **out, char *err, size_t errlen)
 {
-	*out = NULL;
-	sbc_package *p = calloc(1, sizeof *p);
-	if (!p) {
-		sb_errorf(err, errlen, "out of memory");
-		return SB_ERR_NOMEM;
-	}
-	const sbc_pk *root = NULL;
-	sb_status st = sbc_torch_open(path, &p->torch, &root, err, errlen);
-	if (st == SB_OK) {
-		/* a bare state dict, or one under a key as training scripts save it */
-		const sbc_pk *state = root;
-		static const char *const keys[] = {"state_dict", "state", "model_state_dict", "model"};
-		for (size_t k = 0; k < 4 && root->type == SBC_PK_DICT; k++) {
-			const sbc_pk *v = sbc_pk_get(root, keys[k]);
-			if (v && v->type == SBC_PK_DICT)
-				state = v;
-		}
-		if (state->type != SBC_PK_DICT || state->n < 2 ||
-		    !sbc_torch_is_tensor(state->items[1])) {
-			char what[160];
-			sbc_pk_describe(root, what, sizeof what);
-			sb_errorf(err, errlen, "a PyTorch file, but not a state dict of tensors (it holds "
-			          "%s)", what);
-			st = SB_ERR_FORMAT;
-		} else {
-			snprintf(p->klass, sizeof p->klass, "state_dict");
-			st = read_state(p, state, err, errlen);
-		}
-	}
-	if (st != SB_OK) {
-		sbc_package_free(p);
-		return st;
-	}
-	*out = p;
-	return SB_OK;
+	return open_as(path, read_bare_state, NULL, out, err, errlen);
 }
 
 void sbc_package_free(sbc_package *p)

@@ -141,6 +141,17 @@ static uint64_t le(const uint8_t *p, int n)
 	return v;
 }
 
+/* An opcode's n-byte little-endian operand, read and stepped over. */
+static sb_status operand(vm *m, int n, uint64_t *v)
+{
+	sb_status st = need(m, (size_t)n);
+	if (st != SB_OK)
+		return st;
+	*v = le(m->p, n);
+	m->p += n;
+	return SB_OK;
+}
+
 static sb_status line(vm *m, const char **s, size_t *len)
 {
 	*s = NULL;
@@ -326,6 +337,14 @@ static sb_status text_index(vm *m, uint64_t *idx)
 	return SB_OK;
 }
 
+/* The memo index of a PUT or GET: text for p and g, one byte for q and h, four for r and j. */
+static sb_status memo_index(vm *m, uint64_t *idx)
+{
+	if (m->op == 'p' || m->op == 'g')
+		return text_index(m, idx);
+	return operand(m, m->op == 'q' || m->op == 'h' ? 1 : 4, idx);
+}
+
 /* Collect stack[first..sp) into a container of type t and push it. */
 static sb_status collect(vm *m, size_t first, sbc_pk_type t)
 {
@@ -410,23 +429,20 @@ static sb_status step(vm *m, int *stop)
 	sb_status st = SB_OK;
 	size_t first = 0;
 	sbc_pk *v, *w;
+	uint64_t u;
 	const char *s = NULL, *s2 = NULL;
 	size_t len = 0, len2 = 0;
 	m->op_at = (size_t)(m->p - m->start);
 	m->op = *m->p++;
 	switch (m->op) {
 	case 0x80: /* PROTO */
-		if ((st = need(m, 1)) != SB_OK)
+		if ((st = operand(m, 1, &u)) != SB_OK)
 			return st;
-		if (*m->p > 5)
-			return vfail(m, "unsupported pickle protocol %u", *m->p);
-		m->p++;
+		if (u > 5)
+			return vfail(m, "unsupported pickle protocol %u", (unsigned)u);
 		return SB_OK;
 	case 0x95: /* FRAME: a hint only */
-		if ((st = need(m, 8)) != SB_OK)
-			return st;
-		m->p += 8;
-		return SB_OK;
+		return operand(m, 8, &u);
 	case '.': /* STOP */
 		*stop = 1;
 		return SB_OK;
@@ -463,35 +479,24 @@ static sb_status step(vm *m, int *stop)
 	case 'F': /* FLOAT */
 		return text_number(m, 1);
 	case 'J': /* BININT */
-		if ((st = need(m, 4)) != SB_OK)
+		if ((st = operand(m, 4, &u)) != SB_OK)
 			return st;
-		st = push_int(m, (int32_t)(uint32_t)le(m->p, 4));
-		m->p += 4;
-		return st;
+		return push_int(m, (int32_t)(uint32_t)u);
 	case 'K': /* BININT1 */
-		if ((st = need(m, 1)) != SB_OK)
-			return st;
-		return push_int(m, *m->p++);
 	case 'M': /* BININT2 */
-		if ((st = need(m, 2)) != SB_OK)
+		if ((st = operand(m, m->op == 'K' ? 1 : 2, &u)) != SB_OK)
 			return st;
-		st = push_int(m, (int64_t)le(m->p, 2));
-		m->p += 2;
-		return st;
+		return push_int(m, (int64_t)u);
 	case 0x8a: /* LONG1 */
-		if ((st = need(m, 1)) != SB_OK)
+		if ((st = operand(m, 1, &u)) != SB_OK)
 			return st;
-		return push_long(m, *m->p++);
+		return push_long(m, u);
 	case 0x8b: /* LONG4 */
-		if ((st = need(m, 4)) != SB_OK)
+		if ((st = operand(m, 4, &u)) != SB_OK)
 			return st;
-		{
-			int32_t n = (int32_t)(uint32_t)le(m->p, 4);
-			m->p += 4;
-			if (n < 0)
-				return vfail(m, "negative length");
-			return push_long(m, (uint64_t)n);
-		}
+		if ((int32_t)(uint32_t)u < 0)
+			return vfail(m, "negative length");
+		return push_long(m, u);
 	case 'G': /* BINFLOAT: big-endian double */
 		if ((st = need(m, 8)) != SB_OK)
 			return st;
@@ -523,46 +528,31 @@ static sb_status step(vm *m, int *stop)
 			v->s = s, v->len = len;
 		return push(m, v);
 	case 'T': /* BINSTRING */
-		if ((st = need(m, 4)) != SB_OK)
+		if ((st = operand(m, 4, &u)) != SB_OK)
 			return st;
-		{
-			int32_t n = (int32_t)(uint32_t)le(m->p, 4);
-			m->p += 4;
-			if (n < 0)
-				return vfail(m, "negative length");
-			return push_text(m, (uint64_t)n, 1);
-		}
+		if ((int32_t)(uint32_t)u < 0)
+			return vfail(m, "negative length");
+		return push_text(m, u, 1);
 	case 'U': /* SHORT_BINSTRING */
-		if ((st = need(m, 1)) != SB_OK)
+		if ((st = operand(m, 1, &u)) != SB_OK)
 			return st;
-		return push_text(m, *m->p++, 1);
+		return push_text(m, u, 1);
 	case 'X': /* BINUNICODE */
 	case 'B': /* BINBYTES */
-		if ((st = need(m, 4)) != SB_OK)
+		if ((st = operand(m, 4, &u)) != SB_OK)
 			return st;
-		{
-			uint64_t n = le(m->p, 4);
-			m->p += 4;
-			return push_text(m, n, m->op == 'X');
-		}
+		return push_text(m, u, m->op == 'X');
 	case 0x8c: /* SHORT_BINUNICODE */
 	case 'C':  /* SHORT_BINBYTES */
-		if ((st = need(m, 1)) != SB_OK)
+		if ((st = operand(m, 1, &u)) != SB_OK)
 			return st;
-		{
-			uint64_t n = *m->p++;
-			return push_text(m, n, m->op == 0x8c);
-		}
+		return push_text(m, u, m->op == 0x8c);
 	case 0x8d: /* BINUNICODE8 */
 	case 0x8e: /* BINBYTES8 */
 	case 0x96: /* BYTEARRAY8 */
-		if ((st = need(m, 8)) != SB_OK)
+		if ((st = operand(m, 8, &u)) != SB_OK)
 			return st;
-		{
-			uint64_t n = le(m->p, 8);
-			m->p += 8;
-			return push_text(m, n, m->op == 0x8d);
-		}
+		return push_text(m, u, m->op == 0x8d);
 	case ')': /* EMPTY_TUPLE */
 		return push(m, node(m, SBC_PK_TUPLE));
 	case ']': /* EMPTY_LIST */
@@ -682,39 +672,19 @@ static sb_status step(vm *m, int *stop)
 			v->a = w;
 		return push(m, v);
 	case 'p': /* PUT */
-		{
-			uint64_t idx;
-			if ((st = text_index(m, &idx)) != SB_OK)
-				return st;
-			return memo_put(m, idx);
-		}
 	case 'q': /* BINPUT */
-		if ((st = need(m, 1)) != SB_OK)
-			return st;
-		return memo_put(m, *m->p++);
 	case 'r': /* LONG_BINPUT */
-		if ((st = need(m, 4)) != SB_OK)
+		if ((st = memo_index(m, &u)) != SB_OK)
 			return st;
-		m->p += 4;
-		return memo_put(m, le(m->p - 4, 4));
+		return memo_put(m, u);
 	case 0x94: /* MEMOIZE */
 		return memo_put(m, m->memo_count);
 	case 'g': /* GET */
-		{
-			uint64_t idx;
-			if ((st = text_index(m, &idx)) != SB_OK)
-				return st;
-			return memo_get(m, idx);
-		}
 	case 'h': /* BINGET */
-		if ((st = need(m, 1)) != SB_OK)
-			return st;
-		return memo_get(m, *m->p++);
 	case 'j': /* LONG_BINGET */
-		if ((st = need(m, 4)) != SB_OK)
+		if ((st = memo_index(m, &u)) != SB_OK)
 			return st;
-		m->p += 4;
-		return memo_get(m, le(m->p - 4, 4));
+		return memo_get(m, u);
 	case 0x82: /* EXT1 */
 	case 0x83: /* EXT2 */
 	case 0x84: /* EXT4 */

@@ -28,11 +28,13 @@ static sb_status errno_status(int e)
 	return e == ENOSPC || e == EFBIG || e == EDQUOT ? SB_ERR_NOSPACE : SB_ERR_IO;
 }
 
-static sb_status write_all(int fd, const void *data, size_t n)
+/* All n bytes, at the file's offset (at < 0, write) or at byte at (pwrite); a write that
+ * makes no progress is a full disk. */
+static sb_status write_at(int fd, const void *data, size_t n, off_t at)
 {
 	const unsigned char *p = data;
 	while (n) {
-		const ssize_t w = write(fd, p, n);
+		const ssize_t w = at < 0 ? write(fd, p, n) : pwrite(fd, p, n, at);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0) {
@@ -42,27 +44,15 @@ static sb_status write_all(int fd, const void *data, size_t n)
 		}
 		p += w;
 		n -= (size_t)w;
+		if (at >= 0)
+			at += w;
 	}
 	return SB_OK;
 }
 
-static sb_status pwrite_all(int fd, const void *data, size_t n, off_t at)
+static sb_status write_all(int fd, const void *data, size_t n)
 {
-	const unsigned char *p = data;
-	while (n) {
-		const ssize_t w = pwrite(fd, p, n, at);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			if (w == 0)
-				errno = ENOSPC;
-			return errno_status(errno);
-		}
-		p += w;
-		n -= (size_t)w;
-		at += w;
-	}
-	return SB_OK;
+	return write_at(fd, data, n, -1);
 }
 
 static void put16(unsigned char *p, uint32_t v)
@@ -183,13 +173,13 @@ sb_status sb_wav_writer_finish(sb_wav_writer *w)
 	unsigned char v[8];
 	if (riff <= 0xFFFFFFFFu) {
 		put32(v, (uint32_t)riff);
-		st = pwrite_all(w->fd, v, 4, 4);
+		st = write_at(w->fd, v, 4, 4);
 		put32(v, (uint32_t)w->frames);
 		if (st == SB_OK)
-			st = pwrite_all(w->fd, v, 4, w->fact_at + 8);
+			st = write_at(w->fd, v, 4, w->fact_at + 8);
 		put32(v, (uint32_t)data);
 		if (st == SB_OK)
-			st = pwrite_all(w->fd, v, 4, w->data_at + 4);
+			st = write_at(w->fd, v, 4, w->data_at + 4);
 		return st;
 	}
 	/* RF64: the 32-bit sizes say "see ds64", which takes the JUNK chunk's place */
@@ -200,14 +190,14 @@ sb_status sb_wav_writer_finish(sb_wav_writer *w)
 	put64(ds64 + 16, data);
 	put64(ds64 + 24, (uint64_t)w->frames);
 	put32(ds64 + 32, 0);
-	st = pwrite_all(w->fd, "RF64\xff\xff\xff\xff", 8, 0);
+	st = write_at(w->fd, "RF64\xff\xff\xff\xff", 8, 0);
 	if (st == SB_OK)
-		st = pwrite_all(w->fd, ds64, sizeof ds64, 12);
+		st = write_at(w->fd, ds64, sizeof ds64, 12);
 	put32(v, 0xFFFFFFFFu);
 	if (st == SB_OK)
-		st = pwrite_all(w->fd, v, 4, w->fact_at + 8);
+		st = write_at(w->fd, v, 4, w->fact_at + 8);
 	if (st == SB_OK)
-		st = pwrite_all(w->fd, v, 4, w->data_at + 4);
+		st = write_at(w->fd, v, 4, w->data_at + 4);
 	return st;
 }
 

@@ -71,6 +71,17 @@ static int bad(const char *msg)
 	return -1;
 }
 
+/* v as a whole decimal number from lo to hi into *out; *out untouched when it is not one. */
+static int int_in(const char *v, long lo, long hi, int *out)
+{
+	char *end = NULL;
+	const long n = strtol(v, &end, 10);
+	if (!end || *end || n < lo || n > hi)
+		return 0;
+	*out = (int)n;
+	return 1;
+}
+
 int sb_cli_parse_option(sb_cli_opts *o, int argc, char **argv, int *i)
 {
 	const char *a = argv[*i];
@@ -134,19 +145,15 @@ valued:;
 		if (!end || *end || o->timeline_start < 0)
 			return bad("--timeline-start takes a sample count");
 	} else if (!strcmp(a, "--shifts")) {
-		long n = strtol(v, &end, 10);
-		if (!end || *end || n < 0 || n > 32)
+		if (!int_in(v, 0, 32, &o->shifts))
 			return bad("--shifts takes 0 to 32");
-		o->shifts = (int)n;
 	} else if (!strcmp(a, "--overlap")) {
 		o->overlap = strtod(v, &end);
 		if (!end || *end || !(o->overlap > 0 && o->overlap <= 0.9))
 			return bad("--overlap takes more than 0, up to 0.9");
 	} else if (!strcmp(a, "--batch")) {
-		long b = strtol(v, &end, 10);
-		if (!end || *end || b < 1 || b > 64)
+		if (!int_in(v, 1, 64, &o->batch))
 			return bad("--batch takes 1 to 64");
-		o->batch = (int)b;
 	} else if (!strcmp(a, "--threads")) {
 		o->threads = atoi(v);
 	} else if (!strcmp(a, "--precision")) {

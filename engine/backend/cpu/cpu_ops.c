@@ -13,6 +13,7 @@
 #include "core/thread_pool.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +29,14 @@ typedef struct {
 	double *part;
 } ew;
 
+/* An operation that is one pass of kernel k over n items, timed as op when profiling. */
+static void pool_op(sb_bdev *d, int op, int64_t n, int64_t grain, sb_pool_fn k, void *j)
+{
+	const double t0 = prof_t0(d);
+	sb_pool_for(d->pool, n, grain, k, j);
+	prof_add(d, op, t0, 0);
+}
+
 static void k_zero(void *v, int64_t b, int64_t e, int w)
 {
 	(void)w;
@@ -37,10 +46,8 @@ static void k_zero(void *v, int64_t b, int64_t e, int w)
 
 static void op_zero(sb_bdev *d, sb_dv x, size_t n)
 {
-	const double t0 = prof_t0(d);
 	ew j = {.x = P(x)};
-	sb_pool_for(d->pool, (int64_t)n, EW_GRAIN, k_zero, &j);
-	prof_add(d, OP_ZERO, t0, 0);
+	pool_op(d, OP_ZERO, (int64_t)n, EW_GRAIN, k_zero, &j);
 }
 
 static void k_copy(void *v, int64_t b, int64_t e, int w)
@@ -52,10 +59,8 @@ static void k_copy(void *v, int64_t b, int64_t e, int w)
 
 static void op_copy(sb_bdev *d, sb_dv dst, sb_dv src, size_t n)
 {
-	const double t0 = prof_t0(d);
 	ew j = {.x = P(dst), .y = P(src)};
-	sb_pool_for(d->pool, (int64_t)n, EW_GRAIN, k_copy, &j);
-	prof_add(d, OP_COPY, t0, 0);
+	pool_op(d, OP_COPY, (int64_t)n, EW_GRAIN, k_copy, &j);
 }
 
 /* per-channel rows of [..][C][T]: whole rows of T per call */
@@ -87,10 +92,8 @@ static int64_t rows_grain(int T) { return grain_for(T); }
 
 static void op_bias_act(sb_bdev *d, sb_dv x, size_t n, int C, int T, sb_dv b, int act)
 {
-	const double t0 = prof_t0(d);
 	ew j = {.x = P(x), .b = P(b), .C = C, .T = T, .act = act};
-	sb_pool_for(d->pool, (int64_t)(n / (size_t)T), rows_grain(T), k_bias_act, &j);
-	prof_add(d, OP_BIAS_ACT, t0, 0);
+	pool_op(d, OP_BIAS_ACT, (int64_t)(n / (size_t)T), rows_grain(T), k_bias_act, &j);
 }
 
 static void k_fill_bias(void *v, int64_t b, int64_t e, int w)
@@ -107,10 +110,8 @@ static void k_fill_bias(void *v, int64_t b, int64_t e, int w)
 
 static void op_fill_bias(sb_bdev *d, sb_dv x, size_t n, int C, int T, sb_dv b)
 {
-	const double t0 = prof_t0(d);
 	ew j = {.x = P(x), .b = P(b), .C = C, .T = T};
-	sb_pool_for(d->pool, (int64_t)(n / (size_t)T), rows_grain(T), k_fill_bias, &j);
-	prof_add(d, OP_FILL_BIAS, t0, 0);
+	pool_op(d, OP_FILL_BIAS, (int64_t)(n / (size_t)T), rows_grain(T), k_fill_bias, &j);
 }
 
 static void k_bias_cols(void *v, int64_t b, int64_t e, int w)
@@ -132,10 +133,8 @@ static void k_bias_cols(void *v, int64_t b, int64_t e, int w)
 
 static void op_bias_cols(sb_bdev *d, sb_dv x, size_t n, int cols, sb_dv b, int act)
 {
-	const double t0 = prof_t0(d);
 	ew j = {.x = P(x), .b = P(b), .D = cols, .act = act};
-	sb_pool_for(d->pool, (int64_t)(n / (size_t)cols), rows_grain(cols), k_bias_cols, &j);
-	prof_add(d, OP_BIAS_COLS, t0, 0);
+	pool_op(d, OP_BIAS_COLS, (int64_t)(n / (size_t)cols), rows_grain(cols), k_bias_cols, &j);
 }
 
 static void k_add(void *v, int64_t b, int64_t e, int w)
@@ -148,10 +147,8 @@ static void k_add(void *v, int64_t b, int64_t e, int w)
 
 static void op_add(sb_bdev *d, sb_dv x, sb_dv y, size_t n)
 {
-	const double t0 = prof_t0(d);
 	ew j = {.x = P(x), .y = P(y)};
-	sb_pool_for(d->pool, (int64_t)n, EW_GRAIN, k_add, &j);
-	prof_add(d, OP_ADD, t0, 0);
+	pool_op(d, OP_ADD, (int64_t)n, EW_GRAIN, k_add, &j);
 }
 
 static void k_scale_add(void *v, int64_t b, int64_t e, int w)
@@ -168,10 +165,8 @@ static void k_scale_add(void *v, int64_t b, int64_t e, int w)
 
 static void op_scale_add(sb_bdev *d, sb_dv x, sb_dv y, sb_dv g, size_t n, int D)
 {
-	const double t0 = prof_t0(d);
 	ew j = {.x = P(x), .y = P(y), .g = P(g), .D = D};
-	sb_pool_for(d->pool, (int64_t)(n / (size_t)D), rows_grain(D), k_scale_add, &j);
-	prof_add(d, OP_SCALE_ADD, t0, 0);
+	pool_op(d, OP_SCALE_ADD, (int64_t)(n / (size_t)D), rows_grain(D), k_scale_add, &j);
 }
 
 /* GLU: index space batch * CT, split into whole items where there are enough */
@@ -191,10 +186,8 @@ static void k_glu(void *v, int64_t b, int64_t e, int w)
 
 static void op_glu(sb_bdev *d, sb_dv z, long zs, sb_dv o, long os, int CT, int batch)
 {
-	const double t0 = prof_t0(d);
 	ew j = {.y = P(z), .ys = zs, .o = P(o), .os = os, .CT = CT};
-	sb_pool_for(d->pool, (int64_t)CT * batch, EW_GRAIN, k_glu, &j);
-	prof_add(d, OP_GLU, t0, 0);
+	pool_op(d, OP_GLU, (int64_t)CT * batch, EW_GRAIN, k_glu, &j);
 }
 
 static void k_glu_add(void *v, int64_t b, int64_t e, int w)
@@ -213,21 +206,27 @@ static void k_glu_add(void *v, int64_t b, int64_t e, int w)
 static void op_glu_add(sb_bdev *d, sb_dv x, long xs, sb_dv z, long zs, int CT, int T,
                        sb_dv scale, int batch)
 {
-	const double t0 = prof_t0(d);
 	ew j = {.x = P(x), .xs = xs, .y = P(z), .ys = zs, .CT = CT, .T = T, .g = P(scale)};
-	sb_pool_for(d->pool, (int64_t)(CT / T) * batch, rows_grain(T), k_glu_add, &j);
-	prof_add(d, OP_GLU_ADD, t0, 0);
+	pool_op(d, OP_GLU_ADD, (int64_t)(CT / T) * batch, rows_grain(T), k_glu_add, &j);
+}
+
+/* The mean and 1 / sqrt(variance + 1e-5) of n values from their sum s and sum of squares q:
+ * the statistics of every norm here (GroupNorm, LayerNorm). */
+static double norm_rstd(double s, double q, double n, double *mean)
+{
+	const double m = s / n;
+	double var = q / n - m * m;
+	var = var < 0 ? 0 : var;
+	*mean = m;
+	return 1.0 / sqrt(var + 1e-5);
 }
 
 /* GroupNorm: per batch item, mean and variance in double over its C x T values */
 static void gn_item(float *x, int C, int T, const float *w, const float *b, int act)
 {
-	double s = 0, q = 0;
+	double s = 0, q = 0, mean;
 	sb_vsum_sq(x, (int64_t)C * T, &s, &q);
-	const double n = (double)C * T, mean = s / n;
-	double var = q / n - mean * mean;
-	var = var < 0 ? 0 : var;
-	const double rstd = 1.0 / sqrt(var + 1e-5);
+	const double rstd = norm_rstd(s, q, (double)C * T, &mean);
 	for (int c = 0; c < C; c++)
 		sb_vnorm_affine(x + (size_t)c * T, T, (float)mean, (float)(rstd * w[c]), b[c], act);
 }
@@ -247,6 +246,29 @@ static void k_gn_stats(void *v, int64_t b, int64_t e, int w)
 	ew *j = v;
 	for (int64_t r = b; r < e; r++)
 		sb_vsum_sq(j->x + r * j->T, j->T, &j->part[2 * r], &j->part[2 * r + 1]);
+}
+
+/* One group of rows x T values split across the pool: partial sums per row, added in row
+ * order. False (and the device's status set) when the partial sums find no memory. */
+static bool pool_moments(sb_bdev *d, float *x, int64_t rows, int T, double *mean, double *rstd)
+{
+	double stack[2 * 4096];
+	double *part = rows <= 4096 ? stack : malloc(sizeof(double) * 2 * (size_t)rows);
+	if (!part) {
+		d->st = d->st != SB_OK ? d->st : SB_ERR_NOMEM;
+		return false;
+	}
+	ew j = {.x = x, .T = T, .part = part};
+	sb_pool_for(d->pool, rows, rows_grain(T), k_gn_stats, &j);
+	double s = 0, q = 0;
+	for (int64_t r = 0; r < rows; r++) {
+		s += part[2 * r];
+		q += part[2 * r + 1];
+	}
+	*rstd = norm_rstd(s, q, (double)rows * T, mean);
+	if (part != stack)
+		free(part);
+	return true;
 }
 
 typedef struct {
@@ -271,26 +293,11 @@ static void gn_split(sb_bdev *d, float *x, int C, int T, const float *w, const f
                      int act, int64_t rows_total, int col_cycle)
 {
 	/* rows_total rows of T values form one group; channel of row r is r % col_cycle */
-	double stack[2 * 4096];
-	double *part = rows_total <= 4096 ? stack : malloc(sizeof(double) * 2 * (size_t)rows_total);
-	if (!part) {
-		d->st = d->st != SB_OK ? d->st : SB_ERR_NOMEM;
+	double mean, rstd;
+	if (!pool_moments(d, x, rows_total, T, &mean, &rstd))
 		return;
-	}
-	ew j = {.x = x, .T = T, .part = part};
-	sb_pool_for(d->pool, rows_total, rows_grain(T), k_gn_stats, &j);
-	double s = 0, q = 0;
-	for (int64_t r = 0; r < rows_total; r++) {
-		s += part[2 * r];
-		q += part[2 * r + 1];
-	}
-	const double n = (double)rows_total * T, mean = s / n;
-	double var = q / n - mean * mean;
-	var = var < 0 ? 0 : var;
-	gn_apply_job a = {x, w, b, T, act, (float)mean, 1.0 / sqrt(var + 1e-5), col_cycle};
+	gn_apply_job a = {x, w, b, T, act, (float)mean, rstd, col_cycle};
 	sb_pool_for(d->pool, rows_total, rows_grain(T), k_gn_apply, &a);
-	if (part != stack)
-		free(part);
 	(void)C;
 }
 
@@ -331,26 +338,11 @@ static void k_gnt_apply(void *v, int64_t b, int64_t e, int wk)
 static void op_groupnorm_tokens(sb_bdev *d, sb_dv x, size_t n, int D, sb_dv w, sb_dv b)
 {
 	const double t0 = prof_t0(d);
-	double stack[2 * 4096];
-	double *part = n <= 4096 ? stack : malloc(sizeof(double) * 2 * n);
-	if (!part) {
-		d->st = d->st != SB_OK ? d->st : SB_ERR_NOMEM;
+	double mean, rstd;
+	if (!pool_moments(d, P(x), (int64_t)n, D, &mean, &rstd))
 		return;
-	}
-	ew j = {.x = P(x), .T = D, .part = part};
-	sb_pool_for(d->pool, (int64_t)n, rows_grain(D), k_gn_stats, &j);
-	double s = 0, q = 0;
-	for (size_t r = 0; r < n; r++) {
-		s += part[2 * r];
-		q += part[2 * r + 1];
-	}
-	const double cnt = (double)n * D, mean = s / cnt;
-	double var = q / cnt - mean * mean;
-	var = var < 0 ? 0 : var;
-	gnt_job a = {P(x), P(w), P(b), D, (float)mean, 1.0 / sqrt(var + 1e-5)};
+	gnt_job a = {P(x), P(w), P(b), D, (float)mean, rstd};
 	sb_pool_for(d->pool, (int64_t)n, rows_grain(D), k_gnt_apply, &a);
-	if (part != stack)
-		free(part);
 	prof_add(d, OP_GN_TOKENS, t0, 0);
 }
 
@@ -361,12 +353,9 @@ static void k_layernorm(void *v, int64_t b, int64_t e, int wk)
 	for (int64_t r = b; r < e; r++) {
 		const float *p = j->x + r * j->D;
 		float *o = j->o + r * j->D;
-		double s = 0, q = 0;
+		double s = 0, q = 0, mean;
 		sb_vsum_sq(p, j->D, &s, &q);
-		const double mean = s / j->D;
-		double var = q / j->D - mean * mean;
-		var = var < 0 ? 0 : var;
-		const float m = (float)mean, rs = (float)(1.0 / sqrt(var + 1e-5));
+		const float rs = (float)norm_rstd(s, q, j->D, &mean), m = (float)mean;
 		for (int c = 0; c < j->D; c++)
 			o[c] = (p[c] - m) * rs * j->w[c] + j->b[c];
 	}
@@ -374,10 +363,8 @@ static void k_layernorm(void *v, int64_t b, int64_t e, int wk)
 
 static void op_layernorm(sb_bdev *d, sb_dv x, sb_dv o, size_t rows, int D, sb_dv w, sb_dv b)
 {
-	const double t0 = prof_t0(d);
 	ew j = {.x = P(x), .o = P(o), .D = D, .w = P(w), .b = P(b)};
-	sb_pool_for(d->pool, (int64_t)rows, rows_grain(D), k_layernorm, &j);
-	prof_add(d, OP_LAYERNORM, t0, 0);
+	pool_op(d, OP_LAYERNORM, (int64_t)rows, rows_grain(D), k_layernorm, &j);
 }
 
 static void k_softmax(void *v, int64_t b, int64_t e, int wk)
@@ -394,10 +381,8 @@ static void k_softmax(void *v, int64_t b, int64_t e, int wk)
 
 static void op_softmax(sb_bdev *d, sb_dv x, size_t rows, int n)
 {
-	const double t0 = prof_t0(d);
 	ew j = {.x = P(x), .D = n};
-	sb_pool_for(d->pool, (int64_t)rows, rows_grain(n), k_softmax, &j);
-	prof_add(d, OP_SOFTMAX, t0, 0);
+	pool_op(d, OP_SOFTMAX, (int64_t)rows, rows_grain(n), k_softmax, &j);
 }
 
 /* transpose in 32 x 32 blocks, parallel over block rows */
@@ -424,10 +409,8 @@ static void k_transpose(void *v, int64_t b, int64_t e, int wk)
 
 static void op_transpose(sb_bdev *d, sb_dv in, sb_dv out, int R, int C)
 {
-	const double t0 = prof_t0(d);
 	tr_job j = {P(in), P(out), R, C};
-	sb_pool_for(d->pool, (R + 31) / 32, grain_for((int64_t)32 * C), k_transpose, &j);
-	prof_add(d, OP_TRANSPOSE, t0, 0);
+	pool_op(d, OP_TRANSPOSE, (R + 31) / 32, grain_for((int64_t)32 * C), k_transpose, &j);
 }
 
 /* rows [F][C][T] <-> tokens [T F][C]: per row f, a C x T transpose into a strided target */
@@ -455,10 +438,8 @@ static void k_rows_tokens(void *v, int64_t b, int64_t e, int wk)
 
 static void op_rows_tokens(sb_bdev *d, sb_dv x, sb_dv o, int F, int C, int T, int back)
 {
-	const double t0 = prof_t0(d);
 	rt_job j = {P(x), P(o), F, C, T, back};
-	sb_pool_for(d->pool, F, grain_for((int64_t)C * T), k_rows_tokens, &j);
-	prof_add(d, OP_ROWS_TOKENS, t0, 0);
+	pool_op(d, OP_ROWS_TOKENS, F, grain_for((int64_t)C * T), k_rows_tokens, &j);
 }
 
 static void k_add_row_channel(void *v, int64_t b, int64_t e, int wk)
@@ -475,10 +456,8 @@ static void k_add_row_channel(void *v, int64_t b, int64_t e, int wk)
 
 static void op_add_row_channel(sb_bdev *d, sb_dv x, int F, int C, int T, sb_dv emb)
 {
-	const double t0 = prof_t0(d);
 	ew j = {.x = P(x), .y = P(emb), .T = T};
-	sb_pool_for(d->pool, (int64_t)F * C, rows_grain(T), k_add_row_channel, &j);
-	prof_add(d, OP_ADD_ROW_CHANNEL, t0, 0);
+	pool_op(d, OP_ADD_ROW_CHANNEL, (int64_t)F * C, rows_grain(T), k_add_row_channel, &j);
 }
 
 typedef struct {
@@ -505,10 +484,8 @@ static void k_im2col(void *v, int64_t b, int64_t e, int wk)
 
 static void op_im2col(sb_bdev *d, sb_dv x, long lin, int cin, sb_dv col, long lout)
 {
-	const double t0 = prof_t0(d);
 	conv_job j = {.x = P(x), .o = P(col), .lin = lin, .lout = lout, .cin = cin};
-	sb_pool_for(d->pool, (int64_t)cin * 8, grain_for(lout), k_im2col, &j);
-	prof_add(d, OP_IM2COL, t0, 0);
+	pool_op(d, OP_IM2COL, (int64_t)cin * 8, grain_for(lout), k_im2col, &j);
 }
 
 static void k_convtr(void *v, int64_t b, int64_t e, int wk)
@@ -535,11 +512,9 @@ static void k_convtr(void *v, int64_t b, int64_t e, int wk)
 static void op_convtr(sb_bdev *d, sb_dv p, long lin, int cout, long length, sb_dv b, int act,
                       sb_dv o)
 {
-	const double t0 = prof_t0(d);
 	conv_job j = {.p = P(p), .b = P(b), .o = P(o), .lin = lin, .length = length, .cout = cout,
 	              .act = act};
-	sb_pool_for(d->pool, cout, grain_for(length), k_convtr, &j);
-	prof_add(d, OP_CONVTR, t0, 0);
+	pool_op(d, OP_CONVTR, cout, grain_for(length), k_convtr, &j);
 }
 
 /* ---- the RoFormers' operations ---- */
@@ -563,10 +538,8 @@ static void k_rmsnorm(void *v, int64_t b, int64_t e, int wk)
 
 static void op_rmsnorm(sb_bdev *d, sb_dv x, sb_dv o, size_t rows, int D, sb_dv w)
 {
-	const double t0 = prof_t0(d);
 	ew j = {.x = P(x), .o = P(o), .D = D, .w = P(w)};
-	sb_pool_for(d->pool, (int64_t)rows, rows_grain(D), k_rmsnorm, &j);
-	prof_add(d, OP_RMSNORM, t0, 0);
+	pool_op(d, OP_RMSNORM, (int64_t)rows, rows_grain(D), k_rmsnorm, &j);
 }
 
 typedef struct {
@@ -595,10 +568,8 @@ static void k_rope(void *v, int64_t b, int64_t e, int wk)
 static void op_rope(sb_bdev *d, sb_dv x, size_t rows, int ld, int cols, int hd, sb_dv cs,
                     int div, int mod)
 {
-	const double t0 = prof_t0(d);
 	rope_job j = {P(x), P(cs), ld, cols, hd, div > 0 ? div : 1, mod > 0 ? mod : 1};
-	sb_pool_for(d->pool, (int64_t)rows, rows_grain(cols), k_rope, &j);
-	prof_add(d, OP_ROPE, t0, 0);
+	pool_op(d, OP_ROPE, (int64_t)rows, rows_grain(cols), k_rope, &j);
 }
 
 typedef struct {
@@ -621,10 +592,8 @@ static void k_head_gate(void *v, int64_t b, int64_t e, int wk)
 static void op_head_gate(sb_bdev *d, sb_dv x, int ldx, sb_dv g, int ldg, size_t rows,
                          int heads, int hd)
 {
-	const double t0 = prof_t0(d);
 	gate_job j = {P(x), P(g), ldx, ldg, heads, hd};
-	sb_pool_for(d->pool, (int64_t)rows, rows_grain(heads * hd), k_head_gate, &j);
-	prof_add(d, OP_HEAD_GATE, t0, 0);
+	pool_op(d, OP_HEAD_GATE, (int64_t)rows, rows_grain(heads * hd), k_head_gate, &j);
 }
 
 /* ---- signal operations (cpu_signal.c) ---- */

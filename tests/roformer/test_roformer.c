@@ -109,6 +109,43 @@ static const char *const models[] = {"bs-tiny", "bs-tiny-4", "mel-tiny", "bs-tin
                                      "bs-tiny-6"};
 #define N_MODELS (sizeof models / sizeof models[0])
 
+
+/* tmpdir/name: model's configuration with its first 'find' replaced by 'with'; NULL when the
+ * fixture cannot be read or has no 'find' */
+static const char *edited_config(const char *model, const char *find, const char *with,
+                                 const char *name)
+{
+	static char out[512];
+	char buf[65536];
+	FILE *f = fopen(path("%s.yaml", model), "rb");
+	size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[n] = '\0';
+	const char *at = strstr(buf, find);
+	snprintf(out, sizeof out, "%s/%s", tmpdir, name);
+	FILE *g = at ? fopen(out, "wb") : NULL;
+	if (!g)
+		return NULL;
+	fwrite(buf, 1, (size_t)(at - buf), g);
+	fputs(with, g);
+	fputs(at + strlen(find), g);
+	fclose(g);
+	return out;
+}
+
+/* the converter on a checkpoint and a configuration; its error line printed */
+static sb_status convert_with(const char *ckpt, const char *yaml, const char *out)
+{
+	const char *in[1] = {ckpt};
+	sbc_convert_opts o = {.inputs = in, .n_inputs = 1, .output = out, .config = yaml,
+	                      .log = &logger};
+	errors[0] = '\0';
+	const sb_status st = yaml ? sbc_convert(&o) : SB_ERR_IO;
+	printf("    %s", errors);
+	return st;
+}
+
 static void case_convert(void)
 {
 	char out[512];
@@ -145,54 +182,16 @@ static void case_convert(void)
 	check(st == SB_ERR_MODEL && strstr(errors, "tensor '") && access(out, F_OK) != 0,
 	      "bs-tiny-4's checkpoint with bs-tiny's config: the tensor named, nothing written");
 	/* a key the reference does not know */
-	char yaml[512];
-	snprintf(yaml, sizeof yaml, "%s/unknown.yaml", tmpdir);
-	f = fopen(path("%s.yaml", "bs-tiny"), "rb");
-	n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-	if (f)
-		fclose(f);
-	buf[n] = '\0';
-	char *m = strstr(buf, "model:\n");
-	g = fopen(yaml, "wb");
-	if (g && m) {
-		fwrite(buf, 1, (size_t)(m - buf) + 7, g);
-		fputs("  dim_hyper: 3\n", g);
-		fputs(m + 7, g);
-	}
-	if (g)
-		fclose(g);
-	const char *in2[1] = {path("%s.ckpt", "bs-tiny")};
-	sbc_convert_opts o2 = {.inputs = in2, .n_inputs = 1, .output = out, .config = yaml,
-	                       .log = &logger};
-	errors[0] = '\0';
-	st = sbc_convert(&o2);
-	printf("    %s", errors);
-	check(st == SB_ERR_UNSUPPORTED && strstr(errors, "model.dim_hyper") &&
+	const char *yaml = edited_config("bs-tiny", "model:\n", "model:\n  dim_hyper: 3\n",
+	                                 "unknown.yaml");
+	st = convert_with(path("%s.ckpt", "bs-tiny"), yaml, out);
+	check(yaml && st == SB_ERR_UNSUPPORTED && strstr(errors, "model.dim_hyper") &&
 	          access(out, F_OK) != 0, "an unknown config key: refused by its name");
 	/* a stem this build does not write (a drum kit's "kick"): refused by name, not folded into
 	 * "other" with the stems it would lose */
-	snprintf(yaml, sizeof yaml, "%s/kick.yaml", tmpdir);
-	f = fopen(path("%s.yaml", "bs-tiny-6"), "rb");
-	n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-	if (f)
-		fclose(f);
-	buf[n] = '\0';
-	m = strstr(buf, "guitar");
-	g = fopen(yaml, "wb");
-	if (g && m) {
-		fwrite(buf, 1, (size_t)(m - buf), g);
-		fputs("kick", g);
-		fputs(m + 6, g);
-	}
-	if (g)
-		fclose(g);
-	const char *in3[1] = {path("%s.ckpt", "bs-tiny-6")};
-	sbc_convert_opts o3 = {.inputs = in3, .n_inputs = 1, .output = out, .config = yaml,
-	                       .log = &logger};
-	errors[0] = '\0';
-	st = sbc_convert(&o3);
-	printf("    %s", errors);
-	check(m && st != SB_OK && strstr(errors, "training.instruments: 'kick'") &&
+	yaml = edited_config("bs-tiny-6", "- guitar\n", "- kick\n", "kick.yaml");
+	st = convert_with(path("%s.ckpt", "bs-tiny-6"), yaml, out);
+	check(yaml && st != SB_OK && strstr(errors, "training.instruments: 'kick'") &&
 	          access(out, F_OK) != 0, "an instrument that is no stem we write: refused by name");
 }
 

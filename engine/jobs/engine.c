@@ -24,6 +24,7 @@
 #include "backend/backend.h"
 #include "core/pace.h"
 #include "io/audio_file.h"
+#include "models/model.h"
 #include "jobs/job_run.h"
 
 #include <pthread.h>
@@ -51,7 +52,9 @@ struct sb_job {
 	pthread_cond_t done;
 	int pooled;                /* waits in the engine's pool for a free device of 'want' */
 	sb_device_set want;        /* a pooled job: the devices it asked for */
-	double units;              /* its audio in seconds, what the sharing rule counts (units()) */
+	double units;              /* its audio in seconds, what the sharing rule counts */
+	int shares;                /* its model deals segments out to several devices (not the
+	                              built-in, which runs on the first device of a set) */
 	sb_job *next_in_table;
 	sb_job *next_in_queue;
 };
@@ -337,7 +340,8 @@ static sb_job *next_job(sb_engine *e, sb_worker *w)
 	for (sb_job *q = e->pool_head; q; q = q->next_in_queue)
 		e->pool_tail = q;
 	j->next_in_queue = NULL;
-	int alone = !e->stopping && !atomic_load(&j->cancel);
+	/* idle devices are lent only to a model that can use them */
+	int alone = j->shares && !e->stopping && !atomic_load(&j->cancel);
 	for (const sb_job *q = e->pool_head; q && alone; q = q->next_in_queue)
 		for (size_t k = 0; k < q->want.n && alone; k++)
 			alone = !in_set(&j->want, q->want.index[k]);
@@ -669,6 +673,12 @@ sb_status sb_engine_submit(sb_engine *e, const sb_job_spec *spec, sb_job_id *id)
 	                            : (double)spec->frames / spec->rate;
 	if (!(j->units > 0))
 		j->units = 60;
+	/* whether its model can share: every model file can, the built-in cannot (nothing is
+	 * logged: the job says why when its model is missing) */
+	char real[256], file[4352];
+	const sb_logger quiet = {NULL, NULL};
+	j->shares = sb_model_locate(spec->model, (const char *const *)e->model_path, &quiet, real,
+	                            sizeof real, file, sizeof file) == SB_OK && file[0];
 
 	pthread_mutex_lock(&e->lock);
 	/* what it asks for: its own request, else the engine's set */

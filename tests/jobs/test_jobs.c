@@ -677,6 +677,34 @@ static void test_decide(void)
 	CHECK(strcmp(a_id, b) != 0, "two jobs together both ran on %s", b);
 	CHECK(overlapped, "two jobs together never ran at the same time");
 
+	/* the built-in model runs on the first device of a set: a lone job of it takes one device
+	 * and leaves the other free for the next take */
+	char b1[4200], b2[4200];
+	subdir(b1, sizeof b1, "decide-builtin-1");
+	subdir(b2, sizeof b2, "decide-builtin-2");
+	sb_job_id ba = submit_track(e, b1, "song", 44100 * 60, "opencl:0,opencl:1", "builtin");
+	sb_job_progress pa, pb;
+	for (int spin = 0; spin < 100000; spin++)
+		if (sb_engine_progress(e, ba, &pa) != SB_OK || pa.state != SB_JOB_QUEUED)
+			break;
+		else
+			usleep(100);
+	sb_job_id bb = submit_track(e, b2, "song", 44100 * 60, "opencl:0,opencl:1", "builtin");
+	int both = 0;
+	for (int spin = 0; spin < 600000 && !both; spin++) {
+		sb_engine_progress(e, ba, &pa);
+		sb_engine_progress(e, bb, &pb);
+		both = pa.state == SB_JOB_RUNNING && pb.state == SB_JOB_RUNNING;
+		if (pa.state >= SB_JOB_DONE && pb.state >= SB_JOB_DONE)
+			break;
+		usleep(200);
+	}
+	CHECK(both, "a lone built-in job held both devices: the next one waited for it");
+	sb_job_result r1 = finish(e, ba), r2 = finish(e, bb);
+	CHECK(r1.status == SB_OK && r2.status == SB_OK && strcmp(r1.device_used, r2.device_used),
+	      "two built-in jobs: %s on %s, %s on %s", r1.message, r1.device_used, r2.message,
+	      r2.device_used);
+
 	run_pair(e, "decide-turns", 1, two, &overlapped);
 	na = n_devices_used(&two[0], &a);
 	nb = n_devices_used(&two[1], &b);

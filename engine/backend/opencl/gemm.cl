@@ -136,6 +136,8 @@ void gemm_tiled(int M, int N, int K, float alpha,
 		 * purpose: PoCL 3.1 miscompiled "if (t + 1 < steps)" around it and its store (wrong
 		 * sums, correct with -cl-opt-disable), and a GPU loses nothing by it */
 		LOAD((t + 1) * TK)
+		/* unrolled: the compiler schedules the local reads of step k + 1 under the FMAs of k */
+#pragma unroll
 		for (int k = 0; k < TK; k++) {
 			float a[WM], b[WN];
 			for (int i = 0; i < QM; i++) {
@@ -152,7 +154,9 @@ void gemm_tiled(int M, int N, int K, float alpha,
 				b[4 * j + 2] = x.z;
 				b[4 * j + 3] = x.w;
 			}
+#pragma unroll
 			for (int i = 0; i < WM; i++)
+#pragma unroll
 				for (int j = 0; j < WN; j++)
 					acc[i][j] = fma(a[i], b[j], acc[i][j]);
 		}

@@ -24,9 +24,9 @@ RFREF=${RFREF:-/tmp/roformer-ref}
 rm -rf "$OUT"
 mkdir -p "$OUT/bin" "$OUT/debs" "$OUT/golden" "$OUT/ref" "$OUT/roformer" "$OUT/rfref"
 for b in bench/demucs/bench_demucs bench/opencl/bench_opencl bench/jobs/bench_jobs bench/cpu/bench_gemm \
-         bench/roformer/bench_roformer \
+         bench/roformer/bench_roformer bench/opencl/bench_cl_gemm \
          tools/cli/stembridge tests/demucs/test_demucs tests/opencl/test_cl_blas \
-         tests/opencl/test_opencl; do
+         tests/opencl/test_opencl tests/backend/test_ops; do
 	cp "$BUILD/$b" "$OUT/bin/"
 done
 for f in README.md htdemucs-tiny.safetensors htdemucs-mid.safetensors \

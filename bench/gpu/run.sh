@@ -2,12 +2,19 @@
 # The GPU checks and benchmarks, on the lent device machine, from the repository root, with
 # .devcarry/ carried (bench/gpu/prepare.sh makes it). Each step fits one device call (10 min):
 #
-#   bench/gpu/run.sh all [SECONDS=180]   check, demucs, share and cpu in one call (what a lent
-#                               machine should be spent on: one call, then give it back)
-#   bench/gpu/run.sh check      golden vectors on the GPU (CLBlast and own products), CLBlast
+#   bench/gpu/run.sh all [SECONDS=180]   check, gemm, demucs, share, roformer and cpu in one call
+#                               (what a lent machine should be spent on: one call, then give
+#                               it back)
+#   bench/gpu/run.sh check      golden vectors on the GPU (CLBlast, own and tiled products),
+#                               the tiled kernel's per-operation test, CLBlast
+#   bench/gpu/run.sh gemm [SCALE=1]   products alone (issue #24): HTDemucs's three largest and
+#                               its two strided-batched attention products through CLBlast, the
+#                               own kernel, the tiled kernel and a few other tilings of it, in
+#                               TFLOP/s (bench_cl_gemm; SCALE divides the sizes, for PoCL)
 #   bench/gpu/run.sh classic    the built-in model: bench_opencl, bench_jobs (issue #3)
 #   bench/gpu/run.sh demucs [SECONDS=180]    HTDemucs full size: Stembridge (CLBlast, own
-#                               kernel, profiles) beside PyTorch on CUDA (float32, and TF32)
+#                               kernel, tiled kernel, profiles) beside PyTorch on CUDA (float32,
+#                               and TF32)
 #   bench/gpu/run.sh roformer [SECONDS=60]  BS-RoFormer ep_317 at full size (random weights
 #                               from its public config): a chunk (profiled: launches, transfers)
 #                               and a song on the GPU beside MSST's model in PyTorch on CUDA
@@ -27,7 +34,7 @@ set -u -o pipefail
 if [ "${1:-}" = all ]; then
 	rc=0
 	t0=$(date +%s)
-	for s in "check" "demucs ${2:-180}" "share ${2:-180}" "roformer 60" "cpu 30"; do
+	for s in "check" "gemm" "demucs ${2:-180}" "share ${2:-180}" "roformer 60" "cpu 30"; do
 		echo "== run.sh $s ($(( $(date +%s) - t0 )) s in)"
 		REPEAT=${REPEAT:-3} "$0" $s || rc=1
 	done
@@ -101,10 +108,15 @@ case "$step" in
 check)
 	# test_cl_blas and test_demucs open the first OpenCL device: the GPU, only NVIDIA registered
 	sb "$C/bin/test_cl_blas" /tmp 2>&1 | tee "$R/check-cl_blas.txt" || note test_cl_blas
-	for g in clblast own; do
+	for g in clblast own tiled; do
 		SB_CL_GEMM=$g sb "$C/bin/test_demucs" "$C/golden" opencl-mid 2>&1 |
 			tee "$R/check-mid-$g.txt" || note "opencl-mid ($g)"
 	done
+	# the tiled kernel's products and attention against the C reference, with the table's
+	# tilings for the GPU (both: the small one serves the small products)
+	SB_CL_GEMM=tiled sb "$C/bin/test_ops" --ops gemm,attention --expect "tiled kernel" \
+		> "$R/check-ops-tiled.txt" 2>&1 || note "test_ops (tiled)"
+	tail -n 3 "$R/check-ops-tiled.txt"
 	sb "$C/bin/test_demucs" "$C/golden" opencl-full 2>&1 | tee "$R/check-full.txt" ||
 		note opencl-full
 	sb "$C/bin/test_opencl" > "$R/check-classic.txt" 2>&1 || note test_opencl
@@ -116,10 +128,19 @@ classic)
 	sb "$C/bin/bench_jobs" --seconds 30 --devices "$gpu" --single "$gpu" 2>&1 |
 		tee "$R/bench_jobs.txt" || note bench_jobs
 	;;
+gemm)
+	# products alone, every path on the same data (vs_first: each path against CLBlast's
+	# results); the tilings beside the table's are the candidates for the H100's row
+	# (7 paths x 5 shapes x 0.2 s, plus a context and a kernel build a path: under a minute)
+	sb "$C/bin/bench_cl_gemm" --device "$gpu" --gemm clblast,own,tiled --scale "${2:-1}" \
+		--seconds 0.2 --tiles "${TILES:-128,128,8,8,8/128,64,16,8,4/64,128,16,4,8/64,64,16,4,4}" \
+		2> "$R/gemm.log" | tee "$R/gemm.jsonl" || note bench_cl_gemm
+	tail -n 5 "$R/gemm.log"
+	;;
 demucs)
 	secs=${2:-180}
 	model=/tmp/sb-htdemucs-full.safetensors
-	for g in clblast own; do
+	for g in clblast own tiled; do
 		m="--model $model"
 		[ -e "$model" ] || m="--write-model $model"
 		sb "$C/bin/bench_demucs" "$C/golden/released-shapes.json" $m \
@@ -209,7 +230,7 @@ tune)
 	cat "$R/demucs-clblast-tuned-profile.txt" "$R/demucs-clblast-tuned.json"
 	;;
 *)
-	echo "run.sh: unknown step '$step' (check, classic, demucs, share, roformer, tune, cpu)" >&2
+	echo "run.sh: unknown step '$step' (check, gemm, classic, demucs, share, roformer, tune, cpu)" >&2
 	exit 2
 	;;
 esac

@@ -9,8 +9,13 @@
  * the CPU backend splits them over its threads, with offsets into buffers and padded leading
  * dimensions, and batches whose items share one weight (stride 0).
  *
- * usage: test_ops            prints one line per backend, device and operation; exit 1 on a
- *                            failure. POCL_DEVICES="pthread pthread" gives two OpenCL devices.
+ * usage: test_ops [--ops gemm,attention] [--expect PRODUCTS]
+ *   prints one line per backend, device and operation; exit 1 on a failure.
+ *   POCL_DEVICES="pthread pthread" gives two OpenCL devices.
+ *   --ops      only these operations' cases (gemm, attention), so a product kernel chosen by
+ *              the environment (SB_CL_GEMM, SB_CL_TILE) is checked without the rest
+ *   --expect   every device outside the CPU backend must describe its products as starting
+ *              with PRODUCTS (the kernel the environment asked for really ran)
  */
 #include "backend/backend.h"
 #include "models/classic/classic_ops.h"
@@ -80,13 +85,14 @@ typedef struct {
 	sb_bbuf *bufs[32];
 	int n;
 	int failed;
+	size_t off; /* where put() places data in its buffer: 5, or 8 for 16-byte alignment */
 } arena;
 
 /* n floats on the device at a small offset into a larger buffer, with h's contents */
 static sb_dv put(arena *a, const float *h, size_t n)
 {
 	sb_dv v = {NULL, 0};
-	const size_t off = 5;
+	const size_t off = a->off;
 	sb_bbuf *b = NULL;
 	if (a->n == 32 || a->x->be->alloc(a->x->d, n + off + 3, &b) != SB_OK) {
 		a->failed = 1;
@@ -188,16 +194,26 @@ static sb_bdev *dv(run *r) { return r->a->x->d; }
 
 static double gelu(double x) { return 0.5 * x * (1.0 + erf(x / sqrt(2.0))); }
 
-static void case_gemm(run *r, int M, int N, int K, int tb, int batch, int batch2, int pad,
-                      int share_a)
+static long up4(long x, int align)
 {
-	const int lda = K + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
-	const long sa = share_a ? 0 : (long)M * lda + 3, sb = (long)(tb ? N : K) * ldb + 1,
-	           sc = (long)M * ldc + 2;
-	const long sa2 = share_a ? 0 : sa * batch + 7, sb2 = sb * batch + 5, sc2 = sc * batch + 4;
+	return align ? (x + 3) / 4 * 4 : x;
+}
+
+/* align: which of A (1), B (2), C (4) have leading dimensions, strides and offsets that are
+ * multiples of 4 floats (a GPU kernel's float4 paths); the others are odd */
+static void case_gemm_at(run *r, int M, int N, int K, int tb, int batch, int batch2, int pad,
+                         int share_a, int align, float beta)
+{
+	const int al_a = align & 1, al_b = align & 2, al_c = align & 4;
+	const int lda = (int)up4(K + pad, al_a), ldb = (int)up4((tb ? K : N) + pad, al_b),
+	          ldc = (int)up4(N + pad, al_c);
+	const long sa = share_a ? 0 : up4((long)M * lda + 3, al_a),
+	           sb = up4((long)(tb ? N : K) * ldb + 1, al_b), sc = up4((long)M * ldc + 2, al_c);
+	const long sa2 = share_a ? 0 : up4(sa * batch + 7, al_a), sb2 = up4(sb * batch + 5, al_b),
+	           sc2 = up4(sc * batch + 4, al_c);
 	const size_t na = (size_t)(share_a ? (long)M * lda : sa2 * batch2),
 	             nb = (size_t)(sb2 * batch2), nc = (size_t)(sc2 * batch2);
-	const float alpha = 0.7f, beta = 0.3f;
+	const float alpha = 0.7f;
 	float *A = rnd(na, 1), *B = rnd(nb, 1), *C = rnd(nc, 1), *got = malloc(sizeof(float) * nc);
 	double *want = dup_d(C, nc);
 	for (int j = 0; j < batch2; j++)
@@ -213,7 +229,13 @@ static void case_gemm(run *r, int M, int N, int K, int tb, int batch, int batch2
 					c[(size_t)m * ldc + n] = alpha * s + beta * c[(size_t)m * ldc + n];
 				}
 		}
-	sb_dv dA = put(r->a, A, na), dB = put(r->a, B, nb), dC = put(r->a, C, nc);
+	r->a->off = al_a ? 8 : 5;
+	sb_dv dA = put(r->a, A, na);
+	r->a->off = al_b ? 8 : 5;
+	sb_dv dB = put(r->a, B, nb);
+	r->a->off = al_c ? 8 : 5;
+	sb_dv dC = put(r->a, C, nc);
+	r->a->off = 5;
 	if (!r->a->failed)
 		ops(r)->gemm(dv(r), M, N, K, alpha, dA, lda, sa, dB, ldb, sb, tb, beta, dC, ldc, sc,
 		             batch, batch2, sa2, sb2, sc2);
@@ -221,8 +243,9 @@ static void case_gemm(run *r, int M, int N, int K, int tb, int batch, int batch2
 	get(r->a, got, dC, nc);
 	sb_status st = done(r->a);
 	char shape[64];
-	snprintf(shape, sizeof shape, "%dx%dx%d%s b%dx%d%s%s", M, N, K, tb ? " tB" : "", batch,
-	         batch2, pad ? " pad" : "", share_a ? " A0" : "");
+	snprintf(shape, sizeof shape, "%dx%dx%d%s b%dx%d%s%s%s%s", M, N, K, tb ? " tB" : "", batch,
+	         batch2, pad ? " pad" : "", share_a ? " A0" : "", align ? " v" : "",
+	         beta == 0.f ? " b0" : "");
 	judge(r, "gemm", shape, st, got, want, nc, 2e-6 * sqrt((double)K) + 1e-6);
 	arena_free(r->a);
 	free(A);
@@ -230,6 +253,12 @@ static void case_gemm(run *r, int M, int N, int K, int tb, int batch, int batch2
 	free(C);
 	free(got);
 	free(want);
+}
+
+static void case_gemm(run *r, int M, int N, int K, int tb, int batch, int batch2, int pad,
+                      int share_a)
+{
+	case_gemm_at(r, M, N, K, tb, batch, batch2, pad, share_a, 0, 0.3f);
 }
 
 /* An elementwise operation: x (and y) in, x out. */
@@ -985,15 +1014,59 @@ static void case_cmul(run *r, size_t n, int batch, int inplace)
 	free(want);
 }
 
+/* --ops: the operations to test, NULL for all */
+static const char *only_ops;
+
+static int wanted(const char *op)
+{
+	if (!only_ops)
+		return 1;
+	const size_t n = strlen(op);
+	for (const char *p = only_ops; (p = strstr(p, op)); p += n)
+		if ((p == only_ops || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
+			return 1;
+	return 0;
+}
+
 /* Every case, in a fixed order (the CPU's results are matched by position). */
 static void all_cases(run *r)
 {
-	case_gemm(r, 37, 45, 70, 0, 1, 1, 0, 0);
-	case_gemm(r, 37, 45, 70, 1, 1, 1, 3, 0);
-	case_gemm(r, 19, 33, 48, 0, 3, 2, 1, 1);   /* weights shared by every item */
-	case_gemm(r, 24, 17, 40, 1, 4, 1, 0, 0);   /* more items than a CPU has threads */
-	case_gemm(r, 256, 300, 384, 0, 1, 1, 0, 0); /* split over threads, tiled on a GPU */
-	case_gemm(r, 200, 128, 256, 1, 2, 1, 0, 1);
+	if (wanted("gemm")) {
+		case_gemm(r, 37, 45, 70, 0, 1, 1, 0, 0);
+		case_gemm(r, 37, 45, 70, 1, 1, 1, 3, 0);
+		case_gemm(r, 19, 33, 48, 0, 3, 2, 1, 1);   /* weights shared by every item */
+		case_gemm(r, 24, 17, 40, 1, 4, 1, 0, 0);   /* more items than a CPU has threads */
+		case_gemm(r, 256, 300, 384, 0, 1, 1, 0, 0); /* split over threads, tiled on a GPU */
+		case_gemm(r, 200, 128, 256, 1, 2, 1, 0, 1);
+		/* a GPU kernel's float4 paths (aligned operands), its ragged tiles in M, N and K
+		 * (K not a multiple of 4), one row or one column, beta 0, and mixed alignments */
+		case_gemm_at(r, 130, 260, 37, 0, 1, 1, 0, 0, 7, 0.3f);
+		case_gemm_at(r, 130, 260, 37, 1, 1, 1, 0, 0, 7, 0.3f);
+		case_gemm_at(r, 520, 264, 300, 0, 1, 1, 0, 0, 7, 0.3f);
+		case_gemm_at(r, 264, 520, 96, 1, 1, 1, 0, 0, 7, 0.f);
+		case_gemm_at(r, 129, 67, 45, 0, 3, 2, 1, 0, 3, 0.f);
+		case_gemm_at(r, 64, 96, 48, 1, 3, 1, 0, 1, 5, 0.3f);
+		case_gemm_at(r, 70, 133, 64, 1, 2, 2, 2, 0, 6, 0.3f);
+		case_gemm_at(r, 1, 300, 64, 1, 1, 1, 0, 0, 7, 0.3f);
+		case_gemm_at(r, 300, 1, 70, 0, 1, 1, 0, 0, 7, 0.3f);
+		case_gemm_at(r, 3, 5, 2, 0, 2, 1, 0, 0, 7, 0.3f);
+	}
+	if (wanted("attention")) {
+		case_attention(r, 37, 37, 3, 8, 1, 1, 0);
+		case_attention(r, 300, 300, 8, 48, 1, 1, 0);  /* more query rows than a CPU block */
+		case_attention(r, 45, 70, 4, 16, 0, 1, 0);
+		case_attention(r, 600, 257, 8, 48, 0, 1, 0);
+		case_attention(r, 50, 50, 4, 16, 1, 3, 0);    /* segments of a batch, one after another */
+		case_attention(r, 30, 45, 2, 8, 0, 2, 0);
+		case_attention(r, 41, 41, 2, 16, 1, 5, 1);    /* a RoFormer's time sequences, per band */
+		case_attention(r, 7, 7, 4, 8, 1, 19, 0);      /* its band sequences: many and short */
+		r->a->off = 8;                                /* aligned: a GPU kernel's float4 paths */
+		case_attention(r, 300, 300, 8, 48, 1, 1, 0);
+		case_attention(r, 64, 64, 4, 16, 1, 6, 1);
+		r->a->off = 5;
+	}
+	if (only_ops)
+		return;
 	case_ew(r, E_ZERO, 7, 33, 3);
 	case_ew(r, E_COPY, 7, 33, 3);
 	case_ew(r, E_COPY, 48, 2000, 1);
@@ -1033,14 +1106,6 @@ static void all_cases(run *r)
 	case_im2col(r, 48, 4411);
 	case_convtr(r, 5, 12, 45, 0);
 	case_convtr(r, 48, 1103, 4410, 1);
-	case_attention(r, 37, 37, 3, 8, 1, 1, 0);
-	case_attention(r, 300, 300, 8, 48, 1, 1, 0);  /* more query rows than a CPU block */
-	case_attention(r, 45, 70, 4, 16, 0, 1, 0);
-	case_attention(r, 600, 257, 8, 48, 0, 1, 0);
-	case_attention(r, 50, 50, 4, 16, 1, 3, 0);    /* segments of a batch, one after another */
-	case_attention(r, 30, 45, 2, 8, 0, 2, 0);
-	case_attention(r, 41, 41, 2, 16, 1, 5, 1);    /* a RoFormer's time sequences, per band */
-	case_attention(r, 7, 7, 4, 8, 1, 19, 0);      /* its band sequences: many and short */
 	case_ew(r, E_BIAS_TANH, 7, 33, 3);
 	case_ew(r, E_COLS_TANH, 5, 384, 40);
 	case_rmsnorm(r, 37, 24, 0);
@@ -1096,8 +1161,19 @@ static float *classic_chunk(const sb_exec *x, int nt, size_t *n_out, sb_status *
 	return out;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	const char *expect = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--ops") && i + 1 < argc) {
+			only_ops = argv[++i];
+		} else if (!strcmp(argv[i], "--expect") && i + 1 < argc) {
+			expect = argv[++i];
+		} else {
+			fprintf(stderr, "usage: test_ops [--ops gemm,attention] [--expect PRODUCTS]\n");
+			return 2;
+		}
+	}
 	sb_device_list *list = NULL;
 	if (sb_devices_enumerate(&logger, &list) != SB_OK) {
 		fprintf(stderr, "no device list\n");
@@ -1148,11 +1224,23 @@ int main(void)
 			failures++;
 			continue;
 		}
-		arena a = {&x, {0}, 0, 0};
+		arena a = {&x, {0}, 0, 0, 5};
 		results mine = {{0}, {0}, 0};
 		run r = {&a, d->id, i == 0 ? NULL : &cpu, i == 0 ? &cpu : &mine, 0};
 		rng = 12345u;
 		all_cases(&r);
+		const char *products = x.be->describe(x.d);
+		printf("  %-9s products through %s\n", d->id, products);
+		if (expect && x.be != sb_backend_cpu() && strncmp(products, expect, strlen(expect))) {
+			printf("  FAIL: %s ran its products through %s, not %s\n", d->id, products, expect);
+			failures++;
+		}
+		if (only_ops) {
+			for (int k = 0; k < mine.count; k++)
+				free(mine.out[k]);
+			sb_exec_close(&x);
+			continue;
+		}
 		/* the classic group */
 		size_t n = 0;
 		sb_status st = SB_OK;

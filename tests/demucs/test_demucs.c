@@ -260,8 +260,9 @@ static void segment_case(const char *model, const char *io_name, double out_tol,
 		/* the products ran where the test asked (SB_CL_GEMM), so each path is really tested */
 		const char *want = getenv("SB_CL_GEMM");
 		printf("matrix products: %s\n", gemm);
-		if (want && !strcmp(want, "own") ? strcmp(gemm, "own kernel") != 0
-		                                 : have_clblast && strncmp(gemm, "CLBlast", 7))
+		if (want && !strcmp(want, "own")     ? strcmp(gemm, "own kernel") != 0
+		    : want && !strcmp(want, "tiled") ? strncmp(gemm, "tiled kernel", 12) != 0
+		                                     : have_clblast && strncmp(gemm, "CLBlast", 7))
 			FAIL("matrix products through %s, not what SB_CL_GEMM=%s asks", gemm,
 			     want ? want : "(default)");
 	}

@@ -3,7 +3,7 @@
  *     HTDemucs uses: plain, B transposed (attention), batched with a shared A (stride 0), with
  *     offsets and leading dimensions wider than the matrix, accumulating (beta 1), and beta 0
  *     into a buffer full of NaN (whatever was there must not leak through);
- *   - SB_CL_GEMM picks the backend, and an unknown value is reported;
+ *   - SB_CL_GEMM picks the backend (clblast, own, tiled), and an unknown value is reported;
  *   - tuning files (SB_CLBLAST_TUNING): this device's fastest file per kernel is applied and
  *     named in the log, another device's file is ignored, a damaged file and a file CLBlast
  *     refuses are reported with their paths, and products stay right after tuning.
@@ -248,6 +248,8 @@ static void tuning(sb_cl_device *d, const char *dir)
 	products(d);
 	setenv("SB_CL_GEMM", "own", 1);
 	CHECK(sb_cl_gemm_choose(d) == SB_CL_GEMM_OWN, "SB_CL_GEMM=own");
+	setenv("SB_CL_GEMM", "tiled", 1);
+	CHECK(sb_cl_gemm_choose(d) == SB_CL_GEMM_TILED, "SB_CL_GEMM=tiled");
 	setenv("SB_CL_GEMM", "fastest", 1);
 	log_len = 0;
 	CHECK(sb_cl_gemm_choose(d) == SB_CL_GEMM_CLBLAST, "an unknown SB_CL_GEMM keeps the default");

@@ -8,6 +8,8 @@
  */
 #include "backend/opencl/cl_backend.h"
 
+#include "backend/opencl/cl_gemm_tiled.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +61,7 @@ static void cl_close(sb_bdev *d)
 			clReleaseKernel(d->k[i]);
 	if (d->prog)
 		clReleaseProgram(d->prog);
+	sb_cl_tiled_free(d->tiled);
 	if (d->parts)
 		clReleaseMemObject(d->parts);
 	if (d->stats)
@@ -210,6 +213,8 @@ static int cl_profile(const sb_bdev *d, sb_prof_entry *out, int max)
 
 static const char *cl_describe(const sb_bdev *d)
 {
+	if (d->built && d->tiled && d->gemm == SB_CL_GEMM_TILED)
+		return sb_cl_tiled_describe(d->tiled); /* with its tiling */
 	return d->built ? sb_cl_gemm_name(d->gemm) : sb_cl_gemm_name(sb_cl_blas_available()
 	                                                                  ? SB_CL_GEMM_CLBLAST
 	                                                                  : SB_CL_GEMM_OWN);

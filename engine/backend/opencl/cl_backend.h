@@ -41,7 +41,8 @@ struct sb_bdev {
 	cl_mem att;             /* attention scores (op_attention) */
 	size_t att_n;
 	cl_mem tw;              /* the FFTs' twiddles, exp(-2 pi i m / 8192), m < 4096 */
-	sb_cl_gemm_kind gemm;   /* CLBlast or the own kernel (cl_blas.h) */
+	sb_cl_gemm_kind gemm;   /* CLBlast, the own kernel or the tiled one (cl_blas.h) */
+	struct sb_cl_tiled *tiled; /* the tiled kernel's programs, when it is the choice */
 	int profiling;
 	long prof_calls[P_COUNT];
 	double prof_s[P_COUNT], prof_flops[P_COUNT];

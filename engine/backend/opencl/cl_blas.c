@@ -33,7 +33,8 @@ int sb_cl_blas_available(void)
 
 const char *sb_cl_gemm_name(sb_cl_gemm_kind k)
 {
-	return k == SB_CL_GEMM_CLBLAST ? "CLBlast " SB_CLBLAST_VERSION : "own kernel";
+	return k == SB_CL_GEMM_CLBLAST ? "CLBlast " SB_CLBLAST_VERSION
+	       : k == SB_CL_GEMM_TILED ? "tiled kernel" : "own kernel";
 }
 
 /* ---- tuning files ---- */
@@ -261,10 +262,17 @@ static int apply_tuning(sb_cl_device *d)
 sb_cl_gemm_kind sb_cl_gemm_choose(sb_cl_device *d)
 {
 	const char *env = getenv("SB_CL_GEMM");
-	sb_cl_gemm_kind k = env && !strcmp(env, "own") ? SB_CL_GEMM_OWN : SB_CL_GEMM_CLBLAST;
-	if (env && *env && strcmp(env, "clblast") && strcmp(env, "own"))
+	/* the default stays CLBlast until a GPU measures the tiled kernel faster (cl_blas.h) */
+	sb_cl_gemm_kind k = SB_CL_GEMM_CLBLAST;
+	if (env && !strcmp(env, "own"))
+		k = SB_CL_GEMM_OWN;
+	else if (env && !strcmp(env, "tiled"))
+		k = SB_CL_GEMM_TILED;
+	else if (env && *env && strcmp(env, "clblast"))
 		sb_log(sb_cl_device_logger(d), SB_LOG_WARNING,
-		       "SB_CL_GEMM='%s' is neither 'clblast' nor 'own': ignored", env);
+		       "SB_CL_GEMM='%s' is none of 'clblast', 'own', 'tiled': ignored", env);
+	if (k == SB_CL_GEMM_TILED)
+		return k;
 #ifdef SB_HAVE_CLBLAST
 	if (k == SB_CL_GEMM_CLBLAST) {
 		pthread_mutex_lock(&tune_lock);

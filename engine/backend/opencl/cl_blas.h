@@ -8,8 +8,12 @@
  * products 2.5x faster than our plain tiled kernel (ops.cl), which stays as
  * the fallback when CLBlast is absent at build time or refuses a product.
  *
- * CHOICE (sb_cl_gemm_choose): the environment variable SB_CL_GEMM = "clblast" or "own" forces
- * one (for benches and tests); otherwise CLBlast on every device when the build has it.
+ * CHOICE (sb_cl_gemm_choose): the environment variable SB_CL_GEMM = "clblast", "own" or
+ * "tiled" forces one (for benches and tests); otherwise CLBlast on every device when the build
+ * has it. "tiled" is the register-tiled, double-buffered kernel of gemm.cl (cl_gemm_tiled.h),
+ * written for issue #24 (products near cuBLAS on the H100) and not measured on a GPU yet: it
+ * becomes the default on a device only when bench/gpu's gemm step shows it faster there than
+ * CLBlast (bench/gpu/README.md).
  *
  * TUNED PARAMETERS: CLBlast ships none for recent GPUs (the H100 among them) and then uses
  * generic values. Its tuners (Debian's clblast-utils, driven by tools/clblast_tune.sh) write
@@ -30,12 +34,12 @@
 
 #include "backend/opencl/cl_internal.h"
 
-typedef enum { SB_CL_GEMM_OWN = 0, SB_CL_GEMM_CLBLAST } sb_cl_gemm_kind;
+typedef enum { SB_CL_GEMM_OWN = 0, SB_CL_GEMM_CLBLAST, SB_CL_GEMM_TILED } sb_cl_gemm_kind;
 
 /* What a backend should use on d (see CHOICE above). When it is CLBlast, the tuning files for
  * d are applied first (once per device per process) and the outcome logged. */
 sb_cl_gemm_kind sb_cl_gemm_choose(sb_cl_device *d);
-/* "CLBlast 1.5.3", "own kernel" */
+/* "CLBlast 1.5.3", "own kernel", "tiled kernel" */
 const char *sb_cl_gemm_name(sb_cl_gemm_kind k);
 /* 1 when this build has CLBlast */
 int sb_cl_blas_available(void);

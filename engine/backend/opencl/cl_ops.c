@@ -1,11 +1,14 @@
 /* The OpenCL backend's operations (backend.h: sb_ops): one kernel of ops.cl per operation
- * (matrix products through CLBlast where it serves, cl_blas.h), built through the device's
- * kernel cache at the first operation. A failure is kept in the device and every later launch
- * is skipped until clear(), so a model's forward pass reads as straight-line code and checks
- * once at the end (and before every download, so nothing reads a half-computed buffer).
+ * (matrix products through CLBlast where it serves, cl_blas.h, or gemm.cl's tiled kernel,
+ * cl_gemm_tiled.h), built through the device's kernel cache at the first operation. A failure
+ * is kept in the device and every later launch is skipped until clear(), so a model's forward
+ * pass reads as straight-line code and checks once at the end (and before every download, so
+ * nothing reads a half-computed buffer).
  * The signal operations (STFT, standardisation, gathers) are in cl_signal.c.
  */
 #include "backend/opencl/cl_ops.h"
+
+#include "backend/opencl/cl_gemm_tiled.h"
 
 #include "ops_cl.h" /* generated: the kernels' source */
 
@@ -85,6 +88,11 @@ static void gemm_one(sb_bdev *c, int M, int N, int K, float alpha, sb_dv A, int 
 		/* CLBlast refused (logged): the own kernel from now on, still on this device */
 		sb_log(c->log, SB_LOG_WARNING, "matrix products through the own kernel from now on");
 		c->gemm = SB_CL_GEMM_OWN;
+	}
+	if (c->gemm == SB_CL_GEMM_TILED) {
+		sb_cl_tiled_gemm(c, c->tiled, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc,
+		                 sc, batch);
+		return;
 	}
 	kargs a = args(c, K_GEMM);
 	a_i32(&a, M);
@@ -456,8 +464,21 @@ sb_status sb_cl_ops_ready(sb_bdev *c)
 	}
 	c->prog = prog;
 	c->gemm = sb_cl_gemm_choose(c->dev);
+	if (c->gemm == SB_CL_GEMM_TILED) {
+		st = sb_cl_tiled_open(c, &c->tiled);
+		if (st == SB_ERR_NOMEM) {
+			sb_cl_fail(c, st);
+			return st;
+		}
+		if (st != SB_OK) {
+			sb_log(c->log, SB_LOG_WARNING, "the tiled matrix product cannot run on %s: the own "
+			       "kernel instead", sb_cl_device_props(c->dev)->label);
+			c->gemm = SB_CL_GEMM_OWN;
+		}
+	}
 	sb_log(c->log, SB_LOG_INFO, "matrix products on %s through %s",
-	       sb_cl_device_props(c->dev)->label, sb_cl_gemm_name(c->gemm));
+	       sb_cl_device_props(c->dev)->label,
+	       c->tiled ? sb_cl_tiled_describe(c->tiled) : sb_cl_gemm_name(c->gemm));
 	return SB_OK;
 }
 

@@ -1,0 +1,280 @@
+/* Matrix products on an OpenCL device through each product path of the backend (SB_CL_GEMM:
+ * CLBlast, the own kernel, the tiled kernel of gemm.cl, and the tiled kernel with other
+ * tilings through SB_CL_TILE), on HTDemucs's shapes at full size (issue #24: the three largest
+ * products of a segment and the two strided-batched products of its attention, 8 heads of 64
+ * over 2688 tokens, laid out as the backend's attention runs them), in TFLOP/s.
+ *
+ *   bench_cl_gemm [--device opencl:N] [--gemm clblast,own,tiled] [--tiles T1/T2/...]
+ *                 [--scale S] [--seconds S]
+ *     --device  the device (default: the first GPU, else the first OpenCL device)
+ *     --gemm    the product paths to time, in order (default clblast,own,tiled)
+ *     --tiles   more runs of the tiled kernel, one per tiling "TM,TN,TK,WM,WN" ('/' between
+ *               them), each alone (SB_CL_TILE), e.g. 128,128,16,8,8/128,64,16,8,4
+ *     --scale   divide every dimension by S (heads stay 8): a smoke test on PoCL
+ *     --seconds time per shape and path, after one warm-up product (default 0.25)
+ *
+ * One JSON line per path and shape, then one per path for the whole set. Times are wall clock
+ * around a run of products enqueued back to back and one wait, so launch costs count as they
+ * do in a model; each path's results are compared with the first path's ("vs_first", relative
+ * L2), so a fast wrong kernel shows. Opening the device and building kernels are not timed.
+ */
+#include "backend/backend.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void log_fn(void *user, sb_log_level level, const char *msg)
+{
+	(void)user;
+	if (level <= SB_LOG_WARNING)
+		fprintf(stderr, "%s\n", msg);
+}
+static const sb_logger logger = {log_fn, NULL};
+
+typedef struct {
+	int M, N, K, tb, batch;
+	int lda, ldb, ldc;   /* 0: dense */
+	long sa, sb, sc;     /* batch strides */
+	const char *what;
+} shape;
+
+#define TOKENS 2688
+#define HEADS 8
+#define HD 64
+#define D (HEADS * HD)
+
+/* HTDemucs (full size) per segment; the attention's q, k, v are the fused projection's
+ * [tokens][3 D] rows, a head every 64 columns; its scores [head][tokens][tokens] */
+static const shape shapes[] = {
+	{2688, 2048, 512, 1, 1, 0, 0, 0, 0, 0, 0, "transformer feed-forward in (x W^T)"},
+	{384, 2688, 1536, 0, 1, 0, 0, 0, 0, 0, 0, "encoder convolution as a product"},
+	{2048, 2048, 512, 0, 1, 0, 0, 0, 0, 0, 0, "square, B not transposed"},
+	{TOKENS, TOKENS, HD, 1, HEADS, 3 * D, 3 * D, TOKENS, HD, HD, (long)TOKENS * TOKENS,
+	 "attention scores Q K^T, heads strided"},
+	{TOKENS, HD, TOKENS, 0, HEADS, TOKENS, 3 * D, D, (long)TOKENS * TOKENS, HD, HD,
+	 "attention P V, heads strided"},
+};
+#define N_SHAPES (sizeof shapes / sizeof shapes[0])
+
+static int div_up(int x, int s)
+{
+	return (x + s - 1) / s;
+}
+
+/* the shape at 1/s of its size, strides kept consistent */
+static shape scaled(shape h, int s)
+{
+	if (s <= 1)
+		return h;
+	const int hd = div_up(HD, s), tokens = div_up(TOKENS, s), d = HEADS * hd;
+	h.M = div_up(h.M, s);
+	h.N = h.batch > 1 && h.N == HD ? hd : div_up(h.N, s);
+	h.K = h.batch > 1 && h.K == HD ? hd : div_up(h.K, s);
+	if (h.batch > 1) {
+		if (h.tb) { /* scores */
+			h.lda = h.ldb = 3 * d;
+			h.ldc = tokens;
+			h.sa = h.sb = hd;
+			h.sc = (long)tokens * tokens;
+		} else {    /* P V */
+			h.lda = tokens;
+			h.ldb = 3 * d;
+			h.ldc = d;
+			h.sa = (long)tokens * tokens;
+			h.sb = h.sc = hd;
+		}
+	}
+	return h;
+}
+
+static size_t span(int rows, int ld, long stride, int batch)
+{
+	return (size_t)((long)(batch - 1) * stride + (long)(rows - 1) * ld) + (size_t)ld;
+}
+
+typedef struct {
+	float *c[N_SHAPES]; /* the first path's results */
+	size_t n[N_SHAPES];
+} firsts;
+
+/* One path: every shape; 0 when all ran */
+static int run_path(const sb_device_props *dev, const char *label, int scale, double seconds,
+                    firsts *first, int is_first)
+{
+	sb_exec x;
+	const sb_open_opts oo = {0};
+	if (sb_exec_open(dev, &oo, &logger, &x) != SB_OK) {
+		fprintf(stderr, "bench_cl_gemm: %s does not open\n", dev->id);
+		return 1;
+	}
+	double all_flops = 0, all_s = 0;
+	int failed = 0;
+	const char *products = "";
+	for (size_t i = 0; i < N_SHAPES; i++) {
+		const shape h = scaled(shapes[i], scale);
+		const int lda = h.lda ? h.lda : h.K, ldb = h.ldb ? h.ldb : (h.tb ? h.K : h.N),
+		          ldc = h.ldc ? h.ldc : h.N;
+		const long sa = h.sa, sb = h.sb, sc = h.sc;
+		const size_t na = span(h.M, lda, sa, h.batch),
+		             nb = span(h.tb ? h.N : h.K, ldb, sb, h.batch),
+		             nc = span(h.M, ldc, sc, h.batch);
+		float *ha = malloc(sizeof(float) * na), *hb = malloc(sizeof(float) * nb);
+		float *hc = malloc(sizeof(float) * nc);
+		unsigned r = 12345u;
+		for (size_t j = 0; j < na; j++)
+			ha[j] = (float)((r = r * 1664525u + 1013904223u) >> 8) / 16777216.f - 0.5f;
+		for (size_t j = 0; j < nb; j++)
+			hb[j] = (float)((r = r * 1664525u + 1013904223u) >> 8) / 16777216.f - 0.5f;
+		memset(hc, 0, sizeof(float) * nc);
+		sb_bbuf *ba = NULL, *bb = NULL, *bc = NULL;
+		sb_status st = x.be->alloc(x.d, na, &ba);
+		if (st == SB_OK)
+			st = x.be->alloc(x.d, nb, &bb);
+		if (st == SB_OK)
+			st = x.be->alloc(x.d, nc, &bc);
+		const sb_dv A = {ba, 0}, B = {bb, 0}, C = {bc, 0};
+		double t = 0, flops = 2.0 * h.M * h.N * h.K * h.batch;
+		int reps = 0;
+		if (st == SB_OK) {
+			x.be->upload(x.d, A, ha, na);
+			x.be->upload(x.d, B, hb, nb);
+			x.be->upload(x.d, C, hc, nc);
+			/* a warm-up (kernel builds, CLBlast's first call), then runs of doubling length */
+			x.be->ops->gemm(x.d, h.M, h.N, h.K, 1.f, A, lda, sa, B, ldb, sb, h.tb, 0.f, C,
+			                ldc, sc, h.batch, 1, 0, 0, 0);
+			st = x.be->finish(x.d);
+			for (int n = 1; st == SB_OK && t < seconds; n *= 2) {
+				const double t0 = sb_now();
+				for (int k = 0; k < n; k++)
+					x.be->ops->gemm(x.d, h.M, h.N, h.K, 1.f, A, lda, sa, B, ldb, sb, h.tb,
+					                0.f, C, ldc, sc, h.batch, 1, 0, 0, 0);
+				st = x.be->finish(x.d);
+				t += sb_now() - t0;
+				reps += n;
+			}
+			if (st == SB_OK)
+				x.be->download(x.d, hc, C, nc);
+			if (st == SB_OK)
+				st = x.be->finish(x.d);
+		}
+		products = x.be->describe(x.d);
+		double vs = 0;
+		if (st == SB_OK && is_first) {
+			first->c[i] = hc;
+			first->n[i] = nc;
+			hc = NULL;
+		} else if (st == SB_OK && first->c[i] && first->n[i] == nc) {
+			double e = 0, w = 0;
+			for (size_t j = 0; j < nc; j++) {
+				const double d = (double)hc[j] - first->c[i][j];
+				e += d * d;
+				w += (double)first->c[i][j] * first->c[i][j];
+			}
+			vs = isfinite(e) ? sqrt(e / (w > 0 ? w : 1)) : INFINITY;
+		}
+		if (st != SB_OK) {
+			printf("{\"path\": \"%s\", \"shape\": \"%dx%dx%d%s x%d\", \"error\": \"%s\"}\n",
+			       label, h.M, h.N, h.K, h.tb ? " (B^T)" : "", h.batch, sb_status_str(st));
+			failed = 1;
+			x.be->clear(x.d);
+		} else {
+			const double per = t / reps;
+			all_flops += flops;
+			all_s += per;
+			printf("{\"path\": \"%s\", \"products\": \"%s\", \"shape\": \"%dx%dx%d%s x%d\", "
+			       "\"what\": \"%s\", \"ms\": %.4f, \"tflops\": %.2f, \"reps\": %d, "
+			       "\"vs_first\": %.1e}\n", label, products, h.M, h.N, h.K,
+			       h.tb ? " (B^T)" : "", h.batch, h.what, 1e3 * per, flops / per / 1e12, reps,
+			       vs);
+			if (!(vs < 1e-4)) {
+				fprintf(stderr, "bench_cl_gemm: %s differs from the first path on %s "
+				        "(rel L2 %.1e)\n", label, h.what, vs);
+				failed = 1;
+			}
+		}
+		fflush(stdout);
+		if (ba)
+			x.be->release(x.d, ba);
+		if (bb)
+			x.be->release(x.d, bb);
+		if (bc)
+			x.be->release(x.d, bc);
+		free(ha);
+		free(hb);
+		free(hc);
+	}
+	printf("{\"path\": \"%s\", \"products\": \"%s\", \"device\": \"%s\", \"scale\": %d, "
+	       "\"ms\": %.3f, \"tflops\": %.2f}\n", label, products, dev->label, scale, 1e3 * all_s,
+	       all_s > 0 ? all_flops / all_s / 1e12 : 0.0);
+	sb_exec_close(&x);
+	return failed;
+}
+
+int main(int argc, char **argv)
+{
+	const char *device = NULL, *gemms = "clblast,own,tiled", *tiles = "";
+	int scale = 1;
+	double seconds = 0.25;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--device") && i + 1 < argc)
+			device = argv[++i];
+		else if (!strcmp(argv[i], "--gemm") && i + 1 < argc)
+			gemms = argv[++i];
+		else if (!strcmp(argv[i], "--tiles") && i + 1 < argc)
+			tiles = argv[++i];
+		else if (!strcmp(argv[i], "--scale") && i + 1 < argc)
+			scale = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
+			seconds = atof(argv[++i]);
+		else {
+			fprintf(stderr, "usage: bench_cl_gemm [--device opencl:N] [--gemm clblast,own,tiled] "
+			        "[--tiles T1/T2] [--scale S] [--seconds S]\n");
+			return 2;
+		}
+	}
+	sb_device_list *list = NULL;
+	if (sb_devices_enumerate(&logger, &list) != SB_OK)
+		return 1;
+	const sb_device_props *dev = NULL;
+	for (size_t i = 0; i < sb_devices_count(list); i++) {
+		const sb_device_props *p = sb_devices_get(list, i);
+		if (device) {
+			if (!strcmp(p->id, device))
+				dev = p;
+		} else if (!strcmp(sb_device_backend_name(p), "opencl") &&
+		           (!dev || (sb_device_is_gpu(p) && !sb_device_is_gpu(dev)))) {
+			dev = p;
+		}
+	}
+	if (!dev || strcmp(sb_device_backend_name(dev), "opencl")) {
+		fprintf(stderr, "bench_cl_gemm: no OpenCL device%s%s\n", device ? " " : "",
+		        device ? device : "");
+		sb_devices_free(list);
+		return 1;
+	}
+	firsts first;
+	memset(&first, 0, sizeof first);
+	int failed = 0, runs = 0;
+	char buf[1024];
+	snprintf(buf, sizeof buf, "%s", gemms);
+	char *save = NULL;
+	for (char *g = strtok_r(buf, ",", &save); g; g = strtok_r(NULL, ",", &save)) {
+		setenv("SB_CL_GEMM", g, 1);
+		unsetenv("SB_CL_TILE");
+		failed |= run_path(dev, g, scale, seconds, &first, runs++ == 0);
+	}
+	snprintf(buf, sizeof buf, "%s", tiles);
+	for (char *t = strtok_r(buf, "/", &save); t; t = strtok_r(NULL, "/", &save)) {
+		char label[96];
+		snprintf(label, sizeof label, "tiled:%s", t);
+		setenv("SB_CL_GEMM", "tiled", 1);
+		setenv("SB_CL_TILE", t, 1);
+		failed |= run_path(dev, label, scale, seconds, &first, runs++ == 0);
+	}
+	for (size_t i = 0; i < N_SHAPES; i++)
+		free(first.c[i]);
+	sb_devices_free(list);
+	return failed;
+}

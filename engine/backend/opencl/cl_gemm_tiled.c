@@ -1,0 +1,199 @@
+/* The register-tiled matrix product (cl_gemm_tiled.h): the per-device table of tilings, one
+ * build of gemm.cl per tiling, and the launch that picks a tiling and gemm.cl's float4 paths
+ * for each product.
+ */
+#include "backend/opencl/cl_gemm_tiled.h"
+
+#include "backend/opencl/cl_ops.h"
+#include "gemm_cl.h" /* generated: gemm.cl's source */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+	int tm, tn, tk, wm, wn; /* gemm.cl's TM, TN, TK, WM, WN */
+} tiling;
+
+/* Tilings by vendor, the first match wins. UNMEASURED: the NVIDIA entry is the usual SGEMM
+ * choice for its SMs (128 x 128 tiles, 256 items of 8 x 8, 33 KiB of local memory
+ * double-buffered), the default a moderate one that fits any OpenCL 1.2 GPU's 32 KiB; the
+ * GPU run of bench/gpu (step gemm) measures these and a few others, and the figures it gives
+ * should replace them. PoCL (a CPU) runs the default: its point there is correctness. */
+static const struct {
+	const char *vendor; /* a substring of CL_DEVICE_VENDOR; NULL: any */
+	tiling big, small;
+} table[] = {
+	{"NVIDIA", {128, 128, 16, 8, 8}, {64, 64, 16, 4, 4}},
+	{NULL, {64, 64, 16, 4, 4}, {32, 32, 16, 4, 4}},
+};
+
+struct sb_cl_tiled {
+	tiling t[2];      /* big, small */
+	int n;            /* 2, or 1 when SB_CL_TILE names one */
+	cl_program prog[2];
+	cl_kernel k[2];
+	unsigned cus;     /* compute units: fewer big tiles than this take the small tiling */
+	char desc[160];
+};
+
+static int items(const tiling *t)
+{
+	return (t->tm / t->wm) * (t->tn / t->wn);
+}
+
+static size_t local_bytes(const tiling *t)
+{
+	return sizeof(float) * 2 * (size_t)t->tk * (size_t)(t->tm + 4 + t->tn + 4);
+}
+
+/* NULL when d can run t under gemm.cl's rules, else why not */
+static const char *unfit(const tiling *t, size_t max_wg, cl_ulong local_mem)
+{
+	if (t->tm <= 0 || t->tn <= 0 || t->tk <= 0 || t->wm <= 0 || t->wn <= 0)
+		return "a size is not positive";
+	if (t->wm % 4 || t->wn % 4 || t->tk % 4)
+		return "WM, WN and TK must be multiples of 4";
+	if (t->tm % t->wm || t->tn % t->wn)
+		return "TM and TN must be multiples of WM and WN";
+	if ((size_t)items(t) > max_wg)
+		return "more items than the device's work-group";
+	if (local_bytes(t) > local_mem)
+		return "more local memory than the device has";
+	return NULL;
+}
+
+static int parse_tiling(const char *s, tiling *t)
+{
+	char tail = 0;
+	const int n = sscanf(s, "%d,%d,%d,%d,%d%c", &t->tm, &t->tn, &t->tk, &t->wm, &t->wn, &tail);
+	return n == 5 || (n == 6 && tail == ';');
+}
+
+void sb_cl_tiled_free(sb_cl_tiled *t)
+{
+	if (!t)
+		return;
+	for (int i = 0; i < 2; i++) {
+		if (t->k[i])
+			clReleaseKernel(t->k[i]);
+		if (t->prog[i])
+			clReleaseProgram(t->prog[i]);
+	}
+	free(t);
+}
+
+const char *sb_cl_tiled_describe(const sb_cl_tiled *t)
+{
+	return t->desc;
+}
+
+sb_status sb_cl_tiled_open(sb_bdev *c, sb_cl_tiled **out)
+{
+	*out = NULL;
+	const sb_device_props *p = sb_cl_device_props(c->dev);
+	cl_device_id id = sb_cl_device_id(c->dev);
+	size_t max_wg = 256;
+	cl_ulong local_mem = 32768;
+	clGetDeviceInfo(id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof max_wg, &max_wg, NULL);
+	clGetDeviceInfo(id, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local_mem, &local_mem, NULL);
+	sb_cl_tiled *t = calloc(1, sizeof *t);
+	if (!t)
+		return SB_ERR_NOMEM;
+	size_t row = 0;
+	while (table[row].vendor && !strstr(p->vendor, table[row].vendor))
+		row++;
+	t->t[0] = table[row].big;
+	t->t[1] = table[row].small;
+	t->n = 2;
+	t->cus = p->compute_units ? p->compute_units : 1;
+	const char *env = getenv("SB_CL_TILE");
+	if (env && *env) {
+		tiling w[2] = {{0}, {0}};
+		const char *semi = strchr(env, ';');
+		const int n = semi ? 2 : 1;
+		const char *why = NULL;
+		if (!parse_tiling(env, &w[0]) || (semi && !parse_tiling(semi + 1, &w[1])))
+			why = "not TM,TN,TK,WM,WN[;TM,TN,TK,WM,WN]";
+		for (int i = 0; !why && i < n; i++)
+			why = unfit(&w[i], max_wg, local_mem);
+		if (why) {
+			sb_log(c->log, SB_LOG_WARNING, "SB_CL_TILE='%s' ignored: %s", env, why);
+		} else {
+			t->t[0] = w[0];
+			t->t[1] = w[1];
+			t->n = n;
+		}
+	}
+	for (int i = 0; i < t->n; i++) {
+		const char *why = unfit(&t->t[i], max_wg, local_mem);
+		if (why) {
+			sb_log(c->log, SB_LOG_WARNING, "the tiled product's %dx%dx%d tiling does not fit "
+			       "%s (%s)", t->t[i].tm, t->t[i].tn, t->t[i].tk, p->label, why);
+			sb_cl_tiled_free(t);
+			return SB_ERR_DEVICE;
+		}
+		char opts[160];
+		snprintf(opts, sizeof opts, "-cl-std=CL1.2 -cl-mad-enable -DTM=%d -DTN=%d -DTK=%d "
+		         "-DWM=%d -DWN=%d", t->t[i].tm, t->t[i].tn, t->t[i].tk, t->t[i].wm, t->t[i].wn);
+		sb_status st = sb_cl_device_build(c->dev, "gemm", (const char *)gemm_cl, opts,
+		                                  &t->prog[i], NULL);
+		if (st == SB_OK)
+			st = sb_cl_device_kernel(c->dev, t->prog[i], "gemm_tiled", &t->k[i]);
+		if (st != SB_OK) {
+			sb_cl_tiled_free(t);
+			return st;
+		}
+	}
+	int at = snprintf(t->desc, sizeof t->desc, "tiled kernel %dx%dx%d (%dx%d an item)",
+	                  t->t[0].tm, t->t[0].tn, t->t[0].tk, t->t[0].wm, t->t[0].wn);
+	if (t->n == 2)
+		snprintf(t->desc + at, sizeof t->desc - (size_t)at, ", %dx%dx%d (%dx%d) below %u "
+		         "tiles", t->t[1].tm, t->t[1].tn, t->t[1].tk, t->t[1].wm, t->t[1].wn, t->cus);
+	*out = t;
+	return SB_OK;
+}
+
+static long tiles(const tiling *t, int M, int N, int batch)
+{
+	return (long)((M + t->tm - 1) / t->tm) * ((N + t->tn - 1) / t->tn) * batch;
+}
+
+/* 1 when every row of the operand starts 16-byte aligned in every batch item */
+static int aligned4(sb_dv x, int ld, long stride)
+{
+	return x.off % 4 == 0 && ld % 4 == 0 && stride % 4 == 0;
+}
+
+void sb_cl_tiled_gemm(sb_bdev *c, sb_cl_tiled *t, int M, int N, int K, float alpha, sb_dv A,
+                      int lda, long sa, sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C,
+                      int ldc, long sc, int batch)
+{
+	const int w = t->n == 2 && tiles(&t->t[0], M, N, batch) < (long)t->cus;
+	const tiling *g = &t->t[w];
+	const int flags = aligned4(A, lda, sa) | aligned4(B, ldb, sb) << 1 |
+	                  aligned4(C, ldc, sc) << 2;
+	kargs a = {c, t->k[w], K_GEMM, 0.0, 0, CL_SUCCESS};
+	a_i32(&a, M);
+	a_i32(&a, N);
+	a_i32(&a, K);
+	a_f32(&a, alpha);
+	a_db(&a, A);
+	a_i32(&a, lda);
+	a_i64(&a, sa);
+	a_db(&a, B);
+	a_i32(&a, ldb);
+	a_i64(&a, sb);
+	a_i32(&a, tb);
+	a_f32(&a, beta);
+	a_db(&a, C);
+	a_i32(&a, ldc);
+	a_i64(&a, sc);
+	a_i32(&a, flags);
+	const size_t dn = (size_t)(g->tn / g->wn), dm = (size_t)(g->tm / g->wm);
+	const size_t gs[3] = {(size_t)(N + g->tn - 1) / g->tn * dn,
+	                      (size_t)(M + g->tm - 1) / g->tm * dm, (size_t)batch};
+	const size_t l[3] = {dn, dm, 1};
+	a.flops = 2.0 * M * N * K * batch;
+	sb_cl_run(&a, 3, gs, l);
+}

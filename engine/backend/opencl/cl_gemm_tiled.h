@@ -1,0 +1,33 @@
+/* The register-tiled matrix product of gemm.cl (SB_CL_GEMM=tiled, cl_blas.h): its tile sizes
+ * per device, its programs and its launch. Nothing outside backend/opencl includes this.
+ *
+ * TILES: a device gets two tilings from a small table keyed by its vendor (cl_gemm_tiled.c):
+ * a large one for products with enough tiles to fill the device, a small one for the rest
+ * (fewer large tiles than compute units). SB_CL_TILE="TM,TN,TK,WM,WN" replaces the large one
+ * and turns the small one off, and "TM,TN,TK,WM,WN;TM,TN,TK,WM,WN" names both: for benches
+ * that compare tilings and for tests of one tiling. A tiling the device cannot run (its
+ * work-group or local memory too large) or that breaks gemm.cl's rules is logged and the
+ * table's is kept.
+ *
+ * Threads: as the device (one job at a time).
+ */
+#ifndef SB_CL_GEMM_TILED_H
+#define SB_CL_GEMM_TILED_H
+
+#include "backend/opencl/cl_backend.h"
+
+typedef struct sb_cl_tiled sb_cl_tiled;
+
+/* Builds the programs for c's device (once; the kernel cache keeps the binaries). SB_OK when
+ * ready; SB_ERR_DEVICE (logged) when a build failed, and the caller uses the own kernel. */
+sb_status sb_cl_tiled_open(sb_bdev *c, sb_cl_tiled **out);
+void sb_cl_tiled_free(sb_cl_tiled *t);
+/* "tiled kernel 128x128x16 (8x8 an item), 64x64x16 (4x4) for small products" */
+const char *sb_cl_tiled_describe(const sb_cl_tiled *t);
+
+/* As cl_blas.h's sb_cl_sgemm, enqueued on c's queue through sb_cl_run (failures kept in c). */
+void sb_cl_tiled_gemm(sb_bdev *c, sb_cl_tiled *t, int M, int N, int K, float alpha, sb_dv A,
+                      int lda, long sa, sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C,
+                      int ldc, long sc, int batch);
+
+#endif

@@ -1,10 +1,11 @@
 /* The sharing rule, one for whole files (jobs/engine.c: the engine's pool) and for a file's
  * segments or chunks (models/share.c) alike.
  *
- * A free device asks whether to take the next piece of work. Pace is seconds a unit (a job, a
- * segment) from what the device has finished; 0 while unknown. The device takes the piece when
- *   - its own pace is unknown (its first piece measures it), or another's is (no estimate to go
- *     by: every device works), or
+ * A free device asks whether to take the next piece of work. Pace is seconds a unit (a second
+ * of audio for whole files, a segment or chunk for a file's pieces) from what the device has
+ * finished alone; 0 while unknown. The device takes the piece when
+ *   - its own pace is unknown (the piece measures it), or another's is (no estimate to go by:
+ *     every device works), or
  *   - it would finish the piece no later than the soonest other device could (that device's
  *     time left on what it runs, plus the piece), or
  *   - no later than the other devices, at their pace, would drain all the work waiting.

@@ -4,9 +4,10 @@
  * among them), each with a FIFO of jobs. In parallel mode a job that asks for several devices
  * waits in the engine's pool, which the workers of those devices take from when their own FIFO
  * is empty (worth_taking: a device leaves a job to another that would finish it sooner), so
- * four tracks on two GPUs run two at a time and a slow device never holds up the end; the
- * device that takes a job nothing else waits for borrows the set's idle devices for it (their
- * workers are lent_to it until it ends), so a lone file is shared segment by segment; in
+ * four tracks on two GPUs run two at a time and a slow device never holds up the end; a
+ * device that takes a job nothing else waits for lends itself and the set's idle devices to the
+ * worker of that device set, which runs it (their workers are lent_to it until it ends), so a
+ * lone file is shared segment by segment; in
  * sequential mode every job goes to one worker, which runs them one at a time in
  * submission order, each on its own devices. A device is opened once, through its backend, the
  * first time a job needs it, and kept open; a job holds its devices' locks while it runs (taken
@@ -64,7 +65,9 @@ struct sb_worker {
 	pthread_t thread;
 	int started;
 	uint64_t key;              /* the set's entries as bits; 0: each job's own (sequential) */
-	sb_model_keep *keep;       /* its last job's model; only its thread touches it */
+	sb_model_keep *keep;       /* its last job's model: touched by its thread, or by another
+	                              holding the locks of every device in kept_mask (run_job) */
+	uint64_t kept_mask;        /* the devices (not the CPU) the kept model's weights are on */
 	sb_job *head, *tail;
 	pthread_cond_t wake;
 	/* a device of the engine's set: it also takes pooled jobs (jobs without a device) */
@@ -197,19 +200,81 @@ static void progress_cb(void *user, const sb_job_progress *p)
 	pthread_mutex_unlock(&t->e->lock);
 }
 
-/* runs j on w's thread; its status (j itself may be gone once it has ended) */
-static sb_status run_job(sb_worker *w, sb_job *j)
+/* the set's devices other than the native CPU, as bits (the ones with a lock) */
+static uint64_t locked_mask(const sb_engine *e, const sb_device_set *s)
+{
+	uint64_t m = 0;
+	for (size_t k = 0; k < s->n; k++)
+		if (s->index[k] < 64 && !sb_device_is_native(sb_devices_get(e->devices, s->index[k])))
+			m |= (uint64_t)1 << s->index[k];
+	return m;
+}
+
+static void lock_devices(sb_engine *e, uint64_t m)
+{
+	for (size_t i = 0; i < sb_devices_count(e->devices) && i < 64; i++)
+		if (m & ((uint64_t)1 << i))
+			pthread_mutex_lock(&e->dev[i].lock);
+}
+
+static void unlock_devices(sb_engine *e, uint64_t m)
+{
+	for (size_t i = sb_devices_count(e->devices); i-- > 0;)
+		if (i < 64 && (m & ((uint64_t)1 << i)))
+			pthread_mutex_unlock(&e->dev[i].lock);
+}
+
+/* Takes the locks of j's devices (in table order) and frees the models other workers keep on
+ * any of them, so that a device holds one kept model at most: a worker whose device is lent to
+ * a shared job, or a shared job's worker when one of its devices runs a job of its own, would
+ * otherwise leave a second copy of the weights there. Such a model may reach past j's devices,
+ * so their locks are taken too (every worker's jobs run on the devices its model is kept on, so
+ * holding them keeps its owner away; they are let go once it is freed). Returns the devices
+ * locked: j's. */
+static uint64_t lock_and_clear(sb_engine *e, sb_worker *w, const sb_device_set *set)
+{
+	const uint64_t mine = locked_mask(e, set);
+	uint64_t held = 0;
+	int locked = 0;
+	sb_model_keep *drop[64];
+	int n_drop = 0;
+	for (;;) {
+		pthread_mutex_lock(&e->lock);
+		uint64_t need = mine;
+		for (sb_worker *o = e->workers; o; o = o->next)
+			if (o != w && (o->kept_mask & mine))
+				need |= o->kept_mask;
+		if (locked && !(need & ~held)) {
+			for (sb_worker *o = e->workers; o && n_drop < 64; o = o->next)
+				if (o != w && (o->kept_mask & mine)) {
+					o->kept_mask = 0;
+					drop[n_drop++] = o->keep;
+				}
+			pthread_mutex_unlock(&e->lock);
+			break;
+		}
+		pthread_mutex_unlock(&e->lock);
+		/* a model kept past the devices locked: lock them all again, in table order */
+		unlock_devices(e, held);
+		held = need;
+		lock_devices(e, held);
+		locked = 1;
+	}
+	for (int i = 0; i < n_drop; i++)
+		sb_model_keep_drop(drop[i]);
+	/* the others' devices were locked only for that: the job holds its own */
+	unlock_devices(e, held & ~mine);
+	return mine;
+}
+
+/* runs j on w's thread; its status (j itself may be gone once it has ended), and in *ran the
+ * seconds it ran once its devices were free (the pace counts no wait for another's job) */
+static sb_status run_job(sb_worker *w, sb_job *j, double *ran)
 {
 	sb_engine *e = w->e;
 	/* the job's shared devices, locked in table order (the CPU is each job's own) */
-	int held[64] = {0};
-	for (size_t k = 0; k < j->set.n; k++)
-		if (j->set.index[k] < 64 &&
-		    !sb_device_is_native(sb_devices_get(e->devices, j->set.index[k])))
-			held[j->set.index[k]] = 1;
-	for (size_t i = 0; i < sb_devices_count(e->devices) && i < 64; i++)
-		if (held[i])
-			pthread_mutex_lock(&e->dev[i].lock);
+	const uint64_t held = lock_and_clear(e, w, &j->set);
+	const double t0 = sb_now();
 	progress_target t = {e, j};
 	job_devices jd = {e, {{0}}, 0, j->spec.bf16};
 	const sb_device_access access = {e->devices, open_device, &jd};
@@ -229,11 +294,14 @@ static sb_status run_job(sb_worker *w, sb_job *j)
 	sb_job_result *r = malloc(sizeof *r);
 	if (r)
 		sb_job_run(&j->spec, &env, r);
+	*ran = sb_now() - t0;
 	for (int i = 0; i < jd.n_own; i++)
 		sb_exec_close(&jd.own[i]);
-	for (size_t i = sb_devices_count(e->devices); i-- > 0;)
-		if (i < 64 && held[i])
-			pthread_mutex_unlock(&e->dev[i].lock);
+	const int kept = sb_model_keep_holds(w->keep);
+	pthread_mutex_lock(&e->lock);
+	w->kept_mask = kept ? locked_mask(e, &j->set) : 0;
+	pthread_mutex_unlock(&e->lock);
+	unlock_devices(e, held);
 	/* The samples are no longer needed: give them back before the job is seen to end (once it
 	 * has, its owner may release and free it at any moment). */
 	release_input(j);
@@ -416,6 +484,46 @@ static void end_lending(sb_engine *e, sb_job_id id)
 		}
 }
 
+/* Under e->lock: j taken out of the pool or a worker's queue, where it waits; 0 when it is in
+ * neither (running, or ended). */
+static int unqueue(sb_engine *e, sb_job *j)
+{
+	sb_job *prev = NULL;
+	for (sb_job *q = e->pool_head; q; prev = q, q = q->next_in_queue)
+		if (q == j) {
+			*(prev ? &prev->next_in_queue : &e->pool_head) = j->next_in_queue;
+			if (e->pool_tail == j)
+				e->pool_tail = prev;
+			j->next_in_queue = NULL;
+			return 1;
+		}
+	for (sb_worker *w = e->workers; w; w = w->next) {
+		prev = NULL;
+		for (sb_job *q = w->head; q; prev = q, q = q->next_in_queue)
+			if (q == j) {
+				*(prev ? &prev->next_in_queue : &w->head) = j->next_in_queue;
+				if (w->tail == j)
+					w->tail = prev;
+				j->next_in_queue = NULL;
+				return 1;
+			}
+	}
+	return 0;
+}
+
+/* Under e->lock: j, cancelled before any device took it, ends now (its result can be read;
+ * devices lent to it are free again). */
+static void end_unstarted(sb_engine *e, sb_job *j)
+{
+	j->result.status = SB_ERR_CANCELLED;
+	snprintf(j->result.message, sizeof j->result.message, "cancelled before it started");
+	j->progress.state = SB_JOB_CANCELLED;
+	snprintf(j->progress.stage, sizeof j->progress.stage, "cancelled");
+	j->ended = 1;
+	pthread_cond_broadcast(&j->done);
+	end_lending(e, j->id);
+}
+
 static void *worker_main(void *arg)
 {
 	sb_worker *w = arg;
@@ -424,7 +532,7 @@ static void *worker_main(void *arg)
 	for (;;) {
 		sb_job *j;
 		while (!(j = next_job(e, w)) && !e->stopping) {
-			if (w->pool && e->pool_head) {
+			if (w->pool && e->pool_head && !w->lent_to) {
 				/* it left a pooled job to a faster device: look again as time goes by */
 				const struct timespec until = deadline_in(0.2);
 				pthread_cond_timedwait(&w->wake, &e->lock, &until);
@@ -435,13 +543,7 @@ static void *worker_main(void *arg)
 		if (!j)
 			break;
 		if (atomic_load(&j->cancel)) {
-			j->result.status = SB_ERR_CANCELLED;
-			snprintf(j->result.message, sizeof j->result.message, "cancelled before it started");
-			j->progress.state = SB_JOB_CANCELLED;
-			snprintf(j->progress.stage, sizeof j->progress.stage, "cancelled");
-			j->ended = 1;
-			pthread_cond_broadcast(&j->done);
-			end_lending(e, j->id);
+			end_unstarted(e, j);
 			forget_if_released(e, j);
 			continue;
 		}
@@ -455,12 +557,13 @@ static void *worker_main(void *arg)
 		const size_t n_used = j->set.n;
 		const sb_job_id id = j->id;
 		pthread_mutex_unlock(&e->lock);
-		const sb_status st = run_job(w, j);
+		double ran = 0;
+		const sb_status st = run_job(w, j, &ran);
 		pthread_mutex_lock(&e->lock);
 		w->busy_since = 0;
 		/* a pooled job that ran to its end on this device alone sets the device's pace */
 		if (pooled && n_used == 1 && st == SB_OK) {
-			w->ran_s += sb_now() - t0;
+			w->ran_s += ran;
 			w->audio_s += units;
 		}
 		end_lending(e, id);
@@ -778,8 +881,9 @@ sb_status sb_engine_cancel(sb_engine *e, sb_job_id id)
 	sb_job *j = find(e, id);
 	if (j)
 		atomic_store(&j->cancel, 1);
-	if (j && j->pooled && e->pool_head)
-		wake_pool(e);
+	/* one still waiting ends now, not when a device comes free */
+	if (j && !j->ended && unqueue(e, j))
+		end_unstarted(e, j);
 	pthread_mutex_unlock(&e->lock);
 	return j ? SB_OK : SB_ERR_INVALID;
 }
@@ -822,12 +926,14 @@ void sb_engine_release(sb_engine *e, sb_job_id id)
 	while (*pp && (*pp)->id != id)
 		pp = &(*pp)->next_in_table;
 	sb_job *j = *pp;
+	if (j && !j->ended && unqueue(e, j)) {
+		atomic_store(&j->cancel, 1);
+		end_unstarted(e, j); /* and freed below */
+	}
 	if (j && !j->ended) {
-		/* still queued or running: cancel it; its worker frees it when it ends */
+		/* running: cancel it; its worker frees it when it ends */
 		atomic_store(&j->cancel, 1);
 		j->released = 1;
-		if (j->pooled && e->pool_head)
-			wake_pool(e);
 		pthread_mutex_unlock(&e->lock);
 		return;
 	}

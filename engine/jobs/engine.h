@@ -6,13 +6,17 @@
  * Scheduling: the engine, not its callers, decides whether a job gets one device or shares its
  * segments among several. In SB_MODE_PARALLEL a job that asks for several devices ("auto" with
  * several GPUs, "all", "cpu,opencl:0", or none: the engine's set) waits in one pool that those
- * devices take from as they come free, one job each, so four tracks on two GPUs run two at a
- * time (a device leaves a job to another that would finish it sooner, by the sharing rule of
- * core/pace.h and each device's seconds per second of audio so far); a job that nothing else waits for gets every device of its set that is
- * free, and shares its segments among them, so one file is never left to one device while the
- * others idle. A job that asks for one device, one marked in_turn, and every job in
- * SB_MODE_SEQUENTIAL take all they ask for at once, one at a time in submission order (the
- * low-memory choice). A device runs one job at a time.
+ * devices take from as they come free, one job each: four tracks submitted together (under
+ * sb_engine_pause) on two GPUs run two at a time, and a device leaves a job to another that
+ * would finish it sooner (the sharing rule of core/pace.h, by each device's seconds per second
+ * of audio so far). A job taken while nothing else waits for its devices and others of its set
+ * are idle gets those too, if its model deals segments out (any model file; not the built-in),
+ * and shares its segments among them: one file, or a plugin's take, on every free GPU. A device
+ * never joins a job already running, so a job that arrives while such a job holds every device
+ * waits for it (which then ends about as many times sooner as it has devices); cancelling a
+ * job that waits ends it at once. A job that asks for one device, one marked in_turn, and every
+ * job in SB_MODE_SEQUENTIAL take all they ask for at once, one at a time in submission order
+ * (the low-memory choice). A device runs one job at a time and holds one kept model at most.
  */
 #ifndef SB_ENGINE_H
 #define SB_ENGINE_H

@@ -111,6 +111,11 @@ void sb_model_keep_done(sb_model_keep *k, sb_model *m, int keep)
 	k->held = k->lent;
 }
 
+int sb_model_keep_holds(const sb_model_keep *k)
+{
+	return k && k->model;
+}
+
 void sb_model_keep_drop(sb_model_keep *k)
 {
 	if (!k || !k->model)

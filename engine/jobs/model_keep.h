@@ -4,7 +4,9 @@
  * before.
  *
  * One per engine worker (jobs/engine.c), which runs one job at a time: a keep is used by one
- * thread at a time. It holds at most one model. A job whose model is another one (its real
+ * thread at a time (its worker's, or a worker about to run a job on one of its devices, which
+ * frees it holding the locks of all its devices, so that a device holds one kept model at
+ * most). It holds at most one model. A job whose model is another one (its real
  * name or the file it resolves to), or the same file changed on disk (size, modification time,
  * inode), or that runs on other devices or at another precision, frees the kept model before it
  * opens its own, so two models are never held at once. The job runner gives a model back only
@@ -36,6 +38,8 @@ void sb_model_keep_free(sb_model_keep *k);
 sb_status sb_model_keep_open(sb_model_keep *k, const char *name, const char *const *search_path,
                              const sb_device_set *set, int bf16, const sb_logger *log,
                              sb_model **out, int *kept);
+/* 1: a model is kept (not lent to a job). k may be NULL. */
+int sb_model_keep_holds(const sb_model_keep *k);
 /* Frees the kept model now (a job about to open models of its own). k may be NULL. */
 void sb_model_keep_drop(sb_model_keep *k);
 /* The job is done with m (from sb_model_keep_open): kept for the next job when keep is 1,

@@ -46,8 +46,8 @@ static void usage(FILE *f)
 	        "separate options (batch takes them too; 'stembridge batch --help'):\n"
 	        "%s"
 	        "  --parallel              several files at once, spread over the devices (default);\n"
-	        "                          a file alone (or the last) shares the free ones segment\n"
-	        "                          by segment\n"
+	        "                          a file taken while the others are idle shares them\n"
+	        "                          segment by segment\n"
 	        "  --sequential            files one after another, each on the whole device set\n"
 	        "  --timeline-start N      the region's position in samples, for the manifest\n",
 	        sb_cli_options_help);

@@ -49,7 +49,6 @@ static double run(sb_mode mode, const char *devices, double seconds, const char 
 	const int64_t frames = (int64_t)(seconds * rate);
 	sb_job_id ids[4];
 	double t0 = sb_now();
-	sb_engine_pause(e, 1); /* as the CLI does: the engine sees all four before it starts */
 	for (int j = 0; j < 4; j++) {
 		float *x = malloc(sizeof(float) * (size_t)frames * 2);
 		for (int64_t i = 0; i < frames * 2; i++)
@@ -72,7 +71,6 @@ static double run(sb_mode mode, const char *devices, double seconds, const char 
 		if (sb_engine_submit(e, &s, &ids[j]) != SB_OK)
 			return -1;
 	}
-	sb_engine_pause(e, 0);
 	for (int j = 0; j < 4; j++) {
 		sb_job_result r;
 		sb_engine_wait(e, ids[j], -1);

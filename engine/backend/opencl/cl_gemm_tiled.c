@@ -174,21 +174,7 @@ void sb_cl_tiled_gemm(sb_bdev *c, sb_cl_tiled *t, int M, int N, int K, float alp
 	const int flags = aligned4(A, lda, sa) | aligned4(B, ldb, sb) << 1 |
 	                  aligned4(C, ldc, sc) << 2;
 	kargs a = {c, t->k[w], K_GEMM, 0.0, 0, CL_SUCCESS};
-	a_i32(&a, M);
-	a_i32(&a, N);
-	a_i32(&a, K);
-	a_f32(&a, alpha);
-	a_db(&a, A);
-	a_i32(&a, lda);
-	a_i64(&a, sa);
-	a_db(&a, B);
-	a_i32(&a, ldb);
-	a_i64(&a, sb);
-	a_i32(&a, tb);
-	a_f32(&a, beta);
-	a_db(&a, C);
-	a_i32(&a, ldc);
-	a_i64(&a, sc);
+	a_gemm(&a, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc);
 	a_i32(&a, flags);
 	const size_t dn = (size_t)(g->tn / g->wn), dm = (size_t)(g->tm / g->wm);
 	const size_t gs[3] = {(size_t)(N + g->tn - 1) / g->tn * dn,

@@ -95,21 +95,7 @@ static void gemm_one(sb_bdev *c, int M, int N, int K, float alpha, sb_dv A, int 
 		return;
 	}
 	kargs a = args(c, K_GEMM);
-	a_i32(&a, M);
-	a_i32(&a, N);
-	a_i32(&a, K);
-	a_f32(&a, alpha);
-	a_db(&a, A);
-	a_i32(&a, lda);
-	a_i64(&a, sa);
-	a_db(&a, B);
-	a_i32(&a, ldb);
-	a_i64(&a, sb);
-	a_i32(&a, tb);
-	a_f32(&a, beta);
-	a_db(&a, C);
-	a_i32(&a, ldc);
-	a_i64(&a, sc);
+	a_gemm(&a, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc);
 	const size_t g[3] = {(size_t)(N + 63) / 64 * 16, (size_t)(M + 63) / 64 * 16, (size_t)batch};
 	const size_t l[3] = {16, 16, 1};
 	a.flops = 2.0 * M * N * K * batch;

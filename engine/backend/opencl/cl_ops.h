@@ -72,6 +72,29 @@ static inline void a_mem(kargs *a, cl_mem m)
 }
 
 /* Enqueue with global sizes rounded up to the local ones (NULL local: 1-D, 256). */
+/* The arguments both product kernels (ops.cl's gemm, gemm.cl's) begin with, in their order:
+ * C = alpha * A * op(B) + beta * C over a batch of strided items (backend.h: gemm). */
+static inline void a_gemm(kargs *a, int M, int N, int K, float alpha, sb_dv A, int lda, long sa,
+                          sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C, int ldc,
+                          long sc)
+{
+	a_i32(a, M);
+	a_i32(a, N);
+	a_i32(a, K);
+	a_f32(a, alpha);
+	a_db(a, A);
+	a_i32(a, lda);
+	a_i64(a, sa);
+	a_db(a, B);
+	a_i32(a, ldb);
+	a_i64(a, sb);
+	a_i32(a, tb);
+	a_f32(a, beta);
+	a_db(a, C);
+	a_i32(a, ldc);
+	a_i64(a, sc);
+}
+
 void sb_cl_run(kargs *a, cl_uint dims, const size_t *global, const size_t *local);
 
 /* the norms' statistics in slices (cl_ops.c): returns the slices G of each batch item */

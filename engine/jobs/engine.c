@@ -325,6 +325,29 @@ static sb_status run_job(sb_worker *w, sb_job *j, double *ran)
 	return st;
 }
 
+/* Under e->lock: j at the end of the queue head..tail (the pool, or a worker's own) */
+static void append(sb_job **head, sb_job **tail, sb_job *j)
+{
+	j->next_in_queue = NULL;
+	*(*tail ? &(*tail)->next_in_queue : head) = j;
+	*tail = j;
+}
+
+/* Under e->lock: j out of the queue head..tail; 0 when it is not in it */
+static int unlink_job(sb_job **head, sb_job **tail, sb_job *j)
+{
+	sb_job *prev = NULL;
+	for (sb_job *q = *head; q; prev = q, q = q->next_in_queue)
+		if (q == j) {
+			*(prev ? &prev->next_in_queue : head) = j->next_in_queue;
+			if (*tail == j)
+				*tail = prev;
+			j->next_in_queue = NULL;
+			return 1;
+		}
+	return 0;
+}
+
 static int in_set(const sb_device_set *s, size_t dev)
 {
 	for (size_t k = 0; k < s->n; k++)
@@ -385,29 +408,21 @@ static sb_job *next_job(sb_engine *e, sb_worker *w)
 		return NULL;
 	sb_job *j = w->head;
 	if (j) {
-		w->head = j->next_in_queue;
-		if (!w->head)
-			w->tail = NULL;
+		unlink_job(&w->head, &w->tail, j);
 		return j;
 	}
 	if (!w->pool)
 		return NULL;
-	sb_job **at = NULL;
 	double waiting = 0;
-	for (sb_job **pp = &e->pool_head; *pp; pp = &(*pp)->next_in_queue)
-		if (in_set(&(*pp)->want, w->dev)) {
-			at = at ? at : pp;
-			waiting += (*pp)->units;
+	for (sb_job *q = e->pool_head; q; q = q->next_in_queue)
+		if (in_set(&q->want, w->dev)) {
+			j = j ? j : q;
+			waiting += q->units;
 		}
 	/* a cancelled job is taken by any device of its set, to end it now */
-	if (!at || (!atomic_load(&(*at)->cancel) && !worth_taking(e, w, *at, waiting)))
+	if (!j || (!atomic_load(&j->cancel) && !worth_taking(e, w, j, waiting)))
 		return NULL;
-	j = *at;
-	*at = j->next_in_queue;
-	e->pool_tail = NULL;
-	for (sb_job *q = e->pool_head; q; q = q->next_in_queue)
-		e->pool_tail = q;
-	j->next_in_queue = NULL;
+	unlink_job(&e->pool_head, &e->pool_tail, j);
 	/* idle devices are lent only to a model that can use them */
 	int alone = j->shares && !e->stopping && !atomic_load(&j->cancel);
 	for (const sb_job *q = e->pool_head; q && alone; q = q->next_in_queue)
@@ -445,11 +460,7 @@ static sb_job *next_job(sb_engine *e, sb_worker *w)
 		idle[i]->busy_since = now;
 		idle[i]->busy_units = j->units;
 	}
-	if (sw->tail)
-		sw->tail->next_in_queue = j;
-	else
-		sw->head = j;
-	sw->tail = j;
+	append(&sw->head, &sw->tail, j);
 	pthread_cond_signal(&sw->wake);
 	return NULL;
 }
@@ -488,26 +499,11 @@ static void end_lending(sb_engine *e, sb_job_id id)
  * neither (running, or ended). */
 static int unqueue(sb_engine *e, sb_job *j)
 {
-	sb_job *prev = NULL;
-	for (sb_job *q = e->pool_head; q; prev = q, q = q->next_in_queue)
-		if (q == j) {
-			*(prev ? &prev->next_in_queue : &e->pool_head) = j->next_in_queue;
-			if (e->pool_tail == j)
-				e->pool_tail = prev;
-			j->next_in_queue = NULL;
+	if (unlink_job(&e->pool_head, &e->pool_tail, j))
+		return 1;
+	for (sb_worker *w = e->workers; w; w = w->next)
+		if (unlink_job(&w->head, &w->tail, j))
 			return 1;
-		}
-	for (sb_worker *w = e->workers; w; w = w->next) {
-		prev = NULL;
-		for (sb_job *q = w->head; q; prev = q, q = q->next_in_queue)
-			if (q == j) {
-				*(prev ? &prev->next_in_queue : &w->head) = j->next_in_queue;
-				if (w->tail == j)
-					w->tail = prev;
-				j->next_in_queue = NULL;
-				return 1;
-			}
-	}
 	return 0;
 }
 
@@ -550,8 +546,7 @@ static void *worker_main(void *arg)
 		j->progress.state = SB_JOB_RUNNING;
 		snprintf(j->progress.stage, sizeof j->progress.stage, "starting");
 		const int pooled = j->pooled;
-		const double t0 = sb_now();
-		w->busy_since = t0;
+		w->busy_since = sb_now();
 		w->busy_units = j->units;
 		const double units = j->units;
 		const size_t n_used = j->set.n;
@@ -770,18 +765,22 @@ sb_status sb_engine_submit(sb_engine *e, const sb_job_spec *spec, sb_job_id *id)
 	j->spec.name_template = j->strings[6];
 	j->spec.manifest_name = j->strings[7];
 	pthread_cond_init(&j->done, NULL);
-	/* its length, for the sharing rule (a file's from its header; a nominal minute when that
-	 * cannot be read: such a file fails at once anyway) */
-	j->units = spec->input_path ? sb_audio_file_seconds(spec->input_path)
-	                            : (double)spec->frames / spec->rate;
-	if (!(j->units > 0))
-		j->units = 60;
-	/* whether its model can share: every model file can, the built-in cannot (nothing is
-	 * logged: the job says why when its model is missing) */
-	char real[256], file[4352];
-	const sb_logger quiet = {NULL, NULL};
-	j->shares = sb_model_locate(spec->model, (const char *const *)e->model_path, &quiet, real,
-	                            sizeof real, file, sizeof file) == SB_OK && file[0];
+	/* What the sharing rule of parallel mode reads (sequential mode has no pool): the job's
+	 * length (a file's from its header; a nominal minute when that cannot be read: such a file
+	 * fails at once anyway), and whether its model can share (every model file can, the
+	 * built-in cannot; nothing is logged: the job says why when its model is missing). */
+	j->units = 60;
+	if (e->opts.mode == SB_MODE_PARALLEL) {
+		const double secs = spec->input_path ? sb_audio_file_seconds(spec->input_path)
+		                                     : (double)spec->frames / spec->rate;
+		if (secs > 0)
+			j->units = secs;
+		char real[256], file[4352];
+		const sb_logger quiet = {NULL, NULL};
+		j->shares = !spec->in_turn &&
+		            sb_model_locate(spec->model, (const char *const *)e->model_path, &quiet,
+		                            real, sizeof real, file, sizeof file) == SB_OK && file[0];
+	}
 
 	pthread_mutex_lock(&e->lock);
 	/* what it asks for: its own request, else the engine's set */
@@ -845,18 +844,10 @@ sb_status sb_engine_submit(sb_engine *e, const sb_job_spec *spec, sb_job_id *id)
 	j->next_in_table = e->jobs;
 	e->jobs = j;
 	if (j->pooled) {
-		if (e->pool_tail)
-			e->pool_tail->next_in_queue = j;
-		else
-			e->pool_head = j;
-		e->pool_tail = j;
+		append(&e->pool_head, &e->pool_tail, j);
 		wake_pool(e);
 	} else {
-		if (w->tail)
-			w->tail->next_in_queue = j;
-		else
-			w->head = j;
-		w->tail = j;
+		append(&w->head, &w->tail, j);
 		pthread_cond_signal(&w->wake);
 	}
 	if (id)

@@ -241,8 +241,8 @@ static int run_batch(const char *list, const sb_cli_opts *o, const char *shard_a
 	double last_plain = t_start;
 	while (finished < mine.n) {
 		/* every free place in flight takes the next input that needs work; the engine sees
-		 * them all before it deals its devices out */
-		sb_engine_pause(e, 1);
+		 * them all before it deals its devices out (paused from the first submit on) */
+		int held = 0;
 		for (size_t k = 0; k < cap && !stopping; k++) {
 			while (!slots[k].busy && next < mine.n) {
 				const size_t i = next++;
@@ -288,6 +288,10 @@ static int run_batch(const char *list, const sb_cli_opts *o, const char *shard_a
 				spec.device = request;
 				/* its own stems from an older file are replaced, nothing else is */
 				spec.overwrite = o->overwrite || ps == SB_PRIOR_STALE;
+				if (!held) {
+					sb_engine_pause(e, 1);
+					held = 1;
+				}
 				if (!mkdirs(dir) || sb_engine_submit(e, &spec, &slots[k].id) != SB_OK) {
 					char why[256];
 					snprintf(why, sizeof why, "not started: %s",
@@ -299,7 +303,8 @@ static int run_batch(const char *list, const sb_cli_opts *o, const char *shard_a
 				slots[k] = (slot){i, slots[k].id, sb_now(), 1, spec.overwrite};
 			}
 		}
-		sb_engine_pause(e, 0);
+		if (held)
+			sb_engine_pause(e, 0);
 		/* log the inputs that ended; wait a little when none has */
 		int running = 0, ended = 0;
 		for (size_t k = 0; k < cap; k++) {

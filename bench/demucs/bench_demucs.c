@@ -17,6 +17,7 @@
  * and in the JSON the products' rate and the operations launched per segment.
  */
 #include "../bench_usage.h"
+#include "../dev_report.h"
 #include "../null_sink.h"
 #include "backend/backend.h"
 #include "core/thread_pool.h"
@@ -197,8 +198,10 @@ int main(int argc, char **argv)
 	sb_source_memory(song, n, 2, 44100, &src);
 	null_sink ns = {.sink = {.n_stems = SB_N_STEMS, .channels = 2, .write = null_write}};
 	ns.sink.impl = &ns;
+	dev_report dr = {0};
 	sb_run_ctx ctx = {.log = &log, .threads = threads, .progress = progress, .dev = dev,
-	                  .n_dev = (int)set.n, .batch = batch};
+	                  .n_dev = (int)set.n, .batch = batch, .progress_user = &dr,
+	                  .device_report = dev_report_take};
 	t0 = sb_now();
 	c0 = cpu_seconds();
 	const sb_status st = sb_model_separate(m, &ctx, src, &ns.sink);
@@ -220,6 +223,9 @@ int main(int argc, char **argv)
 	       dev[0].be->precision ? dev[0].be->precision(dev[0].d) : "fp32", used_threads, load_s, seg_s, seg_cpu, song_s, song_cpu,
 	       seconds,
 	       peak_mb);
+	if (dr.done > 0)
+		printf(", \"dev0_busy_s\": %.3f, \"dev0_wait_ms_per_segment\": %.2f", dr.busy_s,
+		       1e3 * dr.wait_s / (double)dr.done);
 	if (prof_s > 0)
 		printf(", \"profiled_segment_s\": %.4f, \"gemm_s\": %.4f, \"gemm_gflop\": %.1f, "
 		       "\"gemm_gflops\": %.1f, \"launches_per_segment\": %.1f", prof_s / batch,

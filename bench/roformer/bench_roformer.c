@@ -32,6 +32,7 @@
  * 0.1 x 1.5^(-k/2), phase 1.3 k + 0.7 c, plus 0.02 white noise from splitmix64(2 frame + c).
  */
 #include "../bench_usage.h"
+#include "../dev_report.h"
 #include "../null_sink.h"
 #include "backend/backend.h"
 #include "convert/convert.h"
@@ -301,8 +302,9 @@ int main(int argc, char **argv)
 		gen_source gs = {{2, RATE, n, gen_read, gen_close, NULL}};
 		null_sink ns = {.sink = {.n_stems = SB_MAX_STEMS, .channels = 2, .write = null_write}};
 		ns.sink.impl = &ns;
+		dev_report dr = {0};
 		sb_run_ctx ctx = {.log = &logger, .threads = threads, .dev = &dev, .n_dev = 1,
-		                  .batch = batch};
+		                  .batch = batch, .progress_user = &dr, .device_report = dev_report_take};
 		t0 = sb_now();
 		const double c0 = cpu_seconds();
 		const sb_status st = sb_model_separate(m, &ctx, &gs.src, &ns.sink);
@@ -324,9 +326,11 @@ int main(int argc, char **argv)
 		printf("{\"impl\": \"stembridge\", \"mode\": \"song\", \"device\": \"%s\", \"gemm\": "
 		       "\"%s\", \"threads\": %d, \"batch\": %d, \"model\": \"%s\", \"load_s\": %.2f, "
 		       "\"song_seconds\": %.1f, \"song_s\": %.3f, \"song_cpu_s\": %.3f, \"rtf\": %.4f, "
-		       "\"stems\": %d, \"rss_loaded_mb\": %.1f, \"peak_rss_mb\": %.1f}\n",
+		       "\"stems\": %d, \"rss_loaded_mb\": %.1f, \"peak_rss_mb\": %.1f, "
+		       "\"dev0_busy_s\": %.3f, \"dev0_wait_ms_per_chunk\": %.2f}\n",
 		       dev.props->label, gemm_desc, threads, batch, model, load_s, song, song_s,
-		       song_cpu, song_s / song, stems, rss_loaded, peak_rss_mb());
+		       song_cpu, song_s / song, stems, rss_loaded, peak_rss_mb(), dr.busy_s,
+		       dr.done > 0 ? 1e3 * dr.wait_s / (double)dr.done : 0.0);
 		sb_model_free(m);
 		sb_exec_close(&dev);
 		sb_devices_free(devs);

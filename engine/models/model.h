@@ -25,6 +25,8 @@ typedef struct {
 	long done;                     /* units (segments) it finished */
 	long total;                    /* units of the whole job */
 	double busy_s;                 /* seconds it spent on them */
+	double wait_s;                 /* seconds it sat between two of its runs (the file's
+	                                  reading and writing, its turn at the scheduler) */
 	sb_status dropped;             /* SB_OK, or why it stopped taking work (its unit went
 	                                  back to the others) */
 	const char *reason;            /* in words when dropped */

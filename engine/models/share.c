@@ -60,6 +60,8 @@ struct worker {
 	void *dstate;         /* the model's state for this device */
 	long done;            /* units finished */
 	double busy;
+	double wait;          /* between the end of one run and the start of its next */
+	double ran_until;     /* when its last run ended, 0 before its first */
 	double per_task;      /* measured seconds per unit, 0 before the first */
 	int leaving;
 	pthread_t thread;
@@ -170,7 +172,7 @@ static void report(sched *s, worker *w, sb_status dropped, const char *why)
 		sb_log(ctx->log, SB_LOG_WARNING, "%s", why); /* no runner to record it */
 	if (!ctx || !ctx->device_report)
 		return;
-	sb_device_report r = {w->dev, w->done, (long)s->units_total, w->busy, dropped, why};
+	sb_device_report r = {w->dev, w->done, (long)s->units_total, w->busy, w->wait, dropped, why};
 	ctx->device_report(ctx->progress_user, &r);
 }
 
@@ -217,12 +219,15 @@ static sb_status run_unlocked(sched *s, worker *w, task *t, double *dt)
 	}
 	w->cur = t;
 	w->cur_since = sb_now();
+	if (w->ran_until > 0)
+		w->wait += w->cur_since - w->ran_until;
 	atomic_store(&w->lost_race, 0);
 	pthread_mutex_unlock(&s->lock);
 	const double t0 = w->cur_since;
 	sb_status st = w->buf ? run_task(w, t) : SB_ERR_NOMEM;
 	*dt = sb_now() - t0;
 	pthread_mutex_lock(&s->lock);
+	w->ran_until = t0 + *dt;
 	w->cur = NULL;
 	t->runs--;
 	return st;

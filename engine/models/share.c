@@ -1,5 +1,12 @@
 /* One file's work shared among the devices of a job (share.h): blocks made in order by the
- * model, tasks taken by free devices under the rate rule, backups, commits in order. */
+ * model, tasks taken by free devices under the rate rule, backups, commits in order.
+ *
+ * Threads: each device's worker (the calling thread drives the first) only runs tasks; a host
+ * thread makes the blocks ahead of them (one waiting task per device) and commits the
+ * finished ones behind them, each without the lock, so a device goes from one task to the
+ * next without waiting for the file's reading, blending or writing. Only the host thread calls
+ * make() and commit(), so they never run at once. Where no host thread can be started, the
+ * first device does that work itself between its tasks, alone. */
 #include "models/share.h"
 
 #include "core/pace.h"
@@ -46,6 +53,7 @@ typedef struct {
 	int64_t units_total, units_done, units_untaken;
 	long backups, backups_won;
 	int generated_all;
+	int host;             /* a host thread makes and commits (else the first worker does) */
 	sb_status err;        /* a failure that ends the job (not a device's) */
 	sb_status last_dev_err;
 	char last_dev_why[512];
@@ -73,12 +81,15 @@ struct worker {
 	size_t buf_n;
 };
 
-/* Under the lock: the model's next block. 0 when none (or on failure: s->err). */
+/* Under the lock: the model's next block, made without it (the lock is held again on
+ * return). 0 when none (or on failure: s->err). */
 static int make_block(sched *s)
 {
 	int n_tasks = 0, units = 0;
 	sb_status st = SB_OK;
+	pthread_mutex_unlock(&s->lock);
 	void *u = s->ops->make(s->user, &n_tasks, &units, &st);
+	pthread_mutex_lock(&s->lock);
 	if (!u) {
 		if (st != SB_OK)
 			s->err = st;
@@ -109,7 +120,24 @@ static int make_block(sched *s)
 	return 1;
 }
 
-/* Under the lock: the next task nobody has, making blocks as needed (and as memory allows). */
+/* Under the lock: tasks made and not taken. */
+static int untaken(const sched *s)
+{
+	int n = 0;
+	for (const block *b = s->head; b; b = b->next)
+		for (int t = 0; t < b->n_tasks; t++)
+			n += !b->tasks[t].taken;
+	return n;
+}
+
+/* Under the lock: whether another block may be made (memory allows, the file is not done) */
+static int can_make(const sched *s)
+{
+	return !s->generated_all && s->err == SB_OK && s->n_blocks < SB_SHARE_MAX_BLOCKS;
+}
+
+/* Under the lock: the next task nobody has; without a host thread, blocks are made here as
+ * they are needed. */
 static task *next_task(sched *s)
 {
 	for (;;) {
@@ -117,9 +145,7 @@ static task *next_task(sched *s)
 			for (int t = 0; t < b->n_tasks; t++)
 				if (!b->tasks[t].taken)
 					return &b->tasks[t];
-		if (s->generated_all || s->err != SB_OK || s->n_blocks >= SB_SHARE_MAX_BLOCKS)
-			return NULL;
-		if (!make_block(s))
+		if (s->host || !can_make(s) || !make_block(s))
 			return NULL;
 	}
 }
@@ -144,23 +170,40 @@ static void free_block_if_idle(sched *s, block *b)
 	block_free(s, b);
 }
 
+/* Under the lock: whether the block at the head is finished, to be committed */
+static int head_done(const sched *s)
+{
+	return s->head && s->head->n_done == s->head->n_tasks;
+}
+
+/* Under the lock: the finished block at the head to the model, without the lock (its outputs
+ * no longer change; the lock is held again on return). Out of the list first, so that no
+ * device looks at it meanwhile; freed after, unless a losing run of it is still going. */
+static sb_status commit_head(sched *s)
+{
+	block *b = s->head;
+	float *outs[SB_SHARE_MAX_TASKS];
+	for (int t = 0; t < b->n_tasks; t++)
+		outs[t] = b->tasks[t].out;
+	s->head = b->next;
+	if (!s->head)
+		s->tail = NULL;
+	s->n_blocks--;
+	pthread_mutex_unlock(&s->lock);
+	const sb_status st = s->ops->commit(s->user, b->u, outs);
+	pthread_mutex_lock(&s->lock);
+	b->committed = 1;
+	free_block_if_idle(s, b);
+	return st;
+}
+
 /* Under the lock: the finished blocks at the head, in order, to the model. */
 static sb_status commit(sched *s)
 {
-	while (s->head && s->head->n_done == s->head->n_tasks) {
-		block *b = s->head;
-		float *outs[SB_SHARE_MAX_TASKS];
-		for (int t = 0; t < b->n_tasks; t++)
-			outs[t] = b->tasks[t].out;
-		const sb_status st = s->ops->commit(s->user, b->u, outs);
+	while (head_done(s)) {
+		const sb_status st = commit_head(s);
 		if (st != SB_OK)
 			return st;
-		s->head = b->next;
-		if (!s->head)
-			s->tail = NULL;
-		s->n_blocks--;
-		b->committed = 1;
-		free_block_if_idle(s, b);
 	}
 	return SB_OK;
 }
@@ -258,7 +301,7 @@ static void finished(sched *s, worker *w, task *t, double dt)
 	w->busy += dt;
 	w->per_task = w->busy / (double)w->done;
 	s->units_done += t->blk->units;
-	const sb_status st = commit(s);
+	const sb_status st = s->host ? SB_OK : commit(s);
 	if (st != SB_OK && s->err == SB_OK)
 		s->err = st;
 	if (ctx->progress)
@@ -281,6 +324,11 @@ static void *worker_main(void *arg)
 		if (s->err != SB_OK)
 			break;
 		task *t = next_task(s);
+		if (!t && s->host && can_make(s)) {
+			pthread_cond_broadcast(&s->cond); /* the host thread makes the next block */
+			pthread_cond_wait(&s->cond, &s->lock);
+			continue;
+		}
 		if (!t) {
 			task *bt = s->err == SB_OK ? backup_task(s, w) : NULL;
 			if (bt) {
@@ -343,6 +391,8 @@ static void *worker_main(void *arg)
 		t->first = w;
 		t->started = sb_now();
 		s->units_untaken -= t->blk->units;
+		if (s->host)
+			pthread_cond_broadcast(&s->cond); /* the host thread reads the next one meanwhile */
 		double dt = 0;
 		sb_status st = run_unlocked(s, w, t, &dt);
 		if (t->done) {
@@ -372,10 +422,10 @@ static void *worker_main(void *arg)
 				s->units_untaken += t->blk->units;
 			}
 			snprintf(s->last_dev_why, sizeof s->last_dev_why, "%s %s: its %s went to the "
-			         "other devices", props->label, s->ops->unit,
+			         "other devices", props->label,
 			         st == SB_ERR_DEVICE_LOST ? "was lost" : st == SB_ERR_DEVICE_OOM
 			                                                    ? "ran out of memory"
-			                                                    : "failed");
+			                                                    : "failed", s->ops->unit);
 			s->last_dev_err = st;
 			report(s, w, st, s->last_dev_why); /* the job runner logs and records it */
 			pthread_cond_broadcast(&s->cond);
@@ -392,6 +442,37 @@ static void *worker_main(void *arg)
 	}
 	w->leaving = 1;
 	s->active--;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+/* The host thread: a block made ahead for each device still taking work that has none
+ * waiting, the finished blocks committed behind them, until every device has stopped. */
+static void *host_main(void *arg)
+{
+	sched *s = arg;
+	const atomic_int *cancel = s->ctx->cancel;
+	pthread_mutex_lock(&s->lock);
+	for (;;) {
+		if (cancel && atomic_load(cancel) && s->err == SB_OK)
+			s->err = SB_ERR_CANCELLED;
+		if (s->err != SB_OK)
+			break;
+		if (can_make(s) && untaken(s) < s->active) {
+			make_block(s);
+		} else if (head_done(s)) {
+			const sb_status st = commit_head(s);
+			if (st != SB_OK && s->err == SB_OK)
+				s->err = st;
+		} else if (s->active == 0) {
+			break;
+		} else {
+			pthread_cond_wait(&s->cond, &s->lock);
+			continue;
+		}
+		pthread_cond_broadcast(&s->cond);
+	}
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
 	return NULL;
@@ -448,7 +529,18 @@ sb_status sb_share_run(const sb_share_ops *ops, void *user, const sb_run_ctx *ct
 			       ctx->dev[cpu_behind].props->label);
 	}
 	s.active = s.n_w;
-	for (int i = 1; i < s.n_w; i++) {
+	pthread_t host;
+	s.host = pthread_create(&host, NULL, host_main, &s) == 0;
+	if (!s.host && s.n_w > 1) {
+		/* the first device alone makes and commits between its tasks, as no other thread
+		 * could do either at the same time */
+		sb_log(log, SB_LOG_WARNING, "%s: no thread for the file's reading and writing; %s "
+		       "runs alone", ops->who, ctx->dev[0].props->label);
+		for (int i = 1; i < s.n_w; i++)
+			w[i].leaving = 1;
+		s.active = 1;
+	}
+	for (int i = 1; i < s.n_w && s.host; i++) {
 		if (pthread_create(&w[i].thread, NULL, worker_main, &w[i]) == 0) {
 			w[i].started = 1;
 		} else {
@@ -464,6 +556,8 @@ sb_status sb_share_run(const sb_share_ops *ops, void *user, const sb_run_ctx *ct
 	for (int i = 1; i < s.n_w; i++)
 		if (w[i].started)
 			pthread_join(w[i].thread, NULL);
+	if (s.host)
+		pthread_join(host, NULL);
 	/* every device that was left stopped: say why the file is not done */
 	pthread_mutex_lock(&s.lock);
 	if (s.backups > 0)

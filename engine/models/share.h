@@ -15,8 +15,12 @@
  *   - a device that fails (lost, out of memory) hands its task back and stops; the others
  *     finish the file; only when every device has failed does the error go back to the job
  *     runner (which falls back to the CPU).
- * The calling thread drives ctx->dev[0]; each other device has a thread of its own. Memory is
- * bounded: at most SB_SHARE_MAX_BLOCKS blocks are in flight.
+ * The calling thread drives ctx->dev[0]; each other device has a thread of its own; a host
+ * thread makes the next blocks while the devices run (one waiting for each device) and
+ * commits finished ones behind them, so a device goes from one task straight to the next
+ * (HTDemucs: 5.6 ms of reading, blending and writing a segment on a Zen 4 core, which a GPU
+ * at 60-90 ms a segment would otherwise sit out). Memory is bounded: at most
+ * SB_SHARE_MAX_BLOCKS blocks are in flight.
  */
 #ifndef SB_SHARE_H
 #define SB_SHARE_H
@@ -32,9 +36,10 @@
 typedef struct {
 	const char *who;  /* the model family, for messages: "htdemucs" */
 	const char *unit; /* what a unit is called: "segment" */
-	/* Under the scheduler's lock: the next block in the file's order, its input read, with
-	 * *n_tasks tasks (1 .. SB_SHARE_MAX_TASKS) of *units units each; NULL when there is none
-	 * left, or on a failure (*st set). */
+	/* On the host thread (make and commit are never called at once, and never under the
+	 * scheduler's lock): the next block in the file's order, its input read, with *n_tasks
+	 * tasks (1 .. SB_SHARE_MAX_TASKS) of *units units each; NULL when there is none left, or
+	 * on a failure (*st set). */
 	void *(*make)(void *user, int *n_tasks, int *units, sb_status *st);
 	/* floats the output of task t of blk needs */
 	size_t (*out_floats)(void *user, const void *blk, int t);
@@ -44,8 +49,9 @@ typedef struct {
 	 * run stops at its next check (as it does for ctx->cancel) with SB_ERR_CANCELLED. */
 	sb_status (*run)(void *user, int dev, void **dstate, const void *blk, int t, float *out,
 	                 const atomic_int *lost);
-	/* Under the lock, blocks in order once every task of theirs is done: outs[t] is task
-	 * t's output. */
+	/* On the host thread, blocks in order once every task of theirs is done: outs[t] is
+	 * task t's output. Runs of later blocks go on meanwhile: run() must not touch what make()
+	 * and commit() change. */
 	sb_status (*commit)(void *user, const void *blk, float *const *outs);
 	void (*free_block)(void *user, void *blk);
 	void (*release)(void *user, int dev, void *dstate);

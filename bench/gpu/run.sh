@@ -13,11 +13,12 @@
 #                               TFLOP/s (bench_cl_gemm; SCALE divides the sizes, for PoCL)
 #   bench/gpu/run.sh classic    the built-in model: bench_opencl, bench_jobs (issue #3)
 #   bench/gpu/run.sh demucs [SECONDS=180]    HTDemucs full size: Stembridge (CLBlast, own
-#                               kernel, tiled kernel, profiles) beside PyTorch on CUDA (float32,
-#                               and TF32)
+#                               kernel, tiled kernel, CLBlast with attention in one pass,
+#                               profiles) beside PyTorch on CUDA (float32, and TF32)
 #   bench/gpu/run.sh roformer [SECONDS=60]  BS-RoFormer ep_317 at full size (random weights
-#                               from its public config): a chunk (profiled: launches, transfers)
-#                               and a song on the GPU beside MSST's model in PyTorch on CUDA
+#                               from its public config): a chunk (profiled: launches, transfers;
+#                               attention as products and in one pass) and a song on the GPU
+#                               beside MSST's model in PyTorch on CUDA
 #   bench/gpu/run.sh tune       CLBlast's tuners (--quick) for the GPU, then HTDemucs again
 #   bench/gpu/run.sh cpu [SECONDS=60]   the machine's CPU (issue #27): products per library and
 #                               bf16 (bench_gemm), a segment and a song at 2 and all threads in
@@ -117,6 +118,13 @@ check)
 	SB_CL_GEMM=tiled sb "$C/bin/test_ops" --ops gemm,attention --expect "tiled kernel" \
 		> "$R/check-ops-tiled.txt" 2>&1 || note "test_ops (tiled)"
 	tail -n 3 "$R/check-ops-tiled.txt"
+	# attention in one pass (its local-memory form, never run on a GPU before) against the
+	# C reference
+	SB_CL_ATTENTION=fused sb "$C/bin/test_ops" --ops attention --expect-kernel attention_64 \
+		> "$R/check-ops-attention.txt" 2>&1 || note "test_ops (attention in one pass)"
+	tail -n 3 "$R/check-ops-attention.txt"
+	SB_CL_ATTENTION=fused sb "$C/bin/test_demucs" "$C/golden" opencl-mid 2>&1 |
+		tee "$R/check-mid-attention.txt" || note "opencl-mid (attention in one pass)"
 	sb "$C/bin/test_demucs" "$C/golden" opencl-full 2>&1 | tee "$R/check-full.txt" ||
 		note opencl-full
 	sb "$C/bin/test_opencl" > "$R/check-classic.txt" 2>&1 || note test_opencl
@@ -140,13 +148,18 @@ gemm)
 demucs)
 	secs=${2:-180}
 	model=/tmp/sb-htdemucs-full.safetensors
-	for g in clblast own tiled; do
+	# each product path with attention as products around a softmax (a GPU's default), then
+	# CLBlast with attention in one pass (SB_CL_ATTENTION=fused: the choice to make)
+	for run in clblast:split own:split tiled:split clblast:fused; do
+		g=${run%:*} a=${run#*:}
 		m="--model $model"
 		[ -e "$model" ] || m="--write-model $model"
-		sb "$C/bin/bench_demucs" "$C/golden/released-shapes.json" $m \
+		f=demucs-$g${a/split/}
+		f=${f/%fused/-fused}
+		SB_CL_ATTENTION=$a sb "$C/bin/bench_demucs" "$C/golden/released-shapes.json" $m \
 			--device "$gpu" --gemm $g --repeat "$REPEAT" --seconds "$secs" --profile \
-			> "$R/demucs-$g.json" 2> "$R/demucs-$g-profile.txt" || note "bench_demucs ($g)"
-		cat "$R/demucs-$g-profile.txt" "$R/demucs-$g.json"
+			> "$R/$f.json" 2> "$R/$f-profile.txt" || note "bench_demucs ($g, attention $a)"
+		cat "$R/$f-profile.txt" "$R/$f.json"
 	done
 	"$PY" "$C/reference.py" --ref "$C/ref" --shims "$C/ref/shims" check "$C/golden" |
 		tee "$R/reference-check.txt" || note "the reference does not reproduce the golden output"
@@ -208,6 +221,10 @@ roformer)
 		--dump "$W/dump" > "$R/roformer-gpu-chunk.json" 2> "$R/roformer-gpu-profile.txt" ||
 		note "bench_roformer (chunk)"
 	cat "$R/roformer-gpu-profile.txt" "$R/roformer-gpu-chunk.json"
+	SB_CL_ATTENTION=fused sb "$C/bin/bench_roformer" "$M.safetensors" --device "$gpu" \
+		--warmup 1 --repeat "$REPEAT" > "$R/roformer-gpu-chunk-fused.json" \
+		2> "$R/roformer-gpu-profile-fused.txt" || note "bench_roformer (chunk, attention in one pass)"
+	cat "$R/roformer-gpu-profile-fused.txt" "$R/roformer-gpu-chunk-fused.json"
 	sb "$C/bin/bench_roformer" "$M.safetensors" --device "$gpu" --song "$secs" \
 		> "$R/roformer-gpu-song.json" 2>/dev/null || note "bench_roformer (song)"
 	cat "$R/roformer-gpu-song.json"

@@ -9,13 +9,15 @@
  * the CPU backend splits them over its threads, with offsets into buffers and padded leading
  * dimensions, and batches whose items share one weight (stride 0).
  *
- * usage: test_ops [--ops gemm,attention] [--expect PRODUCTS]
+ * usage: test_ops [--ops gemm,attention] [--expect PRODUCTS] [--expect-kernel NAME]
  *   prints one line per backend, device and operation; exit 1 on a failure.
  *   POCL_DEVICES="pthread pthread" gives two OpenCL devices.
  *   --ops      only these operations' cases (gemm, attention), so a product kernel chosen by
  *              the environment (SB_CL_GEMM, SB_CL_TILE) is checked without the rest
  *   --expect   every device outside the CPU backend must describe its products as starting
  *              with PRODUCTS (the kernel the environment asked for really ran)
+ *   --expect-kernel  every device outside the CPU backend must list NAME in its profile (the
+ *              cases run profiled): a kernel the environment chose (SB_CL_ATTENTION) ran
  */
 #include "backend/backend.h"
 #include "models/classic/classic_ops.h"
@@ -1060,6 +1062,12 @@ static void all_cases(run *r)
 		case_attention(r, 30, 45, 2, 8, 0, 2, 0);
 		case_attention(r, 41, 41, 2, 16, 1, 5, 1);    /* a RoFormer's time sequences, per band */
 		case_attention(r, 7, 7, 4, 8, 1, 19, 0);      /* its band sequences: many and short */
+		/* the usual head of 64 (HTDemucs, the RoFormers), 32, and one past what a one-pass
+		 * kernel holds: rows and keys off its tiles */
+		case_attention(r, 130, 97, 2, 64, 0, 2, 0);
+		case_attention(r, 70, 70, 8, 64, 1, 3, 1);
+		case_attention(r, 65, 33, 3, 32, 0, 1, 0);
+		case_attention(r, 40, 50, 2, 80, 0, 2, 0);
 		r->a->off = 8;                                /* aligned: a GPU kernel's float4 paths */
 		case_attention(r, 300, 300, 8, 48, 1, 1, 0);
 		case_attention(r, 64, 64, 4, 16, 1, 6, 1);
@@ -1163,14 +1171,17 @@ static float *classic_chunk(const sb_exec *x, int nt, size_t *n_out, sb_status *
 
 int main(int argc, char **argv)
 {
-	const char *expect = NULL;
+	const char *expect = NULL, *expect_kernel = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--ops") && i + 1 < argc) {
 			only_ops = argv[++i];
 		} else if (!strcmp(argv[i], "--expect") && i + 1 < argc) {
 			expect = argv[++i];
+		} else if (!strcmp(argv[i], "--expect-kernel") && i + 1 < argc) {
+			expect_kernel = argv[++i];
 		} else {
-			fprintf(stderr, "usage: test_ops [--ops gemm,attention] [--expect PRODUCTS]\n");
+			fprintf(stderr, "usage: test_ops [--ops gemm,attention] [--expect PRODUCTS] "
+			        "[--expect-kernel NAME]\n");
 			return 2;
 		}
 	}
@@ -1228,7 +1239,24 @@ int main(int argc, char **argv)
 		results mine = {{0}, {0}, 0};
 		run r = {&a, d->id, i == 0 ? NULL : &cpu, i == 0 ? &cpu : &mine, 0};
 		rng = 12345u;
+		if (expect_kernel)
+			x.be->set_profiling(x.d, 1);
 		all_cases(&r);
+		if (expect_kernel && x.be != sb_backend_cpu()) {
+			sb_prof_entry p[64];
+			const int np = x.be->profile(x.d, p, 64);
+			long calls = 0;
+			for (int k = 0; k < np; k++)
+				if (!strcmp(p[k].name, expect_kernel))
+					calls += p[k].calls;
+			printf("  %-9s %ld launch%s of %s\n", d->id, calls, calls == 1 ? "" : "es",
+			       expect_kernel);
+			if (!calls) {
+				printf("  FAIL: %s never ran %s\n", d->id, expect_kernel);
+				failures++;
+			}
+			x.be->set_profiling(x.d, 0);
+		}
 		const char *products = x.be->describe(x.d);
 		printf("  %-9s products through %s\n", d->id, products);
 		if (expect && x.be != sb_backend_cpu() && strncmp(products, expect, strlen(expect))) {

@@ -23,7 +23,9 @@ const char *const sb_cl_op_names[P_COUNT] = {
 	"gn_apply", "gn_apply_tokens", "layernorm", "softmax_rows", "scale_add", "transpose",
 	"ften_to_tokens", "tokens_to_ften", "add_freq_emb", "im2col_time", "convtr_gather",
 	"rmsnorm", "rope", "head_gate", "stft_frames", "istft_frames", "istft_ola",
-	"moments_final", "standardise", "gather_cols", "cmul", "upload", "download", "copy", "zero", "finish",
+	"moments_final", "standardise", "gather_cols", "cmul", "attention_16", "attention_32",
+	"attention_64",
+	"upload", "download", "copy", "zero", "finish",
 };
 
 void sb_cl_fail(sb_bdev *d, sb_status st)
@@ -432,8 +434,15 @@ sb_status sb_cl_ops_ready(sb_bdev *c)
 		sb_cl_fail(c, SB_ERR_DEVICE);
 		return SB_ERR_DEVICE;
 	}
-	char opts[64];
-	snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DRED_WG=%zu", c->red_wg);
+	/* the one-pass attention reads its key tiles through local memory on a GPU, where they
+	 * are, through the caches, on a CPU driver (ops.cl attention_rows) */
+	int att_local = type & CL_DEVICE_TYPE_CPU ? 0 : 1;
+	const char *al = getenv("SB_CL_ATT_LOCAL"); /* a test's override */
+	if (al && (!strcmp(al, "0") || !strcmp(al, "1")))
+		att_local = atoi(al);
+	char opts[96];
+	snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DRED_WG=%zu -DATT_LOCAL=%d", c->red_wg,
+	         att_local);
 	cl_program prog = NULL;
 	sb_status st = sb_cl_device_build(c->dev, "ops", (const char *)ops_cl, opts, &prog, NULL);
 	for (int i = 0; st == SB_OK && i < K_COUNT; i++)
@@ -449,6 +458,12 @@ sb_status sb_cl_ops_ready(sb_bdev *c)
 		return st;
 	}
 	c->prog = prog;
+	/* attention in one pass where it was measured faster: on PoCL, a RoFormer chunk 11.4 ->
+	 * 8.8 s and an HTDemucs segment 25.4 -> 22.4 s (bench/gpu/README.md); a GPU keeps the
+	 * products' way until bench/gpu has measured its local-memory kernel there */
+	const char *att = getenv("SB_CL_ATTENTION"); /* "split" or "fused": a bench's choice */
+	c->att_fused = att && !strcmp(att, "fused") ? 1 : att && !strcmp(att, "split") ? 0
+	                                                : (type & CL_DEVICE_TYPE_CPU) != 0;
 	c->gemm = sb_cl_gemm_choose(c->dev);
 	if (c->gemm == SB_CL_GEMM_TILED) {
 		st = sb_cl_tiled_open(c, &c->tiled);
@@ -468,10 +483,37 @@ sb_status sb_cl_ops_ready(sb_bdev *c)
 	return SB_OK;
 }
 
+/* Attention in one launch for heads of up to 64 values (ops.cl attention_16/_32/_64: the
+ * scores stay in registers), the kernel for the smallest head size that holds hd. */
+static void attention_fused(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
+                            int nk, int heads, int hd, float scale, sb_dv o, int ldo, int batch,
+                            long sq, long skv, long so)
+{
+	kargs a = args(c, hd <= 16 ? K_ATTENTION_16 : hd <= 32 ? K_ATTENTION_32 : K_ATTENTION_64);
+	a_db(&a, q);
+	a_i32(&a, ldq);
+	a_i64(&a, sq);
+	a_db(&a, k);
+	a_db(&a, v);
+	a_i32(&a, ldkv);
+	a_i64(&a, skv);
+	a_i32(&a, nq);
+	a_i32(&a, nk);
+	a_i32(&a, hd);
+	a_f32(&a, scale);
+	a_db(&a, o);
+	a_i32(&a, ldo);
+	a_i64(&a, so);
+	a.flops = 4.0 * nq * nk * hd * heads * batch;
+	const size_t g[3] = {(size_t)nq, (size_t)heads, (size_t)batch}, l[3] = {64, 1, 1};
+	sb_cl_run(&a, 3, g, l);
+}
+
 /* Attention as two strided-batched products around a softmax, every head of a group of items
  * at once (the scores, heads x nq x nk floats an item, in a buffer the device keeps for it,
  * never more than SCORES_MAX floats: long sequences go a few items at a time): three launches
- * a group. */
+ * a group. In one pass instead (attention_fused) where the device is set to and the heads
+ * are small enough. */
 #define SCORES_MAX ((size_t)32 << 20)
 
 static void op_attention(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
@@ -481,6 +523,11 @@ static void op_attention(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldk
 	if (nq <= 0 || nk <= 0 || heads <= 0 || batch <= 0 || c->st != SB_OK ||
 	    sb_cl_ops_ready(c) != SB_OK)
 		return;
+	if (c->att_fused && hd <= 64 && hd % 4 == 0) {
+		attention_fused(c, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv,
+		                so);
+		return;
+	}
 	const size_t item = (size_t)heads * nq * nk;
 	int group = item >= SCORES_MAX ? 1 : (int)(SCORES_MAX / item);
 	group = group < batch ? group : batch;

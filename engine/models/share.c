@@ -47,7 +47,8 @@ typedef struct {
 	void *user;
 	const sb_run_ctx *ctx;
 	pthread_mutex_t lock;
-	pthread_cond_t cond;
+	pthread_cond_t cond;      /* the devices wait on it */
+	pthread_cond_t host_cond; /* the host thread waits on it */
 	block *head, *tail;   /* made and not yet committed, in order */
 	int n_blocks;
 	int64_t units_total, units_done, units_untaken;
@@ -81,6 +82,26 @@ struct worker {
 	size_t buf_n;
 };
 
+/* Under the lock: something changed that the devices or the host thread wait for. */
+static void wake(sched *s)
+{
+	pthread_cond_broadcast(&s->cond);
+	if (s->host)
+		pthread_cond_signal(&s->host_cond);
+}
+
+/* Under the lock: the file ends with st (its first failure is kept); runs going on elsewhere
+ * stop at their next check, as a lost race's do, instead of finishing work nobody will use. */
+static void fail(sched *s, sb_status st)
+{
+	if (s->err != SB_OK)
+		return;
+	s->err = st;
+	for (int i = 0; i < s->n_w; i++)
+		if (s->w[i].cur)
+			atomic_store(&s->w[i].lost_race, 1);
+}
+
 /* Under the lock: the model's next block, made without it (the lock is held again on
  * return). 0 when none (or on failure: s->err). */
 static int make_block(sched *s)
@@ -92,7 +113,7 @@ static int make_block(sched *s)
 	pthread_mutex_lock(&s->lock);
 	if (!u) {
 		if (st != SB_OK)
-			s->err = st;
+			fail(s, st);
 		else
 			s->generated_all = 1;
 		return 0;
@@ -101,7 +122,7 @@ static int make_block(sched *s)
 	if (!b || n_tasks < 1 || n_tasks > SB_SHARE_MAX_TASKS) {
 		s->ops->free_block(s->user, u);
 		free(b);
-		s->err = b ? SB_ERR_INVALID : SB_ERR_NOMEM;
+		fail(s, b ? SB_ERR_INVALID : SB_ERR_NOMEM);
 		return 0;
 	}
 	b->u = u;
@@ -302,8 +323,8 @@ static void finished(sched *s, worker *w, task *t, double dt)
 	w->per_task = w->busy / (double)w->done;
 	s->units_done += t->blk->units;
 	const sb_status st = s->host ? SB_OK : commit(s);
-	if (st != SB_OK && s->err == SB_OK)
-		s->err = st;
+	if (st != SB_OK)
+		fail(s, st);
 	if (ctx->progress)
 		ctx->progress(ctx->progress_user, (double)s->units_done / (double)s->units_total,
 		              "separating");
@@ -319,13 +340,13 @@ static void *worker_main(void *arg)
 	const sb_device_props *props = ctx->dev[w->dev].props;
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
-		if (cancel && atomic_load(cancel) && s->err == SB_OK)
-			s->err = SB_ERR_CANCELLED;
+		if (cancel && atomic_load(cancel))
+			fail(s, SB_ERR_CANCELLED);
 		if (s->err != SB_OK)
 			break;
 		task *t = next_task(s);
 		if (!t && s->host && can_make(s)) {
-			pthread_cond_broadcast(&s->cond); /* the host thread makes the next block */
+			pthread_cond_signal(&s->host_cond); /* the host thread makes the next block */
 			pthread_cond_wait(&s->cond, &s->lock);
 			continue;
 		}
@@ -351,11 +372,11 @@ static void *worker_main(void *arg)
 						         st == SB_ERR_DEVICE_LOST ? "was lost"
 						         : st == SB_ERR_DEVICE_OOM ? "ran out of memory" : "failed");
 						report(s, w, st, s->last_dev_why);
-						pthread_cond_broadcast(&s->cond);
+						wake(s);
 						break;
 					}
 				}
-				pthread_cond_broadcast(&s->cond);
+				wake(s);
 				continue;
 			}
 			if (s->generated_all || s->err != SB_OK) {
@@ -392,7 +413,7 @@ static void *worker_main(void *arg)
 		t->started = sb_now();
 		s->units_untaken -= t->blk->units;
 		if (s->host)
-			pthread_cond_broadcast(&s->cond); /* the host thread reads the next one meanwhile */
+			pthread_cond_signal(&s->host_cond); /* it reads the next one meanwhile */
 		double dt = 0;
 		sb_status st = run_unlocked(s, w, t, &dt);
 		if (t->done) {
@@ -406,12 +427,12 @@ static void *worker_main(void *arg)
 				report(s, w, st, "failed on work another device had already finished");
 				break;
 			}
-			pthread_cond_broadcast(&s->cond);
+			wake(s);
 			continue;
 		}
 		if (st == SB_OK) {
 			finished(s, w, t, dt);
-			pthread_cond_broadcast(&s->cond);
+			wake(s);
 			continue;
 		}
 		if (device_failure(st) && s->n_w > 1) {
@@ -428,21 +449,23 @@ static void *worker_main(void *arg)
 			                                                    : "failed", s->ops->unit);
 			s->last_dev_err = st;
 			report(s, w, st, s->last_dev_why); /* the job runner logs and records it */
-			pthread_cond_broadcast(&s->cond);
+			wake(s);
 			break;
 		}
 		if (device_failure(st)) {
+			/* the runner's fallback to the CPU reads the device's failure */
 			s->last_dev_err = st;
+			fail(s, st);
 			s->err = st;
-		} else if (s->err == SB_OK) {
-			s->err = st;
+		} else {
+			fail(s, st);
 		}
-		pthread_cond_broadcast(&s->cond);
+		wake(s);
 		break;
 	}
 	w->leaving = 1;
 	s->active--;
-	pthread_cond_broadcast(&s->cond);
+	wake(s);
 	pthread_mutex_unlock(&s->lock);
 	return NULL;
 }
@@ -455,20 +478,20 @@ static void *host_main(void *arg)
 	const atomic_int *cancel = s->ctx->cancel;
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
-		if (cancel && atomic_load(cancel) && s->err == SB_OK)
-			s->err = SB_ERR_CANCELLED;
+		if (cancel && atomic_load(cancel))
+			fail(s, SB_ERR_CANCELLED);
 		if (s->err != SB_OK)
 			break;
 		if (can_make(s) && untaken(s) < s->active) {
 			make_block(s);
 		} else if (head_done(s)) {
 			const sb_status st = commit_head(s);
-			if (st != SB_OK && s->err == SB_OK)
-				s->err = st;
+			if (st != SB_OK)
+				fail(s, st);
 		} else if (s->active == 0) {
 			break;
 		} else {
-			pthread_cond_wait(&s->cond, &s->lock);
+			pthread_cond_wait(&s->host_cond, &s->lock);
 			continue;
 		}
 		pthread_cond_broadcast(&s->cond);
@@ -509,6 +532,7 @@ sb_status sb_share_run(const sb_share_ops *ops, void *user, const sb_run_ctx *ct
 	s.units_untaken = units_total;
 	pthread_mutex_init(&s.lock, NULL);
 	pthread_cond_init(&s.cond, NULL);
+	pthread_cond_init(&s.host_cond, NULL);
 	for (int i = 0; i < s.n_w; i++) {
 		w[i].s = &s;
 		w[i].dev = i;
@@ -580,5 +604,6 @@ sb_status sb_share_run(const sb_share_ops *ops, void *user, const sb_run_ctx *ct
 	}
 	pthread_mutex_destroy(&s.lock);
 	pthread_cond_destroy(&s.cond);
+	pthread_cond_destroy(&s.host_cond);
 	return st;
 }

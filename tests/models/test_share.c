@@ -1,9 +1,9 @@
 /* A file's work shared among devices (models/share.h) with a stand-in model whose blocks and
  * devices the test controls, on what a user of a fast GPU would notice:
- *   overlap  the device never waits for the file's reading and writing: the next block is
- *            read while the device runs one, and a finished block is written while the device
- *            runs the next (each side waits up to 10 s for the other; in turn, they would wait
- *            out the 10 s and fail)
+ *   overlap  a device (one, then two) never waits for the file's reading and writing: the
+ *            next block is read while a device runs one, and a finished block is written
+ *            while the next runs (each side waits up to 10 s for the other; in turn, they
+ *            would wait out the 10 s and fail)
  *   order    two devices, two tasks a block: every block committed once, in order, with the
  *            outputs of its own tasks, whoever ran them
  *   diskfull a commit failing (the disk full) ends the file with that error: nothing after it
@@ -226,12 +226,15 @@ int main(int argc, char **argv)
 	fake f;
 	sb_status st;
 	if (!strcmp(c, "overlap")) {
-		fake_init(&f, 6, 1);
-		f.overlap = 1;
-		st = run(&f, 1);
-		CHECK(st == SB_OK, "status %s", sb_status_str(st));
-		CHECK(f.timeouts == 0, "the device waited for the host %d times: %s", f.timeouts, f.why);
-		check_in_order(&f, 6);
+		for (int n_dev = 1; n_dev <= 2; n_dev++) {
+			fake_init(&f, 6 * n_dev, 1);
+			f.overlap = 1;
+			st = run(&f, n_dev);
+			CHECK(st == SB_OK, "%d device(s): status %s", n_dev, sb_status_str(st));
+			CHECK(f.timeouts == 0, "%d device(s) waited for the host %d times: %s", n_dev,
+			      f.timeouts, f.why);
+			check_in_order(&f, 6 * n_dev);
+		}
 	} else if (!strcmp(c, "order")) {
 		fake_init(&f, 24, 2);
 		st = run(&f, 2);

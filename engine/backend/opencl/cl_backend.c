@@ -61,6 +61,11 @@ static void cl_close(sb_bdev *d)
 			clReleaseKernel(d->k[i]);
 	if (d->prog)
 		clReleaseProgram(d->prog);
+	for (int i = 0; i < 3; i++)
+		if (d->att_k[i])
+			clReleaseKernel(d->att_k[i]);
+	if (d->att_prog)
+		clReleaseProgram(d->att_prog);
 	sb_cl_tiled_free(d->tiled);
 	if (d->parts)
 		clReleaseMemObject(d->parts);

@@ -19,9 +19,9 @@ enum {
 	K_GN_APPLY, K_GN_APPLY_TOKENS, K_LAYERNORM, K_SOFTMAX, K_SCALE_ADD, K_TRANSPOSE,
 	K_FTEN_TO_TOKENS, K_TOKENS_TO_FTEN, K_ADD_FREQ_EMB, K_IM2COL_TIME, K_CONVTR_GATHER,
 	K_RMSNORM, K_ROPE, K_HEAD_GATE, K_STFT_FRAMES, K_ISTFT_FRAMES, K_ISTFT_OLA,
-	K_MOMENTS_FINAL, K_STANDARDISE, K_GATHER, K_CMUL, K_ATTENTION_16, K_ATTENTION_32, K_ATTENTION_64,
-	K_COUNT,
-	P_UPLOAD = K_COUNT, P_DOWNLOAD, P_COPY, P_ZERO, P_FINISH,
+	K_MOMENTS_FINAL, K_STANDARDISE, K_GATHER, K_CMUL, K_COUNT,
+	K_ATTENTION_16 = K_COUNT, K_ATTENTION_32, K_ATTENTION_64, /* attention.cl's */
+	P_UPLOAD, P_DOWNLOAD, P_COPY, P_ZERO, P_FINISH,
 	P_COUNT /* profile entries beyond kernels (finish: the waits a model asked for) */
 };
 
@@ -39,8 +39,11 @@ struct sb_bdev {
 	size_t stats_n;
 	cl_mem parts;           /* per slice count, mean and M2 of the norms (norm_part) */
 	size_t parts_n;
-	int att_fused;          /* attention in one pass (ops.cl attention_HDM), else as two
-	                           products around a softmax, the scores in att */
+	int att_fused;          /* attention in one pass (attention.cl), else as two products
+	                           around a softmax, the scores in att */
+	int att_local;          /* attention.cl's tiles through local memory (a GPU) */
+	cl_program att_prog;    /* attention.cl, built at the first attention in one pass */
+	cl_kernel att_k[3];     /* its kernels for heads of up to 16, 32 and 64 values */
 	cl_mem att;             /* attention scores (op_attention) */
 	size_t att_n;
 	cl_mem tw;              /* the FFTs' twiddles, exp(-2 pi i m / 8192), m < 4096 */

@@ -10,7 +10,8 @@
 
 #include "backend/opencl/cl_gemm_tiled.h"
 
-#include "ops_cl.h" /* generated: the kernels' source */
+#include "attention_cl.h" /* generated: attention.cl's source */
+#include "ops_cl.h"       /* generated: the kernels' source */
 
 #include <math.h>
 #include <stdio.h>
@@ -434,15 +435,8 @@ sb_status sb_cl_ops_ready(sb_bdev *c)
 		sb_cl_fail(c, SB_ERR_DEVICE);
 		return SB_ERR_DEVICE;
 	}
-	/* the one-pass attention reads its key tiles through local memory on a GPU, where they
-	 * are, through the caches, on a CPU driver (ops.cl attention_rows) */
-	int att_local = type & CL_DEVICE_TYPE_CPU ? 0 : 1;
-	const char *al = getenv("SB_CL_ATT_LOCAL"); /* a test's override */
-	if (al && (!strcmp(al, "0") || !strcmp(al, "1")))
-		att_local = atoi(al);
-	char opts[96];
-	snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DRED_WG=%zu -DATT_LOCAL=%d", c->red_wg,
-	         att_local);
+	char opts[64];
+	snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DRED_WG=%zu", c->red_wg);
 	cl_program prog = NULL;
 	sb_status st = sb_cl_device_build(c->dev, "ops", (const char *)ops_cl, opts, &prog, NULL);
 	for (int i = 0; st == SB_OK && i < K_COUNT; i++)
@@ -459,11 +453,17 @@ sb_status sb_cl_ops_ready(sb_bdev *c)
 	}
 	c->prog = prog;
 	/* attention in one pass where it was measured faster: on PoCL, a RoFormer chunk 11.4 ->
-	 * 8.8 s and an HTDemucs segment 25.4 -> 22.4 s (bench/gpu/README.md); a GPU keeps the
-	 * products' way until bench/gpu has measured its local-memory kernel there */
+	 * 8.8 s and an HTDemucs segment 25.4 -> 22.4 s (bench/gpu/README.md); a GPU, and any
+	 * other driver, keeps the products' way until bench/gpu has measured it there. Its key
+	 * tiles go through local memory on a GPU, where they are (the caches) on a CPU driver. */
+	const sb_device_props *dp = sb_cl_device_props(c->dev);
+	const int pocl = strstr(dp->platform, "Portable Computing Language") != NULL;
 	const char *att = getenv("SB_CL_ATTENTION"); /* "split" or "fused": a bench's choice */
-	c->att_fused = att && !strcmp(att, "fused") ? 1 : att && !strcmp(att, "split") ? 0
-	                                                : (type & CL_DEVICE_TYPE_CPU) != 0;
+	c->att_fused = att && !strcmp(att, "fused") ? 1 : att && !strcmp(att, "split") ? 0 : pocl;
+	c->att_local = type & CL_DEVICE_TYPE_CPU ? 0 : 1;
+	const char *al = getenv("SB_CL_ATT_LOCAL"); /* a test's override */
+	if (al && (!strcmp(al, "0") || !strcmp(al, "1")))
+		c->att_local = atoi(al);
 	c->gemm = sb_cl_gemm_choose(c->dev);
 	if (c->gemm == SB_CL_GEMM_TILED) {
 		st = sb_cl_tiled_open(c, &c->tiled);
@@ -483,13 +483,42 @@ sb_status sb_cl_ops_ready(sb_bdev *c)
 	return SB_OK;
 }
 
-/* Attention in one launch for heads of up to 64 values (ops.cl attention_16/_32/_64: the
- * scores stay in registers), the kernel for the smallest head size that holds hd. */
+/* attention.cl's program and kernels, built at the first call; 0 when they do not build on
+ * the device (logged): its attention takes the products' way from then on */
+static int attention_ready(sb_bdev *c)
+{
+	if (c->att_prog)
+		return 1;
+	char opts[64];
+	snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DATT_LOCAL=%d", c->att_local);
+	sb_status st = sb_cl_device_build(c->dev, "attention", (const char *)attention_cl, opts,
+	                                  &c->att_prog, NULL);
+	static const char *const names[3] = {"attention_16", "attention_32", "attention_64"};
+	for (int i = 0; i < 3 && st == SB_OK; i++)
+		st = sb_cl_device_kernel(c->dev, c->att_prog, names[i], &c->att_k[i]);
+	if (st == SB_OK)
+		return 1;
+	for (int i = 0; i < 3; i++)
+		if (c->att_k[i])
+			clReleaseKernel(c->att_k[i]);
+	memset(c->att_k, 0, sizeof c->att_k);
+	if (c->att_prog)
+		clReleaseProgram(c->att_prog);
+	c->att_prog = NULL;
+	c->att_fused = 0;
+	sb_log(c->log, SB_LOG_WARNING, "attention in one pass does not build on %s: as two "
+	       "products around a softmax instead", sb_cl_device_props(c->dev)->label);
+	return 0;
+}
+
+/* Attention in one launch for heads of up to 64 values (attention.cl: the scores stay in
+ * registers), the kernel for the smallest head size that holds hd. */
 static void attention_fused(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
                             int nk, int heads, int hd, float scale, sb_dv o, int ldo, int batch,
                             long sq, long skv, long so)
 {
-	kargs a = args(c, hd <= 16 ? K_ATTENTION_16 : hd <= 32 ? K_ATTENTION_32 : K_ATTENTION_64);
+	const int which = hd <= 16 ? 0 : hd <= 32 ? 1 : 2;
+	kargs a = {c, c->att_k[which], K_ATTENTION_16 + which, 0.0, 0, CL_SUCCESS};
 	a_db(&a, q);
 	a_i32(&a, ldq);
 	a_i64(&a, sq);
@@ -523,7 +552,7 @@ static void op_attention(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldk
 	if (nq <= 0 || nk <= 0 || heads <= 0 || batch <= 0 || c->st != SB_OK ||
 	    sb_cl_ops_ready(c) != SB_OK)
 		return;
-	if (c->att_fused && hd <= 64 && hd % 4 == 0) {
+	if (c->att_fused && hd <= 64 && hd % 4 == 0 && attention_ready(c)) {
 		attention_fused(c, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv,
 		                so);
 		return;

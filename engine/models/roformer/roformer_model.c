@@ -66,7 +66,7 @@ typedef struct {
 	float *window;  /* [C] */
 	float *acc;     /* [S][lanes][mc][cap], padded positions E .. */
 	float *wsum;    /* [cap] */
-	float *raw;     /* [(C) ic] */
+	float *raw;     /* [(2 C) ic]: a chunk's frames, and the span its reflections read */
 	float *w;       /* [C]: a chunk's window */
 	float *emit;    /* [cap ic] */
 	float *mix;     /* [cap ic] */
@@ -90,15 +90,30 @@ static sb_status read_chunk(demix *d, int64_t q, float *dst)
 {
 	const int64_t start = q * d->step, len = d->Np - start < d->C ? d->Np - start : d->C;
 	const int ic = d->ic;
-	/* the padded positions [start, start + len) from the file: one contiguous read where the
-	 * reflection allows, else frame by frame */
+	/* the padded positions [start, start + len) from the file: one contiguous read where no
+	 * position is reflected; else the file frames they reflect to, read as one span into the
+	 * second half of raw and placed from there (a read a frame took 0.4 s a chunk) */
 	const int64_t a = start - d->off, b = start + len - d->off;
 	sb_status st = SB_OK;
 	if (a >= 0 && b <= d->N) {
 		st = d->in->read(d->in, a, len, d->raw);
 	} else {
-		for (int64_t i = 0; i < len && st == SB_OK; i++)
-			st = d->in->read(d->in, file_frame(d, start + i), 1, d->raw + i * ic);
+		int64_t lo = INT64_MAX, hi = -1;
+		for (int64_t i = 0; i < len; i++) {
+			const int64_t k = file_frame(d, start + i);
+			lo = k < lo ? k : lo;
+			hi = k > hi ? k : hi;
+		}
+		float *span = d->raw + d->C * ic;
+		if (hi - lo + 1 <= d->C) {
+			st = d->in->read(d->in, lo, hi - lo + 1, span);
+			for (int64_t i = 0; i < len && st == SB_OK; i++)
+				memcpy(d->raw + i * ic, span + (file_frame(d, start + i) - lo) * ic,
+				       sizeof(float) * (size_t)ic);
+		} else {
+			for (int64_t i = 0; i < len && st == SB_OK; i++)
+				st = d->in->read(d->in, file_frame(d, start + i), 1, d->raw + i * ic);
+		}
 	}
 	if (st != SB_OK)
 		return st;
@@ -479,7 +494,7 @@ static sb_status run_demix(rf_model *rm, const sb_run_ctx *ctx, sb_source *in, s
 	d.window = malloc(sizeof(float) * (size_t)d.C);
 	d.acc = calloc(planes * (size_t)d.cap, sizeof(float));
 	d.wsum = calloc((size_t)d.cap, sizeof(float));
-	d.raw = malloc(sizeof(float) * (size_t)d.C * d.ic);
+	d.raw = malloc(sizeof(float) * 2 * (size_t)d.C * d.ic);
 	d.emit = malloc(sizeof(float) * (size_t)d.cap * d.ic);
 	d.mix = malloc(sizeof(float) * (size_t)d.cap * d.ic);
 	d.w = malloc(sizeof(float) * (size_t)d.C);

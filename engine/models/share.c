@@ -452,14 +452,11 @@ static void *worker_main(void *arg)
 			wake(s);
 			break;
 		}
-		if (device_failure(st)) {
-			/* the runner's fallback to the CPU reads the device's failure */
+		/* a device's failure first is what the runner's fallback to the CPU reads; one
+		 * after another failure (a cancel, a full disk) changes nothing */
+		if (device_failure(st))
 			s->last_dev_err = st;
-			fail(s, st);
-			s->err = st;
-		} else {
-			fail(s, st);
-		}
+		fail(s, st);
 		wake(s);
 		break;
 	}

@@ -15,6 +15,9 @@
  * barrier. Grid: (query rows rounded up to ATT_BQ, heads, items). */
 #define ATT_BQ 64
 #define ATT_BK 32
+/* a product and a sum, which the compiler fuses where the device has fused multiply-adds
+ * (FP_CONTRACT is on by default in OpenCL C; fma() would be emulated where it has not) */
+#define ATT_FMA(a, b, c) ((a) * (b) + (c))
 #ifndef ATT_LOCAL
 #define ATT_LOCAL 1
 #endif
@@ -56,9 +59,9 @@ static inline void attention_rows(__global const float *q, int ldq, __global con
 			#pragma unroll
 			for (int c = 0; c < H4; c++)
 #if ATT_LOCAL
-				d = fma(qr[c], ATT_ROW(K, j)[c], d);
+				d = ATT_FMA(qr[c], ATT_ROW(K, j)[c], d);
 #else
-				d = fma(qr[c], 4 * c < hd ? vload4(c, ATT_ROW(k, j)) : (float4)(0.f), d);
+				d = ATT_FMA(qr[c], 4 * c < hd ? vload4(c, ATT_ROW(k, j)) : (float4)(0.f), d);
 #endif
 			s[j] = k0 + j < nk ? (d.x + d.y) + (d.z + d.w) : -INFINITY;
 			mt = fmax(mt, s[j]);
@@ -75,9 +78,9 @@ static inline void attention_rows(__global const float *q, int ldq, __global con
 			#pragma unroll
 			for (int c = 0; c < H4; c++)
 #if ATT_LOCAL
-				acc[c] = fma((float4)(p), ATT_ROW(V, j)[c], acc[c]);
+				acc[c] = ATT_FMA((float4)(p), ATT_ROW(V, j)[c], acc[c]);
 #else
-				acc[c] = fma((float4)(p), 4 * c < hd ? vload4(c, ATT_ROW(v, j)) : (float4)(0.f),
+				acc[c] = ATT_FMA((float4)(p), 4 * c < hd ? vload4(c, ATT_ROW(v, j)) : (float4)(0.f),
 				             acc[c]);
 #endif
 		}

@@ -245,6 +245,23 @@ static int device_failure(sb_status st)
 	return st == SB_ERR_DEVICE || st == SB_ERR_DEVICE_LOST || st == SB_ERR_DEVICE_OOM;
 }
 
+/* a device's failure in words, after its name */
+static const char *failed_how(sb_status st)
+{
+	return st == SB_ERR_DEVICE_LOST ? "was lost" : st == SB_ERR_DEVICE_OOM ? "ran out of memory"
+	                                                                     : "failed";
+}
+
+/* Under the lock: whether the file has ended (a cancel ends it here), for a device's thread
+ * and the host's alike */
+static int ended(sched *s)
+{
+	const atomic_int *cancel = s->ctx->cancel;
+	if (cancel && atomic_load(cancel))
+		fail(s, SB_ERR_CANCELLED);
+	return s->err != SB_OK;
+}
+
 /* Runs one task on the worker's device into the worker's buffer. */
 static sb_status run_task(worker *w, task *t)
 {
@@ -336,13 +353,10 @@ static void *worker_main(void *arg)
 	worker *w = arg;
 	sched *s = w->s;
 	const sb_run_ctx *ctx = s->ctx;
-	const atomic_int *cancel = ctx ? ctx->cancel : NULL;
 	const sb_device_props *props = ctx->dev[w->dev].props;
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
-		if (cancel && atomic_load(cancel))
-			fail(s, SB_ERR_CANCELLED);
-		if (s->err != SB_OK)
+		if (ended(s))
 			break;
 		task *t = next_task(s);
 		if (!t && s->host && can_make(s)) {
@@ -368,9 +382,7 @@ static void *worker_main(void *arg)
 					free_block_if_idle(s, bt->blk);
 					if (device_failure(st) && s->n_w > 1) {
 						snprintf(s->last_dev_why, sizeof s->last_dev_why, "%s %s: the other "
-						         "devices finish the file", props->label,
-						         st == SB_ERR_DEVICE_LOST ? "was lost"
-						         : st == SB_ERR_DEVICE_OOM ? "ran out of memory" : "failed");
+						         "devices finish the file", props->label, failed_how(st));
 						report(s, w, st, s->last_dev_why);
 						wake(s);
 						break;
@@ -443,10 +455,7 @@ static void *worker_main(void *arg)
 				s->units_untaken += t->blk->units;
 			}
 			snprintf(s->last_dev_why, sizeof s->last_dev_why, "%s %s: its %s went to the "
-			         "other devices", props->label,
-			         st == SB_ERR_DEVICE_LOST ? "was lost" : st == SB_ERR_DEVICE_OOM
-			                                                    ? "ran out of memory"
-			                                                    : "failed", s->ops->unit);
+			         "other devices", props->label, failed_how(st), s->ops->unit);
 			s->last_dev_err = st;
 			report(s, w, st, s->last_dev_why); /* the job runner logs and records it */
 			wake(s);
@@ -472,12 +481,9 @@ static void *worker_main(void *arg)
 static void *host_main(void *arg)
 {
 	sched *s = arg;
-	const atomic_int *cancel = s->ctx->cancel;
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
-		if (cancel && atomic_load(cancel))
-			fail(s, SB_ERR_CANCELLED);
-		if (s->err != SB_OK)
+		if (ended(s))
 			break;
 		if (can_make(s) && untaken(s) < s->active) {
 			make_block(s);

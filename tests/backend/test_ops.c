@@ -1239,7 +1239,7 @@ int main(int argc, char **argv)
 		results mine = {{0}, {0}, 0};
 		run r = {&a, d->id, i == 0 ? NULL : &cpu, i == 0 ? &cpu : &mine, 0};
 		rng = 12345u;
-		if (expect_kernel)
+		if (expect_kernel && x.be != sb_backend_cpu())
 			x.be->set_profiling(x.d, 1);
 		all_cases(&r);
 		if (expect_kernel && x.be != sb_backend_cpu()) {

@@ -455,8 +455,8 @@ sb_status sb_cl_ops_ready(sb_bdev *c)
 	/* attention in one pass where it was measured faster: on PoCL's CPU device, a RoFormer
 	 * chunk 11.4 -> 8.8 s and an HTDemucs segment 25.4 -> 22.4 s (bench/gpu/README.md); a
 	 * GPU (PoCL's too), and any other driver, keeps the products' way until bench/gpu has
-	 * measured it there. Its key
-	 * tiles go through local memory on a GPU, where they are (the caches) on a CPU driver. */
+	 * measured it there. Its key tiles go through local memory on a GPU, where they are (the
+	 * caches) on a CPU driver. */
 	const sb_device_props *dp = sb_cl_device_props(c->dev);
 	const int pocl = strstr(dp->platform, "Portable Computing Language") != NULL;
 	const char *att = getenv("SB_CL_ATTENTION"); /* "split" or "fused": a bench's choice */
@@ -495,9 +495,9 @@ static int attention_ready(sb_bdev *c)
 	snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DATT_LOCAL=%d", c->att_local);
 	sb_status st = sb_cl_device_build(c->dev, "attention", (const char *)attention_cl, opts,
 	                                  &c->att_prog, NULL);
-	static const char *const names[3] = {"attention_16", "attention_32", "attention_64"};
 	for (int i = 0; i < 3 && st == SB_OK; i++)
-		st = sb_cl_device_kernel(c->dev, c->att_prog, names[i], &c->att_k[i]);
+		st = sb_cl_device_kernel(c->dev, c->att_prog, sb_cl_op_names[K_ATTENTION_16 + i],
+		                         &c->att_k[i]);
 	if (st == SB_OK)
 		return 1;
 	for (int i = 0; i < 3; i++)

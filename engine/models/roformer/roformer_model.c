@@ -92,7 +92,9 @@ static sb_status read_chunk(demix *d, int64_t q, float *dst)
 	const int ic = d->ic;
 	/* the padded positions [start, start + len) from the file: one contiguous read where no
 	 * position is reflected; else the file frames they reflect to, read as one span into the
-	 * second half of raw and placed from there (a read a frame took 0.4 s a chunk) */
+	 * second half of raw and placed from there (a read a frame took 0.4 s a chunk). The span
+	 * is no wider than len <= C: positions reflect once at either end, into frames the
+	 * interval's own part, or the reflected part of the other side, already spans. */
 	const int64_t a = start - d->off, b = start + len - d->off;
 	sb_status st = SB_OK;
 	if (a >= 0 && b <= d->N) {
@@ -104,16 +106,13 @@ static sb_status read_chunk(demix *d, int64_t q, float *dst)
 			lo = k < lo ? k : lo;
 			hi = k > hi ? k : hi;
 		}
+		if (hi - lo + 1 > d->C)
+			return SB_ERR_INVALID; /* not reached (above): raw's second half holds C frames */
 		float *span = d->raw + d->C * ic;
-		if (hi - lo + 1 <= d->C) {
-			st = d->in->read(d->in, lo, hi - lo + 1, span);
-			for (int64_t i = 0; i < len && st == SB_OK; i++)
-				memcpy(d->raw + i * ic, span + (file_frame(d, start + i) - lo) * ic,
-				       sizeof(float) * (size_t)ic);
-		} else {
-			for (int64_t i = 0; i < len && st == SB_OK; i++)
-				st = d->in->read(d->in, file_frame(d, start + i), 1, d->raw + i * ic);
-		}
+		st = d->in->read(d->in, lo, hi - lo + 1, span);
+		for (int64_t i = 0; i < len && st == SB_OK; i++)
+			memcpy(d->raw + i * ic, span + (file_frame(d, start + i) - lo) * ic,
+			       sizeof(float) * (size_t)ic);
 	}
 	if (st != SB_OK)
 		return st;

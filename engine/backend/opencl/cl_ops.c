@@ -452,16 +452,19 @@ sb_status sb_cl_ops_ready(sb_bdev *c)
 		return st;
 	}
 	c->prog = prog;
-	/* attention in one pass where it was measured faster: on PoCL's CPU device, a RoFormer
-	 * chunk 11.4 -> 8.8 s and an HTDemucs segment 25.4 -> 22.4 s (bench/gpu/README.md); a
-	 * GPU (PoCL's too), and any other driver, keeps the products' way until bench/gpu has
-	 * measured it there. Its key tiles go through local memory on a GPU, where they are (the
-	 * caches) on a CPU driver. */
+	/* attention in one pass where it was measured faster (bench/gpu/README.md): on PoCL's CPU
+	 * device (a RoFormer chunk 11.4 -> 8.8 s, an HTDemucs segment 25.4 -> 22.4 s) and on
+	 * NVIDIA's driver (H100: an ep_317 chunk 0.479 -> 0.405 s, an HTDemucs segment 0.036 s
+	 * either way); any other driver keeps the products' way until bench/gpu has measured it
+	 * there. Its key tiles go through local memory on a GPU, where they are (the caches) on a
+	 * CPU driver. */
 	const sb_device_props *dp = sb_cl_device_props(c->dev);
-	const int pocl = strstr(dp->platform, "Portable Computing Language") != NULL;
+	const int pocl_cpu = strstr(dp->platform, "Portable Computing Language") != NULL &&
+	                     (type & CL_DEVICE_TYPE_CPU);
+	const int nvidia_gpu = strstr(dp->platform, "NVIDIA") != NULL && (type & CL_DEVICE_TYPE_GPU);
 	const char *att = getenv("SB_CL_ATTENTION"); /* "split" or "fused": a bench's choice */
 	c->att_fused = att && !strcmp(att, "fused") ? 1 : att && !strcmp(att, "split") ? 0
-	               : pocl && (type & CL_DEVICE_TYPE_CPU);
+	               : pocl_cpu || nvidia_gpu;
 	c->att_local = type & CL_DEVICE_TYPE_CPU ? 0 : 1;
 	const char *al = getenv("SB_CL_ATT_LOCAL"); /* a test's override */
 	if (al && (!strcmp(al, "0") || !strcmp(al, "1")))

@@ -137,7 +137,7 @@ static int run_builtin(const song *s, const sb_classic_params *tuned, float *est
 	sb_status st;
 	sb_device_list *devs = NULL;
 	sb_exec cpu = {0};
-	const sb_open_opts one = {1, SB_PREC_FP32};
+	const sb_open_opts one = {1, SB_PREC_FP32, 0};
 	st = sb_devices_enumerate(&log, &devs);
 	if (st == SB_OK)
 		st = sb_exec_open(sb_devices_get(devs, 0), &one, &log, &cpu);

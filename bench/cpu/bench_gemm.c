@@ -147,7 +147,7 @@ int main(int argc, char **argv)
 		}
 	}
 	sb_pool *pool = NULL;
-	if (sb_pool_new(threads, &pool) != SB_OK)
+	if (sb_pool_new(threads, 0, &pool) != SB_OK)
 		return 1;
 	threads = sb_pool_threads(pool);
 	sb_gemm_ws **ws = calloc((size_t)threads, sizeof *ws);

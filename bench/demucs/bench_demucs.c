@@ -6,7 +6,7 @@
  *
  *   bench_demucs SHAPES_JSON [--model FILE] [--write-model FILE] [--threads N]
  *                [--seconds S] [--repeat N] [--device cpu|opencl:N|LIST] [--batch B]
- *                [--gemm clblast|own] [--precision fp32|bf16] [--profile]
+ *                [--gemm clblast|own] [--precision fp32|bf16] [--profile] [--beside N]
  *
  * --device names the device of the segment timing (the first of a list) and the devices the
  * song is shared among ("cpu,opencl:0,opencl:1"); --batch B runs B segments per forward pass
@@ -14,7 +14,9 @@
  * (SB_CL_GEMM); --precision bf16 asks the devices for bf16 products (the CPU's need
  * AVX512_BF16; the JSON's "precision" says what ran); --profile adds one more pass with the device drained around every operation
  * and prints, on stderr, where its time went (operation, calls, ms, GFLOP/s of the products),
- * and in the JSON the products' rate and the operations launched per segment.
+ * and in the JSON the products' rate and the operations launched per segment. --beside N
+ * opens the CPU as beside N GPUs (a core left to each, its threads at nice +10; by default the
+ * list's GPUs, as the job engine counts them), for a PoCL device standing in for a GPU.
  */
 #include "../bench_usage.h"
 #include "../dev_report.h"
@@ -47,7 +49,7 @@ static void progress(void *user, double fraction, const char *stage)
 int main(int argc, char **argv)
 {
 	const char *shapes = NULL, *model = NULL, *write_model = NULL, *device = "cpu";
-	int threads = 0, repeat = 1, profile = 0, batch = 1, bf16 = 0;
+	int threads = 0, repeat = 1, profile = 0, batch = 1, bf16 = 0, beside = -1;
 	double seconds = 180;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--model") && i + 1 < argc)
@@ -70,13 +72,15 @@ int main(int argc, char **argv)
 			bf16 = !strcmp(argv[++i], "bf16");
 		else if (!strcmp(argv[i], "--profile"))
 			profile = 1;
+		else if (!strcmp(argv[i], "--beside") && i + 1 < argc)
+			beside = atoi(argv[++i]);
 		else if (argv[i][0] != '-' && !shapes)
 			shapes = argv[i];
 		else {
 			fprintf(stderr, "usage: bench_demucs SHAPES_JSON [--model FILE] [--write-model FILE] "
 			                "[--threads N] [--seconds S] [--repeat N] [--device cpu|opencl:N|LIST] "
 			                "[--batch B] [--gemm clblast|own] [--precision fp32|bf16] "
-			                "[--profile]\n");
+			                "[--profile] [--beside N]\n");
 			return 2;
 		}
 	}
@@ -107,7 +111,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_demucs: no device '%s' here (or a bad --batch)\n", device);
 		return 1;
 	}
-	const sb_open_opts oo = {threads, bf16 ? SB_PREC_BF16 : SB_PREC_FP32};
+	/* as the job engine opens them: a CPU beside GPUs leaves them cores and runs below them */
+	int gpus = 0;
+	for (size_t i = 0; i < set.n; i++)
+		gpus += sb_device_is_gpu(sb_devices_get(devs, set.index[i]));
+	if (beside >= 0)
+		gpus = beside;
+	const sb_open_opts oo = {threads, bf16 ? SB_PREC_BF16 : SB_PREC_FP32, gpus};
 	for (size_t i = 0; i < set.n; i++)
 		if (sb_exec_open(sb_devices_get(devs, set.index[i]), &oo, &log, &dev[i]) != SB_OK) {
 			fprintf(stderr, "bench_demucs: cannot open %s\n",
@@ -180,7 +190,10 @@ int main(int argc, char **argv)
 	}
 	sb_htdemucs_unplace(on);
 	const long nproc = sysconf(_SC_NPROCESSORS_ONLN);
-	const int used_threads = threads > 0 ? threads : nproc > 0 ? (int)nproc : 1;
+	/* the CPU's: every core alone, one less for each GPU beside it (cpu_backend.c) */
+	int used_threads = threads > 0 ? threads : nproc > 0 ? (int)nproc : 1;
+	if (threads <= 0 && gpus > 0)
+		used_threads = used_threads > gpus + 1 ? used_threads - gpus : 1;
 	free(in);
 	free(out);
 

@@ -141,21 +141,26 @@ gemm)
 	# results); the tilings beside the table's are the candidates for the H100's row
 	# (7 paths x 5 shapes x 0.2 s, plus a context and a kernel build a path: under a minute)
 	sb "$C/bin/bench_cl_gemm" --device "$gpu" --gemm clblast,own,tiled --scale "${2:-1}" \
-		--seconds 0.2 --tiles "${TILES:-128,128,8,8,8/128,64,16,8,4/64,128,16,4,8/64,64,16,4,4}" \
+		--seconds 0.2 --tiles "${TILES:-128,128,16,8,8;64,64,16,4,4/128,128,8,8,8/64,128,16,4,8/64,64,16,4,4}" \
 		2> "$R/gemm.log" | tee "$R/gemm.jsonl" || note bench_cl_gemm
+	# the RoFormer's products (a layer's four over 49,662 tokens, a band's mask MLP): the product
+	# path of a RoFormer chunk is chosen from these and the chunk times of step roformer
+	sb "$C/bin/bench_cl_gemm" --device "$gpu" --model roformer --gemm clblast,own,tiled \
+		--scale "${2:-1}" --seconds 0.2 --tiles "${RF_TILES:-128,128,16,8,8/128,128,8,8,8}" \
+		2>> "$R/gemm.log" | tee "$R/gemm-roformer.jsonl" || note "bench_cl_gemm (roformer)"
 	tail -n 5 "$R/gemm.log"
 	;;
 demucs)
 	secs=${2:-180}
 	model=/tmp/sb-htdemucs-full.safetensors
-	# each product path with attention as products around a softmax (a GPU's default), then
-	# CLBlast with attention in one pass (SB_CL_ATTENTION=fused: the choice to make)
-	for run in clblast:split own:split tiled:split clblast:fused; do
+	# each product path with attention in one pass (NVIDIA's default since 1b9034b), then CLBlast
+	# with attention as products around a softmax (split)
+	for run in clblast:fused own:fused tiled:fused clblast:split; do
 		g=${run%:*} a=${run#*:}
 		m="--model $model"
 		[ -e "$model" ] || m="--write-model $model"
-		f=demucs-$g${a/split/}
-		f=${f/%fused/-fused}
+		f=demucs-$g${a/fused/}
+		f=${f/%split/-split}
 		SB_CL_ATTENTION=$a sb "$C/bin/bench_demucs" "$C/golden/released-shapes.json" $m \
 			--device "$gpu" --gemm $g --repeat "$REPEAT" --seconds "$secs" --profile \
 			> "$R/$f.json" 2> "$R/$f-profile.txt" || note "bench_demucs ($g, attention $a)"
@@ -171,18 +176,22 @@ demucs)
 	;;
 share)
 	# batches of segments on the GPU (B = 1, 2, 4: GFLOP/s and launches per segment), then one
-	# song shared by the GPU and the CPU against the GPU alone
+	# song shared by the GPU and the CPU against the GPU alone: the CPU as the engine opens it
+	# beside a GPU (a core left to the GPU's feeding thread, its threads at nice +10), and as
+	# before that (every core, no lower priority: "allcores")
 	secs=${2:-180}
 	model=/tmp/sb-htdemucs-full.safetensors
-	for dev in "$gpu:1" "$gpu:2" "$gpu:4" "$gpu,cpu:1"; do
+	for dev in "$gpu:1:" "$gpu:2:" "$gpu:4:" "$gpu,cpu:1:" "$gpu,cpu:1:allcores"; do
+		how=${dev##*:} dev=${dev%:*}
 		d=${dev%:*} b=${dev##*:}
-		m="--model $model"
+		m="--model $model" t="" nice=""
 		[ -e "$model" ] || m="--write-model $model"
-		sb "$C/bin/bench_demucs" "$C/golden/released-shapes.json" $m --device "$d" \
-			--batch "$b" --repeat "$REPEAT" --seconds "$secs" --profile \
-			> "$R/share-${d//[:,]/_}-b$b.json" 2> "$R/share-${d//[:,]/_}-b$b-profile.txt" ||
-			note "bench_demucs ($d, batch $b)"
-		cat "$R/share-${d//[:,]/_}-b$b.json"
+		[ "$how" = allcores ] && t="--threads $(nproc)" nice=0
+		name="share-${d//[:,]/_}-b$b${how:+-$how}"
+		SB_CPU_BESIDE_NICE=$nice sb "$C/bin/bench_demucs" "$C/golden/released-shapes.json" $m \
+			--device "$d" $t --batch "$b" --repeat "$REPEAT" --seconds "$secs" --profile \
+			> "$R/$name.json" 2> "$R/$name-profile.txt" || note "bench_demucs ($d, batch $b $how)"
+		cat "$R/$name.json"
 	done
 	;;
 cpu)
@@ -217,17 +226,25 @@ roformer)
 	[ -e "$M.ckpt" ] || "$PY" "$C/roformer/make_model.py" ep317 --out "$W" --ref "$C/rfref" \
 		${RF_SCALE:+--scale "$RF_SCALE"} >/dev/null || note "make_model.py"
 	sb "$C/bin/bench_roformer" "$M.ckpt" --config "$M.yaml" --convert-only || note "conversion"
-	sb "$C/bin/bench_roformer" "$M.safetensors" --device "$gpu" --warmup 1 --repeat "$REPEAT" \
-		--dump "$W/dump" > "$R/roformer-gpu-chunk.json" 2> "$R/roformer-gpu-profile.txt" ||
-		note "bench_roformer (chunk)"
-	cat "$R/roformer-gpu-profile.txt" "$R/roformer-gpu-chunk.json"
-	SB_CL_ATTENTION=fused sb "$C/bin/bench_roformer" "$M.safetensors" --device "$gpu" \
-		--warmup 1 --repeat "$REPEAT" > "$R/roformer-gpu-chunk-fused.json" \
-		2> "$R/roformer-gpu-profile-fused.txt" || note "bench_roformer (chunk, attention in one pass)"
-	cat "$R/roformer-gpu-profile-fused.txt" "$R/roformer-gpu-chunk-fused.json"
-	sb "$C/bin/bench_roformer" "$M.safetensors" --device "$gpu" --song "$secs" \
-		> "$R/roformer-gpu-song.json" 2>/dev/null || note "bench_roformer (song)"
-	cat "$R/roformer-gpu-song.json"
+	# a chunk on each product path, attention in one pass (NVIDIA's default), the first one's
+	# output dumped for PyTorch's comparison; then CLBlast with attention as products (split)
+	for run in clblast:fused own:fused tiled:fused clblast:split; do
+		g=${run%:*} a=${run#*:}
+		f=roformer-gpu-chunk-$g${a/fused/}
+		f=${f/%split/-split}
+		dump=""
+		[ "$run" = clblast:fused ] && dump="--dump $W/dump"
+		SB_CL_GEMM=$g SB_CL_ATTENTION=$a sb "$C/bin/bench_roformer" "$M.safetensors" \
+			--device "$gpu" --warmup 1 --repeat "$REPEAT" $dump > "$R/$f.json" \
+			2> "$R/$f-profile.txt" || note "bench_roformer (chunk, $g, attention $a)"
+		cat "$R/$f-profile.txt" "$R/$f.json"
+	done
+	# songs: CLBlast (the default) and the own kernel
+	for g in clblast own; do
+		SB_CL_GEMM=$g sb "$C/bin/bench_roformer" "$M.safetensors" --device "$gpu" --song "$secs" \
+			> "$R/roformer-gpu-song-$g.json" 2>/dev/null || note "bench_roformer (song, $g)"
+		cat "$R/roformer-gpu-song-$g.json"
+	done
 	"$PY" "$C/roformer/reference.py" "$M.ckpt" "$M.yaml" chunk --device "$REF_DEVICE" \
 		--threads "$(nproc)" --repeat "$REPEAT" --ref "$C/rfref" --input "$W/dump/input.f32" \
 		--compare "$W/dump/output.f32" | tee "$R/roformer-pytorch-chunk.json" ||

@@ -5,13 +5,15 @@
  * over 2688 tokens, laid out as the backend's attention runs them), in TFLOP/s.
  *
  *   bench_cl_gemm [--device opencl:N] [--gemm clblast,own,tiled] [--tiles T1/T2/...]
- *                 [--scale S] [--seconds S]
+ *                 [--scale S] [--seconds S] [--model htdemucs|roformer]
  *     --device  the device (default: the first GPU, else the first OpenCL device)
  *     --gemm    the product paths to time, in order (default clblast,own,tiled)
  *     --tiles   more runs of the tiled kernel, one per tiling "TM,TN,TK,WM,WN" ('/' between
  *               them), each alone (SB_CL_TILE), e.g. 128,128,16,8,8/128,64,16,8,4
  *     --scale   divide every dimension by S (heads stay 8): a smoke test on PoCL
  *     --seconds time per shape and path, after one warm-up product (default 0.25)
+ *     --model   whose shapes: HTDemucs's (default), or BS-RoFormer ep_317's (a layer's four
+ *               products over a chunk's 49,662 tokens and a band's mask MLP)
  *
  * One JSON line per path and shape, then one per path for the whole set. Times are wall clock
  * around a run of products enqueued back to back and one wait, so launch costs count as they
@@ -47,7 +49,7 @@ typedef struct {
 
 /* HTDemucs (full size) per segment; the attention's q, k, v are the fused projection's
  * [tokens][3 D] rows, a head every 64 columns; its scores [head][tokens][tokens] */
-static const shape shapes[] = {
+static const shape htdemucs_shapes[] = {
 	{2688, 2048, 512, 1, 1, 0, 0, 0, 0, 0, 0, "transformer feed-forward in (x W^T)"},
 	{384, 2688, 1536, 0, 1, 0, 0, 0, 0, 0, 0, "encoder convolution as a product"},
 	{2048, 2048, 512, 0, 1, 0, 0, 0, 0, 0, 0, "square, B not transposed"},
@@ -56,7 +58,21 @@ static const shape shapes[] = {
 	{TOKENS, HD, TOKENS, 0, HEADS, TOKENS, 3 * D, D, (long)TOKENS * TOKENS, HD, HD,
 	 "attention P V, heads strided"},
 };
-#define N_SHAPES (sizeof shapes / sizeof shapes[0])
+
+/* BS-RoFormer ep_317 (dim 512, 8 heads of 64 and their gates, feed-forward 2048) per 8 s chunk:
+ * a transformer layer's four products over all 62 bands x 801 frames at once, 24 layers a
+ * chunk (86 % of its arithmetic), then a band's mask MLP (62 a chunk, 801 frames each) */
+#define RF_TOKENS (62 * 801)
+static const shape roformer_shapes[] = {
+	{RF_TOKENS, 3 * 512 + 8, 512, 1, 1, 0, 0, 0, 0, 0, 0, "roformer q, k, v and gates (x W^T)"},
+	{RF_TOKENS, 512, 512, 1, 1, 0, 0, 0, 0, 0, 0, "roformer attention out (x W^T)"},
+	{RF_TOKENS, 2048, 512, 1, 1, 0, 0, 0, 0, 0, 0, "roformer feed-forward in (x W^T)"},
+	{RF_TOKENS, 512, 2048, 1, 1, 0, 0, 0, 0, 0, 0, "roformer feed-forward out (x W^T)"},
+	{801, 2048, 512, 1, 1, 0, 0, 0, 0, 0, 0, "roformer mask MLP in, one band (x W^T)"},
+};
+#define MAX_SHAPES 8
+static const shape *shapes = htdemucs_shapes;
+static size_t n_shapes = sizeof htdemucs_shapes / sizeof htdemucs_shapes[0];
 
 static int div_up(int x, int s)
 {
@@ -95,8 +111,8 @@ static size_t span(int rows, int ld, long stride, int batch)
 }
 
 typedef struct {
-	float *c[N_SHAPES]; /* the first path's results */
-	size_t n[N_SHAPES];
+	float *c[MAX_SHAPES]; /* the first path's results */
+	size_t n[MAX_SHAPES];
 } firsts;
 
 /* One path: every shape; 0 when all ran */
@@ -112,7 +128,7 @@ static int run_path(const sb_device_props *dev, const char *label, int scale, do
 	double all_flops = 0, all_s = 0;
 	int failed = 0;
 	const char *products = "";
-	for (size_t i = 0; i < N_SHAPES; i++) {
+	for (size_t i = 0; i < n_shapes; i++) {
 		const shape h = scaled(shapes[i], scale);
 		const int lda = h.lda ? h.lda : h.K, ldb = h.ldb ? h.ldb : (h.tb ? h.K : h.N),
 		          ldc = h.ldc ? h.ldc : h.N;
@@ -228,9 +244,15 @@ int main(int argc, char **argv)
 			scale = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
 			seconds = atof(argv[++i]);
-		else {
+		else if (!strcmp(argv[i], "--model") && i + 1 < argc &&
+		         (!strcmp(argv[i + 1], "htdemucs") || !strcmp(argv[i + 1], "roformer"))) {
+			if (!strcmp(argv[++i], "roformer")) {
+				shapes = roformer_shapes;
+				n_shapes = sizeof roformer_shapes / sizeof roformer_shapes[0];
+			}
+		} else {
 			fprintf(stderr, "usage: bench_cl_gemm [--device opencl:N] [--gemm clblast,own,tiled] "
-			        "[--tiles T1/T2] [--scale S] [--seconds S]\n");
+			        "[--tiles T1/T2] [--scale S] [--seconds S] [--model htdemucs|roformer]\n");
 			return 2;
 		}
 	}
@@ -273,7 +295,7 @@ int main(int argc, char **argv)
 		setenv("SB_CL_TILE", t, 1);
 		failed |= run_path(dev, label, scale, seconds, &first, runs++ == 0);
 	}
-	for (size_t i = 0; i < N_SHAPES; i++)
+	for (size_t i = 0; i < n_shapes; i++)
 		free(first.c[i]);
 	sb_devices_free(list);
 	return failed;

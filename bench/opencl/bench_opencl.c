@@ -128,7 +128,7 @@ int main(int argc, char **argv)
 	       "x realtime");
 	double secs = 0;
 	sb_exec cpu;
-	const sb_open_opts one = {1, SB_PREC_FP32};
+	const sb_open_opts one = {1, SB_PREC_FP32, 0};
 	sb_status r = sb_exec_open(sb_devices_get(devs, 0), &one, &logger, &cpu);
 	if (r == SB_OK)
 		r = run(&cpu, x, frames, rate, 0, &secs);

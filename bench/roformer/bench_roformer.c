@@ -283,7 +283,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_roformer: no device '%s' here\n", device);
 		return 1;
 	}
-	const sb_open_opts oo = {threads, SB_PREC_FP32};
+	const sb_open_opts oo = {threads, SB_PREC_FP32, 0};
 	if (sb_exec_open(sb_devices_get(devs, set.index[0]), &oo, &logger, &dev) != SB_OK) {
 		fprintf(stderr, "bench_roformer: cannot open %s\n", device);
 		return 1;
@@ -354,7 +354,7 @@ int main(int argc, char **argv)
 		for (int s = 0; s < ch; s++)
 			test_signal((int64_t)b * L, L, s, in + ((int64_t)b * ch + s) * L, 1);
 	sb_pool *pool = NULL;
-	sb_pool_new(threads, &pool);
+	sb_pool_new(threads, 0, &pool);
 	sb_roformer_on *on = NULL;
 	if (sb_roformer_place(net, &dev, &logger, &on) != SB_OK)
 		return 1;

@@ -213,8 +213,14 @@ typedef struct {
 typedef enum { SB_PREC_FP32 = 0, SB_PREC_BF16 = 1 } sb_precision;
 
 typedef struct {
-	int threads;                 /* host threads a CPU backend may use, 0 = all cores */
+	int threads;                 /* host threads a CPU backend may use, 0 = all cores (less
+	                                one for each GPU beside it) */
 	sb_precision precision;      /* asked for; precision() says what runs */
+	/* GPUs that run at the same time as this CPU device (in the same file, or other files of
+	 * the same session), each fed by a host thread of its own. A CPU backend then runs below
+	 * them: threads 0 leaves one core to each, and its own threads run at a lower priority
+	 * (SB_CPU_BESIDE_NICE), so that its work never slows theirs (issue #24). */
+	int beside;
 } sb_open_opts;
 
 struct sb_backend {

@@ -11,9 +11,12 @@
  */
 #include "core/thread_pool.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,6 +24,8 @@
 
 struct sb_pool {
 	int threads;
+	int nice;          /* workers' priority below the caller's */
+	atomic_int ready;  /* workers that have set it */
 	pthread_t *tid;
 	pthread_mutex_t lock;
 	pthread_cond_t wake, done;
@@ -100,6 +105,16 @@ static void *worker_main(void *arg)
 	sb_pool *p = wa->p;
 	const int worker = wa->worker;
 	free(wa);
+	if (p->nice > 0) {
+		/* Linux keeps a nice value per thread: this one only. A refusal (a sandbox) leaves the
+		 * pool as fast as before and the other threads as slowed by it as before. */
+		const id_t tid = (id_t)syscall(SYS_gettid);
+		errno = 0;
+		const int now = getpriority(PRIO_PROCESS, tid);
+		if (errno == 0)
+			(void)setpriority(PRIO_PROCESS, tid, now + p->nice);
+	}
+	atomic_fetch_add(&p->ready, 1);
 	uint64_t seen = 0;
 	for (;;) {
 		if (!spin_until(p, new_job, seen)) {
@@ -125,7 +140,7 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-sb_status sb_pool_new(int threads, sb_pool **out)
+sb_status sb_pool_new(int threads, int nice, sb_pool **out)
 {
 	*out = NULL;
 	if (threads <= 0) {
@@ -138,11 +153,13 @@ sb_status sb_pool_new(int threads, sb_pool **out)
 	if (!p)
 		return SB_ERR_NOMEM;
 	p->threads = 1;
+	p->nice = nice > 0 ? nice : 0;
 	atomic_init(&p->generation, 0);
 	atomic_init(&p->quit, 0);
 	atomic_init(&p->busy, 0);
 	atomic_init(&p->sleepers, 0);
 	atomic_init(&p->next, 0);
+	atomic_init(&p->ready, 0);
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->wake, NULL);
 	pthread_cond_init(&p->done, NULL);
@@ -162,6 +179,11 @@ sb_status sb_pool_new(int threads, sb_pool **out)
 			break; /* run with the threads we got */
 		}
 		p->threads++;
+	}
+	/* the pool is ready when its workers run at the priority asked for */
+	while (atomic_load(&p->ready) < p->threads - 1) {
+		const struct timespec ts = {0, 20000};
+		nanosleep(&ts, NULL);
 	}
 	*out = p;
 	return SB_OK;

@@ -16,8 +16,10 @@ typedef struct sb_pool sb_pool;
 /* Work on [begin, end); 'worker' is 0..threads-1, for per-thread scratch. */
 typedef void (*sb_pool_fn)(void *ctx, int64_t begin, int64_t end, int worker);
 
-/* threads: total including the caller (>= 1); 0 = the number of online CPUs. */
-sb_status sb_pool_new(int threads, sb_pool **out);
+/* threads: total including the caller (>= 1); 0 = the number of online CPUs. nice > 0: the
+ * workers (not the caller) run that much below the caller's priority (setpriority), for a pool
+ * that must yield to other threads of the process: a GPU's feeding thread (issue #24). */
+sb_status sb_pool_new(int threads, int nice, sb_pool **out);
 void sb_pool_free(sb_pool *p);
 int sb_pool_threads(const sb_pool *p);
 

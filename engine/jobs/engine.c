@@ -125,7 +125,28 @@ typedef struct {
 	sb_exec own[4];
 	int n_own;
 	int bf16;                  /* the job asks for bf16 products */
+	int beside;                /* GPUs that may run while its CPU does (sb_open_opts.beside) */
 } job_devices;
+
+/* The GPUs that may compute while a job's CPU does: its own set's, and in parallel mode the
+ * engine's set's too (other workers may run jobs on them meanwhile). The CPU leaves each a
+ * core and runs below their feeding threads (backend.h: sb_open_opts.beside). */
+static int gpus_beside(const sb_engine *e, const sb_device_set *set)
+{
+	uint64_t seen = 0;
+	int n = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		const size_t m = pass == 0 ? set->n : e->opts.mode == SB_MODE_PARALLEL ? e->n_set : 0;
+		for (size_t k = 0; k < m; k++) {
+			const size_t i = pass == 0 ? set->index[k] : e->set[k];
+			const uint64_t bit = (uint64_t)1 << (i < 63 ? i : 63);
+			if (!(seen & bit) && sb_device_is_gpu(sb_devices_get(e->devices, i)))
+				n++;
+			seen |= bit;
+		}
+	}
+	return n;
+}
 
 /* The job runner's way to a device (job_run.h: sb_device_access): a GPU-like device is
  * opened once, through its backend, the first time a job asks, and kept; a device that failed
@@ -139,7 +160,8 @@ static sb_status open_device(void *user, size_t i, sb_exec *out, char *why, size
 	if (sb_device_is_native(d)) {
 		if (jd->n_own == 4)
 			return SB_ERR_INVALID;
-		const sb_open_opts o = {e->opts.cpu_threads, jd->bf16 ? SB_PREC_BF16 : SB_PREC_FP32};
+		const sb_open_opts o = {e->opts.cpu_threads, jd->bf16 ? SB_PREC_BF16 : SB_PREC_FP32,
+		                        jd->beside};
 		sb_status st = sb_exec_open(d, &o, &e->opts.log, &jd->own[jd->n_own]);
 		if (st != SB_OK) {
 			snprintf(why, wlen, "%s could not be started (%s)", d->label, sb_status_str(st));
@@ -152,7 +174,7 @@ static sb_status open_device(void *user, size_t i, sb_exec *out, char *why, size
 	if (!s->tried) {
 		s->tried = 1;
 		/* opened once and kept for every job: fp32 (no GPU backend has bf16 products yet) */
-		const sb_open_opts o = {e->opts.cpu_threads, SB_PREC_FP32};
+		const sb_open_opts o = {e->opts.cpu_threads, SB_PREC_FP32, 0};
 		sb_status st = sb_exec_open(d, &o, &e->opts.log, &s->x);
 		if (st != SB_OK) {
 			s->x.d = NULL;
@@ -163,8 +185,11 @@ static sb_status open_device(void *user, size_t i, sb_exec *out, char *why, size
 	if (s->x.d && s->x.be->lost(s->x.d))
 		snprintf(s->why, sizeof s->why, "%s was lost earlier in this session", d->label);
 	snprintf(why, wlen, "%s", s->why);
-	if (!s->x.d || s->x.be->lost(s->x.d))
+	if (!s->x.d || s->x.be->lost(s->x.d)) {
+		if (jd->beside > 0 && sb_device_is_gpu(d))
+			jd->beside--; /* a CPU opened after it keeps the core left to this one */
 		return SB_ERR_DEVICE;
+	}
 	*out = s->x;
 	return SB_OK;
 }
@@ -276,7 +301,7 @@ static sb_status run_job(sb_worker *w, sb_job *j, double *ran)
 	const uint64_t held = lock_and_clear(e, w, &j->set);
 	const double t0 = sb_now();
 	progress_target t = {e, j};
-	job_devices jd = {e, {{0}}, 0, j->spec.bf16};
+	job_devices jd = {e, {{0}}, 0, j->spec.bf16, gpus_beside(e, &j->set)};
 	const sb_device_access access = {e->devices, open_device, &jd};
 	sb_job_env env = {
 		.devices = &j->set,

@@ -251,7 +251,7 @@ sb_status sb_run_devices_open(const sb_run_ctx *ctx, sb_run_devices *out)
 	if (st != SB_OK || n != 1)
 		return st != SB_OK ? st : SB_ERR_DEVICE;
 	out->props.backend = cpu;
-	const sb_open_opts o = {out->ctx.threads, out->ctx.bf16 ? SB_PREC_BF16 : SB_PREC_FP32};
+	const sb_open_opts o = {out->ctx.threads, out->ctx.bf16 ? SB_PREC_BF16 : SB_PREC_FP32, 0};
 	st = sb_exec_open(&out->props, &o, out->ctx.log, &out->own);
 	if (st != SB_OK)
 		return st;

@@ -504,15 +504,6 @@ static void *host_main(void *arg)
 	return NULL;
 }
 
-int sb_share_threads(const sb_run_ctx *ctx)
-{
-	if (ctx->n_dev <= 1)
-		return ctx->threads;
-	const long nc = sysconf(_SC_NPROCESSORS_ONLN);
-	const int all = ctx->threads > 0 ? ctx->threads : nc > 0 ? (int)nc : 1;
-	return all / ctx->n_dev > 0 ? all / ctx->n_dev : 1;
-}
-
 sb_status sb_share_run(const sb_share_ops *ops, void *user, const sb_run_ctx *ctx,
                        int64_t units_total)
 {

@@ -62,10 +62,6 @@ typedef struct {
 	void (*release)(void *user, int dev, void *dstate);
 } sb_share_ops;
 
-/* Host threads a device's runs may use (its STFTs, a CPU backend's pool): all of the job's
- * for one device, an equal share of them when several devices run at once. */
-int sb_share_threads(const sb_run_ctx *ctx);
-
 /* Runs every block to the end on the devices of ctx; units_total: the units of the whole
  * file (for rates, progress and the device reports). */
 sb_status sb_share_run(const sb_share_ops *ops, void *user, const sb_run_ctx *ctx,

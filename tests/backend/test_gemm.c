@@ -100,7 +100,7 @@ int main(int argc, char **argv)
 			best = 1;
 	}
 	sb_pool *pool = NULL;
-	if (sb_pool_new(3, &pool) != SB_OK)
+	if (sb_pool_new(3, 0, &pool) != SB_OK)
 		return 1;
 	sb_gemm_ws *ws[3];
 	for (int i = 0; i < 3; i++)

@@ -458,7 +458,7 @@ static void full_case(const sb_exec *cl)
 		in[i] = 0.3f * sinf(0.01f * (float)(i % L)) +
 		        0.1f * (2.f * (float)(rm_next(&seed) >> 40) / (float)(1 << 24) - 1.f);
 	sb_pool *pool = NULL;
-	sb_pool_new(0, &pool);
+	sb_pool_new(0, 0, &pool);
 	t0 = sb_now();
 	sb_status st = forward_on(NULL, net, in, out, NULL, NULL, NULL, 0);
 	const double dt = sb_now() - t0;

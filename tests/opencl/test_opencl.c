@@ -676,7 +676,7 @@ int main(void)
 		printf("%s: %s\n", ocl[i]->id, ocl[i]->label);
 
 	fault_x = make_mix(44100, 1.0, 2, &fault_frames);
-	const sb_open_opts one = {1, SB_PREC_FP32};
+	const sb_open_opts one = {1, SB_PREC_FP32, 0};
 	if (sb_exec_open(sb_devices_get(devices, 0), &one, &logger, &cpu_x) != SB_OK) {
 		fprintf(stderr, "cannot open the CPU backend\n");
 		return 1;

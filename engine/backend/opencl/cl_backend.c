@@ -220,9 +220,7 @@ static const char *cl_describe(const sb_bdev *d)
 {
 	if (d->built && d->tiled && d->gemm == SB_CL_GEMM_TILED)
 		return sb_cl_tiled_describe(d->tiled); /* with its tiling */
-	return d->built ? sb_cl_gemm_name(d->gemm) : sb_cl_gemm_name(sb_cl_blas_available()
-	                                                                  ? SB_CL_GEMM_CLBLAST
-	                                                                  : SB_CL_GEMM_OWN);
+	return sb_cl_gemm_name(d->built ? d->gemm : sb_cl_gemm_planned());
 }
 
 const sb_backend sb_backend_opencl_impl = {

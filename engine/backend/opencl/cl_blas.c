@@ -259,16 +259,25 @@ static int apply_tuning(sb_cl_device *d)
 
 #endif /* SB_HAVE_CLBLAST */
 
+/* SB_CL_GEMM's choice, CLBlast when it names none */
+static sb_cl_gemm_kind asked(const char *env)
+{
+	/* the default stays CLBlast until a GPU measures a kernel faster in the models (cl_blas.h) */
+	return env && !strcmp(env, "own") ? SB_CL_GEMM_OWN
+	       : env && !strcmp(env, "tiled") ? SB_CL_GEMM_TILED : SB_CL_GEMM_CLBLAST;
+}
+
+sb_cl_gemm_kind sb_cl_gemm_planned(void)
+{
+	const sb_cl_gemm_kind k = asked(getenv("SB_CL_GEMM"));
+	return k == SB_CL_GEMM_CLBLAST && !sb_cl_blas_available() ? SB_CL_GEMM_OWN : k;
+}
+
 sb_cl_gemm_kind sb_cl_gemm_choose(sb_cl_device *d)
 {
 	const char *env = getenv("SB_CL_GEMM");
-	/* the default stays CLBlast until a GPU measures the tiled kernel faster (cl_blas.h) */
-	sb_cl_gemm_kind k = SB_CL_GEMM_CLBLAST;
-	if (env && !strcmp(env, "own"))
-		k = SB_CL_GEMM_OWN;
-	else if (env && !strcmp(env, "tiled"))
-		k = SB_CL_GEMM_TILED;
-	else if (env && *env && strcmp(env, "clblast"))
+	sb_cl_gemm_kind k = asked(env);
+	if (k == SB_CL_GEMM_CLBLAST && env && *env && strcmp(env, "clblast"))
 		sb_log(sb_cl_device_logger(d), SB_LOG_WARNING,
 		       "SB_CL_GEMM='%s' is none of 'clblast', 'own', 'tiled': ignored", env);
 	if (k == SB_CL_GEMM_TILED)

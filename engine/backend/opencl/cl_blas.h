@@ -39,6 +39,9 @@ typedef enum { SB_CL_GEMM_OWN = 0, SB_CL_GEMM_CLBLAST, SB_CL_GEMM_TILED } sb_cl_
 /* What a backend should use on d (see CHOICE above). When it is CLBlast, the tuning files for
  * d are applied first (once per device per process) and the outcome logged. */
 sb_cl_gemm_kind sb_cl_gemm_choose(sb_cl_device *d);
+/* What sb_cl_gemm_choose() will pick, without its tuning or its messages: for a description
+ * before the first product */
+sb_cl_gemm_kind sb_cl_gemm_planned(void);
 /* "CLBlast 1.5.3", "own kernel", "tiled kernel" */
 const char *sb_cl_gemm_name(sb_cl_gemm_kind k);
 /* 1 when this build has CLBlast */

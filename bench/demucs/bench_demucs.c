@@ -212,9 +212,12 @@ int main(int argc, char **argv)
 	null_sink ns = {.sink = {.n_stems = SB_N_STEMS, .channels = 2, .write = null_write}};
 	ns.sink.impl = &ns;
 	dev_report dr = {0};
+	/* as the job engine runs a song: the devices stay open and the model keeps its weights on
+	 * them after the call (freed with the model, outside the timings), so the song ends
+	 * without waiting for a pass another device won (place.h: sb_place_drain) */
 	sb_run_ctx ctx = {.log = &log, .threads = threads, .progress = progress, .dev = dev,
 	                  .n_dev = (int)set.n, .batch = batch, .progress_user = &dr,
-	                  .device_report = dev_report_take};
+	                  .device_report = dev_report_take, .keep = (1u << set.n) - 1};
 	t0 = sb_now();
 	c0 = cpu_seconds();
 	const sb_status st = sb_model_separate(m, &ctx, src, &ns.sink);

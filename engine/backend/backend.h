@@ -30,10 +30,11 @@
 #include "backend/device.h"
 #include "sb_common.h"
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define SB_BACKEND_API 4
+#define SB_BACKEND_API 5
 
 typedef struct sb_bdev sb_bdev; /* an opened device: the backend's own struct */
 typedef struct sb_bbuf sb_bbuf; /* memory on a device: the backend's own struct */
@@ -254,11 +255,18 @@ struct sb_backend {
 	sb_status (*alloc)(sb_bdev *d, size_t floats, sb_bbuf **out);
 	sb_status (*wrap)(sb_bdev *d, const float *host, size_t floats, sb_bbuf **out);
 	void (*release)(sb_bdev *d, sb_bbuf *b);
-	void (*upload)(sb_bdev *d, sb_dv dst, const float *src, size_t n);  /* done on return */
-	void (*download)(sb_bdev *d, float *dst, sb_dv src, size_t n);      /* done on return */
+	/* upload: src is free again on return (the device may take the data later, after the work
+	 * queued before it, without the host waiting); download: done on return. */
+	void (*upload)(sb_bdev *d, sb_dv dst, const float *src, size_t n);
+	void (*download)(sb_bdev *d, float *dst, sb_dv src, size_t n);
 
 	/* Waits for everything enqueued; returns the first failure since clear(). */
 	sb_status (*finish)(sb_bdev *d);
+	/* finish(), unless one of the n flags of stop (NULL entries skipped) is set first: then
+	 * SB_ERR_CANCELLED at once, and the work enqueued goes on with nobody waiting for it (it
+	 * reads no host memory the caller owns; later work on the device queues behind it). For a pass whose result is no longer wanted: another device finished its
+	 * segment first, or the job was cancelled (issue #24: nothing is waited for). */
+	sb_status (*drain)(sb_bdev *d, const atomic_int *const *stop, int n);
 	/* The first failure since clear(), without waiting. */
 	sb_status (*status)(const sb_bdev *d);
 	void (*clear)(sb_bdev *d);

@@ -33,12 +33,23 @@ int sb_place_stopped(sb_place *p)
 	return 0;
 }
 
+sb_status sb_place_drain(sb_place *p)
+{
+	if (p->st != SB_OK)
+		return p->st;
+	const sb_status st = p->x.be->drain(p->x.d, p->stop, 2);
+	sb_place_fail(p, st);
+	return st;
+}
+
 void sb_place_fini(sb_place *p)
 {
 	if (!p)
 		return;
-	if (p->x.d)
-		p->x.be->finish(p->x.d);
+	/* No wait for the device: a buffer released while queued work still uses it lives until
+	 * that work has run (OpenCL's rule; the CPU's work is done on return), and no host memory
+	 * is read by queued work (backend.h: upload, wrap). A pass another device won may still be
+	 * running here when its file is done. */
 	for (int i = 0; i < p->n_blocks; i++)
 		p->x.be->release(p->x.d, p->blocks[i].b);
 	for (int i = 0; p->wbuf && i < p->n_w; i++)

@@ -67,6 +67,10 @@ sb_status sb_place_status(sb_place *p);
 void sb_place_fail(sb_place *p, sb_status st);
 /* A stop flag set: the pass's status becomes SB_ERR_CANCELLED and 1 is returned. */
 int sb_place_stopped(sb_place *p);
+/* The pass's one wait, before its results are read back: for the device to finish what the
+ * pass enqueued, or for a stop flag, whichever comes first (SB_ERR_CANCELLED, kept as the
+ * pass's status; the device goes on with the pass's work, which nobody waits for). */
+sb_status sb_place_drain(sb_place *p);
 
 /* Placements a model keeps from one separate() call to the next, on the devices the caller
  * keeps open (sb_run_ctx.keep), one state per device found by its handle (the job runner's kept

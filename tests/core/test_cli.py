@@ -557,6 +557,62 @@ def group_share_slow(tmp):
             check(a == b, f"{s}: the shared run's stems are not the fast device's")
 
 
+def group_share_held(tmp):
+    """A slow GPU as the host sees one: its pass is enqueued at once and then sits in the
+    device's queue (opencl:0's queue held 30 s a pass by the fault injector). When the CPU
+    runs the held segment again and wins, the separation ends without waiting for the pass
+    nobody wants any more, and a cancel ends a held pass at once: the job's time is the CPU's,
+    not the held queue's."""
+    model = fixture_model()
+    rate, frames = 44100, 44100 * 30
+    inp = os.path.join(tmp, "song.wav")
+    wavio.write_wav(inp, wavio.test_signal(frames, 2, rate, seed=6), 2, rate, fmt="float")
+    env = {"POCL_DEVICES": "pthread pthread", "SB_FAULT_INJECT": "opencl:0:hold:30000"}
+    both = os.path.join(tmp, "both")
+    t0 = time.monotonic()
+    p = run(["separate", inp, "-o", both, "--model", model, "--device", "cpu,opencl:0", "-q"],
+            env=env)
+    wall = time.monotonic() - t0
+    if not check(p.returncode == 0, f"cpu + held opencl:0: exit {p.returncode}: {p.stderr}"):
+        return
+    m = json.load(open(os.path.join(both, "song", "manifest.json")))
+    devs = {d["id"]: d for d in m["device"]["devices"]}
+    busy = devs.get("cpu", {}).get("seconds", 0)
+    sep = m["timings"]["separate_s"]
+    print(f"separation {sep:.1f} s, the CPU busy {busy:.1f} s, the command {wall:.1f} s")
+    check(devs.get("opencl:0", {}).get("segments") == 0 and devs.get("cpu", {}).get(
+          "segments", 0) > 0, f"segments per device {m['device']['devices']}")
+    # the held pass would have ended 30 s after it began: waiting for it shows
+    check(sep < busy + 5 and sep < 25,
+          f"the separation took {sep:.1f} s with the CPU busy {busy:.1f} s: it waited for the "
+          "held pass")
+    # a cancel (SIGINT) while opencl:0 alone holds a segment: the command ends at once
+    env1 = dict(env, SB_FAULT_INJECT="opencl:0:hold:60000")
+    e = dict(os.environ)
+    e.update(env1)
+    out = os.path.join(tmp, "cancelled")
+    t0 = time.monotonic()
+    proc = subprocess.Popen([EXE, "separate", inp, "-o", out, "--model", model, "--device",
+                             "opencl:0", "-q"], env=e, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(3)
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=50)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        check(False, "a cancel during a held pass did not end the command in 50 s")
+        return
+    took = time.monotonic() - t0
+    print(f"cancelled during a held pass: exit {proc.returncode} after {took:.1f} s")
+    check(proc.returncode != 0, "a cancelled separation exited 0")
+    check(took < 20, f"a cancel during a held pass took {took:.1f} s to end the command "
+          "(the hold is 60 s)")
+    check(not os.path.exists(os.path.join(out, "song", "vocals.wav")),
+          "a cancelled separation left a stem")
+
+
 def group_toy(tmp):
     """A third backend (the CPU registered again as "toy", built with -Dtoy_backend=true): listed
     by name, chosen by its id, by device:N and by its key, sharing a song with the CPU, and the
@@ -1165,7 +1221,7 @@ def group_precision(tmp):
                    "an unknown precision", os.path.join(tmp, "x"), needle="fp16")
 
 
-GROUPS = {"toy": group_toy, "share_slow": group_share_slow, "precision": group_precision, "batch": group_batch, "damaged": group_damaged, "signals": group_signals, "commit": group_commit,
+GROUPS = {"toy": group_toy, "share_slow": group_share_slow, "share_held": group_share_held, "precision": group_precision, "batch": group_batch, "damaged": group_damaged, "signals": group_signals, "commit": group_commit,
           "repeat": group_repeat, "demucs": group_demucs, "separate": group_separate, "formats": group_formats, "bad": group_bad,
           "devices": group_devices, "fallback": group_fallback, "share": group_share}
 

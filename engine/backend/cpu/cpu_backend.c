@@ -259,6 +259,15 @@ static sb_status cpu_finish(sb_bdev *d)
 	return d->st;
 }
 
+/* operations run on return: there is nothing to give up waiting for */
+static sb_status cpu_drain(sb_bdev *d, const atomic_int *const *stop, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (stop[i] && atomic_load(stop[i]))
+			return SB_ERR_CANCELLED;
+	return d->st;
+}
+
 static sb_status cpu_status(const sb_bdev *d)
 {
 	return d->st;
@@ -285,6 +294,7 @@ const sb_backend sb_backend_cpu_impl = {
 	.upload = cpu_upload,
 	.download = cpu_download,
 	.finish = cpu_finish,
+	.drain = cpu_drain,
 	.status = cpu_status,
 	.clear = cpu_clear,
 	.ops = &sb_cpu_ops,

@@ -44,6 +44,17 @@ struct sb_cl_device {
 	int fault_alloc_plus;  /* "alloc:K+" */
 	long fault_lost;       /* K of "lost:K", -1 = no loss */
 	long fault_slow_ms;    /* MS of "slow:MS", 0 = none */
+	long fault_hold_ms;    /* MS of "hold:MS", 0 = none */
+	int hold_armed;        /* a pass began: its first launch holds the queue (owner thread) */
+	struct {               /* the held queue's timer: its own thread, started at the first hold */
+		pthread_t thread;
+		int started, cut;  /* cut: the device closes, every hold ends now */
+		pthread_mutex_t lock;
+		pthread_cond_t cond;
+		cl_event ev[8];    /* user events the queue waits behind, in order, and when each ends */
+		struct timespec due[8];
+		int n;
+	} hold;
 };
 
 const char *sb_cl_error_name(cl_int err)
@@ -188,7 +199,7 @@ static int parse_faults(sb_cl_device *d)
 		const char *p = e + 7;
 		long n = 0, k = 0;
 		int ok = parse_long(p, &n, &p) && *p++ == ':';
-		int is_open = 0, is_alloc = 0, is_lost = 0, is_slow = 0, plus = 0;
+		int is_open = 0, is_alloc = 0, is_lost = 0, is_slow = 0, is_hold = 0, plus = 0;
 		if (ok) {
 			if (!strcmp(p, "open")) {
 				is_open = 1;
@@ -209,6 +220,10 @@ static int parse_faults(sb_cl_device *d)
 				p += 5;
 				ok = parse_long(p, &k, &p) && *p == '\0' && k >= 0 && k <= 60000;
 				is_slow = ok;
+			} else if (!strncmp(p, "hold:", 5)) {
+				p += 5;
+				ok = parse_long(p, &k, &p) && *p == '\0' && k >= 0 && k <= 600000;
+				is_hold = ok;
 			} else {
 				ok = 0;
 			}
@@ -216,7 +231,7 @@ static int parse_faults(sb_cl_device *d)
 		if (!ok) {
 			sb_log(&d->log, SB_LOG_WARNING,
 			       "SB_FAULT_INJECT: ignoring '%s' (want opencl:N:open, opencl:N:alloc:K[+], "
-			       "opencl:N:lost:K or opencl:N:slow:MS)", e);
+			       "opencl:N:lost:K, opencl:N:slow:MS or opencl:N:hold:MS)", e);
 			continue;
 		}
 		if (n != d->props.index)
@@ -231,14 +246,83 @@ static int parse_faults(sb_cl_device *d)
 			d->fault_lost = k;
 		if (is_slow)
 			d->fault_slow_ms = k;
+		if (is_hold)
+			d->fault_hold_ms = k;
 		sb_log(&d->log, SB_LOG_INFO, "SB_FAULT_INJECT: %s will fail: %s", d->props.id, e);
 	}
 	free(buf);
 	return open_fails;
 }
 
-void sb_cl_device_delay(const sb_cl_device *d)
+/* The held queue's timer thread: ends each hold when it is due, or all of them at once when
+ * the device closes. */
+static void *hold_main(void *arg)
 {
+	sb_cl_device *d = arg;
+	pthread_mutex_lock(&d->hold.lock);
+	while (!d->hold.cut || d->hold.n > 0) {
+		if (d->hold.n == 0) {
+			pthread_cond_wait(&d->hold.cond, &d->hold.lock);
+			continue;
+		}
+		if (!d->hold.cut &&
+		    pthread_cond_timedwait(&d->hold.cond, &d->hold.lock, &d->hold.due[0]) != ETIMEDOUT)
+			continue; /* woken: look again */
+		cl_event ev = d->hold.ev[0];
+		d->hold.n--;
+		memmove(d->hold.ev, d->hold.ev + 1, sizeof d->hold.ev[0] * (size_t)d->hold.n);
+		memmove(d->hold.due, d->hold.due + 1, sizeof d->hold.due[0] * (size_t)d->hold.n);
+		pthread_mutex_unlock(&d->hold.lock);
+		clSetUserEventStatus(ev, CL_COMPLETE);
+		clReleaseEvent(ev);
+		pthread_mutex_lock(&d->hold.lock);
+	}
+	pthread_mutex_unlock(&d->hold.lock);
+	return NULL;
+}
+
+/* opencl:N:hold:MS: the first launch of a pass puts a marker in the queue that waits for a
+ * user event the timer thread sets MS later, so the pass's work sits in the queue while the
+ * host enqueues the rest at full speed: a slow GPU as the host sees one */
+static void hold_queue(sb_cl_device *d)
+{
+	cl_int err = CL_SUCCESS;
+	cl_event ev = clCreateUserEvent(d->ctx, &err);
+	if (err != CL_SUCCESS)
+		return;
+	struct timespec due;
+	clock_gettime(CLOCK_REALTIME, &due);
+	due.tv_sec += d->fault_hold_ms / 1000;
+	due.tv_nsec += (d->fault_hold_ms % 1000) * 1000000;
+	if (due.tv_nsec >= 1000000000) {
+		due.tv_sec++;
+		due.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&d->hold.lock);
+	if (!d->hold.started)
+		d->hold.started = pthread_create(&d->hold.thread, NULL, hold_main, d) == 0;
+	const int room = d->hold.started && d->hold.n < 8;
+	if (room) {
+		d->hold.ev[d->hold.n] = ev;
+		d->hold.due[d->hold.n++] = due;
+		pthread_cond_signal(&d->hold.cond);
+	}
+	pthread_mutex_unlock(&d->hold.lock);
+	if (!room) {
+		clSetUserEventStatus(ev, CL_COMPLETE);
+		clReleaseEvent(ev);
+		return;
+	}
+	clEnqueueMarkerWithWaitList(d->queue, 1, &ev, NULL);
+	clFlush(d->queue);
+}
+
+void sb_cl_device_delay(sb_cl_device *d)
+{
+	if (d && d->hold_armed) {
+		d->hold_armed = 0;
+		hold_queue(d);
+	}
 	if (d && d->fault_slow_ms > 0) {
 		const struct timespec ts = {d->fault_slow_ms / 1000, (d->fault_slow_ms % 1000) * 1000000};
 		nanosleep(&ts, NULL);
@@ -252,6 +336,7 @@ sb_status sb_cl_device_count_chunk(sb_cl_device *d)
 	if (atomic_load(&d->lost))
 		return SB_ERR_DEVICE_LOST;
 	long done = atomic_fetch_add(&d->chunks, 1);
+	d->hold_armed = d->fault_hold_ms > 0;
 	if (d->fault_lost >= 0 && done >= d->fault_lost) {
 		mark_lost(d);
 		sb_log(&d->log, SB_LOG_ERROR,
@@ -606,6 +691,8 @@ sb_status sb_cl_device_open(const sb_device_props *dev, const sb_logger *log, sb
 		d->log = *log;
 	d->dev = dev->native[1];
 	d->fault_lost = -1;
+	pthread_mutex_init(&d->hold.lock, NULL);
+	pthread_cond_init(&d->hold.cond, NULL);
 	atomic_init(&d->lost, 0);
 	atomic_init(&d->allocs, 0);
 	atomic_init(&d->chunks, 0);
@@ -652,6 +739,16 @@ void sb_cl_device_close(sb_cl_device *d)
 {
 	if (!d)
 		return;
+	if (d->hold.started) {
+		/* the injected holds end now: a closing device finishes its work */
+		pthread_mutex_lock(&d->hold.lock);
+		d->hold.cut = 1;
+		pthread_cond_signal(&d->hold.cond);
+		pthread_mutex_unlock(&d->hold.lock);
+		pthread_join(d->hold.thread, NULL);
+	}
+	pthread_mutex_destroy(&d->hold.lock);
+	pthread_cond_destroy(&d->hold.cond);
 	if (d->queue) {
 		clFinish(d->queue);
 		clReleaseCommandQueue(d->queue);

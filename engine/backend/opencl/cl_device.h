@@ -24,6 +24,10 @@
  *                      device is lost for good.
  *   opencl:N:slow:MS   every kernel launch on the device waits MS milliseconds first: a slow
  *                      device, for the tests of sharing a file among devices.
+ *   opencl:N:hold:MS   each chunk's work waits MS milliseconds in the device's queue (behind a
+ *                      marker on a user event, from the chunk's first kernel launch) while the
+ *                      host enqueues the rest at once: a slow GPU as the host sees one, for the
+ *                      tests of a pass nobody waits for. Closing the device ends the holds.
  * Entries for other devices or other subsystems (not starting "opencl:") are ignored; a
  * malformed "opencl:" entry is logged as a warning and ignored. Several entries may name the
  * same device (one alloc and one lost rule each; a later entry replaces an earlier one).
@@ -36,8 +40,9 @@
 
 typedef struct sb_cl_device sb_cl_device;
 
-/* The injected slowness (opencl:N:slow:MS): waits before a kernel launch. */
-void sb_cl_device_delay(const sb_cl_device *d);
+/* The injected slowness before a kernel launch (opencl:N:slow:MS waits; opencl:N:hold:MS holds
+ * the queue at a chunk's first launch). Called by the device's owner thread. */
+void sb_cl_device_delay(sb_cl_device *d);
 
 /* Creates the context and queue and builds (or loads from the cache) the kernels.
  * SB_ERR_DEVICE with the reason (and the compiler's log) logged on failure, SB_ERR_NOMEM for

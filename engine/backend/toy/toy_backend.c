@@ -78,6 +78,10 @@ static void toy_download(sb_bdev *d, float *dst, sb_dv src, size_t n)
 }
 
 static sb_status toy_finish(sb_bdev *d) { return cpu()->finish(d); }
+static sb_status toy_drain(sb_bdev *d, const atomic_int *const *stop, int n)
+{
+	return cpu()->drain(d, stop, n);
+}
 static sb_status toy_status(const sb_bdev *d) { return cpu()->status(d); }
 static void toy_clear(sb_bdev *d) { cpu()->clear(d); }
 static void toy_set_profiling(sb_bdev *d, int on) { cpu()->set_profiling(d, on); }
@@ -105,6 +109,7 @@ const sb_backend sb_backend_toy_impl = {
 	.upload = toy_upload,
 	.download = toy_download,
 	.finish = toy_finish,
+	.drain = toy_drain,
 	.status = toy_status,
 	.clear = toy_clear,
 	.ops = &toy_ops,

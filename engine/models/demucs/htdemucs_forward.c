@@ -7,9 +7,10 @@
  * down-sampling, four decoder layers per branch with the encoders' outputs as skips, then the
  * frequency branch's iSTFT plus the time branch, each de-normalised. All of it on the device:
  * a pass uploads its segments, enqueues, and reads the stems back once (the sine position
- * embeddings are uploaded at the first pass and kept). This file is the pass and its taps;
- * the layers are in htdemucs_layers.c, the transformer in htdemucs_transformer.c, the
- * placement and the shorthands for the operations in htdemucs_place.c.
+ * embeddings are uploaded before the first pass's first operation and kept). This file is the
+ * pass and its taps; the layers are in htdemucs_layers.c, the transformer in
+ * htdemucs_transformer.c, the placement and the shorthands for the operations in
+ * htdemucs_place.c.
  *
  * Layouts (htdemucs_internal.h): a frequency tensor is [B][F + 4][C][T], each segment's rows
  * with two zero rows before and after, so a convolution over frequencies with kernel 8 and
@@ -202,6 +203,10 @@ sb_status sb_htdemucs_forward(sb_htdemucs_on *r, int B, const float *in, float *
 	hd_dften_new(r, &x, B, F, 2 * ac, T);
 	if (pass_status(r) == SB_OK)
 		r->p.x.be->upload(r->p.x.d, mix, in, (size_t)B * seg_in);
+	/* the pass's other upload, before its first operation: the transformer's tokens are the
+	 * frequency rows left after the encoders (each quarters them) by T frames, and tl[DEPTH] */
+	if (cfg->t_layers > 0)
+		hd_pos_place(r, F >> (2 * HD_DEPTH), T, (int)tl[HD_DEPTH]);
 	for (int b = 0; b < B; b++) {
 		const sb_dv m = sb_dv_at(mix, (size_t)b * seg_in), z = drow(&x, b, 0);
 		const sb_dv s4 = sb_dv_at(nst, (size_t)4 * b);
@@ -317,18 +322,15 @@ sb_status sb_htdemucs_forward(sb_htdemucs_on *r, int B, const float *in, float *
 			             1, work);
 		}
 		give_back(r, work);
-		if (pass_status(r) == SB_OK)
+		if (pass_status(r) == SB_OK && sb_place_drain(&r->p) == SB_OK)
 			r->p.x.be->download(r->p.x.d, out, xt, (size_t)B * seg_out);
 	}
 	give_back(r, nst);
 	give_back(r, xt);
 	hd_dften_free(r, &x);
 end:
+	/* a stopped pass returns without waiting for what it enqueued (place.h: sb_place_drain) */
 	st = pass_status(r);
-	if (st == SB_OK || st == SB_ERR_CANCELLED) {
-		const sb_status fst = r->p.x.be->finish(r->p.x.d);
-		st = st == SB_OK ? fst : st;
-	}
 	if (st == SB_ERR_NOMEM)
 		sb_log(r->p.log, SB_LOG_ERROR, "htdemucs: out of memory for a segment's activations");
 	return st;

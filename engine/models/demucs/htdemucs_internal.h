@@ -178,6 +178,9 @@ void hd_dec_time(sb_htdemucs_on *r, const hd_dec *l, sb_dv x, sb_dv skip, long l
 /* The cross-domain transformer (htdemucs_transformer.c) over B segments, in place: tokens
  * x [B][Fr T1][D] of the frequency branch and xt [B][T2][D] of the time branch. */
 void hd_transformer(sb_htdemucs_on *r, sb_dv x, int Fr, int T1, sb_dv xt, int T2, int B);
+/* the transformer's position embeddings on the device for these sizes (the frequency branch's
+ * Fr x T1 tokens, the time branch's T2), uploaded once: before a pass's first operation */
+void hd_pos_place(sb_htdemucs_on *r, int Fr, int T1, int T2);
 
 /* Add the sine position embeddings to tokens x [Fr * T1][D] and xt [T2][D]. */
 void hd_pos_2d(float *x, int D, int Fr, int T1);

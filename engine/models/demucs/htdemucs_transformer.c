@@ -1,7 +1,7 @@
 /* The cross-domain transformer of HTDemucs (demucs/transformer.py CrossTransformerEncoder) in
  * eval mode, over B segments: layers alternate between self-attention within each branch and
  * cross-attention of each branch to the other, after the input norms and the sine position
- * embeddings, which are computed on the host and uploaded at the first pass.
+ * embeddings, which are computed on the host and uploaded before the first pass's work.
  */
 #include "models/demucs/htdemucs_internal.h"
 
@@ -96,36 +96,48 @@ void hd_pos_1d(float *x, int D, int T2)
 	}
 }
 
-/* the sine embeddings, computed on the host and uploaded at the first pass, added to every
- * segment */
+/* The sine embeddings, computed on the host and uploaded before the first pass's first
+ * operation, kept while the sizes hold: an upload waits for the device's queue, and one in the
+ * middle of a pass would wait for the pass's work so far (a pass nobody wants any more could
+ * not end at once then: place.h, sb_place_drain). */
+void hd_pos_place(sb_htdemucs_on *r, int Fr, int T1, int T2)
+{
+	const int D = r->net->dim;
+	const size_t n1 = (size_t)Fr * T1 * D, n2 = (size_t)T2 * D;
+	if (pass_status(r) != SB_OK || (r->pos && r->pos_n == n1 + n2))
+		return;
+	if (r->pos)
+		r->p.x.be->release(r->p.x.d, r->pos);
+	r->pos = NULL;
+	float *pe = calloc(n1 + n2, sizeof(float));
+	sb_status st = pe ? r->p.x.be->alloc(r->p.x.d, n1 + n2, &r->pos) : SB_ERR_NOMEM;
+	if (st != SB_OK) {
+		free(pe);
+		r->pos = NULL;
+		fail(r, st);
+		return;
+	}
+	r->pos_n = n1 + n2;
+	hd_pos_2d(pe, D, Fr, T1);
+	hd_pos_1d(pe + n1, D, T2);
+	const sb_dv d = {r->pos, 0};
+	r->p.x.be->upload(r->p.x.d, d, pe, n1 + n2);
+	free(pe);
+	if (pass_status(r) != SB_OK) { /* not kept half-written */
+		r->p.x.be->release(r->p.x.d, r->pos);
+		r->pos = NULL;
+	}
+}
+
+/* the embeddings hd_pos_place() put on the device, added to every segment */
 static void add_pos(sb_htdemucs_on *r, sb_dv x, int D, int Fr, int T1, sb_dv xt, int T2, int B)
 {
 	const size_t n1 = (size_t)Fr * T1 * D, n2 = (size_t)T2 * D;
 	if (pass_status(r) != SB_OK)
 		return;
 	if (!r->pos || r->pos_n != n1 + n2) {
-		if (r->pos)
-			r->p.x.be->release(r->p.x.d, r->pos);
-		r->pos = NULL;
-		float *pe = calloc(n1 + n2, sizeof(float));
-		sb_status st = pe ? r->p.x.be->alloc(r->p.x.d, n1 + n2, &r->pos) : SB_ERR_NOMEM;
-		if (st != SB_OK) {
-			free(pe);
-			r->pos = NULL;
-			fail(r, st);
-			return;
-		}
-		r->pos_n = n1 + n2;
-		hd_pos_2d(pe, D, Fr, T1);
-		hd_pos_1d(pe + n1, D, T2);
-		const sb_dv d = {r->pos, 0};
-		r->p.x.be->upload(r->p.x.d, d, pe, n1 + n2);
-		free(pe);
-		if (pass_status(r) != SB_OK) { /* not kept half-written */
-			r->p.x.be->release(r->p.x.d, r->pos);
-			r->pos = NULL;
-			return;
-		}
+		fail(r, SB_ERR_INVALID); /* the pass placed them for other sizes: a bug */
+		return;
 	}
 	const sb_dv d = {r->pos, 0};
 	for (int b = 0; b < B; b++) {

@@ -251,12 +251,8 @@ sb_status sb_roformer_forward(sb_roformer_on *r, int B, const float *in, float *
 			OP(r)->istft(r->p.x.d, &g, sb_dv_at(ms, ((size_t)s * B + b) * T * fl), ch, L,
 			             W(r, net->window), iscale, 0, 0,
 			             sb_dv_at(y, ((size_t)b * S + s) * ch * L), L, 0, work);
-	if (OK(r))
+	/* the pass's one wait; a stopped pass returns without waiting (place.h: sb_place_drain) */
+	if (OK(r) && sb_place_drain(&r->p) == SB_OK)
 		r->p.x.be->download(r->p.x.d, out, y, (size_t)B * S * ch * L);
-	st = sb_place_status(&r->p);
-	if (st == SB_OK || st == SB_ERR_CANCELLED) {
-		const sb_status fst = r->p.x.be->finish(r->p.x.d);
-		st = st == SB_OK ? fst : st;
-	}
-	return st;
+	return sb_place_status(&r->p);
 }

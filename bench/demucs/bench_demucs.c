@@ -112,9 +112,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	/* as the job engine opens them: a CPU beside GPUs leaves them cores and runs below them */
-	int gpus = 0;
-	for (size_t i = 0; i < set.n; i++)
+	int gpus = 0, has_cpu = 0;
+	for (size_t i = 0; i < set.n; i++) {
 		gpus += sb_device_is_gpu(sb_devices_get(devs, set.index[i]));
+		has_cpu |= sb_device_is_native(sb_devices_get(devs, set.index[i]));
+	}
 	if (beside >= 0)
 		gpus = beside;
 	const sb_open_opts oo = {threads, bf16 ? SB_PREC_BF16 : SB_PREC_FP32, gpus};
@@ -192,7 +194,7 @@ int main(int argc, char **argv)
 	const long nproc = sysconf(_SC_NPROCESSORS_ONLN);
 	/* the CPU's: every core alone, one less for each GPU beside it (cpu_backend.c) */
 	int used_threads = threads > 0 ? threads : nproc > 0 ? (int)nproc : 1;
-	if (threads <= 0 && gpus > 0)
+	if (threads <= 0 && gpus > 0 && has_cpu)
 		used_threads = used_threads > gpus + 1 ? used_threads - gpus : 1;
 	free(in);
 	free(out);

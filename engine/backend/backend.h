@@ -219,8 +219,9 @@ typedef struct {
 	sb_precision precision;      /* asked for; precision() says what runs */
 	/* GPUs that run at the same time as this CPU device (in the same file, or other files of
 	 * the same session), each fed by a host thread of its own. A CPU backend then runs below
-	 * them: threads 0 leaves one core to each, and its own threads run at a lower priority
-	 * (SB_CPU_BESIDE_NICE), so that its work never slows theirs (issue #24). */
+	 * them: threads 0 leaves one core to each, and the threads it starts (every one but the
+	 * caller's) run at a lower priority (SB_CPU_BESIDE_NICE), so that its work does not slow
+	 * theirs (issue #24). */
 	int beside;
 } sb_open_opts;
 

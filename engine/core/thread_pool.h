@@ -17,8 +17,9 @@ typedef struct sb_pool sb_pool;
 typedef void (*sb_pool_fn)(void *ctx, int64_t begin, int64_t end, int worker);
 
 /* threads: total including the caller (>= 1); 0 = the number of online CPUs. nice > 0: the
- * workers (not the caller) run that much below the caller's priority (setpriority), for a pool
- * that must yield to other threads of the process: a GPU's feeding thread (issue #24). */
+ * workers (not the caller) run that much below the priority of the thread that creates the
+ * pool (setpriority), for a pool that must yield to other threads of the process: a GPU's
+ * feeding thread (issue #24). */
 sb_status sb_pool_new(int threads, int nice, sb_pool **out);
 void sb_pool_free(sb_pool *p);
 int sb_pool_threads(const sb_pool *p);

@@ -125,25 +125,21 @@ typedef struct {
 	sb_exec own[4];
 	int n_own;
 	int bf16;                  /* the job asks for bf16 products */
-	int beside;                /* GPUs that may run while its CPU does (sb_open_opts.beside) */
+	int gpus;                  /* the job's GPUs that run (job_run.h: sb_device_access.gpus) */
+	int others;                /* the engine's other GPUs, which other jobs may run meanwhile */
 } job_devices;
 
-/* The GPUs that may compute while a job's CPU does: its own set's, and in parallel mode the
- * engine's set's too (other workers may run jobs on them meanwhile). The CPU leaves each a
- * core and runs below their feeding threads (backend.h: sb_open_opts.beside). */
-static int gpus_beside(const sb_engine *e, const sb_device_set *set)
+/* In parallel mode, the GPUs of the engine's set outside the job's own: other workers may run
+ * jobs on them while this job's CPU computes. The CPU leaves a core to each GPU that runs
+ * beside it and runs below their feeding threads (backend.h: sb_open_opts.beside). */
+static int other_gpus(const sb_engine *e, const sb_device_set *set)
 {
-	uint64_t seen = 0;
 	int n = 0;
-	for (int pass = 0; pass < 2; pass++) {
-		const size_t m = pass == 0 ? set->n : e->opts.mode == SB_MODE_PARALLEL ? e->n_set : 0;
-		for (size_t k = 0; k < m; k++) {
-			const size_t i = pass == 0 ? set->index[k] : e->set[k];
-			const uint64_t bit = (uint64_t)1 << (i < 63 ? i : 63);
-			if (!(seen & bit) && sb_device_is_gpu(sb_devices_get(e->devices, i)))
-				n++;
-			seen |= bit;
-		}
+	for (size_t k = 0; e->opts.mode == SB_MODE_PARALLEL && k < e->n_set; k++) {
+		int mine = 0;
+		for (size_t m = 0; m < set->n && !mine; m++)
+			mine = set->index[m] == e->set[k];
+		n += !mine && sb_device_is_gpu(sb_devices_get(e->devices, e->set[k]));
 	}
 	return n;
 }
@@ -161,7 +157,7 @@ static sb_status open_device(void *user, size_t i, sb_exec *out, char *why, size
 		if (jd->n_own == 4)
 			return SB_ERR_INVALID;
 		const sb_open_opts o = {e->opts.cpu_threads, jd->bf16 ? SB_PREC_BF16 : SB_PREC_FP32,
-		                        jd->beside};
+		                        jd->gpus + jd->others};
 		sb_status st = sb_exec_open(d, &o, &e->opts.log, &jd->own[jd->n_own]);
 		if (st != SB_OK) {
 			snprintf(why, wlen, "%s could not be started (%s)", d->label, sb_status_str(st));
@@ -185,11 +181,8 @@ static sb_status open_device(void *user, size_t i, sb_exec *out, char *why, size
 	if (s->x.d && s->x.be->lost(s->x.d))
 		snprintf(s->why, sizeof s->why, "%s was lost earlier in this session", d->label);
 	snprintf(why, wlen, "%s", s->why);
-	if (!s->x.d || s->x.be->lost(s->x.d)) {
-		if (jd->beside > 0 && sb_device_is_gpu(d))
-			jd->beside--; /* a CPU opened after it keeps the core left to this one */
+	if (!s->x.d || s->x.be->lost(s->x.d))
 		return SB_ERR_DEVICE;
-	}
 	*out = s->x;
 	return SB_OK;
 }
@@ -301,8 +294,8 @@ static sb_status run_job(sb_worker *w, sb_job *j, double *ran)
 	const uint64_t held = lock_and_clear(e, w, &j->set);
 	const double t0 = sb_now();
 	progress_target t = {e, j};
-	job_devices jd = {e, {{0}}, 0, j->spec.bf16, gpus_beside(e, &j->set)};
-	const sb_device_access access = {e->devices, open_device, &jd};
+	job_devices jd = {e, {{0}}, 0, j->spec.bf16, 0, other_gpus(e, &j->set)};
+	const sb_device_access access = {e->devices, open_device, &jd, &jd.gpus};
 	sb_job_env env = {
 		.devices = &j->set,
 		.access = &access,

@@ -215,27 +215,42 @@ static sb_status open_devices(const sb_job_env *env, event_log *ev, const sb_log
                               sb_job_result *res, dev_plan *pl)
 {
 	const sb_device_set *set = env->devices;
-	for (size_t k = 0; set && k < set->n; k++) {
-		if (set->reason[k][0]) {
-			event(ev, log, SB_LOG_WARNING, "%s", set->reason[k]);
-			note_fallback(res, set->reason[k]);
+	const sb_device_access *a = env->access;
+	/* the GPUs first, so that the native CPU knows how many run beside it; the plan keeps the
+	 * set's order */
+	int opened[SB_MAX_SET] = {0};
+	sb_exec x[SB_MAX_SET];
+	if (a->gpus)
+		*a->gpus = 0;
+	for (int native = 0; native < 2; native++)
+		for (size_t k = 0; set && k < set->n && k < SB_MAX_SET; k++) {
+			const sb_device_props *d = sb_devices_get(a->list, set->index[k]);
+			if ((d && sb_device_is_native(d)) != native)
+				continue;
+			if (set->reason[k][0]) {
+				event(ev, log, SB_LOG_WARNING, "%s", set->reason[k]);
+				note_fallback(res, set->reason[k]);
+				pl->fell_back = 1;
+			}
+			char why[512] = "";
+			if (a->open(a->user, set->index[k], &x[k], why, sizeof why) == SB_OK) {
+				opened[k] = 1;
+				if (a->gpus && x[k].props && sb_device_is_gpu(x[k].props))
+					(*a->gpus)++;
+				continue;
+			}
+			event(ev, log, SB_LOG_WARNING, "%s: %s", why,
+			      set->n > 1 ? "the others go on without it" : "running on the CPU");
+			note_fallback(res, why);
 			pl->fell_back = 1;
 		}
-		char why[512] = "";
-		sb_exec x;
-		if (env->access->open(env->access->user, set->index[k], &x, why, sizeof why) == SB_OK) {
-			pl->dev[pl->n++] = x;
-			continue;
-		}
-		event(ev, log, SB_LOG_WARNING, "%s: %s", why,
-		      set->n > 1 ? "the others go on without it" : "running on the CPU");
-		note_fallback(res, why);
-		pl->fell_back = 1;
-	}
+	for (size_t k = 0; set && k < set->n && k < SB_MAX_SET; k++)
+		if (opened[k])
+			pl->dev[pl->n++] = x[k];
 	if (pl->n > 0)
 		return SB_OK;
 	char why[512];
-	return env->access->open(env->access->user, 0, &pl->dev[pl->n++], why, sizeof why) == SB_OK
+	return a->open(a->user, 0, &pl->dev[pl->n++], why, sizeof why) == SB_OK
 	           ? SB_OK
 	           : (pl->n = 0, SB_ERR_DEVICE);
 }
@@ -522,6 +537,8 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 			snprintf(res->fallback_reason, sizeof res->fallback_reason, "%s", reason);
 			char owhy[512];
 			pl.n = 0;
+			if (env->access->gpus)
+				*env->access->gpus = 0; /* the CPU alone now: no GPU runs beside it */
 			if (env->access->open(env->access->user, 0, &pl.dev[0], owhy, sizeof owhy) != SB_OK)
 				break;
 			pl.n = 1;

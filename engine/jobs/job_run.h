@@ -38,6 +38,10 @@ typedef struct {
 	const sb_device_list *list;
 	sb_status (*open)(void *user, size_t i, sb_exec *out, char *why, size_t wlen);
 	void *user;
+	/* The job's GPUs that run (may be NULL): the runner opens a set's GPUs before its native
+	 * CPU and counts them here, and sets 0 before it falls back to the CPU alone; open()
+	 * opens the native CPU beside that many (sb_open_opts.beside). */
+	int *gpus;
 } sb_device_access;
 
 typedef struct {

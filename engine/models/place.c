@@ -46,10 +46,17 @@ void sb_place_fini(sb_place *p)
 {
 	if (!p)
 		return;
-	/* No wait for the device: a buffer released while queued work still uses it lives until
-	 * that work has run (OpenCL's rule; the CPU's work is done on return), and no host memory
-	 * is read by queued work (backend.h: upload, wrap). A pass another device won may still be
-	 * running here when its file is done. */
+	/* No wait for the device after a pass that ended well or was stopped: a buffer released
+	 * while queued work still uses it lives until that work has run (OpenCL's rule; the CPU's
+	 * work is done on return), and no host memory is read by queued work (backend.h: upload,
+	 * wrap). A pass another device won may still be running here when its file is done. After
+	 * a failure (out of device memory: the job runner places the model again with smaller
+	 * chunks) the failed pass's buffers are given back before anything is placed again. */
+	if (p->x.d) {
+		const sb_status st = sb_place_status(p);
+		if (st != SB_OK && st != SB_ERR_CANCELLED)
+			p->x.be->finish(p->x.d);
+	}
 	for (int i = 0; i < p->n_blocks; i++)
 		p->x.be->release(p->x.d, p->blocks[i].b);
 	for (int i = 0; p->wbuf && i < p->n_w; i++)

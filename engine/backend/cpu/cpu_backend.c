@@ -130,9 +130,9 @@ static sb_status cpu_open(const sb_device_props *dev, const sb_open_opts *o, con
 	d->threads = sb_pool_threads(d->pool);
 	d->log = log;
 	if (beside)
-		sb_log(log, SB_LOG_INFO, "the CPU beside %d GPU%s: %d thread%s, at nice +%d below %s "
-		       "feeding thread%s", beside, beside == 1 ? "" : "s",
-		       d->threads, d->threads == 1 ? "" : "s", nice > 0 ? nice : 0,
+		sb_log(log, SB_LOG_INFO, "the CPU beside %d GPU%s: %d thread%s, %d of them (all but the "
+		       "job's own) at nice +%d below %s feeding thread%s", beside, beside == 1 ? "" : "s",
+		       d->threads, d->threads == 1 ? "" : "s", d->threads - 1, nice > 0 ? nice : 0,
 		       beside == 1 ? "its" : "their", beside == 1 ? "" : "s");
 	/* two rows per thread by default: a tile's activations stay in the cores' caches */
 	const char *t = getenv("SB_ROW_TILE");

@@ -10,6 +10,7 @@
 
 #include "backend/opencl/cl_gemm_tiled.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -222,10 +223,52 @@ static sb_status cl_finish(sb_bdev *d)
 	return d->st;
 }
 
-/* finish() that stops waiting when a flag is set: a marker after the work enqueued, whose
- * state is read every 50 us (a poll costs a driver call; 50 us is under 0.2 % of an H100's
- * HTDemucs segment). The work goes on in the queue when this gives up; the next pass's first
- * upload waits for it there. With profiling on every operation has waited already. */
+/* A wait for the end of a pass that may be given up: the driver's callback on the pass's
+ * marker says when it ended, the waiter looks at the stop flags every 2 ms meanwhile. Shared by
+ * the waiting thread and the callback, freed by the last of the two (the callback may come
+ * after the wait was given up). */
+typedef struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int done, refs;
+} drain_waiter;
+
+static void waiter_unref(drain_waiter *w)
+{
+	pthread_mutex_lock(&w->lock);
+	const int left = --w->refs;
+	pthread_mutex_unlock(&w->lock);
+	if (left)
+		return;
+	pthread_mutex_destroy(&w->lock);
+	pthread_cond_destroy(&w->cond);
+	free(w);
+}
+
+static void CL_CALLBACK pass_ended(cl_event ev, cl_int status, void *user)
+{
+	(void)ev;
+	(void)status;
+	drain_waiter *w = user;
+	pthread_mutex_lock(&w->lock);
+	w->done = 1;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+	waiter_unref(w);
+}
+
+static int stop_set(const atomic_int *const *stop, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (stop[i] && atomic_load_explicit(stop[i], memory_order_relaxed))
+			return 1;
+	return 0;
+}
+
+/* finish() that stops waiting when a flag is set. The host sleeps until the driver's callback
+ * (no polling: on a CPU driver a poll takes the cores the pass computes on). The work goes on
+ * in the queue when this gives up; the next pass's work queues behind it. With profiling on
+ * every operation has waited already. */
 static sb_status cl_drain(sb_bdev *d, const atomic_int *const *stop, int n)
 {
 	int flags = 0;
@@ -233,24 +276,51 @@ static sb_status cl_drain(sb_bdev *d, const atomic_int *const *stop, int n)
 		flags |= stop[i] != NULL;
 	if (!flags || d->profiling || d->st != SB_OK)
 		return cl_finish(d);
+	if (stop_set(stop, n))
+		return SB_ERR_CANCELLED;
+	drain_waiter *w = calloc(1, sizeof *w);
 	cl_event ev = NULL;
-	cl_int err = clEnqueueMarkerWithWaitList(d->q, 0, NULL, &ev);
-	if (err == CL_SUCCESS)
-		err = clFlush(d->q);
-	for (cl_int state = CL_QUEUED; err == CL_SUCCESS;) {
-		err = clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state, &state, NULL);
-		if (err != CL_SUCCESS || state <= CL_COMPLETE)
-			break; /* done, or failed: finish() below says how */
-		for (int i = 0; i < n; i++)
-			if (stop[i] && atomic_load_explicit(stop[i], memory_order_relaxed)) {
-				clReleaseEvent(ev);
-				return SB_ERR_CANCELLED;
-			}
-		const struct timespec nap = {0, 50000};
-		nanosleep(&nap, NULL);
+	if (!w || clEnqueueMarkerWithWaitList(d->q, 0, NULL, &ev) != CL_SUCCESS) {
+		free(w);
+		return cl_finish(d);
 	}
-	if (ev)
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_mutex_init(&w->lock, NULL);
+	w->refs = 2;
+	if (clSetEventCallback(ev, CL_COMPLETE, pass_ended, w) != CL_SUCCESS) {
+		w->refs = 1;
+		waiter_unref(w);
 		clReleaseEvent(ev);
+		return cl_finish(d);
+	}
+	clFlush(d->q);
+	int stopped = 0;
+	pthread_mutex_lock(&w->lock);
+	while (!w->done && !(stopped = stop_set(stop, n))) {
+		struct timespec t;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		t.tv_nsec += 2000000;
+		if (t.tv_nsec >= 1000000000) {
+			t.tv_sec++;
+			t.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&w->cond, &w->lock, &t);
+	}
+	pthread_mutex_unlock(&w->lock);
+	waiter_unref(w);
+	if (stopped) {
+		clReleaseEvent(ev);
+		return SB_ERR_CANCELLED;
+	}
+	cl_int state = CL_COMPLETE;
+	if (clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state, &state, NULL) ==
+	        CL_SUCCESS && state < 0) /* a command of the pass failed: its error code */
+		sb_cl_fail(d, sb_cl_status(d->dev, state, "running the pass"));
+	clReleaseEvent(ev);
 	return cl_finish(d);
 }
 

@@ -298,6 +298,13 @@ static void hold_queue(sb_cl_device *d)
 		due.tv_sec++;
 		due.tv_nsec -= 1000000000;
 	}
+	/* the marker first: once the timer thread has the event it may end and release it */
+	if (clEnqueueMarkerWithWaitList(d->queue, 1, &ev, NULL) != CL_SUCCESS) {
+		clSetUserEventStatus(ev, CL_COMPLETE);
+		clReleaseEvent(ev);
+		return;
+	}
+	clFlush(d->queue);
 	pthread_mutex_lock(&d->hold.lock);
 	if (!d->hold.started)
 		d->hold.started = pthread_create(&d->hold.thread, NULL, hold_main, d) == 0;
@@ -313,8 +320,9 @@ static void hold_queue(sb_cl_device *d)
 		clReleaseEvent(ev);
 		return;
 	}
-	clEnqueueMarkerWithWaitList(d->queue, 1, &ev, NULL);
-	clFlush(d->queue);
+	/* what a test waits for before it cancels or races the held pass */
+	sb_log(&d->log, SB_LOG_WARNING, "SB_FAULT_INJECT: %s holds a pass %ld ms in its queue",
+	       d->props.id, d->fault_hold_ms);
 }
 
 void sb_cl_device_delay(sb_cl_device *d)

@@ -19,7 +19,7 @@ typedef struct {
  * gemm, 2026-11-26, bench/gpu/README.md): 128 x 64 tiles of 8 x 4 an item, on every shape,
  * 20.7 TFLOP/s over HTDemucs's products where the usual SGEMM choice (128 x 128 of 8 x 8, and
  * 64 x 64 below a tile per compute unit) gave 14.1; its 126 tiles of the encoder's product beat
- * 64 x 64's 504 there (18.7 against 16.6), so it has no small tiling. The default, unmeasured,
+ * 64 x 64's 252 there (18.7 against 16.6), so it has no small tiling. The default, unmeasured,
  * is a moderate one that fits any OpenCL 1.2 GPU's 32 KiB. PoCL (a CPU) runs the default: its
  * point there is correctness. */
 static const struct {

@@ -97,9 +97,10 @@ void hd_pos_1d(float *x, int D, int T2)
 }
 
 /* The sine embeddings, computed on the host and uploaded before the first pass's first
- * operation, kept while the sizes hold: an upload waits for the device's queue, and one in the
- * middle of a pass would wait for the pass's work so far (a pass nobody wants any more could
- * not end at once then: place.h, sb_place_drain). */
+ * operation, kept while the sizes hold: a backend may upload blocking (OpenCL does without
+ * memory for its copy), and a blocking upload in the middle of a pass would wait for the
+ * pass's work so far (a pass nobody wants any more could not end at once then: place.h,
+ * sb_place_drain). */
 void hd_pos_place(sb_htdemucs_on *r, int Fr, int T1, int T2)
 {
 	const int D = r->net->dim;

@@ -4,6 +4,7 @@
  * is the default, a count the user asked for is kept, and alone the CPU is as before: every
  * core, no lower priority. Read from /proc/self/task: the threads a device's opening started.
  */
+#include "../check.h"
 #include "backend/backend.h"
 #include "backend/device.h"
 
@@ -13,16 +14,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
-
-static int failures;
-#define CHECK(c, ...)                                                                         \
-	do {                                                                                      \
-		if (!(c)) {                                                                           \
-			fprintf(stderr, "FAIL: " __VA_ARGS__);                                            \
-			fputc('\n', stderr);                                                              \
-			failures++;                                                                       \
-		}                                                                                     \
-	} while (0)
 
 #define MAX_TASKS 1024
 

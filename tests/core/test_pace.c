@@ -1,19 +1,10 @@
 /* The sharing rule (core/pace.h) that the engine's pool and a file's shared segments both use,
  * on the cases a user meets: a GPU at 0.08 s a segment beside a CPU at 1.9 s (the H100
  * machine's figures), a first piece that measures a device, a device stuck on its piece. */
+#include "../check.h"
 #include "core/pace.h"
 
 #include <stdio.h>
-
-static int failures;
-#define CHECK(c, ...)                                                                         \
-	do {                                                                                      \
-		if (!(c)) {                                                                           \
-			fprintf(stderr, "FAIL: " __VA_ARGS__);                                            \
-			fputc('\n', stderr);                                                              \
-			failures++;                                                                       \
-		}                                                                                     \
-	} while (0)
 
 int main(void)
 {

@@ -1,22 +1,13 @@
 /* Rate conversion around fixed-rate models: a 48 kHz input reaches a 44.1 kHz model as the same
  * waveform, and stems come back at 48 kHz with exactly the input's frame count and no shift
  * (a shift of one sample would show as a large error against the analytic signal). */
+#include "../check.h"
 #include "../classic/mem_sink.h"
 #include "io/resample.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-static int failures;
-#define CHECK(c, ...)                                                                         \
-	do {                                                                                      \
-		if (!(c)) {                                                                           \
-			fprintf(stderr, "FAIL: " __VA_ARGS__);                                            \
-			fputc('\n', stderr);                                                              \
-			failures++;                                                                       \
-		}                                                                                     \
-	} while (0)
 
 static float tone(double t, int c)
 {

@@ -5,6 +5,7 @@
  *
  *   test_io temp|wav|commit|exists|rollback|nonfinite|abandon|manifest
  */
+#include "../check.h"
 #include "io/manifest.h"
 #include "io/stem_writer.h"
 #include "io/temp_file.h"
@@ -24,17 +25,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-static int failures;
-#define CHECK(c, ...)                                                                            \
-	do {                                                                                         \
-		if (!(c)) {                                                                              \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                 \
-			fprintf(stderr, __VA_ARGS__);                                                        \
-			fputc('\n', stderr);                                                                 \
-			failures++;                                                                          \
-		}                                                                                        \
-	} while (0)
 
 static char root[4096];
 

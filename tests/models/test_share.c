@@ -12,6 +12,7 @@
  *   cancel   a cancel during a run ends the file with SB_ERR_CANCELLED
  *   lost     a device lost mid-file: the other finishes it, every block committed in order
  * Run: test_share CASE */
+#include "../check.h"
 #include "models/share.h"
 
 #include <pthread.h>
@@ -20,16 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static int failures;
-#define CHECK(c, ...)                                                                         \
-	do {                                                                                      \
-		if (!(c)) {                                                                           \
-			fprintf(stderr, "FAIL: " __VA_ARGS__);                                            \
-			fputc('\n', stderr);                                                              \
-			failures++;                                                                       \
-		}                                                                                     \
-	} while (0)
 
 enum { OUT_N = 64, MAX_BLOCKS = 64 };
 

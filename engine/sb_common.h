@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -58,6 +59,9 @@ void sb_logv(const sb_logger *log, sb_log_level level, const char *fmt, va_list 
 
 /* Monotonic clock in seconds, for timings in manifests and benches. */
 double sb_now(void);
+/* The time ms milliseconds from now on clock (CLOCK_REALTIME for pthread_cond_timedwait's
+ * default, CLOCK_MONOTONIC for a condition variable set to it). */
+struct timespec sb_deadline(clockid_t clock, long ms);
 
 /* Stembridge's data folders for 'sub' ("models", "clblast") in search order: each entry of
  * the NULL-terminated 'extra' as given, then $XDG_DATA_HOME/stembridge/sub (default

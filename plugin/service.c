@@ -173,13 +173,7 @@ static void *service_main(void *arg)
 				sb_takes_install_ended(i, done, result, why);
 		for (sb_instance *i = svc.list; i; i = i->next)
 			tick(i);
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 2000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
+		const struct timespec ts = sb_deadline(CLOCK_REALTIME, 2);
 		pthread_cond_timedwait(&svc.wake, &svc.lock, &ts);
 	}
 	pthread_mutex_unlock(&svc.lock);

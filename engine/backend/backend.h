@@ -36,6 +36,16 @@
 
 #define SB_BACKEND_API 5
 
+/* 1 when one of the n stop flags (NULL entries skipped) is set: what drain() and a model's
+ * pass look at between their steps */
+static inline int sb_stop_set(const atomic_int *const *stop, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (stop[i] && atomic_load_explicit(stop[i], memory_order_relaxed))
+			return 1;
+	return 0;
+}
+
 typedef struct sb_bdev sb_bdev; /* an opened device: the backend's own struct */
 typedef struct sb_bbuf sb_bbuf; /* memory on a device: the backend's own struct */
 

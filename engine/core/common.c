@@ -53,6 +53,19 @@ double sb_now(void)
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+struct timespec sb_deadline(clockid_t clock, long ms)
+{
+	struct timespec t;
+	clock_gettime(clock, &t);
+	t.tv_sec += ms / 1000;
+	t.tv_nsec += (ms % 1000) * 1000000;
+	if (t.tv_nsec >= 1000000000) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000;
+	}
+	return t;
+}
+
 size_t sb_data_dirs(const char *sub, const char *const *extra, char (*dirs)[4096], size_t max)
 {
 	size_t n = 0;

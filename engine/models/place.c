@@ -25,12 +25,10 @@ sb_status sb_place_status(sb_place *p)
 
 int sb_place_stopped(sb_place *p)
 {
-	for (int k = 0; k < 2; k++)
-		if (p->stop[k] && atomic_load_explicit(p->stop[k], memory_order_relaxed)) {
-			sb_place_fail(p, SB_ERR_CANCELLED);
-			return 1;
-		}
-	return 0;
+	if (!sb_stop_set(p->stop, 2))
+		return 0;
+	sb_place_fail(p, SB_ERR_CANCELLED);
+	return 1;
 }
 
 sb_status sb_place_drain(sb_place *p)

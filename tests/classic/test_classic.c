@@ -1,6 +1,7 @@
 /* Tests of the built-in separator through the public model seam (sb_model_open("builtin")):
  * the stems add back to the input, have its length, do not depend on the chunk length, put a
  * synthetic mix's sources in their own stems, stop on cancel and stay silent on silence. */
+#include "../check.h"
 #include "models/classic/classic_ops.h"
 #include "mem_sink.h"
 #include "models/model.h"
@@ -13,17 +14,6 @@
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
 #endif
-
-static int failures;
-#define CHECK(cond, ...)                                                                      \
-	do {                                                                                      \
-		if (!(cond)) {                                                                        \
-			failures++;                                                                       \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                              \
-			fprintf(stderr, __VA_ARGS__);                                                     \
-			fputc('\n', stderr);                                                              \
-		}                                                                                     \
-	} while (0)
 
 static uint32_t rng = 12345;
 static float frand(void) /* uniform in [-1, 1) */

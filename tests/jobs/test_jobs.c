@@ -8,6 +8,7 @@
  *        test_jobs keep HTDEMUCS.safetensors ROFORMER_FIXTURES   (the model kept loaded from
  *                                            one job to the next, #24)
  */
+#include "../check.h"
 #include "backend/device.h"
 #include "convert/convert.h"
 #include "jobs/engine.h"
@@ -24,17 +25,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-static int failures;
-#define CHECK(cond, ...)                                                                      \
-	do {                                                                                      \
-		if (!(cond)) {                                                                        \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                              \
-			fprintf(stderr, __VA_ARGS__);                                                     \
-			fputc('\n', stderr);                                                              \
-			failures++;                                                                       \
-		}                                                                                     \
-	} while (0)
 
 static char tmp_root[4096];
 

@@ -9,6 +9,7 @@
  *     refuses are reported with their paths, and products stay right after tuning.
  * Skipped (77) without an OpenCL device or without CLBlast in the build.
  */
+#include "../check.h"
 #include "backend/device.h"
 #include "backend/opencl/cl_blas.h"
 #include "backend/opencl/cl_device.h"
@@ -20,17 +21,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static int failures;
-#define CHECK(cond, ...)                                                                      \
-	do {                                                                                      \
-		if (!(cond)) {                                                                        \
-			failures++;                                                                       \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                              \
-			fprintf(stderr, __VA_ARGS__);                                                     \
-			fputc('\n', stderr);                                                              \
-		}                                                                                     \
-	} while (0)
 
 static char log_text[1 << 16];
 static size_t log_len;

@@ -9,6 +9,7 @@
  *   - two devices opened and run from two threads at once give the right stems.
  * With no OpenCL device the test is skipped (exit 77), never passed silently.
  */
+#include "../check.h"
 #include "../classic/mem_sink.h"
 #include "../classic/synth_mix.h"
 #include "models/classic/classic_ops.h"
@@ -24,17 +25,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static int failures;
-#define CHECK(cond, ...)                                                                      \
-	do {                                                                                      \
-		if (!(cond)) {                                                                        \
-			failures++;                                                                       \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                              \
-			fprintf(stderr, __VA_ARGS__);                                                     \
-			fputc('\n', stderr);                                                              \
-		}                                                                                     \
-	} while (0)
 
 /* ---- a logger that keeps what it was told, so tests can check the user-visible words ---- */
 
@@ -454,7 +444,6 @@ static void test_build_failure(void)
 	CHECK(log_has("no_such_name"), "the compiler's build log did not reach the logger");
 	sb_cl_device_close(d);
 }
-
 
 /* SB_FAULT_INJECT=opencl:0:open: opening opencl:0 fails with SB_ERR_DEVICE, opencl:1 opens. */
 static void test_fault_open(void)

@@ -262,10 +262,7 @@ static sb_status cpu_finish(sb_bdev *d)
 /* operations run on return: there is nothing to give up waiting for */
 static sb_status cpu_drain(sb_bdev *d, const atomic_int *const *stop, int n)
 {
-	for (int i = 0; i < n; i++)
-		if (stop[i] && atomic_load(stop[i]))
-			return SB_ERR_CANCELLED;
-	return d->st;
+	return sb_stop_set(stop, n) ? SB_ERR_CANCELLED : d->st;
 }
 
 static sb_status cpu_status(const sb_bdev *d)

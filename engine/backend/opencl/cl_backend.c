@@ -257,14 +257,6 @@ static void CL_CALLBACK pass_ended(cl_event ev, cl_int status, void *user)
 	waiter_unref(w);
 }
 
-static int stop_set(const atomic_int *const *stop, int n)
-{
-	for (int i = 0; i < n; i++)
-		if (stop[i] && atomic_load_explicit(stop[i], memory_order_relaxed))
-			return 1;
-	return 0;
-}
-
 /* finish() that stops waiting when a flag is set. The host sleeps until the driver's callback
  * (no polling: on a CPU driver a poll takes the cores the pass computes on). The work goes on
  * in the queue when this gives up; the next pass's work queues behind it. With profiling on
@@ -276,7 +268,7 @@ static sb_status cl_drain(sb_bdev *d, const atomic_int *const *stop, int n)
 		flags |= stop[i] != NULL;
 	if (!flags || d->profiling || d->st != SB_OK)
 		return cl_finish(d);
-	if (stop_set(stop, n))
+	if (sb_stop_set(stop, n))
 		return SB_ERR_CANCELLED;
 	drain_waiter *w = calloc(1, sizeof *w);
 	cl_event ev = NULL;
@@ -300,14 +292,8 @@ static sb_status cl_drain(sb_bdev *d, const atomic_int *const *stop, int n)
 	clFlush(d->q);
 	int stopped = 0;
 	pthread_mutex_lock(&w->lock);
-	while (!w->done && !(stopped = stop_set(stop, n))) {
-		struct timespec t;
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		t.tv_nsec += 2000000;
-		if (t.tv_nsec >= 1000000000) {
-			t.tv_sec++;
-			t.tv_nsec -= 1000000000;
-		}
+	while (!w->done && !(stopped = sb_stop_set(stop, n))) {
+		const struct timespec t = sb_deadline(CLOCK_MONOTONIC, 2);
 		pthread_cond_timedwait(&w->cond, &w->lock, &t);
 	}
 	pthread_mutex_unlock(&w->lock);

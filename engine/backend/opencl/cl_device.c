@@ -290,14 +290,7 @@ static void hold_queue(sb_cl_device *d)
 	cl_event ev = clCreateUserEvent(d->ctx, &err);
 	if (err != CL_SUCCESS)
 		return;
-	struct timespec due;
-	clock_gettime(CLOCK_REALTIME, &due);
-	due.tv_sec += d->fault_hold_ms / 1000;
-	due.tv_nsec += (d->fault_hold_ms % 1000) * 1000000;
-	if (due.tv_nsec >= 1000000000) {
-		due.tv_sec++;
-		due.tv_nsec -= 1000000000;
-	}
+	const struct timespec due = sb_deadline(CLOCK_REALTIME, d->fault_hold_ms);
 	/* the marker first: once the timer thread has the event it may end and release it */
 	if (clEnqueueMarkerWithWaitList(d->queue, 1, &ev, NULL) != CL_SUCCESS) {
 		clSetUserEventStatus(ev, CL_COMPLETE);

@@ -213,9 +213,10 @@ LAST = [
                     "-1 while not known.", extra=["units:unit units:s"]),
     enum("precision", "Precision", "in", 0, [("FP32", 0), ("BF16", 1)], group="recording",
          comment="Matrix products in full fp32, or with bf16 inputs and fp32 sums: about "
-                 "twice as fast on a CPU with AVX512_BF16, stems within about 0.1 % of "
-                 "fp32. Without those instructions the take runs fp32 and the log says so; "
-                 "the manifest records what ran."),
+                 "twice as fast on a CPU with AVX512_BF16, and on the tensor cores of an "
+                 "NVIDIA GPU (Ampere or later); stems within about 0.5 % of fp32. Without "
+                 "either the take runs fp32 and the log says so; the manifest records what "
+                 "ran."),
     toggle("keep_take", "Keep take audio", 0, group="recording",
            comment="Each take's recording is written beside its stems before its job starts "
                    "(<take>-recording.wav), so that a take survives a host that stops; off, it "

@@ -4,7 +4,11 @@ through the CLI (--precision fp32, then bf16, same device and threads), and for 
 prints the relative L2 distance ||bf16 - fp32|| / ||fp32|| and the SDR of the bf16 stem with the
 fp32 stem as reference, 10 log10(||fp32||^2 / ||bf16 - fp32||^2) (the issue's aim: above 40 dB).
 
-usage: precision.py STEMBRIDGE MODEL.safetensors[,...] INPUT.wav[,...] [--threads N]
+usage: precision.py STEMBRIDGE MODEL.safetensors[,...] INPUT.wav[,...] [--threads N] [--device D]
+
+--device (default cpu) runs both on another device: opencl:0 on an NVIDIA GPU runs bf16 on its
+tensor cores (bench/gpu's check step), and with SB_CL_MMA=emulate any OpenCL device runs the
+same kernel with the instruction emulated (PoCL: the GPU's arithmetic, slowly).
 
 bench/cpu/run.sh runs it on the repository's golden models (tests/fixtures/htdemucs), a
 released-size HTDemucs and the demo clip (tools/make_demo_clip.sh), and prints the table.
@@ -21,8 +25,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import wavio  # noqa: E402
 
 
-def separate(exe, model, inp, out, precision, threads):
-    p = subprocess.run([exe, "separate", inp, "-o", out, "--model", model, "--device", "cpu",
+def separate(exe, model, inp, out, precision, threads, device):
+    p = subprocess.run([exe, "separate", inp, "-o", out, "--model", model, "--device", device,
                         "--precision", precision, "--threads", str(threads), "-q", "--overwrite"],
                        capture_output=True, text=True)
     if p.returncode != 0:
@@ -37,17 +41,21 @@ def main():
         sys.exit(__doc__)
     exe, models, inputs = sys.argv[1], sys.argv[2].split(","), sys.argv[3].split(",")
     threads = int(sys.argv[sys.argv.index("--threads") + 1]) if "--threads" in sys.argv else 2
+    device = sys.argv[sys.argv.index("--device") + 1] if "--device" in sys.argv else "cpu"
     print("| model | input | products (bf16) | stem | relative L2 | SDR vs fp32, dB |")
     print("|---|---|---|---|---:|---:|")
     worst_sdr = math.inf
     with tempfile.TemporaryDirectory(prefix="sb-precision-") as tmp:
         for model in models:
             for inp in inputs:
-                m32, s32 = separate(exe, model, inp, os.path.join(tmp, "f"), "fp32", threads)
-                m16, s16 = separate(exe, model, inp, os.path.join(tmp, "b"), "bf16", threads)
+                m32, s32 = separate(exe, model, inp, os.path.join(tmp, "f"), "fp32", threads,
+                                    device)
+                m16, s16 = separate(exe, model, inp, os.path.join(tmp, "b"), "bf16", threads,
+                                    device)
                 if m16["precision"]["used"] != "bf16":
-                    sys.exit(f"precision.py: bf16 did not run ({m16['precision']}): this CPU "
-                             "has no AVX512_BF16")
+                    sys.exit(f"precision.py: bf16 did not run on {device} "
+                             f"({m16['precision']}): a CPU needs AVX512_BF16, an OpenCL device "
+                             "an NVIDIA GPU's tensor cores (or SB_CL_MMA=emulate)")
                 for stem in s32:
                     a = wavio.read_wav(s32[stem])[0]
                     b = wavio.read_wav(s16[stem])[0]

@@ -10,14 +10,16 @@ proves the stand-ins right: the reference must reproduce the golden output.
 
   reference.py check GOLDEN_DIR                 the golden tiny output, from the reference
   reference.py bench MODEL.safetensors SECONDS  time one segment and a whole song (JSON line)
-      [--device cpu|cuda] [--tf32 off|default]
+      [--device cpu|cuda] [--tf32 off|default] [--amp bf16]
 
 On CUDA the timings wait for the device (torch.cuda.synchronize) and the JSON adds the GPU's
 name and peak memory. --tf32 off (the default) keeps every product in float32 as the issue's
 comparison asks; --tf32 default leaves PyTorch's own choice (TF32 tensor cores for
-convolutions through cuDNN), which OpenCL cannot reach, reported for reference.
+convolutions through cuDNN), reported for reference; --amp bf16 runs under autocast to bf16,
+the reference for Stembridge's --precision bf16 (NVIDIA's tensor cores through inline PTX).
 """
 import argparse
+import contextlib
 import fractions
 import json
 import math
@@ -124,7 +126,11 @@ def cmd_bench(args):
     seg = int(model.segment * model.samplerate)
     g = torch.Generator().manual_seed(1)
     x = (0.1 * torch.randn(2, seg, generator=g)).to(dev)
-    with torch.no_grad():
+    # --amp bf16: PyTorch's autocast, the reference for Stembridge's --precision bf16 (its
+    # products in bf16 with fp32 sums, everything else fp32)
+    amp = (torch.autocast(dev, dtype=torch.bfloat16) if args.amp == "bf16"
+           else contextlib.nullcontext())
+    with torch.no_grad(), amp:
         model(x[None])  # warm-up: first-call allocations, cuDNN's choices
         model(x[None])
         sync(dev)
@@ -141,7 +147,8 @@ def cmd_bench(args):
     song = song.to(dev)
     sync(dev)
     t0, c0 = time.perf_counter(), cpu_seconds()
-    out = separate(model, song, dev)
+    with amp:
+        out = separate(model, song, dev)
     sync(dev)
     song_s = time.perf_counter() - t0
     song_cpu = cpu_seconds() - c0
@@ -150,7 +157,7 @@ def cmd_bench(args):
     res = {"impl": "pytorch", "torch": torch.__version__, "device": dev,
            "threads": args.threads, "load_s": load_s, "segment_s": seg_s,
            "segment_cpu_s": seg_cpu, "song_s": song_s, "song_cpu_s": song_cpu,
-           "song_seconds": args.seconds, "peak_rss_mb": rss_mb}
+           "song_seconds": args.seconds, "amp": args.amp, "peak_rss_mb": rss_mb}
     if dev == "cuda":
         res["gpu"] = torch.cuda.get_device_name()
         res["tf32"] = args.tf32
@@ -173,6 +180,7 @@ def main():
     b.add_argument("--repeat", type=int, default=1)
     b.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     b.add_argument("--tf32", choices=["off", "default"], default="off")
+    b.add_argument("--amp", choices=["off", "bf16"], default="off")
     args = p.parse_args()
     sys.path[:0] = [args.shims, args.ref]
     return cmd_check(args) if args.cmd == "check" else cmd_bench(args)

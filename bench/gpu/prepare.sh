@@ -8,7 +8,8 @@
 #
 # It holds: the programs (statically linked against the engine), the Debian packages of the
 # libraries they load (extracted there with dpkg -x, never installed) plus CLBlast's tuners,
-# the golden files a GPU check needs (tiny and mid weights, htdemucs-mid-io, released shapes),
+# the golden files a GPU check needs (tiny and mid weights, htdemucs-mid-io, released shapes,
+# the demo clip),
 # the reference demucs package with its stand-ins (REF, default /tmp/demucs-ref), and for the
 # RoFormer step bench/roformer's scripts with MSST, rotary-embedding-torch and einops
 # (RFREF, default /tmp/roformer-ref: tests/fixtures/make_roformer_golden.py fetches them).
@@ -33,6 +34,8 @@ for f in README.md htdemucs-tiny.safetensors htdemucs-mid.safetensors \
          htdemucs-mid-io.safetensors released-shapes.json; do
 	cp "$GOLDEN/$f" "$OUT/golden/"
 done
+# the demo clip (sox here; that machine has none) for the bf16 stems' change (precision.py)
+"$ROOT/tools/make_demo_clip.sh" "$OUT/golden/clip.wav"
 cp -r "$REF/demucs" "$OUT/ref/"
 find "$OUT/ref" -name __pycache__ -prune -exec rm -rf {} +
 "$ROOT/bench/demucs/make_shims.sh" "$OUT/ref/shims"

@@ -6,15 +6,19 @@
 #                               (what a lent machine should be spent on: one call, then give
 #                               it back)
 #   bench/gpu/run.sh check      golden vectors on the GPU (CLBlast, own and tiled products),
-#                               the tiled kernel's per-operation test, CLBlast
+#                               the tiled kernel's per-operation test, CLBlast; bf16 on the
+#                               tensor cores (--precision bf16): its products against the C
+#                               reference, the stems' change from fp32 (precision.py)
 #   bench/gpu/run.sh gemm [SCALE=1]   products alone (issue #24): HTDemucs's three largest and
 #                               its two strided-batched attention products through CLBlast, the
-#                               own kernel, the tiled kernel and a few other tilings of it, in
-#                               TFLOP/s (bench_cl_gemm; SCALE divides the sizes, for PoCL)
+#                               own kernel, the tiled kernel and a few other tilings of it, and
+#                               bf16 on the tensor cores (mma, a few tilings), in TFLOP/s
+#                               (bench_cl_gemm; SCALE divides the sizes, for PoCL)
 #   bench/gpu/run.sh classic    the built-in model: bench_opencl, bench_jobs (issue #3)
 #   bench/gpu/run.sh demucs [SECONDS=180]    HTDemucs full size: Stembridge (CLBlast, own
 #                               kernel, tiled kernel, CLBlast with attention in one pass,
-#                               profiles) beside PyTorch on CUDA (float32, and TF32)
+#                               bf16 on the tensor cores, profiles) beside PyTorch on CUDA
+#                               (float32, TF32, and autocast to bf16)
 #   bench/gpu/run.sh roformer [SECONDS=60]  BS-RoFormer ep_317 at full size (random weights
 #                               from its public config): a chunk (profiled: launches, transfers;
 #                               attention as products and in one pass) and a song on the GPU
@@ -129,6 +133,15 @@ check)
 		note opencl-full
 	sb "$C/bin/test_opencl" > "$R/check-classic.txt" 2>&1 || note test_opencl
 	tail -n 20 "$R/check-classic.txt"
+	# bf16 on the tensor cores (mma.cl's inline PTX, never run on a GPU before this call): its
+	# products against the C reference with the inputs rounded the same way, then the stems'
+	# change from fp32 on the mid golden model and the demo clip (emulated on PoCL: 48.6 dB)
+	sb "$C/bin/test_ops" --ops gemm --bf16 --expect "tensor cores, bf16" \
+		> "$R/check-ops-mma.txt" 2>&1 || note "test_ops (bf16 on the tensor cores)"
+	tail -n 3 "$R/check-ops-mma.txt"
+	sb "$PY" bench/cpu/precision.py "$C/bin/stembridge" "$C/golden/htdemucs-mid.safetensors" \
+		"$C/golden/clip.wav" --device "$gpu" 2>&1 | tee "$R/check-precision.txt" ||
+		note "precision.py (bf16 on the GPU)"
 	;;
 classic)
 	sb "$C/bin/bench_opencl" --chunks 0,1024,8192 2>&1 | tee "$R/bench_opencl.txt" ||
@@ -140,13 +153,16 @@ gemm)
 	# products alone, every path on the same data (vs_first: each path against CLBlast's
 	# results); the tilings beside the table's are the candidates for the H100's row
 	# (7 paths x 5 shapes x 0.2 s, plus a context and a kernel build a path: under a minute)
-	sb "$C/bin/bench_cl_gemm" --device "$gpu" --gemm clblast,own,tiled --scale "${2:-1}" \
+	# (mma: bf16 on the tensor cores, --precision bf16, its default tiling then others)
+	sb "$C/bin/bench_cl_gemm" --device "$gpu" --gemm clblast,own,tiled,mma --scale "${2:-1}" \
 		--seconds 0.2 --tiles "${TILES:-128,128,16,8,8;64,64,16,4,4/128,128,8,8,8/64,128,16,4,8/64,64,16,4,4}" \
+		--mma-tiles "${MMA_TILES:-128,128/64,128/64,64/128,64;128,64}" \
 		2> "$R/gemm.log" | tee "$R/gemm.jsonl" || note bench_cl_gemm
 	# the RoFormer's products (a layer's four over 49,662 tokens, a band's mask MLP): the product
 	# path of a RoFormer chunk is chosen from these and the chunk times of step roformer
-	sb "$C/bin/bench_cl_gemm" --device "$gpu" --model roformer --gemm clblast,own,tiled \
+	sb "$C/bin/bench_cl_gemm" --device "$gpu" --model roformer --gemm clblast,own,tiled,mma \
 		--scale "${2:-1}" --seconds 0.2 --tiles "${RF_TILES:-128,128,16,8,8/128,128,8,8,8}" \
+		--mma-tiles "${MMA_TILES:-128,128/64,128/64,64/128,64;128,64}" \
 		2>> "$R/gemm.log" | tee "$R/gemm-roformer.jsonl" || note "bench_cl_gemm (roformer)"
 	tail -n 5 "$R/gemm.log"
 	;;
@@ -155,23 +171,29 @@ demucs)
 	model=/tmp/sb-htdemucs-full.safetensors
 	# each product path with attention in one pass (NVIDIA's default since 1b9034b), then CLBlast
 	# with attention as products around a softmax (split)
-	for run in clblast:fused own:fused tiled:fused clblast:split; do
-		g=${run%:*} a=${run#*:}
+	# (own:bf16: --precision bf16, every product on the tensor cores)
+	for run in clblast:fused own:fused tiled:fused clblast:split own:bf16; do
+		g=${run%:*} a=${run#*:} p=fp32
+		[ "$a" = bf16 ] && a=fused p=bf16
 		m="--model $model"
 		[ -e "$model" ] || m="--write-model $model"
 		f=demucs-$g${a/fused/}
 		f=${f/%split/-split}
+		[ $p = bf16 ] && f=demucs-bf16
 		SB_CL_ATTENTION=$a sb "$C/bin/bench_demucs" "$C/golden/released-shapes.json" $m \
-			--device "$gpu" --gemm $g --repeat "$REPEAT" --seconds "$secs" --profile \
-			> "$R/$f.json" 2> "$R/$f-profile.txt" || note "bench_demucs ($g, attention $a)"
+			--device "$gpu" --gemm $g --precision $p --repeat "$REPEAT" --seconds "$secs" \
+			--profile > "$R/$f.json" 2> "$R/$f-profile.txt" ||
+			note "bench_demucs ($g, attention $a, $p)"
 		cat "$R/$f-profile.txt" "$R/$f.json"
 	done
 	"$PY" "$C/reference.py" --ref "$C/ref" --shims "$C/ref/shims" check "$C/golden" |
 		tee "$R/reference-check.txt" || note "the reference does not reproduce the golden output"
-	for tf in off default; do
+	for tf in off default bf16; do
+		amp=off
+		[ $tf = bf16 ] && tf=default amp=bf16
 		"$PY" "$C/reference.py" --ref "$C/ref" --shims "$C/ref/shims" bench "$model" "$secs" \
-			--device "$REF_DEVICE" --tf32 $tf --repeat "$REPEAT" --threads "$(nproc)" |
-			tee "$R/pytorch-$REF_DEVICE-tf32-$tf.json" || note "PyTorch (tf32 $tf)"
+			--device "$REF_DEVICE" --tf32 $tf --amp $amp --repeat "$REPEAT" --threads "$(nproc)" |
+			tee "$R/pytorch-$REF_DEVICE-tf32-$tf${amp/off/}.json" || note "PyTorch (tf32 $tf, amp $amp)"
 	done
 	;;
 share)
@@ -239,10 +261,18 @@ roformer)
 			2> "$R/$f-profile.txt" || note "bench_roformer (chunk, $g, attention $a)"
 		cat "$R/$f-profile.txt" "$R/$f.json"
 	done
-	# songs: CLBlast (the default) and the own kernel
-	for g in clblast own; do
-		SB_CL_GEMM=$g sb "$C/bin/bench_roformer" "$M.safetensors" --device "$gpu" --song "$secs" \
-			> "$R/roformer-gpu-song-$g.json" 2>/dev/null || note "bench_roformer (song, $g)"
+	# bf16 on the tensor cores (--precision bf16): a chunk
+	sb "$C/bin/bench_roformer" "$M.safetensors" --device "$gpu" --precision bf16 --warmup 1 \
+		--repeat "$REPEAT" > "$R/roformer-gpu-chunk-bf16.json" \
+		2> "$R/roformer-gpu-chunk-bf16-profile.txt" || note "bench_roformer (chunk, bf16)"
+	cat "$R/roformer-gpu-chunk-bf16-profile.txt" "$R/roformer-gpu-chunk-bf16.json"
+	# songs: CLBlast (the default), the own kernel, bf16 on the tensor cores
+	for g in clblast own bf16; do
+		p=fp32
+		[ $g = bf16 ] && p=bf16
+		SB_CL_GEMM=${g/bf16/own} sb "$C/bin/bench_roformer" "$M.safetensors" --device "$gpu" \
+			--song "$secs" --precision $p > "$R/roformer-gpu-song-$g.json" 2>/dev/null ||
+			note "bench_roformer (song, $g)"
 		cat "$R/roformer-gpu-song-$g.json"
 	done
 	"$PY" "$C/roformer/reference.py" "$M.ckpt" "$M.yaml" chunk --device "$REF_DEVICE" \

@@ -4,12 +4,15 @@
  * products of a segment and the two strided-batched products of its attention, 8 heads of 64
  * over 2688 tokens, laid out as the backend's attention runs them), in TFLOP/s.
  *
- *   bench_cl_gemm [--device opencl:N] [--gemm clblast,own,tiled] [--tiles T1/T2/...]
- *                 [--scale S] [--seconds S] [--model htdemucs|roformer]
+ *   bench_cl_gemm [--device opencl:N] [--gemm clblast,own,tiled,mma] [--tiles T1/T2/...]
+ *                 [--mma-tiles T1/T2/...] [--scale S] [--seconds S] [--model htdemucs|roformer]
  *     --device  the device (default: the first GPU, else the first OpenCL device)
- *     --gemm    the product paths to time, in order (default clblast,own,tiled)
+ *     --gemm    the product paths to time, in order (default clblast,own,tiled); mma is the
+ *               device opened for bf16 products (--precision bf16: NVIDIA's tensor cores,
+ *               cl_gemm_mma.h; SB_CL_MMA=emulate elsewhere), its vs_first the bf16 rounding's
  *     --tiles   more runs of the tiled kernel, one per tiling "TM,TN,TK,WM,WN" ('/' between
  *               them), each alone (SB_CL_TILE), e.g. 128,128,16,8,8/128,64,16,8,4
+ *     --mma-tiles  more runs of the tensor-core kernel, one per "BM,BN" (SB_CL_MMA_TILE)
  *     --scale   divide every dimension by S (heads stay 8): a smoke test on PoCL
  *     --seconds time per shape and path, after one warm-up product (default 0.25)
  *     --model   whose shapes: HTDemucs's (default), or BS-RoFormer ep_317's (a layer's four
@@ -117,10 +120,10 @@ typedef struct {
 
 /* One path: every shape; 0 when all ran */
 static int run_path(const sb_device_props *dev, const char *label, int scale, double seconds,
-                    firsts *first, int is_first)
+                    firsts *first, int is_first, int bf16)
 {
 	sb_exec x;
-	const sb_open_opts oo = {0};
+	const sb_open_opts oo = {0, bf16 ? SB_PREC_BF16 : SB_PREC_FP32, 0};
 	if (sb_exec_open(dev, &oo, &logger, &x) != SB_OK) {
 		fprintf(stderr, "bench_cl_gemm: %s does not open\n", dev->id);
 		return 1;
@@ -204,7 +207,8 @@ static int run_path(const sb_device_props *dev, const char *label, int scale, do
 			       "\"vs_first\": %.1e}\n", label, products, h.M, h.N, h.K,
 			       h.tb ? " (B^T)" : "", h.batch, h.what, 1e3 * per, flops / per / 1e12, reps,
 			       vs);
-			if (!(vs < 1e-4)) {
+			/* bf16 inputs: about 2^-9 relative each, so 1e-2 over a sum */
+			if (!(vs < (bf16 ? 1e-2 : 1e-4))) {
 				fprintf(stderr, "bench_cl_gemm: %s differs from the first path on %s "
 				        "(rel L2 %.1e)\n", label, h.what, vs);
 				failed = 1;
@@ -221,16 +225,21 @@ static int run_path(const sb_device_props *dev, const char *label, int scale, do
 		free(hb);
 		free(hc);
 	}
-	printf("{\"path\": \"%s\", \"products\": \"%s\", \"device\": \"%s\", \"scale\": %d, "
-	       "\"ms\": %.3f, \"tflops\": %.2f}\n", label, products, dev->label, scale, 1e3 * all_s,
-	       all_s > 0 ? all_flops / all_s / 1e12 : 0.0);
+	printf("{\"path\": \"%s\", \"products\": \"%s\", \"precision\": \"%s\", "
+	       "\"device\": \"%s\", \"scale\": %d, \"ms\": %.3f, \"tflops\": %.2f}\n", label,
+	       products, x.be->precision ? x.be->precision(x.d) : "fp32", dev->label, scale,
+	       1e3 * all_s, all_s > 0 ? all_flops / all_s / 1e12 : 0.0);
+	if (bf16 && strcmp(x.be->precision ? x.be->precision(x.d) : "fp32", "bf16")) {
+		fprintf(stderr, "bench_cl_gemm: %s ran fp32, not bf16\n", label);
+		failed = 1;
+	}
 	sb_exec_close(&x);
 	return failed;
 }
 
 int main(int argc, char **argv)
 {
-	const char *device = NULL, *gemms = "clblast,own,tiled", *tiles = "";
+	const char *device = NULL, *gemms = "clblast,own,tiled", *tiles = "", *mma_tiles = "";
 	int scale = 1;
 	double seconds = 0.25;
 	for (int i = 1; i < argc; i++) {
@@ -240,6 +249,8 @@ int main(int argc, char **argv)
 			gemms = argv[++i];
 		else if (!strcmp(argv[i], "--tiles") && i + 1 < argc)
 			tiles = argv[++i];
+		else if (!strcmp(argv[i], "--mma-tiles") && i + 1 < argc)
+			mma_tiles = argv[++i];
 		else if (!strcmp(argv[i], "--scale") && i + 1 < argc)
 			scale = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
@@ -251,8 +262,9 @@ int main(int argc, char **argv)
 				n_shapes = sizeof roformer_shapes / sizeof roformer_shapes[0];
 			}
 		} else {
-			fprintf(stderr, "usage: bench_cl_gemm [--device opencl:N] [--gemm clblast,own,tiled] "
-			        "[--tiles T1/T2] [--scale S] [--seconds S] [--model htdemucs|roformer]\n");
+			fprintf(stderr, "usage: bench_cl_gemm [--device opencl:N] [--gemm clblast,own,tiled,mma] "
+			        "[--tiles T1/T2] [--mma-tiles T1/T2] [--scale S] [--seconds S] "
+			        "[--model htdemucs|roformer]\n");
 			return 2;
 		}
 	}
@@ -283,9 +295,12 @@ int main(int argc, char **argv)
 	snprintf(buf, sizeof buf, "%s", gemms);
 	char *save = NULL;
 	for (char *g = strtok_r(buf, ",", &save); g; g = strtok_r(NULL, ",", &save)) {
-		setenv("SB_CL_GEMM", g, 1);
+		const int mma = !strcmp(g, "mma");
+		if (!mma)
+			setenv("SB_CL_GEMM", g, 1);
 		unsetenv("SB_CL_TILE");
-		failed |= run_path(dev, g, scale, seconds, &first, runs++ == 0);
+		unsetenv("SB_CL_MMA_TILE");
+		failed |= run_path(dev, g, scale, seconds, &first, runs++ == 0, mma);
 	}
 	snprintf(buf, sizeof buf, "%s", tiles);
 	for (char *t = strtok_r(buf, "/", &save); t; t = strtok_r(NULL, "/", &save)) {
@@ -293,7 +308,14 @@ int main(int argc, char **argv)
 		snprintf(label, sizeof label, "tiled:%s", t);
 		setenv("SB_CL_GEMM", "tiled", 1);
 		setenv("SB_CL_TILE", t, 1);
-		failed |= run_path(dev, label, scale, seconds, &first, runs++ == 0);
+		failed |= run_path(dev, label, scale, seconds, &first, runs++ == 0, 0);
+	}
+	snprintf(buf, sizeof buf, "%s", mma_tiles);
+	for (char *t = strtok_r(buf, "/", &save); t; t = strtok_r(NULL, "/", &save)) {
+		char label[96];
+		snprintf(label, sizeof label, "mma:%s", t);
+		setenv("SB_CL_MMA_TILE", t, 1);
+		failed |= run_path(dev, label, scale, seconds, &first, runs++ == 0, 1);
 	}
 	for (size_t i = 0; i < n_shapes; i++)
 		free(first.c[i]);

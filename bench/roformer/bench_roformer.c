@@ -6,7 +6,7 @@
  *   bench_roformer MODEL.safetensors | MODEL.ckpt --config MODEL.yaml [-o OUT.safetensors]
  *                  [--device cpu|opencl:N] [--threads N] [--batch B]
  *                  [--warmup W] [--repeat R] [--no-profile] [--dump DIR]
- *                  [--song SECONDS] [--convert-only]
+ *                  [--song SECONDS] [--convert-only] [--precision fp32|bf16]
  *
  * A checkpoint is converted first (as stembridge-convert does) in a child process, so that the
  * conversion's memory is not this process's peak; OUT defaults to MODEL.safetensors beside the
@@ -212,13 +212,14 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: bench_roformer MODEL.safetensors | MODEL.ckpt --config MODEL.yaml "
 	                "[-o OUT.safetensors] [--device cpu|opencl:N] [--threads N] [--batch B] "
-	                "[--warmup W] [--repeat R] [--no-profile] [--dump DIR] [--song SECONDS] [--convert-only]\n");
+	                "[--warmup W] [--repeat R] [--no-profile] [--dump DIR] [--song SECONDS] [--convert-only]\n"
+	                "       [--precision fp32|bf16]\n");
 }
 
 int main(int argc, char **argv)
 {
 	const char *model = NULL, *yaml = NULL, *out_path = NULL, *device = "cpu", *dump = NULL;
-	int threads = 2, batch = 0, warmup = 1, repeat = 1, profile = 1, convert_only = 0;
+	int threads = 2, batch = 0, warmup = 1, repeat = 1, profile = 1, convert_only = 0, bf16 = 0;
 	double song = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--config") && i + 1 < argc)
@@ -243,6 +244,9 @@ int main(int argc, char **argv)
 			dump = argv[++i];
 		else if (!strcmp(argv[i], "--song") && i + 1 < argc)
 			song = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--precision") && i + 1 < argc &&
+		         (!strcmp(argv[i + 1], "fp32") || !strcmp(argv[i + 1], "bf16")))
+			bf16 = !strcmp(argv[++i], "bf16");
 		else if (argv[i][0] != '-' && !model)
 			model = argv[i];
 		else {
@@ -283,7 +287,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_roformer: no device '%s' here\n", device);
 		return 1;
 	}
-	const sb_open_opts oo = {threads, SB_PREC_FP32, 0};
+	const sb_open_opts oo = {threads, bf16 ? SB_PREC_BF16 : SB_PREC_FP32, 0};
 	if (sb_exec_open(sb_devices_get(devs, set.index[0]), &oo, &logger, &dev) != SB_OK) {
 		fprintf(stderr, "bench_roformer: cannot open %s\n", device);
 		return 1;
@@ -323,12 +327,16 @@ int main(int argc, char **argv)
 					return 1;
 				}
 			}
+		/* what ran: the tensor-core kernel is built at the first bf16 product */
+		snprintf(gemm_desc, sizeof gemm_desc, "%s", dev.be->describe(dev.d));
 		printf("{\"impl\": \"stembridge\", \"mode\": \"song\", \"device\": \"%s\", \"gemm\": "
-		       "\"%s\", \"threads\": %d, \"batch\": %d, \"model\": \"%s\", \"load_s\": %.2f, "
+		       "\"%s\", \"precision\": \"%s\", \"threads\": %d, \"batch\": %d, \"model\": \"%s\", \"load_s\": %.2f, "
 		       "\"song_seconds\": %.1f, \"song_s\": %.3f, \"song_cpu_s\": %.3f, \"rtf\": %.4f, "
 		       "\"stems\": %d, \"rss_loaded_mb\": %.1f, \"peak_rss_mb\": %.1f, "
 		       "\"dev0_busy_s\": %.3f, \"dev0_wait_ms_per_chunk\": %.2f}\n",
-		       dev.props->label, gemm_desc, threads, batch, model, load_s, song, song_s,
+		       dev.props->label, gemm_desc,
+		       dev.be->precision ? dev.be->precision(dev.d) : "fp32", threads, batch, model,
+		       load_s, song, song_s,
 		       song_cpu, song_s / song, stems, rss_loaded, peak_rss_mb(), dr.busy_s,
 		       dr.done > 0 ? 1e3 * dr.wait_s / (double)dr.done : 0.0);
 		sb_model_free(m);
@@ -424,12 +432,14 @@ int main(int argc, char **argv)
 		        2e-9 * mac.attention, 2e-9 * mac.split, 2e-9 * mac.masks);
 		dev.be->set_profiling(dev.d, 0);
 	}
+	snprintf(gemm_desc, sizeof gemm_desc, "%s", dev.be->describe(dev.d));
 	printf("{\"impl\": \"stembridge\", \"mode\": \"chunk\", \"device\": \"%s\", \"gemm\": \"%s\", "
-	       "\"threads\": %d, \"batch\": %d, \"model\": \"%s\", \"params\": %lld, \"load_s\": %.2f, "
+	       "\"precision\": \"%s\", \"threads\": %d, \"batch\": %d, \"model\": \"%s\", \"params\": %lld, \"load_s\": %.2f, "
 	       "\"chunk_seconds\": %.3f, \"chunk_s\": %.3f, \"chunk_cpu_s\": %.3f, "
 	       "\"gflop_chunk\": %.1f, \"gflops_effective\": %.1f, \"out_rms_over_in_rms\": %.4f, "
 	       "\"rss_loaded_mb\": %.1f, \"peak_rss_mb\": %.1f",
-	       dev.props->label, gemm_desc, sb_pool_threads(pool), B, model, (long long)net->params,
+	       dev.props->label, gemm_desc, dev.be->precision ? dev.be->precision(dev.d) : "fp32",
+	       sb_pool_threads(pool), B, model, (long long)net->params,
 	       load_s, (double)L / RATE, chunk_s, chunk_cpu, gflop, gflop / chunk_s,
 	       sqrt(out2 / (in2 > 0 ? in2 : 1)), rss_loaded, peak_rss_mb());
 	if (prof_s > 0)

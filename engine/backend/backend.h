@@ -34,7 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SB_BACKEND_API 5
+#define SB_BACKEND_API 6
 
 /* 1 when one of the n stop flags (NULL entries skipped) is set: what drain() and a model's
  * pass look at between their steps */
@@ -293,6 +293,9 @@ struct sb_backend {
 	int (*profile)(const sb_bdev *d, sb_prof_entry *out, int max);
 	const char *(*describe)(const sb_bdev *d);
 	const char *(*precision)(const sb_bdev *d);
+	/* Optional: the precision of the products from now on, for a device opened once and kept
+	 * for jobs that ask for different ones (a GPU in the job engine); NULL: fixed at open. */
+	void (*set_precision)(sb_bdev *d, sb_precision p);
 	/* Optional: one line on how a device of this backend computes, for device listings (the
 	 * CPU: its instructions and what runs its products). May load libraries; never called
 	 * where no thread may start (a plugin's instantiate). */

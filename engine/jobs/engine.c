@@ -169,7 +169,7 @@ static sb_status open_device(void *user, size_t i, sb_exec *out, char *why, size
 	dev_slot *s = &e->dev[i];
 	if (!s->tried) {
 		s->tried = 1;
-		/* opened once and kept for every job: fp32 (no GPU backend has bf16 products yet) */
+		/* opened once and kept for every job, each job's precision set below */
 		const sb_open_opts o = {e->opts.cpu_threads, SB_PREC_FP32, 0};
 		sb_status st = sb_exec_open(d, &o, &e->opts.log, &s->x);
 		if (st != SB_OK) {
@@ -178,6 +178,9 @@ static sb_status open_device(void *user, size_t i, sb_exec *out, char *why, size
 			         sb_status_str(st));
 		}
 	}
+	/* opened once, so the job's precision is set each time (the job holds its lock) */
+	if (s->x.d && s->x.be->set_precision)
+		s->x.be->set_precision(s->x.d, jd->bf16 ? SB_PREC_BF16 : SB_PREC_FP32);
 	if (s->x.d && s->x.be->lost(s->x.d))
 		snprintf(s->why, sizeof s->why, "%s was lost earlier in this session", d->label);
 	snprintf(why, wlen, "%s", s->why);

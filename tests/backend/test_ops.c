@@ -9,7 +9,7 @@
  * the CPU backend splits them over its threads, with offsets into buffers and padded leading
  * dimensions, and batches whose items share one weight (stride 0).
  *
- * usage: test_ops [--ops gemm,attention] [--expect PRODUCTS] [--expect-kernel NAME]
+ * usage: test_ops [--ops gemm,attention] [--expect PRODUCTS] [--expect-kernel NAME] [--bf16]
  *   prints one line per backend, device and operation; exit 1 on a failure.
  *   POCL_DEVICES="pthread pthread" gives two OpenCL devices.
  *   --ops      only these operations' cases (gemm, attention), so a product kernel chosen by
@@ -18,16 +18,32 @@
  *              with PRODUCTS (the kernel the environment asked for really ran)
  *   --expect-kernel  every device outside the CPU backend must list NAME in its profile (the
  *              cases run profiled): a kernel the environment chose (SB_CL_ATTENTION) ran
+ *   --bf16     devices opened for bf16 products (--precision bf16): the products' reference
+ *              rounds A and B to bf16 (to nearest even) and sums exactly, so a device's
+ *              error is its fp32 sums' alone; every device outside the CPU backend must say it
+ *              ran bf16, and a CPU without bf16 instructions is left out (test_gemm checks it)
  */
 #include "backend/backend.h"
 #include "models/classic/classic_ops.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static int failures;
+static int bf16_mode; /* --bf16 */
+
+/* x rounded to bf16 (to nearest even), as a float */
+static float round_bf16(float x)
+{
+	uint32_t u;
+	memcpy(&u, &x, sizeof u);
+	u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+	memcpy(&x, &u, sizeof x);
+	return x;
+}
 
 static void log_fn(void *user, sb_log_level level, const char *msg)
 {
@@ -225,9 +241,15 @@ static void case_gemm_at(run *r, int M, int N, int K, int tb, int batch, int bat
 			for (int m = 0; m < M; m++)
 				for (int n = 0; n < N; n++) {
 					double s = 0;
-					for (int k = 0; k < K; k++)
-						s += (double)a[(size_t)m * lda + k] *
-						     (tb ? b[(size_t)n * ldb + k] : b[(size_t)k * ldb + n]);
+					for (int k = 0; k < K; k++) {
+						float x = a[(size_t)m * lda + k],
+						      y = tb ? b[(size_t)n * ldb + k] : b[(size_t)k * ldb + n];
+						if (bf16_mode) {
+							x = round_bf16(x);
+							y = round_bf16(y);
+						}
+						s += (double)x * y;
+					}
 					c[(size_t)m * ldc + n] = alpha * s + beta * c[(size_t)m * ldc + n];
 				}
 		}
@@ -1179,9 +1201,11 @@ int main(int argc, char **argv)
 			expect = argv[++i];
 		} else if (!strcmp(argv[i], "--expect-kernel") && i + 1 < argc) {
 			expect_kernel = argv[++i];
+		} else if (!strcmp(argv[i], "--bf16")) {
+			bf16_mode = 1;
 		} else {
 			fprintf(stderr, "usage: test_ops [--ops gemm,attention] [--expect PRODUCTS] "
-			        "[--expect-kernel NAME]\n");
+			        "[--expect-kernel NAME] [--bf16]\n");
 			return 2;
 		}
 	}
@@ -1228,16 +1252,23 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sb_devices_count(list); i++) {
 		const sb_device_props *d = sb_devices_get(list, i);
 		sb_exec x;
-		const sb_open_opts oo = {0};
+		const sb_open_opts oo = {0, bf16_mode ? SB_PREC_BF16 : SB_PREC_FP32, 0};
 		printf("%s: %s [%s]\n", d->id, d->label, d->backend->name);
 		if (sb_exec_open(d, &oo, &logger, &x) != SB_OK) {
 			printf("  FAIL: %s does not open\n", d->id);
 			failures++;
 			continue;
 		}
+		if (bf16_mode && x.be == sb_backend_cpu() &&
+		    strcmp(x.be->precision ? x.be->precision(x.d) : "fp32", "bf16")) {
+			printf("  %-9s runs fp32 for bf16 (no bf16 instructions): left out\n", d->id);
+			sb_exec_close(&x);
+			continue;
+		}
 		arena a = {&x, {0}, 0, 0, 5};
 		results mine = {{0}, {0}, 0};
-		run r = {&a, d->id, i == 0 ? NULL : &cpu, i == 0 ? &cpu : &mine, 0};
+		/* bf16: the reference alone (the devices' sums run in different orders) */
+		run r = {&a, d->id, i == 0 || bf16_mode ? NULL : &cpu, i == 0 ? &cpu : &mine, 0};
 		rng = 12345u;
 		if (expect_kernel && x.be != sb_backend_cpu())
 			x.be->set_profiling(x.d, 1);
@@ -1259,6 +1290,11 @@ int main(int argc, char **argv)
 		}
 		const char *products = x.be->describe(x.d);
 		printf("  %-9s products through %s\n", d->id, products);
+		const char *prec = x.be->precision ? x.be->precision(x.d) : "fp32";
+		if (bf16_mode && strcmp(prec, "bf16")) {
+			printf("  FAIL: %s ran its products in %s, not bf16\n", d->id, prec);
+			failures++;
+		}
 		if (expect && x.be != sb_backend_cpu() && strncmp(products, expect, strlen(expect))) {
 			printf("  FAIL: %s ran its products through %s, not %s\n", d->id, products, expect);
 			failures++;

@@ -1229,7 +1229,51 @@ def group_precision(tmp):
                    "an unknown precision", os.path.join(tmp, "x"), needle="fp16")
 
 
-GROUPS = {"toy": group_toy, "share_slow": group_share_slow, "share_held": group_share_held, "precision": group_precision, "batch": group_batch, "damaged": group_damaged, "signals": group_signals, "commit": group_commit,
+def group_precision_opencl(tmp):
+    """--precision bf16 on an OpenCL device, as a user meets it: on a device without tensor
+    cores (PoCL here) one warning, fp32, the fp32 stems exactly, the manifest saying bf16 was
+    asked and fp32 ran; with the tensor-core kernel (its instruction emulated here, the same
+    arithmetic as an NVIDIA GPU's: inputs rounded to bf16, fp32 sums) stems near fp32's that
+    still add back to the input, and the manifest naming the kernel."""
+    rate = 44100
+    inp = os.path.join(tmp, "p.wav")
+    wavio.write_wav(inp, wavio.test_signal(2 * rate, 2, rate), 2, rate)
+    model = ["--model", "htdemucs-mini", "--model-path", FIXTURES, "--device", "opencl:0"]
+
+    def separate(name, extra, env=None):
+        out = os.path.join(tmp, name)
+        r = run(["separate", inp, "-o", out] + model + extra, env=env)
+        check(r.returncode == 0, f"{name}: exit {r.returncode}: {r.stderr}")
+        m = json.load(open(os.path.join(out, "p", "manifest.json"))) if r.returncode == 0 else {}
+        return out, r, m.get("precision", {})
+
+    f32, _, pf = separate("fp32", [])
+    check(pf.get("requested") == "fp32" and pf.get("used") == "fp32",
+          f"fp32 manifest precision {pf}")
+    n16, r, pn = separate("no-tensor", ["--precision", "bf16"])
+    check(r.stderr.count("bf16 products on OpenCL need an NVIDIA GPU") == 1 and
+          "running fp32" in r.stderr, f"bf16 without tensor cores must say so once: {r.stderr!r}")
+    check(pn.get("requested") == "bf16" and pn.get("used") == "fp32",
+          f"bf16 without tensor cores: manifest {pn}")
+    check(all(open(a, "rb").read() == open(b, "rb").read()
+              for a, b in zip(stem_files(n16, "p"), stem_files(f32, "p"))),
+          "bf16 without tensor cores must give the fp32 stems")
+    b16, r, pb = separate("mma", ["--precision", "bf16"], env={"SB_CL_MMA": "emulate"})
+    check(pb.get("requested") == "bf16" and pb.get("used") == "bf16" and
+          "tensor cores" in pb.get("products", ""), f"bf16 manifest precision {pb}")
+    worst, same = 0.0, 0
+    for a, b in zip(stem_files(b16, "p"), stem_files(f32, "p")):
+        d = rel_diff(wavio.read_wav(a)[0], wavio.read_wav(b)[0])
+        worst = max(worst, d)
+        same += d == 0
+    print(f"bf16 (tensor-core kernel, emulated) stems against fp32: worst relative L2 {worst:.3g}")
+    check(same < len(STEMS) and worst < 2e-2,
+          f"bf16 stems against fp32: worst relative L2 {worst:.3g}, {same} identical")
+    err = sum_check(inp, stem_files(b16, "p"))
+    check(err is not None and err < 1e-4, f"bf16 stems add back to the input: {err}")
+
+
+GROUPS = {"toy": group_toy, "share_slow": group_share_slow, "share_held": group_share_held, "precision": group_precision, "precision_opencl": group_precision_opencl, "batch": group_batch, "damaged": group_damaged, "signals": group_signals, "commit": group_commit,
           "repeat": group_repeat, "demucs": group_demucs, "separate": group_separate, "formats": group_formats, "bad": group_bad,
           "devices": group_devices, "fallback": group_fallback, "share": group_share}
 

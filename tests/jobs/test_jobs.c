@@ -964,6 +964,49 @@ static void test_keep(void)
 	CHECK(!keep_job(e, dir, "c2", n, "cpu", "builtin").model_kept, "kept after a cancel");
 	sb_engine_free(e);
 
+	/* a GPU is opened once for every job, so each job's precision is set on it: fp32, bf16
+	 * (the tensor-core kernel, its instruction emulated on PoCL), fp32 again on one engine;
+	 * each job's result says what ran, and the fp32 stems after a bf16 job are the first's */
+	setenv("SB_CL_MMA", "emulate", 1);
+	e = keep_engine();
+	subdir(dir, sizeof dir, "keep-precision");
+	sb_job_spec ps;
+	memset(&ps, 0, sizeof ps);
+	ps.frames = n;
+	ps.channels = 2;
+	ps.rate = 44100;
+	ps.input_free = count_free;
+	ps.device = "opencl:0";
+	ps.model = demucs;
+	ps.out_dir = dir;
+	ps.format = SB_FORMAT_WAVF32;
+	ps.timeline_start = -1;
+	const char *tracks[3] = {"p32", "p16", "p32b"};
+	sb_job_result pr[3];
+	for (int k = 0; k < 3; k++) {
+		ps.samples = make_signal(n, 2, 44100, 21u);
+		ps.track = tracks[k];
+		ps.bf16 = k == 1;
+		CHECK(sb_engine_submit(e, &ps, &id) == SB_OK, "submit %s", tracks[k]);
+		pr[k] = finish(e, id);
+		CHECK(pr[k].status == SB_OK, "%s: %s", tracks[k], pr[k].message);
+	}
+	CHECK(!strcmp(pr[0].precision, "fp32") && !strcmp(pr[1].precision, "bf16") &&
+	      !strcmp(pr[2].precision, "fp32"), "precisions %s, %s, %s", pr[0].precision,
+	      pr[1].precision, pr[2].precision);
+	CHECK(strstr(pr[1].products, "tensor cores") && !strstr(pr[2].products, "tensor cores"),
+	      "products %s / %s", pr[1].products, pr[2].products);
+	CHECK(pr[0].n_stems > 0 && pr[0].n_stems == pr[1].n_stems && pr[0].n_stems == pr[2].n_stems,
+	      "stems %d, %d, %d", pr[0].n_stems, pr[1].n_stems, pr[2].n_stems);
+	for (int k = 0; k < pr[0].n_stems && k < pr[1].n_stems && k < pr[2].n_stems; k++) {
+		CHECK(same_bytes(pr[0].stems[k].path, pr[2].stems[k].path), "%s: fp32 after bf16 "
+		      "differs from fp32 before", pr[0].stems[k].name);
+		CHECK(!same_bytes(pr[0].stems[k].path, pr[1].stems[k].path), "%s: bf16 gave the fp32 "
+		      "stem", pr[0].stems[k].name);
+	}
+	sb_engine_free(e);
+	unsetenv("SB_CL_MMA");
+
 	/* a device that runs out of memory on the way: the job finishes, the model is not kept */
 	setenv("SB_FAULT_INJECT", "opencl:0:alloc:1", 1);
 	e = keep_engine();

@@ -34,8 +34,10 @@ const char sb_cli_options_help[] =
 	"  --overwrite             replace stems that exist (default: refuse)\n"
 	"  --threads N             CPU threads per job (default: all cores)\n"
 	"  --precision fp32|bf16   matrix products' inputs (default fp32): bf16 is about twice\n"
-	"                          as fast on a CPU with AVX512_BF16, sums stay fp32; elsewhere\n"
-	"                          it says so and runs fp32. The manifest records what ran\n"
+	"                          as fast on a CPU with AVX512_BF16 and runs on the tensor\n"
+	"                          cores of an NVIDIA GPU (Ampere or later), sums stay fp32;\n"
+	"                          elsewhere it says so and runs fp32. The manifest records\n"
+	"                          what ran\n"
 	"  --model-path DIR        another folder to look for models in\n"
 	"  -q, --quiet             no progress, warnings or summary; errors only\n";
 

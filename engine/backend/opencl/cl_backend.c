@@ -8,6 +8,7 @@
  */
 #include "backend/opencl/cl_backend.h"
 
+#include "backend/opencl/cl_gemm_mma.h"
 #include "backend/opencl/cl_gemm_tiled.h"
 
 #include <pthread.h>
@@ -36,11 +37,11 @@ void sb_cl_prof_end(sb_bdev *c, int id, double t0, double flops)
 static sb_status cl_open(const sb_device_props *dev, const sb_open_opts *o, const sb_logger *log,
                          sb_bdev **out)
 {
-	(void)o;
 	*out = NULL;
 	sb_bdev *d = calloc(1, sizeof *d);
 	if (!d)
 		return SB_ERR_NOMEM;
+	d->want_bf16 = o && o->precision == SB_PREC_BF16;
 	sb_status st = sb_cl_device_open(dev, log, &d->dev);
 	if (st != SB_OK) {
 		free(d);
@@ -68,6 +69,7 @@ static void cl_close(sb_bdev *d)
 	if (d->att_prog)
 		clReleaseProgram(d->att_prog);
 	sb_cl_tiled_free(d->tiled);
+	sb_cl_mma_free(d->mma);
 	if (d->parts)
 		clReleaseMemObject(d->parts);
 	if (d->stats)
@@ -336,9 +338,22 @@ static int cl_profile(const sb_bdev *d, sb_prof_entry *out, int max)
 
 static const char *cl_describe(const sb_bdev *d)
 {
+	if (d->want_bf16 && d->mma)
+		return sb_cl_mma_describe(d->mma);
 	if (d->built && d->tiled && d->gemm == SB_CL_GEMM_TILED)
 		return sb_cl_tiled_describe(d->tiled); /* with its tiling */
 	return sb_cl_gemm_name(d->built ? d->gemm : sb_cl_gemm_planned());
+}
+
+static const char *cl_precision(const sb_bdev *d)
+{
+	return d->want_bf16 && d->mma ? "bf16" : "fp32";
+}
+
+/* the next products' precision; the tensor-core kernel is built at the first bf16 product */
+static void cl_set_precision(sb_bdev *d, sb_precision p)
+{
+	d->want_bf16 = p == SB_PREC_BF16;
 }
 
 const sb_backend sb_backend_opencl_impl = {
@@ -365,4 +380,6 @@ const sb_backend sb_backend_opencl_impl = {
 	.set_profiling = cl_set_profiling,
 	.profile = cl_profile,
 	.describe = cl_describe,
+	.precision = cl_precision,
+	.set_precision = cl_set_precision,
 };

@@ -49,6 +49,9 @@ struct sb_bdev {
 	cl_mem tw;              /* the FFTs' twiddles, exp(-2 pi i m / 8192), m < 4096 */
 	sb_cl_gemm_kind gemm;   /* CLBlast, the own kernel or the tiled one (cl_blas.h) */
 	struct sb_cl_tiled *tiled; /* the tiled kernel's programs, when it is the choice */
+	int want_bf16;          /* bf16 products asked for (open, set_precision) */
+	int mma_tried;          /* bf16 was asked once: mma is what it got (NULL: fp32) */
+	struct sb_cl_mma *mma;  /* the tensor-core products (cl_gemm_mma.h) */
 	int profiling;
 	long prof_calls[P_COUNT];
 	double prof_s[P_COUNT], prof_flops[P_COUNT];

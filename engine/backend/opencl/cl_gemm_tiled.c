@@ -167,14 +167,19 @@ static int aligned4(sb_dv x, int ld, long stride)
 	return x.off % 4 == 0 && ld % 4 == 0 && stride % 4 == 0;
 }
 
+int sb_cl_gemm_flags(sb_dv A, int lda, long sa, sb_dv B, int ldb, long sb, sb_dv C, int ldc,
+                     long sc)
+{
+	return aligned4(A, lda, sa) | aligned4(B, ldb, sb) << 1 | aligned4(C, ldc, sc) << 2;
+}
+
 void sb_cl_tiled_gemm(sb_bdev *c, sb_cl_tiled *t, int M, int N, int K, float alpha, sb_dv A,
                       int lda, long sa, sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C,
                       int ldc, long sc, int batch)
 {
 	const int w = t->n == 2 && tiles(&t->t[0], M, N, batch) < (long)t->cus;
 	const tiling *g = &t->t[w];
-	const int flags = aligned4(A, lda, sa) | aligned4(B, ldb, sb) << 1 |
-	                  aligned4(C, ldc, sc) << 2;
+	const int flags = sb_cl_gemm_flags(A, lda, sa, B, ldb, sb, C, ldc, sc);
 	kargs a = {c, t->k[w], K_GEMM, 0.0, 0, CL_SUCCESS};
 	a_gemm(&a, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc);
 	a_i32(&a, flags);

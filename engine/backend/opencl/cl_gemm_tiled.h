@@ -30,4 +30,9 @@ void sb_cl_tiled_gemm(sb_bdev *c, sb_cl_tiled *t, int M, int N, int K, float alp
                       int lda, long sa, sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C,
                       int ldc, long sc, int batch);
 
+/* gemm.cl's and mma.cl's flags: 1, 2, 4 when A, B, C have every row 16-byte aligned in every
+ * batch item (float4 reads and writes) */
+int sb_cl_gemm_flags(sb_dv A, int lda, long sa, sb_dv B, int ldb, long sb, sb_dv C, int ldc,
+                     long sc);
+
 #endif

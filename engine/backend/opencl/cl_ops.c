@@ -8,12 +8,14 @@
  */
 #include "backend/opencl/cl_ops.h"
 
+#include "backend/opencl/cl_gemm_mma.h"
 #include "backend/opencl/cl_gemm_tiled.h"
 
 #include "attention_cl.h" /* generated: attention.cl's source */
 #include "ops_cl.h"       /* generated: the kernels' source */
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,10 +74,47 @@ void sb_cl_run(kargs *a, cl_uint dims, const size_t *global, const size_t *local
 
 /* ---- kernels ---- */
 
+/* The first bf16 product on this device (--precision bf16): the tensor-core kernel where the
+ * device has it (or SB_CL_MMA=emulate asks for its emulation), else fp32, said once a process
+ * (the manifest says it for every job). Only running out of host memory is a failure. */
+static sb_status bf16_products(sb_bdev *c)
+{
+	static atomic_flag said = ATOMIC_FLAG_INIT;
+	c->mma_tried = 1;
+	const char *env = getenv("SB_CL_MMA");
+	const int emulate = env && !strcmp(env, "emulate");
+	const char *why = NULL;
+	if (!emulate && !sb_cl_mma_native(c->dev, &why)) {
+		if (!atomic_flag_test_and_set(&said))
+			sb_log(c->log, SB_LOG_WARNING, "%s, which %s lacks: running fp32", why,
+			       sb_cl_device_props(c->dev)->label);
+		return SB_OK;
+	}
+	const sb_status st = sb_cl_mma_open(c, emulate, &c->mma);
+	if (st == SB_ERR_NOMEM)
+		return st;
+	if (st != SB_OK && !atomic_flag_test_and_set(&said))
+		sb_log(c->log, SB_LOG_WARNING, "the tensor-core product did not build on %s (its "
+		       "driver's words above): running fp32", sb_cl_device_props(c->dev)->label);
+	return SB_OK;
+}
+
 static void gemm_one(sb_bdev *c, int M, int N, int K, float alpha, sb_dv A, int lda, long sa,
                      sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C, int ldc, long sc,
                      int batch)
 {
+	if (c->want_bf16 && !c->mma_tried) {
+		const sb_status st = bf16_products(c);
+		if (st != SB_OK) {
+			c->st = st;
+			return;
+		}
+	}
+	if (c->want_bf16 && c->mma) {
+		sb_cl_mma_gemm(c, c->mma, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc,
+		               batch);
+		return;
+	}
 	if (c->gemm == SB_CL_GEMM_CLBLAST) {
 		const double t0 = sb_cl_prof_begin(c);
 		const sb_status st = sb_cl_sgemm(c->dev, M, N, K, alpha, A.buf->m, A.off, lda, sa,

@@ -49,15 +49,6 @@
 #define LA ((AV + NT - 1) / NT) /* of them an item reads */
 #define LB ((BV + NT - 1) / NT)
 
-/* 4 floats of a row from p[0..3] where they are all inside (n of them are), else 0 past n */
-inline float4 row4(__global const float *p, int n, int vec)
-{
-	if (vec && n >= 4)
-		return *(__global const float4 *)p;
-	return (float4)(n > 0 ? p[0] : 0.f, n > 1 ? p[1] : 0.f, n > 2 ? p[2] : 0.f,
-	                n > 3 ? p[3] : 0.f);
-}
-
 __kernel __attribute__((reqd_work_group_size(DN, DM, 1)))
 void gemm_tiled(int M, int N, int K, float alpha,
                 __global const float *A, ulong aoff, int lda, long sa,

@@ -111,6 +111,15 @@ nvidia-smi --query-gpu=name,clocks.max.sm,memory.total,driver_version --format=c
 
 case "$step" in
 check)
+	# bf16 on the tensor cores (mma.cl's inline PTX, never run on a GPU before this call): its
+	# products against the C reference with the inputs rounded the same way, then the stems'
+	# change from fp32 on the mid golden model and the demo clip (emulated on PoCL: 48.6 dB)
+	sb "$C/bin/test_ops" --ops gemm --bf16 --expect "tensor cores, bf16" \
+		> "$R/check-ops-mma.txt" 2>&1 || note "test_ops (bf16 on the tensor cores)"
+	tail -n 3 "$R/check-ops-mma.txt"
+	sb "$PY" bench/cpu/precision.py "$C/bin/stembridge" "$C/golden/htdemucs-mid.safetensors" \
+		"$C/golden/clip.wav" --device "$gpu" 2>&1 | tee "$R/check-precision.txt" ||
+		note "precision.py (bf16 on the GPU)"
 	# test_cl_blas and test_demucs open the first OpenCL device: the GPU, only NVIDIA registered
 	sb "$C/bin/test_cl_blas" /tmp 2>&1 | tee "$R/check-cl_blas.txt" || note test_cl_blas
 	for g in clblast own tiled; do
@@ -133,15 +142,6 @@ check)
 		note opencl-full
 	sb "$C/bin/test_opencl" > "$R/check-classic.txt" 2>&1 || note test_opencl
 	tail -n 20 "$R/check-classic.txt"
-	# bf16 on the tensor cores (mma.cl's inline PTX, never run on a GPU before this call): its
-	# products against the C reference with the inputs rounded the same way, then the stems'
-	# change from fp32 on the mid golden model and the demo clip (emulated on PoCL: 48.6 dB)
-	sb "$C/bin/test_ops" --ops gemm --bf16 --expect "tensor cores, bf16" \
-		> "$R/check-ops-mma.txt" 2>&1 || note "test_ops (bf16 on the tensor cores)"
-	tail -n 3 "$R/check-ops-mma.txt"
-	sb "$PY" bench/cpu/precision.py "$C/bin/stembridge" "$C/golden/htdemucs-mid.safetensors" \
-		"$C/golden/clip.wav" --device "$gpu" 2>&1 | tee "$R/check-precision.txt" ||
-		note "precision.py (bf16 on the GPU)"
 	;;
 classic)
 	sb "$C/bin/bench_opencl" --chunks 0,1024,8192 2>&1 | tee "$R/bench_opencl.txt" ||

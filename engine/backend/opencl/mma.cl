@@ -63,6 +63,12 @@
 #define BV (BN * BK / 4)     /* of B */
 #define LA ((AV + NT - 1) / NT)
 #define LB ((BV + NT - 1) / NT)
+/* B as K x N (tb = 0): unit v reads 4 columns of two rows of K (a pair). BCH units run along
+ * a row (up to 128 contiguous bytes, whole sectors), the next BCH the next pair: their stores
+ * into [n][pair] then fall in 4 bank groups rather than 2 */
+#define BCH (BN / 4 < 8 ? BN / 4 : 8)
+#define BPAIR(v) (((v) / BCH) % (BK / 2))
+#define BCOL4(v) ((v) % BCH + BCH * ((v) / (BCH * (BK / 2))))
 
 /* x rounded to bf16, to nearest even (as the CPU's bf16 products), in the low 16 bits */
 inline uint bf16(float x)
@@ -167,7 +173,7 @@ UNROLL
 			                               : (float4)(0.f));                       \
 		} else {                                                                       \
 			/* v: (k pair, 4 columns); BV float4s are BV / 2 such units */         \
-			const int gk = (k0) + 2 * (v / (BN / 4)), gn = col0 + 4 * (v % (BN / 4)); \
+			const int gk = (k0) + 2 * BPAIR(v), gn = col0 + 4 * BCOL4(v);          \
 			const int in = v < BV / 2;                                             \
 			const float4 x0 = in && gk < K ? row4(B + (long)gk * ldb + gn, N - gn, vb) \
 			                               : (float4)(0.f);                        \
@@ -196,7 +202,7 @@ UNROLL
 				*(__local uint2 *)&Bs[s][v / (BK / 4)][2 * (v % (BK / 4))] =   \
 					rb[l];                                                 \
 		} else if (v < BV / 2) {                                                       \
-			const int p = v / (BN / 4), n = 4 * (v % (BN / 4));                    \
+			const int p = BPAIR(v), n = 4 * BCOL4(v);                              \
 			Bs[s][n][p] = rb[2 * l].x;                                             \
 			Bs[s][n + 1][p] = rb[2 * l].y;                                         \
 			Bs[s][n + 2][p] = rb[2 * l + 1].x;                                     \

@@ -5,10 +5,13 @@ prints the relative L2 distance ||bf16 - fp32|| / ||fp32|| and the SDR of the bf
 fp32 stem as reference, 10 log10(||fp32||^2 / ||bf16 - fp32||^2) (the issue's aim: above 40 dB).
 
 usage: precision.py STEMBRIDGE MODEL.safetensors[,...] INPUT.wav[,...] [--threads N] [--device D]
+                    [--tf32]
 
 --device (default cpu) runs both on another device: opencl:0 on an NVIDIA GPU runs bf16 on its
 tensor cores (bench/gpu's check step), and with SB_CL_MMA=emulate any OpenCL device runs the
-same kernel with the instruction emulated (PoCL: the GPU's arithmetic, slowly).
+same kernel with the instruction emulated (PoCL: the GPU's arithmetic, slowly). --tf32 compares
+fp32 with the tensor cores' tf32 instead (SB_CL_GEMM=tf32 on an OpenCL device, --precision fp32):
+the candidate for an fp32 default on NVIDIA GPUs.
 
 bench/cpu/run.sh runs it on the repository's golden models (tests/fixtures/htdemucs), a
 released-size HTDemucs and the demo clip (tools/make_demo_clip.sh), and prints the table.
@@ -25,10 +28,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import wavio  # noqa: E402
 
 
-def separate(exe, model, inp, out, precision, threads, device):
+def separate(exe, model, inp, out, precision, threads, device, env=None):
     p = subprocess.run([exe, "separate", inp, "-o", out, "--model", model, "--device", device,
                         "--precision", precision, "--threads", str(threads), "-q", "--overwrite"],
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, env=dict(os.environ, **(env or {})))
     if p.returncode != 0:
         sys.exit(f"precision.py: {model} {precision}: {p.stderr.strip()}")
     track = os.path.splitext(os.path.basename(inp))[0]
@@ -42,7 +45,10 @@ def main():
     exe, models, inputs = sys.argv[1], sys.argv[2].split(","), sys.argv[3].split(",")
     threads = int(sys.argv[sys.argv.index("--threads") + 1]) if "--threads" in sys.argv else 2
     device = sys.argv[sys.argv.index("--device") + 1] if "--device" in sys.argv else "cpu"
-    print("| model | input | products (bf16) | stem | relative L2 | SDR vs fp32, dB |")
+    # the reduced precision compared with fp32: bf16 (--precision), or the tensor cores' tf32
+    low = "tf32" if "--tf32" in sys.argv else "bf16"
+    env = {"SB_CL_GEMM": "tf32"} if low == "tf32" else None
+    print(f"| model | input | products ({low}) | stem | relative L2 | SDR vs fp32, dB |")
     print("|---|---|---|---|---:|---:|")
     worst_sdr = math.inf
     with tempfile.TemporaryDirectory(prefix="sb-precision-") as tmp:
@@ -50,10 +56,10 @@ def main():
             for inp in inputs:
                 m32, s32 = separate(exe, model, inp, os.path.join(tmp, "f"), "fp32", threads,
                                     device)
-                m16, s16 = separate(exe, model, inp, os.path.join(tmp, "b"), "bf16", threads,
-                                    device)
-                if m16["precision"]["used"] != "bf16":
-                    sys.exit(f"precision.py: bf16 did not run on {device} "
+                m16, s16 = separate(exe, model, inp, os.path.join(tmp, "b"),
+                                    "fp32" if env else "bf16", threads, device, env)
+                if m16["precision"]["used"] != low:
+                    sys.exit(f"precision.py: {low} did not run on {device} "
                              f"({m16['precision']}): a CPU needs AVX512_BF16, an OpenCL device "
                              "an NVIDIA GPU's tensor cores (or SB_CL_MMA=emulate)")
                 for stem in s32:
@@ -66,7 +72,7 @@ def main():
                     worst_sdr = min(worst_sdr, sdr)
                     print(f"| {os.path.basename(model)} | {os.path.basename(inp)} | "
                           f"{m16['precision']['products']} | {stem} | {rel:.2e} | {sdr:.1f} |")
-    print(f"\nworst SDR of a bf16 stem against its fp32 stem: {worst_sdr:.1f} dB")
+    print(f"\nworst SDR of a {low} stem against its fp32 stem: {worst_sdr:.1f} dB")
 
 
 main()

@@ -41,7 +41,8 @@ if [ "${1:-}" = all ]; then
 	t0=$(date +%s)
 	for s in "check" "gemm" "demucs ${2:-180}" "share ${2:-180}" "roformer 60" "cpu 30"; do
 		echo "== run.sh $s ($(( $(date +%s) - t0 )) s in)"
-		REPEAT=${REPEAT:-3} "$0" $s || rc=1
+		# a step that hangs (a kernel never run on this GPU before) must not take the call
+		REPEAT=${REPEAT:-3} timeout "${STEP_S:-240}" "$0" $s || rc=1
 	done
 	echo "== all done in $(( $(date +%s) - t0 )) s"
 	exit $rc
@@ -111,15 +112,18 @@ nvidia-smi --query-gpu=name,clocks.max.sm,memory.total,driver_version --format=c
 
 case "$step" in
 check)
-	# bf16 on the tensor cores (mma.cl's inline PTX, never run on a GPU before this call): its
-	# products against the C reference with the inputs rounded the same way, then the stems'
-	# change from fp32 on the mid golden model and the demo clip (emulated on PoCL: 48.6 dB)
-	sb "$C/bin/test_ops" --ops gemm --bf16 --expect "tensor cores, bf16" \
-		> "$R/check-ops-mma.txt" 2>&1 || note "test_ops (bf16 on the tensor cores)"
-	tail -n 3 "$R/check-ops-mma.txt"
-	sb "$PY" bench/cpu/precision.py "$C/bin/stembridge" "$C/golden/htdemucs-mid.safetensors" \
-		"$C/golden/clip.wav" --device "$gpu" 2>&1 | tee "$R/check-precision.txt" ||
-		note "precision.py (bf16 on the GPU)"
+	# bf16 and tf32 on the tensor cores (mma.cl's inline PTX, never run on a GPU before this
+	# call): its products against the C reference with the inputs rounded the same way, then
+	# the stems' change from fp32 on the mid golden model and the demo clip
+	for p in bf16 tf32; do
+		SB_CL_GEMM=$([ $p = tf32 ] && echo tf32) sb "$C/bin/test_ops" --ops gemm --$p \
+			--expect "tensor cores, $p" > "$R/check-ops-$p.txt" 2>&1 ||
+			note "test_ops ($p on the tensor cores)"
+		tail -n 3 "$R/check-ops-$p.txt"
+		sb "$PY" bench/cpu/precision.py "$C/bin/stembridge" "$C/golden/htdemucs-mid.safetensors" \
+			"$C/golden/clip.wav" --device "$gpu" $([ $p = tf32 ] && echo --tf32) 2>&1 |
+			tee "$R/check-precision-$p.txt" || note "precision.py ($p on the GPU)"
+	done
 	# test_cl_blas and test_demucs open the first OpenCL device: the GPU, only NVIDIA registered
 	sb "$C/bin/test_cl_blas" /tmp 2>&1 | tee "$R/check-cl_blas.txt" || note test_cl_blas
 	for g in clblast own tiled; do
@@ -154,13 +158,13 @@ gemm)
 	# results); the tilings beside the table's are the candidates for the H100's row
 	# (7 paths x 5 shapes x 0.2 s, plus a context and a kernel build a path: under a minute)
 	# (mma: bf16 on the tensor cores, --precision bf16, its default tiling then others)
-	sb "$C/bin/bench_cl_gemm" --device "$gpu" --gemm clblast,own,tiled,mma --scale "${2:-1}" \
+	sb "$C/bin/bench_cl_gemm" --device "$gpu" --gemm clblast,own,tiled,mma,tf32 --scale "${2:-1}" \
 		--seconds 0.2 --tiles "${TILES:-128,128,16,8,8;64,64,16,4,4/128,128,8,8,8/64,128,16,4,8/64,64,16,4,4}" \
 		--mma-tiles "${MMA_TILES:-128,128/64,128/64,64/128,64;128,64}" \
 		2> "$R/gemm.log" | tee "$R/gemm.jsonl" || note bench_cl_gemm
 	# the RoFormer's products (a layer's four over 49,662 tokens, a band's mask MLP): the product
 	# path of a RoFormer chunk is chosen from these and the chunk times of step roformer
-	sb "$C/bin/bench_cl_gemm" --device "$gpu" --model roformer --gemm clblast,own,tiled,mma \
+	sb "$C/bin/bench_cl_gemm" --device "$gpu" --model roformer --gemm clblast,own,tiled,mma,tf32 \
 		--scale "${2:-1}" --seconds 0.2 --tiles "${RF_TILES:-128,128,16,8,8/128,128,8,8,8}" \
 		--mma-tiles "${MMA_TILES:-128,128/64,128/64,64/128,64;128,64}" \
 		2>> "$R/gemm.log" | tee "$R/gemm-roformer.jsonl" || note "bench_cl_gemm (roformer)"
@@ -171,8 +175,9 @@ demucs)
 	model=/tmp/sb-htdemucs-full.safetensors
 	# each product path with attention in one pass (NVIDIA's default since 1b9034b), then CLBlast
 	# with attention as products around a softmax (split)
-	# (own:bf16: --precision bf16, every product on the tensor cores)
-	for run in clblast:fused own:fused tiled:fused clblast:split own:bf16; do
+	# (tf32: the tensor cores with tf32 inputs; own:bf16: --precision bf16, every product on
+	# the tensor cores in bf16)
+	for run in clblast:fused own:fused tiled:fused tf32:fused clblast:split own:bf16; do
 		g=${run%:*} a=${run#*:} p=fp32
 		[ "$a" = bf16 ] && a=fused p=bf16
 		m="--model $model"
@@ -266,8 +271,13 @@ roformer)
 		--repeat "$REPEAT" > "$R/roformer-gpu-chunk-bf16.json" \
 		2> "$R/roformer-gpu-chunk-bf16-profile.txt" || note "bench_roformer (chunk, bf16)"
 	cat "$R/roformer-gpu-chunk-bf16-profile.txt" "$R/roformer-gpu-chunk-bf16.json"
-	# songs: CLBlast (the default), the own kernel, bf16 on the tensor cores
-	for g in clblast own bf16; do
+	# tf32 on the tensor cores: a chunk
+	SB_CL_GEMM=tf32 sb "$C/bin/bench_roformer" "$M.safetensors" --device "$gpu" --warmup 1 \
+		--repeat "$REPEAT" > "$R/roformer-gpu-chunk-tf32.json" \
+		2> "$R/roformer-gpu-chunk-tf32-profile.txt" || note "bench_roformer (chunk, tf32)"
+	cat "$R/roformer-gpu-chunk-tf32-profile.txt" "$R/roformer-gpu-chunk-tf32.json"
+	# songs: CLBlast (the default), the own kernel, tf32 and bf16 on the tensor cores
+	for g in clblast own tf32 bf16; do
 		p=fp32
 		[ $g = bf16 ] && p=bf16
 		SB_CL_GEMM=${g/bf16/own} sb "$C/bin/bench_roformer" "$M.safetensors" --device "$gpu" \

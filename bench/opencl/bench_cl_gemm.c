@@ -9,7 +9,8 @@
  *     --device  the device (default: the first GPU, else the first OpenCL device)
  *     --gemm    the product paths to time, in order (default clblast,own,tiled); mma is the
  *               device opened for bf16 products (--precision bf16: NVIDIA's tensor cores,
- *               cl_gemm_mma.h; SB_CL_MMA=emulate elsewhere), its vs_first the bf16 rounding's
+ *               cl_gemm_mma.h; SB_CL_MMA=emulate elsewhere), tf32 the tensor cores with tf32
+ *               inputs (SB_CL_GEMM=tf32); their vs_first is the rounding's
  *     --tiles   more runs of the tiled kernel, one per tiling "TM,TN,TK,WM,WN" ('/' between
  *               them), each alone (SB_CL_TILE), e.g. 128,128,16,8,8/128,64,16,8,4
  *     --mma-tiles  more runs of the tensor-core kernel, one per "BM,BN" (SB_CL_MMA_TILE)
@@ -207,8 +208,10 @@ static int run_path(const sb_device_props *dev, const char *label, int scale, do
 			       "\"vs_first\": %.1e}\n", label, products, h.M, h.N, h.K,
 			       h.tb ? " (B^T)" : "", h.batch, h.what, 1e3 * per, flops / per / 1e12, reps,
 			       vs);
-			/* bf16 inputs: about 2^-9 relative each, so 1e-2 over a sum */
-			if (!(vs < (bf16 ? 1e-2 : 1e-4))) {
+			/* bf16 or tf32 inputs (2^-9, 2^-12 relative each): 1e-2 over a sum */
+			const int reduced = strcmp(x.be->precision ? x.be->precision(x.d) : "fp32",
+			                           "fp32");
+			if (!(vs < (reduced ? 1e-2 : 1e-4))) {
 				fprintf(stderr, "bench_cl_gemm: %s differs from the first path on %s "
 				        "(rel L2 %.1e)\n", label, h.what, vs);
 				failed = 1;

@@ -9,7 +9,8 @@
  * the CPU backend splits them over its threads, with offsets into buffers and padded leading
  * dimensions, and batches whose items share one weight (stride 0).
  *
- * usage: test_ops [--ops gemm,attention] [--expect PRODUCTS] [--expect-kernel NAME] [--bf16]
+ * usage: test_ops [--ops gemm,attention] [--expect PRODUCTS] [--expect-kernel NAME]
+ *                 [--bf16 | --tf32]
  *   prints one line per backend, device and operation; exit 1 on a failure.
  *   POCL_DEVICES="pthread pthread" gives two OpenCL devices.
  *   --ops      only these operations' cases (gemm, attention), so a product kernel chosen by
@@ -22,6 +23,8 @@
  *              rounds A and B to bf16 (to nearest even) and sums exactly, so a device's
  *              error is its fp32 sums' alone; every device outside the CPU backend must say it
  *              ran bf16, and a CPU without bf16 instructions is left out (test_gemm checks it)
+ *   --tf32     the same for tf32 inputs (to nearest, ties away), the product path the
+ *              environment chose (SB_CL_GEMM=tf32); the CPU backend, which has none, left out
  */
 #include "backend/backend.h"
 #include "models/classic/classic_ops.h"
@@ -33,14 +36,18 @@
 #include <string.h>
 
 static int failures;
-static int bf16_mode; /* --bf16 */
+static int bf16_mode, tf32_mode; /* --bf16, --tf32 */
 
-/* x rounded to bf16 (to nearest even), as a float */
-static float round_bf16(float x)
+/* x as a product's input: rounded to bf16 (to nearest even) or to tf32 (to nearest, ties away
+ * from zero) in those modes */
+static float rounded(float x)
 {
 	uint32_t u;
 	memcpy(&u, &x, sizeof u);
-	u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+	if (bf16_mode)
+		u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+	else if (tf32_mode)
+		u = (u + 0x1000u) & 0xffffe000u;
 	memcpy(&x, &u, sizeof x);
 	return x;
 }
@@ -242,12 +249,9 @@ static void case_gemm_at(run *r, int M, int N, int K, int tb, int batch, int bat
 				for (int n = 0; n < N; n++) {
 					double s = 0;
 					for (int k = 0; k < K; k++) {
-						float x = a[(size_t)m * lda + k],
-						      y = tb ? b[(size_t)n * ldb + k] : b[(size_t)k * ldb + n];
-						if (bf16_mode) {
-							x = round_bf16(x);
-							y = round_bf16(y);
-						}
+						const float x = rounded(a[(size_t)m * lda + k]),
+						            y = rounded(tb ? b[(size_t)n * ldb + k]
+						                           : b[(size_t)k * ldb + n]);
 						s += (double)x * y;
 					}
 					c[(size_t)m * ldc + n] = alpha * s + beta * c[(size_t)m * ldc + n];
@@ -1203,9 +1207,11 @@ int main(int argc, char **argv)
 			expect_kernel = argv[++i];
 		} else if (!strcmp(argv[i], "--bf16")) {
 			bf16_mode = 1;
+		} else if (!strcmp(argv[i], "--tf32")) {
+			tf32_mode = 1;
 		} else {
 			fprintf(stderr, "usage: test_ops [--ops gemm,attention] [--expect PRODUCTS] "
-			        "[--expect-kernel NAME] [--bf16]\n");
+			        "[--expect-kernel NAME] [--bf16 | --tf32]\n");
 			return 2;
 		}
 	}
@@ -1259,16 +1265,19 @@ int main(int argc, char **argv)
 			failures++;
 			continue;
 		}
-		if (bf16_mode && x.be == sb_backend_cpu() &&
-		    strcmp(x.be->precision ? x.be->precision(x.d) : "fp32", "bf16")) {
-			printf("  %-9s runs fp32 for bf16 (no bf16 instructions): left out\n", d->id);
+		if ((bf16_mode && x.be == sb_backend_cpu() &&
+		     strcmp(x.be->precision ? x.be->precision(x.d) : "fp32", "bf16")) ||
+		    (tf32_mode && x.be == sb_backend_cpu())) {
+			printf("  %-9s runs fp32 (no %s products): left out\n", d->id,
+			       tf32_mode ? "tf32" : "bf16");
 			sb_exec_close(&x);
 			continue;
 		}
 		arena a = {&x, {0}, 0, 0, 5};
 		results mine = {{0}, {0}, 0};
-		/* bf16: the reference alone (the devices' sums run in different orders) */
-		run r = {&a, d->id, i == 0 || bf16_mode ? NULL : &cpu, i == 0 ? &cpu : &mine, 0};
+		/* bf16, tf32: the reference alone (the devices' sums run in different orders) */
+		run r = {&a, d->id, i == 0 || bf16_mode || tf32_mode ? NULL : &cpu,
+		         i == 0 ? &cpu : &mine, 0};
 		rng = 12345u;
 		if (expect_kernel && x.be != sb_backend_cpu())
 			x.be->set_profiling(x.d, 1);
@@ -1291,8 +1300,9 @@ int main(int argc, char **argv)
 		const char *products = x.be->describe(x.d);
 		printf("  %-9s products through %s\n", d->id, products);
 		const char *prec = x.be->precision ? x.be->precision(x.d) : "fp32";
-		if (bf16_mode && strcmp(prec, "bf16")) {
-			printf("  FAIL: %s ran its products in %s, not bf16\n", d->id, prec);
+		const char *want_prec = bf16_mode ? "bf16" : tf32_mode ? "tf32" : NULL;
+		if (want_prec && strcmp(prec, want_prec)) {
+			printf("  FAIL: %s ran its products in %s, not %s\n", d->id, prec, want_prec);
 			failures++;
 		}
 		if (expect && x.be != sb_backend_cpu() && strncmp(products, expect, strlen(expect))) {

@@ -1167,6 +1167,35 @@ def stem_files(out, track):
     return [os.path.join(out, track, s + ".wav") for s in STEMS]
 
 
+def precision_run(tmp, inp, model, name, extra, env=None):
+    """separate INP with MODEL (its CLI arguments) into tmp/NAME: (folder, process, the
+    manifest's precision)"""
+    out = os.path.join(tmp, name)
+    r = run(["separate", inp, "-o", out] + model + extra, env=env)
+    check(r.returncode == 0, f"{name}: exit {r.returncode}: {r.stderr}")
+    m = json.load(open(os.path.join(out, "p", "manifest.json"))) if r.returncode == 0 else {}
+    return out, r, m.get("precision", {})
+
+
+def check_bf16_stems(inp, b16, f32, what):
+    """bf16 stems (folder b16) near the fp32 ones (f32) but not the same, adding back to INP"""
+    worst, same = 0.0, 0
+    for a, b in zip(stem_files(b16, "p"), stem_files(f32, "p")):
+        d = rel_diff(wavio.read_wav(a)[0], wavio.read_wav(b)[0])
+        worst = max(worst, d)
+        same += d == 0
+    print(f"{what} stems against fp32: worst relative L2 {worst:.3g}")
+    check(same < len(STEMS) and worst < 2e-2,
+          f"{what} stems against fp32: worst relative L2 {worst:.3g}, {same} identical")
+    err = sum_check(inp, stem_files(b16, "p"))
+    check(err is not None and err < 1e-4, f"{what} stems add back to the input: {err}")
+
+
+def same_stems(a, b):
+    return all(open(x, "rb").read() == open(y, "rb").read()
+               for x, y in zip(stem_files(a, "p"), stem_files(b, "p")))
+
+
 def group_precision(tmp):
     """The CPU's products as a user meets them: `devices` says which instructions and which
     product path the CPU uses, and a forced OpenBLAS fallback core changes neither; --precision
@@ -1189,11 +1218,7 @@ def group_precision(tmp):
     model = ["--model", "htdemucs-mini", "--model-path", FIXTURES, "--device", "cpu"]
 
     def separate(name, extra, env=None):
-        out = os.path.join(tmp, name)
-        r = run(["separate", inp, "-o", out] + model + extra, env=env)
-        check(r.returncode == 0, f"{name}: exit {r.returncode}: {r.stderr}")
-        m = json.load(open(os.path.join(out, "p", "manifest.json"))) if r.returncode == 0 else {}
-        return out, r, m.get("precision", {})
+        return precision_run(tmp, inp, model, name, extra, env)
 
     f32, _, pf = separate("fp32", [])
     check(pf.get("requested") == "fp32" and pf.get("used") == "fp32" and pf.get("products"),
@@ -1202,16 +1227,7 @@ def group_precision(tmp):
     if has_bf16:
         check(pb.get("requested") == "bf16" and pb.get("used") == "bf16" and
               "bf16" in pb.get("products", ""), f"bf16 manifest precision {pb}")
-        worst, same = 0.0, 0
-        for a, b in zip(stem_files(b16, "p"), stem_files(f32, "p")):
-            d = rel_diff(wavio.read_wav(a)[0], wavio.read_wav(b)[0])
-            worst = max(worst, d)
-            same += d == 0
-        print(f"bf16 stems against fp32: worst relative L2 {worst:.3g}")
-        check(same < len(STEMS) and worst < 2e-2,
-              f"bf16 stems against fp32: worst relative L2 {worst:.3g}, {same} identical")
-        err = sum_check(inp, stem_files(b16, "p"))
-        check(err is not None and err < 1e-4, f"bf16 stems add back to the input: {err}")
+        check_bf16_stems(inp, b16, f32, "bf16")
     else:
         print("this CPU has no AVX512_BF16: bf16 checked as the fallback only")
     # a CPU without the instructions (capped here): one warning, fp32, the fp32 stems exactly
@@ -1222,9 +1238,7 @@ def group_precision(tmp):
           f"bf16 without the instructions must say so once: {r.stderr!r}")
     check(pc.get("requested") == "bf16" and pc.get("used") == "fp32",
           f"bf16 without the instructions: manifest {pc}")
-    check(all(open(a, "rb").read() == open(b, "rb").read()
-              for a, b in zip(stem_files(c16, "p"), stem_files(c32, "p"))),
-          "bf16 without the instructions must give the fp32 stems")
+    check(same_stems(c16, c32), "bf16 without the instructions must give the fp32 stems")
     expect_refusal(["separate", inp, "-o", os.path.join(tmp, "x"), "--precision", "fp16"],
                    "an unknown precision", os.path.join(tmp, "x"), needle="fp16")
 
@@ -1241,11 +1255,7 @@ def group_precision_opencl(tmp):
     model = ["--model", "htdemucs-mini", "--model-path", FIXTURES, "--device", "opencl:0"]
 
     def separate(name, extra, env=None):
-        out = os.path.join(tmp, name)
-        r = run(["separate", inp, "-o", out] + model + extra, env=env)
-        check(r.returncode == 0, f"{name}: exit {r.returncode}: {r.stderr}")
-        m = json.load(open(os.path.join(out, "p", "manifest.json"))) if r.returncode == 0 else {}
-        return out, r, m.get("precision", {})
+        return precision_run(tmp, inp, model, name, extra, env)
 
     f32, _, pf = separate("fp32", [])
     check(pf.get("requested") == "fp32" and pf.get("used") == "fp32",
@@ -1255,22 +1265,11 @@ def group_precision_opencl(tmp):
           "running fp32" in r.stderr, f"bf16 without tensor cores must say so once: {r.stderr!r}")
     check(pn.get("requested") == "bf16" and pn.get("used") == "fp32",
           f"bf16 without tensor cores: manifest {pn}")
-    check(all(open(a, "rb").read() == open(b, "rb").read()
-              for a, b in zip(stem_files(n16, "p"), stem_files(f32, "p"))),
-          "bf16 without tensor cores must give the fp32 stems")
+    check(same_stems(n16, f32), "bf16 without tensor cores must give the fp32 stems")
     b16, r, pb = separate("mma", ["--precision", "bf16"], env={"SB_CL_MMA": "emulate"})
     check(pb.get("requested") == "bf16" and pb.get("used") == "bf16" and
           "tensor cores" in pb.get("products", ""), f"bf16 manifest precision {pb}")
-    worst, same = 0.0, 0
-    for a, b in zip(stem_files(b16, "p"), stem_files(f32, "p")):
-        d = rel_diff(wavio.read_wav(a)[0], wavio.read_wav(b)[0])
-        worst = max(worst, d)
-        same += d == 0
-    print(f"bf16 (tensor-core kernel, emulated) stems against fp32: worst relative L2 {worst:.3g}")
-    check(same < len(STEMS) and worst < 2e-2,
-          f"bf16 stems against fp32: worst relative L2 {worst:.3g}, {same} identical")
-    err = sum_check(inp, stem_files(b16, "p"))
-    check(err is not None and err < 1e-4, f"bf16 stems add back to the input: {err}")
+    check_bf16_stems(inp, b16, f32, "bf16 (tensor-core kernel, emulated)")
 
 
 GROUPS = {"toy": group_toy, "share_slow": group_share_slow, "share_held": group_share_held, "precision": group_precision, "precision_opencl": group_precision_opencl, "batch": group_batch, "damaged": group_damaged, "signals": group_signals, "commit": group_commit,

@@ -12,6 +12,7 @@
 #include "backend/opencl/cl_gemm_tiled.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -70,6 +71,7 @@ static void cl_close(sb_bdev *d)
 		clReleaseProgram(d->att_prog);
 	sb_cl_tiled_free(d->tiled);
 	sb_cl_mma_free(d->mma);
+	sb_cl_mma_free(d->tf32);
 	if (d->parts)
 		clReleaseMemObject(d->parts);
 	if (d->stats)
@@ -340,6 +342,8 @@ static const char *cl_describe(const sb_bdev *d)
 {
 	if (d->want_bf16 && d->mma)
 		return sb_cl_mma_describe(d->mma);
+	if (d->built && d->tf32 && d->gemm == SB_CL_GEMM_TF32)
+		return sb_cl_mma_describe(d->tf32);
 	if (d->built && d->tiled && d->gemm == SB_CL_GEMM_TILED)
 		return sb_cl_tiled_describe(d->tiled); /* with its tiling */
 	return sb_cl_gemm_name(d->built ? d->gemm : sb_cl_gemm_planned());
@@ -347,13 +351,26 @@ static const char *cl_describe(const sb_bdev *d)
 
 static const char *cl_precision(const sb_bdev *d)
 {
-	return d->want_bf16 && d->mma ? "bf16" : "fp32";
+	return d->want_bf16 && d->mma ? "bf16" : d->gemm == SB_CL_GEMM_TF32 && d->tf32 ? "tf32" : "fp32";
 }
 
 /* the next products' precision; the tensor-core kernel is built at the first bf16 product */
 static void cl_set_precision(sb_bdev *d, sb_precision p)
 {
 	d->want_bf16 = p == SB_PREC_BF16;
+}
+
+/* for `stembridge devices`: what runs the products, and whether bf16 can (no device opened) */
+static void cl_details(const sb_device_props *p, char *buf, size_t len)
+{
+	unsigned cc = 0;
+	const char *why = NULL;
+	if (sb_cl_mma_native_id((cl_device_id)p->native[1], p->platform, &cc, &why))
+		snprintf(buf, len, "products: fp32 %s, bf16 on its tensor cores (compute capability "
+		         "%u.%u)", sb_cl_gemm_name(sb_cl_gemm_planned()), cc / 10, cc % 10);
+	else
+		snprintf(buf, len, "products: fp32 %s, bf16 not available (runs fp32)",
+		         sb_cl_gemm_name(sb_cl_gemm_planned()));
 }
 
 const sb_backend sb_backend_opencl_impl = {
@@ -382,4 +399,5 @@ const sb_backend sb_backend_opencl_impl = {
 	.describe = cl_describe,
 	.precision = cl_precision,
 	.set_precision = cl_set_precision,
+	.details = cl_details,
 };

@@ -51,7 +51,8 @@ struct sb_bdev {
 	struct sb_cl_tiled *tiled; /* the tiled kernel's programs, when it is the choice */
 	int want_bf16;          /* bf16 products asked for (open, set_precision) */
 	int mma_tried;          /* bf16 was asked once: mma is what it got (NULL: fp32) */
-	struct sb_cl_mma *mma;  /* the tensor-core products (cl_gemm_mma.h) */
+	struct sb_cl_mma *mma;  /* the tensor-core products in bf16 (cl_gemm_mma.h) */
+	struct sb_cl_mma *tf32; /* and in tf32, when SB_CL_GEMM=tf32 is the product path */
 	int profiling;
 	long prof_calls[P_COUNT];
 	double prof_s[P_COUNT], prof_flops[P_COUNT];

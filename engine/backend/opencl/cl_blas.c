@@ -34,7 +34,8 @@ int sb_cl_blas_available(void)
 const char *sb_cl_gemm_name(sb_cl_gemm_kind k)
 {
 	return k == SB_CL_GEMM_CLBLAST ? "CLBlast " SB_CLBLAST_VERSION
-	       : k == SB_CL_GEMM_TILED ? "tiled kernel" : "own kernel";
+	       : k == SB_CL_GEMM_TILED ? "tiled kernel"
+	       : k == SB_CL_GEMM_TF32  ? "tensor cores, tf32" : "own kernel";
 }
 
 /* ---- tuning files ---- */
@@ -264,7 +265,8 @@ static sb_cl_gemm_kind asked(const char *env)
 {
 	/* the default stays CLBlast until a GPU measures a kernel faster in the models (cl_blas.h) */
 	return env && !strcmp(env, "own") ? SB_CL_GEMM_OWN
-	       : env && !strcmp(env, "tiled") ? SB_CL_GEMM_TILED : SB_CL_GEMM_CLBLAST;
+	       : env && !strcmp(env, "tiled") ? SB_CL_GEMM_TILED
+	       : env && !strcmp(env, "tf32")  ? SB_CL_GEMM_TF32 : SB_CL_GEMM_CLBLAST;
 }
 
 sb_cl_gemm_kind sb_cl_gemm_planned(void)
@@ -279,8 +281,8 @@ sb_cl_gemm_kind sb_cl_gemm_choose(sb_cl_device *d)
 	sb_cl_gemm_kind k = asked(env);
 	if (k == SB_CL_GEMM_CLBLAST && env && *env && strcmp(env, "clblast"))
 		sb_log(sb_cl_device_logger(d), SB_LOG_WARNING,
-		       "SB_CL_GEMM='%s' is none of 'clblast', 'own', 'tiled': ignored", env);
-	if (k == SB_CL_GEMM_TILED)
+		       "SB_CL_GEMM='%s' is none of 'clblast', 'own', 'tiled', 'tf32': ignored", env);
+	if (k == SB_CL_GEMM_TILED || k == SB_CL_GEMM_TF32)
 		return k;
 #ifdef SB_HAVE_CLBLAST
 	if (k == SB_CL_GEMM_CLBLAST) {

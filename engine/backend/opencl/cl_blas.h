@@ -8,9 +8,10 @@
  * products 2.5x faster than our plain tiled kernel (ops.cl), which stays as
  * the fallback when CLBlast is absent at build time or refuses a product.
  *
- * CHOICE (sb_cl_gemm_choose): the environment variable SB_CL_GEMM = "clblast", "own" or
- * "tiled" forces one (for benches and tests); otherwise CLBlast on every device when the build
- * has it. "tiled" is the register-tiled, double-buffered kernel of gemm.cl (cl_gemm_tiled.h),
+ * CHOICE (sb_cl_gemm_choose): the environment variable SB_CL_GEMM = "clblast", "own", "tiled"
+ * or "tf32" forces one (for benches and tests); otherwise CLBlast on every device when the build
+ * has it. "tf32" is NVIDIA's tensor cores with inputs rounded to tf32 (cl_gemm_mma.h), a
+ * candidate for the default there once bench/gpu has measured its speed and its stems. "tiled" is the register-tiled, double-buffered kernel of gemm.cl (cl_gemm_tiled.h),
  * written for issue #24 (products near cuBLAS on the H100) and not measured on a GPU yet: it
  * becomes the default on a device only when bench/gpu's gemm step shows it faster there than
  * CLBlast (bench/gpu/README.md).
@@ -34,7 +35,9 @@
 
 #include "backend/opencl/cl_internal.h"
 
-typedef enum { SB_CL_GEMM_OWN = 0, SB_CL_GEMM_CLBLAST, SB_CL_GEMM_TILED } sb_cl_gemm_kind;
+typedef enum {
+	SB_CL_GEMM_OWN = 0, SB_CL_GEMM_CLBLAST, SB_CL_GEMM_TILED, SB_CL_GEMM_TF32
+} sb_cl_gemm_kind;
 
 /* What a backend should use on d (see CHOICE above). When it is CLBlast, the tuning files for
  * d are applied first (once per device per process) and the outcome logged. */
@@ -42,7 +45,7 @@ sb_cl_gemm_kind sb_cl_gemm_choose(sb_cl_device *d);
 /* What sb_cl_gemm_choose() will pick, without its tuning or its messages: for a description
  * before the first product */
 sb_cl_gemm_kind sb_cl_gemm_planned(void);
-/* "CLBlast 1.5.3", "own kernel", "tiled kernel" */
+/* "CLBlast 1.5.3", "own kernel", "tiled kernel", "tensor cores, tf32" */
 const char *sb_cl_gemm_name(sb_cl_gemm_kind k);
 /* 1 when this build has CLBlast */
 int sb_cl_blas_available(void);

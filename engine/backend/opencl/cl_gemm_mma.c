@@ -13,6 +13,7 @@
 
 #ifndef CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV
 #define CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV 0x4000 /* cl_nv_device_attribute_query */
+#define CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV 0x4001
 #endif
 
 typedef struct {
@@ -28,25 +29,32 @@ struct sb_cl_mma {
 	char desc[160];
 };
 
-int sb_cl_mma_native(sb_cl_device *d, const char **why)
+int sb_cl_mma_native_id(cl_device_id id, const char *platform, unsigned *cc, const char **why)
 {
-	const sb_device_props *p = sb_cl_device_props(d);
-	cl_device_id id = sb_cl_device_id(d);
 	cl_device_type type = 0;
 	clGetDeviceInfo(id, CL_DEVICE_TYPE, sizeof type, &type, NULL);
-	if (!strstr(p->platform, "NVIDIA") || !(type & CL_DEVICE_TYPE_GPU)) {
+	*cc = 0;
+	if (!strstr(platform, "NVIDIA") || !(type & CL_DEVICE_TYPE_GPU)) {
 		*why = "bf16 products on OpenCL need an NVIDIA GPU's tensor cores";
 		return 0;
 	}
-	cl_uint major = 0;
+	cl_uint major = 0, minor = 0;
 	if (clGetDeviceInfo(id, CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV, sizeof major, &major, NULL) !=
 	            CL_SUCCESS ||
 	    major < 8) {
 		*why = "bf16 products need compute capability 8.0 or later (Ampere, Ada, Hopper)";
 		return 0;
 	}
+	clGetDeviceInfo(id, CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV, sizeof minor, &minor, NULL);
+	*cc = major * 10 + minor;
 	*why = NULL;
 	return 1;
+}
+
+int sb_cl_mma_native(sb_cl_device *d, const char **why)
+{
+	unsigned cc = 0;
+	return sb_cl_mma_native_id(sb_cl_device_id(d), sb_cl_device_props(d)->platform, &cc, why);
 }
 
 /* NULL when mma.cl can run t, else why not */
@@ -77,7 +85,7 @@ const char *sb_cl_mma_describe(const sb_cl_mma *m)
 	return m->desc;
 }
 
-sb_status sb_cl_mma_open(sb_bdev *c, int emulate, sb_cl_mma **out)
+sb_status sb_cl_mma_open(sb_bdev *c, int emulate, int tf32, sb_cl_mma **out)
 {
 	*out = NULL;
 	const sb_device_props *p = sb_cl_device_props(c->dev);
@@ -111,8 +119,9 @@ sb_status sb_cl_mma_open(sb_bdev *c, int emulate, sb_cl_mma **out)
 		sb_status st = SB_ERR_DEVICE;
 		for (int spelling = 0; st == SB_ERR_DEVICE && spelling < (emulate ? 1 : 2); spelling++) {
 			char opts[160];
-			snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DBM=%d -DBN=%d -DMMA_PTX=%d%s",
-			         m->t[i].bm, m->t[i].bn, !emulate, spelling ? " -DSB_ASM=__asm__" : "");
+			snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DBM=%d -DBN=%d -DMMA_PTX=%d "
+			         "-DMMA_TF32=%d%s", m->t[i].bm, m->t[i].bn, !emulate, tf32,
+			         spelling ? " -DSB_ASM=__asm__" : "");
 			st = sb_cl_device_build(c->dev, "mma", (const char *)mma_cl, opts, &m->prog[i],
 			                        NULL);
 		}
@@ -123,8 +132,9 @@ sb_status sb_cl_mma_open(sb_bdev *c, int emulate, sb_cl_mma **out)
 			return st;
 		}
 	}
-	int at = snprintf(m->desc, sizeof m->desc, "tensor cores, bf16%s (mma m16n8k16), %dx%d "
-	                  "tiles", emulate ? " emulated" : "", m->t[0].bm, m->t[0].bn);
+	int at = snprintf(m->desc, sizeof m->desc, "tensor cores, %s%s (mma %s), %dx%d tiles",
+	                  tf32 ? "tf32" : "bf16", emulate ? " emulated" : "",
+	                  tf32 ? "m16n8k8" : "m16n8k16", m->t[0].bm, m->t[0].bn);
 	if (m->n == 2)
 		snprintf(m->desc + at, sizeof m->desc - (size_t)at, ", %dx%d below %u", m->t[1].bm,
 		         m->t[1].bn, m->cus);

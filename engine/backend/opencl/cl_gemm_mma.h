@@ -21,16 +21,20 @@
 typedef struct sb_cl_mma sb_cl_mma;
 
 /* 1 when d runs mma.cl's instruction natively (NVIDIA, compute capability >= 8.0); *why says
- * why not otherwise */
+ * why not otherwise. The _id form, for a device not opened (listings), also gives the compute
+ * capability as 10 major + minor. */
 int sb_cl_mma_native(sb_cl_device *d, const char **why);
-/* Builds the programs for c's device, the instruction native or emulated. SB_OK when ready;
- * SB_ERR_DEVICE (logged) when a build failed (a driver that refuses the asm), SB_ERR_NOMEM. */
-sb_status sb_cl_mma_open(sb_bdev *c, int emulate, sb_cl_mma **out);
+int sb_cl_mma_native_id(cl_device_id id, const char *platform, unsigned *cc, const char **why);
+/* Builds the programs for c's device, bf16 or tf32 (inputs rounded to 10-bit mantissas:
+ * SB_CL_GEMM=tf32), the instruction native or emulated. SB_OK when ready; SB_ERR_DEVICE
+ * (logged) when a build failed (a driver that refuses the asm), SB_ERR_NOMEM. */
+sb_status sb_cl_mma_open(sb_bdev *c, int emulate, int tf32, sb_cl_mma **out);
 void sb_cl_mma_free(sb_cl_mma *m);
-/* "tensor cores, bf16 (mma m16n8k16), 128x64 tiles, 64x64 below 132" */
+/* "tensor cores, bf16 (mma m16n8k16), 128x64 tiles, 64x64 below 132" (or tf32, m16n8k8) */
 const char *sb_cl_mma_describe(const sb_cl_mma *m);
 
-/* As cl_blas.h's sb_cl_sgemm, with A and B rounded to bf16 (to nearest even) and fp32 sums;
+/* As cl_blas.h's sb_cl_sgemm, with A and B rounded to bf16 (to nearest even) or tf32 (to
+ * nearest, ties away) and fp32 sums;
  * enqueued on c's queue through sb_cl_run (failures kept in c). */
 void sb_cl_mma_gemm(sb_bdev *c, sb_cl_mma *m, int M, int N, int K, float alpha, sb_dv A, int lda,
                     long sa, sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C, int ldc,

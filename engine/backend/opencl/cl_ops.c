@@ -90,7 +90,7 @@ static sb_status bf16_products(sb_bdev *c)
 			       sb_cl_device_props(c->dev)->label);
 		return SB_OK;
 	}
-	const sb_status st = sb_cl_mma_open(c, emulate, &c->mma);
+	const sb_status st = sb_cl_mma_open(c, emulate, 0, &c->mma);
 	if (st == SB_ERR_NOMEM)
 		return st;
 	if (st != SB_OK && !atomic_flag_test_and_set(&said))
@@ -112,6 +112,11 @@ static void gemm_one(sb_bdev *c, int M, int N, int K, float alpha, sb_dv A, int 
 	}
 	if (c->want_bf16 && c->mma) {
 		sb_cl_mma_gemm(c, c->mma, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc,
+		               batch);
+		return;
+	}
+	if (c->gemm == SB_CL_GEMM_TF32) {
+		sb_cl_mma_gemm(c, c->tf32, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc,
 		               batch);
 		return;
 	}
@@ -521,9 +526,26 @@ sb_status sb_cl_ops_ready(sb_bdev *c)
 			c->gemm = SB_CL_GEMM_OWN;
 		}
 	}
+	if (c->gemm == SB_CL_GEMM_TF32) {
+		const char *env = getenv("SB_CL_MMA"), *why = NULL;
+		const int emulate = env && !strcmp(env, "emulate");
+		st = emulate || sb_cl_mma_native(c->dev, &why) ? sb_cl_mma_open(c, emulate, 1, &c->tf32)
+		                                               : SB_ERR_UNSUPPORTED;
+		if (st == SB_ERR_NOMEM) {
+			sb_cl_fail(c, st);
+			return st;
+		}
+		if (st != SB_OK) {
+			sb_log(c->log, SB_LOG_WARNING, "SB_CL_GEMM=tf32 cannot run on %s (%s): the own "
+			       "kernel instead", sb_cl_device_props(c->dev)->label,
+			       why ? why : "its build failed");
+			c->gemm = SB_CL_GEMM_OWN;
+		}
+	}
 	sb_log(c->log, SB_LOG_INFO, "matrix products on %s through %s",
 	       sb_cl_device_props(c->dev)->label,
-	       c->tiled ? sb_cl_tiled_describe(c->tiled) : sb_cl_gemm_name(c->gemm));
+	       c->tiled ? sb_cl_tiled_describe(c->tiled)
+	       : c->tf32 ? sb_cl_mma_describe(c->tf32) : sb_cl_gemm_name(c->gemm));
 	return SB_OK;
 }
 

@@ -1,33 +1,38 @@
-/* Matrix products on NVIDIA's tensor cores with bf16 inputs and fp32 sums (--precision bf16 on
- * an OpenCL GPU; cl_gemm_mma.c builds and launches it): C = alpha * A (M x K) * op(B) + beta * C,
- * row-major, batched over dimension 2, with the arguments of gemm.cl's gemm_tiled.
+/* Matrix products on NVIDIA's tensor cores with bf16 or tf32 inputs and fp32 sums
+ * (cl_gemm_mma.c builds and launches it): C = alpha * A (M x K) * op(B) + beta * C, row-major,
+ * batched over dimension 2, with the arguments of gemm.cl's gemm_tiled. bf16 is what
+ * --precision bf16 runs on an NVIDIA GPU; tf32 (MMA_TF32=1: inputs rounded to 10-bit
+ * mantissas, to nearest, ties away, as cvt.rna) is SB_CL_GEMM=tf32, a candidate for the fp32
+ * default that bench/gpu measures.
  *
  * WHY INLINE PTX: NVIDIA's OpenCL has no cl_khr_fp16 and no matrix extension, so its tensor
  * cores are reached only through the PTX instruction the CUDA libraries use, written inline
  * (NVIDIA's OpenCL compiler passes asm() through, as Leela Zero's OpenCL tensor-core path
- * did): mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32, compute capability 8.0 and
- * later. On the H100 this is 16x the fp32 FMA rate on paper (bf16 dense 989 against 67
- * TFLOP/s); the products of a pass were 2/3 of its time at 20 TFLOP/s.
+ * did): mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 (or m16n8k8 .tf32), compute
+ * capability 8.0 and later. On the H100 this is 16x (bf16) or 8x (tf32) the fp32 FMA rate on
+ * paper; the products of a pass were 2/3 of its time at 20 TFLOP/s.
  *
  * THE SCHEME: a work-group of 4 warps (128 items, one dimension, so items 32w .. 32w+31 are
  * warp w's lanes as NVIDIA runs them) computes a BM x BN tile of C; warp (wm, wn) of a 2 x 2
  * grid holds a (BM/2) x (BN/2) block as MI x NI fragments of 16 x 8 in registers (4 floats a
- * lane each). K advances 32 at a time through two local buffers, as gemm.cl does: the next
- * tile read from global memory into registers (rounded to bf16 there, packed two along k in
- * a uint) while the current one is multiplied, one barrier a step. Both operands sit in local
- * memory row by row along k (A as [m][k], B as [n][k]) with rows padded to 20 uints, so the
- * 32 lanes of a fragment read (row g, pair t) for g < 8, t < 4 fall in 32 different banks.
+ * lane each). K advances 16 words at a time (32 k of bf16 packed two to a word, 16 of tf32)
+ * through two local buffers, as gemm.cl does: the next tile read from global memory into
+ * registers (rounded there) while the current one is multiplied, one barrier a step. Both
+ * operands sit in local memory row by row along k (A as [m][k], B as [n][k]) with rows padded
+ * to 20 words, so the 32 lanes of a fragment read (row g, word t) for g < 8, t < 4 fall in 32
+ * different banks.
  *
- * THE FRAGMENTS (PTX ISA, "matrix fragments for mma.m16n8k16 with floating point type"): lane
- * = 4 g + t; A's four registers hold rows g, g+8, g, g+8 at k pairs t, t, t+4, t+4 (even k in
- * the low half); B's two hold column g at k pairs t and t+4; C's four floats are rows g, g,
- * g+8, g+8 at columns 2t, 2t+1, 2t, 2t+1.
+ * THE FRAGMENTS (PTX ISA, "matrix fragments for mma.m16n8k16 with floating point type" and
+ * "for mma.m16n8k8 with .tf32"): lane = 4 g + t; A's four registers hold rows g, g+8, g, g+8 at
+ * words t, t, t+4, t+4 of the instruction's k (a word: two bf16, the even k in the low half,
+ * or one tf32); B's two hold column g at words t and t+4; C's four floats are rows g, g, g+8,
+ * g+8 at columns 2t, 2t+1, 2t, 2t+1. So both types read local memory the same way.
  *
  * MMA_PTX=0 (any other device, for the tests): the same kernel with the instruction emulated
- * through local memory (each lane posts its registers, the warp's 16 x 8 x 16 product is
- * formed from them by the layout above): PoCL checks the tiling, the edges and the fragment
- * mapping, and the stems' change from bf16, in every test run. Only the asm line itself is
- * left to a GPU (bench/gpu's check step).
+ * through local memory (each lane posts its registers, the warp's product is formed from them
+ * by the layout above): PoCL checks the tiling, the edges and the fragment mapping, and the
+ * stems' change, in every test run. Only the asm line itself is left to a GPU (bench/gpu's
+ * check step).
  */
 #ifndef BM
 #define BM 128
@@ -37,6 +42,9 @@
 #endif
 #ifndef MMA_PTX
 #define MMA_PTX 0
+#endif
+#ifndef MMA_TF32
+#define MMA_TF32 0
 #endif
 /* how the driver's compiler spells inline assembly: asm (NVIDIA's, as Leela Zero used it), or
  * __asm__ (clang's OpenCL, and the host's second try when asm does not build) */
@@ -51,24 +59,26 @@
 #define UNROLL
 #endif
 
-#define BK 32                /* k per step: two instructions of 16 */
+#define KPW (MMA_TF32 ? 1 : 2) /* k per word */
+#define BK (16 * KPW)        /* k per step: 16 words, two instructions */
 #define NW 4                 /* warps, 2 x 2 */
 #define NT (32 * NW)         /* items */
 #define WTM (BM / 2)         /* a warp's block */
 #define WTN (BN / 2)
 #define MI (WTM / 16)        /* its fragments */
 #define NI (WTN / 8)
-#define LDP (BK / 2 + 4)     /* local row: 16 pairs + 4 of padding */
+#define LDP (16 + 4)         /* local row: 16 words + 4 of padding */
 #define AV (BM * BK / 4)     /* float4s of a tile of A */
 #define BV (BN * BK / 4)     /* of B */
 #define LA ((AV + NT - 1) / NT)
 #define LB ((BV + NT - 1) / NT)
-/* B as K x N (tb = 0): unit v reads 4 columns of two rows of K (a pair). BCH units run along
- * a row (up to 128 contiguous bytes, whole sectors), the next BCH the next pair: their stores
- * into [n][pair] then fall in 4 bank groups rather than 2 */
+#define UB (16 * (BN / 4))   /* units of B as K x N: a word of k by 4 columns */
+/* B as K x N (tb = 0): unit v reads 4 columns of the KPW rows of K of a word. BCH units run
+ * along a row (up to 128 contiguous bytes, whole sectors), the next BCH the next word: their
+ * stores into [n][word] then fall in 4 bank groups rather than 2 */
 #define BCH (BN / 4 < 8 ? BN / 4 : 8)
-#define BPAIR(v) (((v) / BCH) % (BK / 2))
-#define BCOL4(v) ((v) % BCH + BCH * ((v) / (BCH * (BK / 2))))
+#define BWORD(v) (((v) / BCH) % 16)
+#define BCOL4(v) ((v) % BCH + BCH * ((v) / (BCH * 16)))
 
 /* x rounded to bf16, to nearest even (as the CPU's bf16 products), in the low 16 bits */
 inline uint bf16(float x)
@@ -77,26 +87,65 @@ inline uint bf16(float x)
 	return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
 }
 
-inline uint2 pack4(float4 v)
+/* x rounded to tf32 (to nearest, ties away from zero: cvt.rna.tf32.f32), as fp32 bits */
+inline uint tf32(float x)
 {
-	return (uint2)(bf16(v.x) | bf16(v.y) << 16, bf16(v.z) | bf16(v.w) << 16);
+	return (as_uint(x) + 0x1000u) & 0xffffe000u;
 }
 
+/* 4 consecutive k of a row, rounded, as local memory holds them: 2 words of bf16 pairs, or
+ * 4 of tf32 (the rest of the uint4 unused) */
+inline uint4 pack4(float4 v)
+{
+#if MMA_TF32
+	return (uint4)(tf32(v.x), tf32(v.y), tf32(v.z), tf32(v.w));
+#else
+	return (uint4)(bf16(v.x) | bf16(v.y) << 16, bf16(v.z) | bf16(v.w) << 16, 0u, 0u);
+#endif
+}
+
+/* pack4's words into local memory (p: 16-byte aligned for tf32's four, 8 for bf16's two) */
+#if MMA_TF32
+#define PUT4(p, r) (*(__local uint4 *)(p) = (r))
+#else
+#define PUT4(p, r) (*(__local uint2 *)(p) = (r).xy)
+#endif
+
+/* the word of one column from its KPW rows of k (x0: k, x1: k + 1, bf16 only) */
+inline uint word(float x0, float x1)
+{
+#if MMA_TF32
+	return tf32(x0);
+#else
+	return bf16(x0) | bf16(x1) << 16;
+#endif
+}
+
+#if MMA_TF32
+#define MMA_OP "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+#else
+#define MMA_OP "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+#endif
 #if MMA_PTX
 #define MMA(d, a0, a1, a2, a3, b0, b1)                                                         \
-	SB_ASM volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "                     \
-	             "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};"                 \
-	             : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])                            \
-	             : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "f"(d[0]),          \
-	               "f"(d[1]), "f"(d[2]), "f"(d[3]))
+	SB_ASM volatile(MMA_OP "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};"      \
+	                : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])                         \
+	                : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "f"(d[0]),       \
+	                  "f"(d[1]), "f"(d[2]), "f"(d[3]))
 #else
-inline float lo16(uint r, int hi)
+/* element e (0 or 1) of a word: a bf16 half, or the tf32 word itself */
+inline float half_of(uint r, int e)
 {
-	return as_float(hi ? r & 0xffff0000u : r << 16);
+#if MMA_TF32
+	return as_float(r);
+#else
+	return as_float(e ? r & 0xffff0000u : r << 16);
+#endif
 }
 
 /* The warp's instruction, emulated: x is the warp's scratch (32 lanes x 6 registers). Every
- * item of the work-group calls it the same number of times (its barriers). */
+ * item of the work-group calls it the same number of times (its barriers). k of the
+ * instruction: word w = k / KPW of 8, element k % KPW of the word. */
 inline void mma_emu(__local uint *x, int lane, float *d, uint a0, uint a1, uint a2, uint a3,
                     uint b0, uint b1)
 {
@@ -112,10 +161,11 @@ inline void mma_emu(__local uint *x, int lane, float *d, uint a0, uint a1, uint 
 	for (int i = 0; i < 4; i++) {
 		const int row = g + 8 * (i >> 1), col = 2 * t + (i & 1);
 		float s = d[i];
-		for (int k = 0; k < 16; k++) {
-			const uint ra = x[((row & 7) * 4 + (k & 7) / 2) * 6 + (row >> 3) + 2 * (k >> 3)];
-			const uint rb = x[(col * 4 + (k & 7) / 2) * 6 + 4 + (k >> 3)];
-			s = fma(lo16(ra, k & 1), lo16(rb, k & 1), s);
+		for (int k = 0; k < 8 * KPW; k++) {
+			const int w = k / KPW, e = k % KPW;
+			const uint ra = x[((row & 7) * 4 + (w & 3)) * 6 + (row >> 3) + 2 * (w >> 2)];
+			const uint rb = x[(col * 4 + (w & 3)) * 6 + 4 + (w >> 2)];
+			s = fma(half_of(ra, e), half_of(rb, e), s);
 		}
 		d[i] = s;
 	}
@@ -144,7 +194,7 @@ void gemm_mma(int M, int N, int K, float alpha,
 #if !MMA_PTX
 	__local uint xs[NW][32 * 6];
 #endif
-	uint2 ra[LA], rb[2 * LB];
+	uint4 ra[LA], rb[LB];
 	float acc[MI][NI][4];
 UNROLL
 	for (int i = 0; i < MI; i++)
@@ -155,7 +205,7 @@ UNROLL
 				acc[i][j][e] = 0.f;
 
 	/* global -> registers, rounded and packed: A's rows along k, 4 at a time; B's the same
-	 * when it is N x K (tb), else two rows of K (k, k + 1) of 4 columns, packed per column */
+	 * when it is N x K (tb), else 4 columns of the KPW rows of K of a word, a word a column */
 #define LOAD(k0)                                                                               \
 	UNROLL                                                                                \
 	for (int l = 0; l < LA; l++) {                                                         \
@@ -172,41 +222,37 @@ UNROLL
 			rb[l] = pack4(v < BV && gn < N ? row4(B + (long)gn * ldb + gk, K - gk, vb) \
 			                               : (float4)(0.f));                       \
 		} else {                                                                       \
-			/* v: (k pair, 4 columns); BV float4s are BV / 2 such units */         \
-			const int gk = (k0) + 2 * BPAIR(v), gn = col0 + 4 * BCOL4(v);          \
-			const int in = v < BV / 2;                                             \
+			const int gk = (k0) + KPW * BWORD(v), gn = col0 + 4 * BCOL4(v);        \
+			const int in = v < UB;                                                 \
 			const float4 x0 = in && gk < K ? row4(B + (long)gk * ldb + gn, N - gn, vb) \
 			                               : (float4)(0.f);                        \
-			const float4 x1 = in && gk + 1 < K                                     \
+			const float4 x1 = KPW == 2 && in && gk + 1 < K                         \
 			                  ? row4(B + (long)(gk + 1) * ldb + gn, N - gn, vb)    \
 			                  : (float4)(0.f);                                     \
-			rb[2 * l] = (uint2)(bf16(x0.x) | bf16(x1.x) << 16,                     \
-			                    bf16(x0.y) | bf16(x1.y) << 16);                    \
-			rb[2 * l + 1] = (uint2)(bf16(x0.z) | bf16(x1.z) << 16,                 \
-			                        bf16(x0.w) | bf16(x1.w) << 16);                \
+			rb[l] = (uint4)(word(x0.x, x1.x), word(x0.y, x1.y), word(x0.z, x1.z),  \
+			                word(x0.w, x1.w));                                     \
 		}                                                                              \
 	}
-	/* registers -> local buffer s: pairs along k at [row][k / 2] */
+	/* registers -> local buffer s: words along k at [row][k / KPW] */
 #define STORE(s)                                                                               \
 	UNROLL                                                                                \
 	for (int l = 0; l < LA; l++) {                                                         \
 		const int v = lid + l * NT;                                                    \
 		if (v < AV)                                                                    \
-			*(__local uint2 *)&As[s][v / (BK / 4)][2 * (v % (BK / 4))] = ra[l];    \
+			PUT4(&As[s][v / (BK / 4)][4 / KPW * (v % (BK / 4))], ra[l]);           \
 	}                                                                                      \
 	UNROLL                                                                                \
 	for (int l = 0; l < LB; l++) {                                                         \
 		const int v = lid + l * NT;                                                    \
 		if (tb) {                                                                      \
 			if (v < BV)                                                            \
-				*(__local uint2 *)&Bs[s][v / (BK / 4)][2 * (v % (BK / 4))] =   \
-					rb[l];                                                 \
-		} else if (v < BV / 2) {                                                       \
-			const int p = BPAIR(v), n = 4 * BCOL4(v);                              \
-			Bs[s][n][p] = rb[2 * l].x;                                             \
-			Bs[s][n + 1][p] = rb[2 * l].y;                                         \
-			Bs[s][n + 2][p] = rb[2 * l + 1].x;                                     \
-			Bs[s][n + 3][p] = rb[2 * l + 1].y;                                     \
+				PUT4(&Bs[s][v / (BK / 4)][4 / KPW * (v % (BK / 4))], rb[l]);  \
+		} else if (v < UB) {                                                           \
+			const int w = BWORD(v), n = 4 * BCOL4(v);                              \
+			Bs[s][n][w] = rb[l].x;                                                 \
+			Bs[s][n + 1][w] = rb[l].y;                                             \
+			Bs[s][n + 2][w] = rb[l].z;                                             \
+			Bs[s][n + 3][w] = rb[l].w;                                             \
 		}                                                                              \
 	}
 

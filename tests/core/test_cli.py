@@ -1177,8 +1177,9 @@ def precision_run(tmp, inp, model, name, extra, env=None):
     return out, r, m.get("precision", {})
 
 
-def check_bf16_stems(inp, b16, f32, what):
-    """bf16 stems (folder b16) near the fp32 ones (f32) but not the same, adding back to INP"""
+def check_reduced_stems(inp, b16, f32, what):
+    """reduced-precision stems (folder b16: bf16, tf32) near the fp32 ones (f32) but not the
+    same, adding back to INP"""
     worst, same = 0.0, 0
     for a, b in zip(stem_files(b16, "p"), stem_files(f32, "p")):
         d = rel_diff(wavio.read_wav(a)[0], wavio.read_wav(b)[0])
@@ -1202,7 +1203,7 @@ def group_precision(tmp):
     bf16 runs bf16 where the CPU has AVX512_BF16 (stems near fp32's, still adding back to the
     input, the manifest saying so) and, where it has not, says so once and runs fp32."""
     p = run(["devices"])
-    cpu = [l for l in p.stdout.splitlines() if "products: fp32 " in l]
+    cpu = [l for l in p.stdout.splitlines() if "instructions " in l and "products: fp32 " in l]
     check(p.returncode == 0 and len(cpu) == 1 and "instructions " in cpu[0],
           f"devices: the CPU's instructions and products: {p.stdout}")
     forced = run(["devices"], env={"OPENBLAS_CORETYPE": "Prescott"})
@@ -1227,7 +1228,7 @@ def group_precision(tmp):
     if has_bf16:
         check(pb.get("requested") == "bf16" and pb.get("used") == "bf16" and
               "bf16" in pb.get("products", ""), f"bf16 manifest precision {pb}")
-        check_bf16_stems(inp, b16, f32, "bf16")
+        check_reduced_stems(inp, b16, f32, "bf16")
     else:
         print("this CPU has no AVX512_BF16: bf16 checked as the fallback only")
     # a CPU without the instructions (capped here): one warning, fp32, the fp32 stems exactly
@@ -1248,7 +1249,14 @@ def group_precision_opencl(tmp):
     cores (PoCL here) one warning, fp32, the fp32 stems exactly, the manifest saying bf16 was
     asked and fp32 ran; with the tensor-core kernel (its instruction emulated here, the same
     arithmetic as an NVIDIA GPU's: inputs rounded to bf16, fp32 sums) stems near fp32's that
-    still add back to the input, and the manifest naming the kernel."""
+    still add back to the input, and the manifest naming the kernel. The same for tf32 as the
+    product path (SB_CL_GEMM=tf32)."""
+    # `devices` says it before a job: an OpenCL device's products and whether it has bf16
+    j = json.loads(run(["devices", "--json"]).stdout)
+    cl = [d for d in j if d["id"] == "opencl:0"]
+    check(cl and "products: fp32 " in cl[0].get("details", "") and
+          "bf16 not available (runs fp32)" in cl[0].get("details", ""),
+          f"devices: opencl:0's products and bf16: {cl}")
     rate = 44100
     inp = os.path.join(tmp, "p.wav")
     wavio.write_wav(inp, wavio.test_signal(2 * rate, 2, rate), 2, rate)
@@ -1269,7 +1277,17 @@ def group_precision_opencl(tmp):
     b16, r, pb = separate("mma", ["--precision", "bf16"], env={"SB_CL_MMA": "emulate"})
     check(pb.get("requested") == "bf16" and pb.get("used") == "bf16" and
           "tensor cores" in pb.get("products", ""), f"bf16 manifest precision {pb}")
-    check_bf16_stems(inp, b16, f32, "bf16 (tensor-core kernel, emulated)")
+    check_reduced_stems(inp, b16, f32, "bf16 (tensor-core kernel, emulated)")
+    # tf32 as the fp32 product path (SB_CL_GEMM=tf32, the candidate default on NVIDIA): on a
+    # device without tensor cores the own kernel, said; with them (emulated) tf32 stems, closer
+    # to fp32 than bf16's
+    o32, r, po = separate("tf32-none", [], env={"SB_CL_GEMM": "tf32"})
+    check("SB_CL_GEMM=tf32 cannot run" in r.stderr and po.get("used") == "fp32" and
+          po.get("products") == "own kernel", f"tf32 without tensor cores: {po} {r.stderr!r}")
+    t32, _, pt = separate("tf32", [], env={"SB_CL_GEMM": "tf32", "SB_CL_MMA": "emulate"})
+    check(pt.get("requested") == "fp32" and pt.get("used") == "tf32" and
+          "tensor cores, tf32" in pt.get("products", ""), f"tf32 manifest precision {pt}")
+    check_reduced_stems(inp, t32, f32, "tf32 (tensor-core kernel, emulated)")
 
 
 GROUPS = {"toy": group_toy, "share_slow": group_share_slow, "share_held": group_share_held, "precision": group_precision, "precision_opencl": group_precision_opencl, "batch": group_batch, "damaged": group_damaged, "signals": group_signals, "commit": group_commit,

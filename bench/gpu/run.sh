@@ -42,7 +42,7 @@ if [ "${1:-}" = all ]; then
 	for s in "check" "gemm" "demucs ${2:-180}" "share ${2:-180}" "roformer 60" "cpu 30"; do
 		echo "== run.sh $s ($(( $(date +%s) - t0 )) s in)"
 		# a step that hangs (a kernel never run on this GPU before) must not take the call
-		REPEAT=${REPEAT:-3} timeout "${STEP_S:-240}" "$0" $s || rc=1
+		REPEAT=${REPEAT:-3} timeout -k 15 "${STEP_S:-240}" "$0" $s || rc=1
 	done
 	echo "== all done in $(( $(date +%s) - t0 )) s"
 	exit $rc

@@ -301,6 +301,8 @@ int main(int argc, char **argv)
 		const int mma = !strcmp(g, "mma");
 		if (!mma)
 			setenv("SB_CL_GEMM", g, 1);
+		else
+			unsetenv("SB_CL_GEMM"); /* its fp32 path unused: the default, not built twice */
 		unsetenv("SB_CL_TILE");
 		unsetenv("SB_CL_MMA_TILE");
 		failed |= run_path(dev, g, scale, seconds, &first, runs++ == 0, mma);
@@ -317,6 +319,7 @@ int main(int argc, char **argv)
 	for (char *t = strtok_r(buf, "/", &save); t; t = strtok_r(NULL, "/", &save)) {
 		char label[96];
 		snprintf(label, sizeof label, "mma:%s", t);
+		unsetenv("SB_CL_GEMM");
 		setenv("SB_CL_MMA_TILE", t, 1);
 		failed |= run_path(dev, label, scale, seconds, &first, runs++ == 0, 1);
 	}

@@ -1249,8 +1249,9 @@ def group_precision_opencl(tmp):
     cores (PoCL here) one warning, fp32, the fp32 stems exactly, the manifest saying bf16 was
     asked and fp32 ran; with the tensor-core kernel (its instruction emulated here, the same
     arithmetic as an NVIDIA GPU's: inputs rounded to bf16, fp32 sums) stems near fp32's that
-    still add back to the input, and the manifest naming the kernel. The same for tf32 as the
-    product path (SB_CL_GEMM=tf32)."""
+    still add back to the input, and the manifest naming the kernel; a kernel that computes
+    something else refused before its first product. The same for tf32 as the product path
+    (SB_CL_GEMM=tf32)."""
     # `devices` says it before a job: an OpenCL device's products and whether it has bf16
     j = json.loads(run(["devices", "--json"]).stdout)
     cl = [d for d in j if d["id"] == "opencl:0"]
@@ -1278,11 +1279,21 @@ def group_precision_opencl(tmp):
     check(pb.get("requested") == "bf16" and pb.get("used") == "bf16" and
           "tensor cores" in pb.get("products", ""), f"bf16 manifest precision {pb}")
     check_reduced_stems(inp, b16, f32, "bf16 (tensor-core kernel, emulated)")
+    # a kernel that computes something else (the fault injector swaps two of a fragment's
+    # registers, as a driver running the instruction otherwise would): refused by its check
+    # before the first product, said, and the job runs fp32, the fp32 stems byte for byte
+    w16, r, pw = separate("mma-wrong", ["--precision", "bf16"],
+                          env={"SB_CL_MMA": "emulate", "SB_FAULT_INJECT": "opencl:0:mma"})
+    check("tensor-core product (bf16) is wrong on" in r.stderr and "running fp32" in r.stderr,
+          f"a wrong tensor-core kernel must be refused and said: {r.stderr!r}")
+    check(pw.get("requested") == "bf16" and pw.get("used") == "fp32",
+          f"a wrong tensor-core kernel: manifest {pw}")
+    check(same_stems(w16, f32), "a wrong tensor-core kernel must leave the fp32 stems")
     # tf32 as the fp32 product path (SB_CL_GEMM=tf32, the candidate default on NVIDIA): on a
     # device without tensor cores the own kernel, said; with them (emulated) tf32 stems, closer
     # to fp32 than bf16's
     o32, r, po = separate("tf32-none", [], env={"SB_CL_GEMM": "tf32"})
-    check("SB_CL_GEMM=tf32 cannot run" in r.stderr and po.get("used") == "fp32" and
+    check("SB_CL_GEMM=tf32 needs an NVIDIA GPU" in r.stderr and po.get("used") == "fp32" and
           po.get("products") == "own kernel", f"tf32 without tensor cores: {po} {r.stderr!r}")
     t32, _, pt = separate("tf32", [], env={"SB_CL_GEMM": "tf32", "SB_CL_MMA": "emulate"})
     check(pt.get("requested") == "fp32" and pt.get("used") == "tf32" and

@@ -45,6 +45,7 @@ struct sb_cl_device {
 	long fault_lost;       /* K of "lost:K", -1 = no loss */
 	long fault_slow_ms;    /* MS of "slow:MS", 0 = none */
 	long fault_hold_ms;    /* MS of "hold:MS", 0 = none */
+	int fault_mma;         /* "mma": the tensor-core kernel built wrong */
 	int hold_armed;        /* a pass began: its first launch holds the queue (owner thread) */
 	struct {               /* the held queue's timer: its own thread, started at the first hold */
 		pthread_t thread;
@@ -199,10 +200,13 @@ static int parse_faults(sb_cl_device *d)
 		const char *p = e + 7;
 		long n = 0, k = 0;
 		int ok = parse_long(p, &n, &p) && *p++ == ':';
-		int is_open = 0, is_alloc = 0, is_lost = 0, is_slow = 0, is_hold = 0, plus = 0;
+		int is_open = 0, is_alloc = 0, is_lost = 0, is_slow = 0, is_hold = 0, is_mma = 0;
+		int plus = 0;
 		if (ok) {
 			if (!strcmp(p, "open")) {
 				is_open = 1;
+			} else if (!strcmp(p, "mma")) {
+				is_mma = 1;
 			} else if (!strncmp(p, "alloc:", 6)) {
 				p += 6;
 				ok = parse_long(p, &k, &p) && k >= 1;
@@ -231,7 +235,7 @@ static int parse_faults(sb_cl_device *d)
 		if (!ok) {
 			sb_log(&d->log, SB_LOG_WARNING,
 			       "SB_FAULT_INJECT: ignoring '%s' (want opencl:N:open, opencl:N:alloc:K[+], "
-			       "opencl:N:lost:K, opencl:N:slow:MS or opencl:N:hold:MS)", e);
+			       "opencl:N:lost:K, opencl:N:slow:MS, opencl:N:hold:MS or opencl:N:mma)", e);
 			continue;
 		}
 		if (n != d->props.index)
@@ -248,6 +252,8 @@ static int parse_faults(sb_cl_device *d)
 			d->fault_slow_ms = k;
 		if (is_hold)
 			d->fault_hold_ms = k;
+		if (is_mma)
+			d->fault_mma = 1;
 		sb_log(&d->log, SB_LOG_INFO, "SB_FAULT_INJECT: %s will fail: %s", d->props.id, e);
 	}
 	free(buf);
@@ -316,6 +322,11 @@ static void hold_queue(sb_cl_device *d)
 	/* what a test waits for before it cancels or races the held pass */
 	sb_log(&d->log, SB_LOG_WARNING, "SB_FAULT_INJECT: %s holds a pass %ld ms in its queue",
 	       d->props.id, d->fault_hold_ms);
+}
+
+int sb_cl_device_fault_mma(const sb_cl_device *d)
+{
+	return d->fault_mma;
 }
 
 void sb_cl_device_delay(sb_cl_device *d)

@@ -28,6 +28,9 @@
  *                      marker on a user event, from the chunk's first kernel launch) while the
  *                      host enqueues the rest at once: a slow GPU as the host sees one, for the
  *                      tests of a pass nobody waits for. Closing the device ends the holds.
+ *   opencl:N:mma       the tensor-core product kernel (cl_gemm_mma.h) is built with two of a
+ *                      fragment's registers swapped, so its products are wrong: for the tests
+ *                      of its check before first use.
  * Entries for other devices or other subsystems (not starting "opencl:") are ignored; a
  * malformed "opencl:" entry is logged as a warning and ignored. Several entries may name the
  * same device (one alloc and one lost rule each; a later entry replaces an earlier one).
@@ -43,6 +46,8 @@ typedef struct sb_cl_device sb_cl_device;
 /* The injected slowness before a kernel launch (opencl:N:slow:MS waits; opencl:N:hold:MS holds
  * the queue at a chunk's first launch). Called by the device's owner thread. */
 void sb_cl_device_delay(sb_cl_device *d);
+/* 1 when opencl:N:mma asks for a wrong tensor-core kernel on this device */
+int sb_cl_device_fault_mma(const sb_cl_device *d);
 
 /* Creates the context and queue and builds (or loads from the cache) the kernels.
  * SB_ERR_DEVICE with the reason (and the compiler's log) logged on failure, SB_ERR_NOMEM for

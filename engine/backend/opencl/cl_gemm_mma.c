@@ -7,6 +7,8 @@
 #include "backend/opencl/cl_ops.h"
 #include "mma_cl.h" /* generated: gemm_rows.cl + mma.cl */
 
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +23,7 @@ typedef struct {
 } tiling;
 
 struct sb_cl_mma {
+	int tf32;        /* mma.cl's MMA_TF32 */
 	tiling t[2];     /* big, small */
 	int n;           /* 2, or 1 when SB_CL_MMA_TILE names one */
 	cl_program prog[2];
@@ -35,14 +38,14 @@ int sb_cl_mma_native_id(cl_device_id id, const char *platform, unsigned *cc, con
 	clGetDeviceInfo(id, CL_DEVICE_TYPE, sizeof type, &type, NULL);
 	*cc = 0;
 	if (!strstr(platform, "NVIDIA") || !(type & CL_DEVICE_TYPE_GPU)) {
-		*why = "bf16 products on OpenCL need an NVIDIA GPU's tensor cores";
+		*why = "an NVIDIA GPU's tensor cores";
 		return 0;
 	}
 	cl_uint major = 0, minor = 0;
 	if (clGetDeviceInfo(id, CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV, sizeof major, &major, NULL) !=
 	            CL_SUCCESS ||
 	    major < 8) {
-		*why = "bf16 products need compute capability 8.0 or later (Ampere, Ada, Hopper)";
+		*why = "tensor cores of compute capability 8.0 or later (Ampere, Ada, Hopper)";
 		return 0;
 	}
 	clGetDeviceInfo(id, CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV, sizeof minor, &minor, NULL);
@@ -57,13 +60,21 @@ int sb_cl_mma_native(sb_cl_device *d, const char **why)
 	return sb_cl_mma_native_id(sb_cl_device_id(d), sb_cl_device_props(d)->platform, &cc, why);
 }
 
-/* NULL when mma.cl can run t, else why not */
-static const char *unfit(const tiling *t)
+/* local memory a tiling takes: two buffers of both operands' rows of 20 words, and the
+ * emulation's scratch */
+static size_t local_bytes(const tiling *t, int emulate)
 {
-	if (t->bm < 32 || t->bn < 16 || t->bm % 32 || t->bn % 16)
-		return "BM must be a multiple of 32, BN of 16";
-	if (t->bm > 256 || t->bn > 256)
-		return "BM and BN are at most 256";
+	return 160 * (size_t)(t->bm + t->bn) + (emulate ? 3072 : 0);
+}
+
+/* NULL when mma.cl can run t on a device with local_mem bytes of local memory, else why not
+ * (BN 16 or a multiple of 32: B's reads as K x N cover a tile in runs of 8 units) */
+static const char *unfit(const tiling *t, cl_ulong local_mem, int emulate)
+{
+	if (t->bm < 32 || t->bm % 32 || (t->bn != 16 && (t->bn < 32 || t->bn % 32)))
+		return "BM must be a multiple of 32, BN 16 or a multiple of 32";
+	if (local_bytes(t, emulate) > local_mem)
+		return "more local memory than the device has";
 	return NULL;
 }
 
@@ -85,6 +96,112 @@ const char *sb_cl_mma_describe(const sb_cl_mma *m)
 	return m->desc;
 }
 
+/* one product on tiling w */
+static void launch(sb_bdev *c, const sb_cl_mma *m, int w, int M, int N, int K, float alpha,
+                   sb_dv A, int lda, long sa, sb_dv B, int ldb, long sb, int tb, float beta,
+                   sb_dv C, int ldc, long sc, int batch)
+{
+	const tiling *g = &m->t[w];
+	kargs a = {c, m->k[w], K_GEMM, 0.0, 0, CL_SUCCESS};
+	a_gemm(&a, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc);
+	a_i32(&a, sb_cl_gemm_flags(A, lda, sa, B, ldb, sb, C, ldc, sc));
+	const size_t gs[3] = {(size_t)(N + g->bn - 1) / g->bn * 128,
+	                      (size_t)(M + g->bm - 1) / g->bm, (size_t)batch};
+	const size_t l[3] = {128, 1, 1};
+	a.flops = 2.0 * M * N * K * batch;
+	sb_cl_run(&a, 3, gs, l);
+}
+
+/* x as the kernel rounds its inputs (mma.cl's bf16 and tf32) */
+static float rounded(float x, int tf32)
+{
+	uint32_t u;
+	memcpy(&u, &x, sizeof u);
+	u = tf32 ? (u + 0x1000u) & 0xffffe000u : (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+	memcpy(&x, &u, sizeof x);
+	return x;
+}
+
+/* The products checked once, before any stem depends on them: each tiling, both layouts of B,
+ * with and without float4 reads, on the device against the host (the inputs rounded the same
+ * way, sums in double). The emulation that the tests run is a model of the instruction; a
+ * driver that runs it otherwise (or a mistake only the native path has) shows here as a
+ * product off by its own size, where the fp32 sums' error is about 1e-7. SB_ERR_DEVICE when a
+ * product is off (*worst says by how much), a device failure as it comes. */
+static sb_status check_products(sb_bdev *c, const sb_cl_mma *m, double *worst)
+{
+	enum { M = 70, N = 90, K = 100, PAD = 4 }; /* ragged for every tiling */
+	const size_t na = (size_t)M * (K + PAD) + 1, nb = (size_t)(K + PAD) * (N + PAD) + 1,
+	             nc = (size_t)M * (N + PAD) + 1;
+	float *ha = malloc(sizeof(float) * na), *hb = malloc(sizeof(float) * nb);
+	float *hc = malloc(sizeof(float) * nc);
+	sb_bbuf ba = {NULL, na}, bb = {NULL, nb}, bc = {NULL, nc};
+	sb_status st = ha && hb && hc ? SB_OK : SB_ERR_NOMEM;
+	if (st == SB_OK)
+		st = sb_cl_device_alloc(c->dev, sizeof(float) * na, CL_MEM_READ_WRITE, &ba.m);
+	if (st == SB_OK)
+		st = sb_cl_device_alloc(c->dev, sizeof(float) * nb, CL_MEM_READ_WRITE, &bb.m);
+	if (st == SB_OK)
+		st = sb_cl_device_alloc(c->dev, sizeof(float) * nc, CL_MEM_READ_WRITE, &bc.m);
+	unsigned r = 2024u;
+	for (size_t i = 0; st == SB_OK && i < na + nb; i++) {
+		r = r * 1664525u + 1013904223u;
+		(i < na ? ha : hb)[i < na ? i : i - na] = (float)(r >> 8) / 8388608.f - 1.f;
+	}
+	cl_int err = CL_SUCCESS;
+	if (st == SB_OK) {
+		err = clEnqueueWriteBuffer(c->q, ba.m, CL_TRUE, 0, sizeof(float) * na, ha, 0, NULL,
+		                           NULL);
+		if (err == CL_SUCCESS)
+			err = clEnqueueWriteBuffer(c->q, bb.m, CL_TRUE, 0, sizeof(float) * nb, hb, 0,
+			                           NULL, NULL);
+		if (err != CL_SUCCESS)
+			st = sb_cl_status(c->dev, err, "uploading the tensor-core check");
+	}
+	*worst = 0;
+	for (int w = 0; st == SB_OK && w < m->n; w++)
+		for (int cs = 0; st == SB_OK && cs < 4; cs++) {
+			const int tb = cs & 1, al = cs >> 1; /* al: rows 16-byte aligned (float4) */
+			const int lda = al ? K + PAD : K + 1, ldb = (tb ? K : N) + (al ? PAD : 1),
+			          ldc = al ? N + PAD : N + 1;
+			const size_t off = al ? 0 : 1;
+			launch(c, m, w, M, N, K, 1.f, (sb_dv){&ba, off}, lda, 0, (sb_dv){&bb, off}, ldb,
+			       0, tb, 0.f, (sb_dv){&bc, off}, ldc, 0, 1);
+			st = c->st;
+			if (st == SB_OK &&
+			    (err = clEnqueueReadBuffer(c->q, bc.m, CL_TRUE, 0, sizeof(float) * nc, hc, 0,
+			                               NULL, NULL)) != CL_SUCCESS)
+				st = sb_cl_status(c->dev, err, "reading the tensor-core check");
+			double e = 0, ref = 0;
+			for (int i = 0; st == SB_OK && i < M; i++)
+				for (int j = 0; j < N; j++) {
+					double sum = 0;
+					for (int k = 0; k < K; k++)
+						sum += (double)rounded(ha[off + (size_t)i * lda + k], m->tf32) *
+						       rounded(tb ? hb[off + (size_t)j * ldb + k]
+						                  : hb[off + (size_t)k * ldb + j], m->tf32);
+					const double d = hc[off + (size_t)i * ldc + j] - sum;
+					e += d * d;
+					ref += sum * sum;
+				}
+			const double rel = sqrt(e / (ref > 0 ? ref : 1));
+			if (st == SB_OK && !(rel <= *worst))
+				*worst = rel;
+		}
+	if (st == SB_OK && !(*worst < 1e-4))
+		st = SB_ERR_DEVICE;
+	if (ba.m)
+		clReleaseMemObject(ba.m);
+	if (bb.m)
+		clReleaseMemObject(bb.m);
+	if (bc.m)
+		clReleaseMemObject(bc.m);
+	free(ha);
+	free(hb);
+	free(hc);
+	return st;
+}
+
 sb_status sb_cl_mma_open(sb_bdev *c, int emulate, int tf32, sb_cl_mma **out)
 {
 	*out = NULL;
@@ -92,6 +209,10 @@ sb_status sb_cl_mma_open(sb_bdev *c, int emulate, int tf32, sb_cl_mma **out)
 	sb_cl_mma *m = calloc(1, sizeof *m);
 	if (!m)
 		return SB_ERR_NOMEM;
+	cl_ulong local_mem = 32768;
+	clGetDeviceInfo(sb_cl_device_id(c->dev), CL_DEVICE_LOCAL_MEM_SIZE, sizeof local_mem,
+	                &local_mem, NULL);
+	m->tf32 = tf32;
 	m->t[0] = (tiling){128, 64};
 	m->t[1] = (tiling){64, 64};
 	m->n = 2;
@@ -105,7 +226,7 @@ sb_status sb_cl_mma_open(sb_bdev *c, int emulate, int tf32, sb_cl_mma **out)
 		const int n = got == 5 && tail == ';' ? 2 : 1;
 		const char *why = got != 2 && n != 2 ? "not BM,BN[;BM,BN]" : NULL;
 		for (int i = 0; !why && i < n; i++)
-			why = unfit(&w[i]);
+			why = unfit(&w[i], local_mem, emulate);
 		if (why) {
 			sb_log(c->log, SB_LOG_WARNING, "SB_CL_MMA_TILE='%s' ignored: %s", env, why);
 		} else {
@@ -120,8 +241,8 @@ sb_status sb_cl_mma_open(sb_bdev *c, int emulate, int tf32, sb_cl_mma **out)
 		for (int spelling = 0; st == SB_ERR_DEVICE && spelling < (emulate ? 1 : 2); spelling++) {
 			char opts[160];
 			snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DBM=%d -DBN=%d -DMMA_PTX=%d "
-			         "-DMMA_TF32=%d%s", m->t[i].bm, m->t[i].bn, !emulate, tf32,
-			         spelling ? " -DSB_ASM=__asm__" : "");
+			         "-DMMA_TF32=%d -DMMA_BREAK=%d%s", m->t[i].bm, m->t[i].bn, !emulate, tf32,
+			         sb_cl_device_fault_mma(c->dev), spelling ? " -DSB_ASM=__asm__" : "");
 			st = sb_cl_device_build(c->dev, "mma", (const char *)mma_cl, opts, &m->prog[i],
 			                        NULL);
 		}
@@ -131,6 +252,16 @@ sb_status sb_cl_mma_open(sb_bdev *c, int emulate, int tf32, sb_cl_mma **out)
 			sb_cl_mma_free(m);
 			return st;
 		}
+	}
+	double worst = 0;
+	const sb_status cst = check_products(c, m, &worst);
+	if (cst != SB_OK) {
+		if (cst == SB_ERR_DEVICE)
+			sb_log(c->log, SB_LOG_WARNING, "the tensor-core product (%s) is wrong on %s: "
+			       "relative error %.1e against the host's, where its sums' is about 1e-7",
+			       tf32 ? "tf32" : "bf16", p->label, worst);
+		sb_cl_mma_free(m);
+		return cst;
 	}
 	int at = snprintf(m->desc, sizeof m->desc, "tensor cores, %s%s (mma %s), %dx%d tiles",
 	                  tf32 ? "tf32" : "bf16", emulate ? " emulated" : "",
@@ -148,14 +279,6 @@ void sb_cl_mma_gemm(sb_bdev *c, sb_cl_mma *m, int M, int N, int K, float alpha, 
 {
 	const long big = (long)((M + m->t[0].bm - 1) / m->t[0].bm) *
 	                 ((N + m->t[0].bn - 1) / m->t[0].bn) * batch;
-	const int w = m->n == 2 && big < (long)m->cus;
-	const tiling *g = &m->t[w];
-	kargs a = {c, m->k[w], K_GEMM, 0.0, 0, CL_SUCCESS};
-	a_gemm(&a, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc);
-	a_i32(&a, sb_cl_gemm_flags(A, lda, sa, B, ldb, sb, C, ldc, sc));
-	const size_t gs[3] = {(size_t)(N + g->bn - 1) / g->bn * 128,
-	                      (size_t)(M + g->bm - 1) / g->bm, (size_t)batch};
-	const size_t l[3] = {128, 1, 1};
-	a.flops = 2.0 * M * N * K * batch;
-	sb_cl_run(&a, 3, gs, l);
+	launch(c, m, m->n == 2 && big < (long)m->cus, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb,
+	       beta, C, ldc, sc, batch);
 }

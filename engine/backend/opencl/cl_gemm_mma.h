@@ -9,7 +9,8 @@
  *
  * TILES: BM x BN of C a work-group of 128 items (mma.cl), 128 x 64 by default and 64 x 64 for
  * products with fewer such tiles than compute units; SB_CL_MMA_TILE="BM,BN[;BM,BN]" replaces
- * them (benches, tests): BM a multiple of 32, BN of 16.
+ * them (benches, tests): BM a multiple of 32, BN 16 or a multiple of 32, within the device's
+ * local memory.
  *
  * Threads: as the device (one job at a time).
  */
@@ -21,13 +22,15 @@
 typedef struct sb_cl_mma sb_cl_mma;
 
 /* 1 when d runs mma.cl's instruction natively (NVIDIA, compute capability >= 8.0); *why says
- * why not otherwise. The _id form, for a device not opened (listings), also gives the compute
+ * what it lacks otherwise ("an NVIDIA GPU's tensor cores"). The _id form, for a device not opened (listings), also gives the compute
  * capability as 10 major + minor. */
 int sb_cl_mma_native(sb_cl_device *d, const char **why);
 int sb_cl_mma_native_id(cl_device_id id, const char *platform, unsigned *cc, const char **why);
 /* Builds the programs for c's device, bf16 or tf32 (inputs rounded to 10-bit mantissas:
- * SB_CL_GEMM=tf32), the instruction native or emulated. SB_OK when ready; SB_ERR_DEVICE
- * (logged) when a build failed (a driver that refuses the asm), SB_ERR_NOMEM. */
+ * SB_CL_GEMM=tf32), the instruction native or emulated, and checks their products on the
+ * device against the host's before returning (a few small products, once). SB_OK when ready;
+ * SB_ERR_DEVICE (logged) when a build failed (a driver that refuses the asm) or the products
+ * are wrong (a driver that runs the instruction otherwise); SB_ERR_NOMEM; a device failure. */
 sb_status sb_cl_mma_open(sb_bdev *c, int emulate, int tf32, sb_cl_mma **out);
 void sb_cl_mma_free(sb_cl_mma *m);
 /* "tensor cores, bf16 (mma m16n8k16), 128x64 tiles, 64x64 below 132" (or tf32, m16n8k8) */

@@ -86,16 +86,16 @@ static sb_status bf16_products(sb_bdev *c)
 	const char *why = NULL;
 	if (!emulate && !sb_cl_mma_native(c->dev, &why)) {
 		if (!atomic_flag_test_and_set(&said))
-			sb_log(c->log, SB_LOG_WARNING, "%s, which %s lacks: running fp32", why,
-			       sb_cl_device_props(c->dev)->label);
+			sb_log(c->log, SB_LOG_WARNING, "bf16 products on OpenCL need %s, which %s "
+			       "lacks: running fp32", why, sb_cl_device_props(c->dev)->label);
 		return SB_OK;
 	}
 	const sb_status st = sb_cl_mma_open(c, emulate, 0, &c->mma);
 	if (st == SB_ERR_NOMEM)
 		return st;
 	if (st != SB_OK && !atomic_flag_test_and_set(&said))
-		sb_log(c->log, SB_LOG_WARNING, "the tensor-core product did not build on %s (its "
-		       "driver's words above): running fp32", sb_cl_device_props(c->dev)->label);
+		sb_log(c->log, SB_LOG_WARNING, "the tensor-core product cannot be used on %s (why "
+		       "above): running fp32", sb_cl_device_props(c->dev)->label);
 	return SB_OK;
 }
 
@@ -536,9 +536,12 @@ sb_status sb_cl_ops_ready(sb_bdev *c)
 			return st;
 		}
 		if (st != SB_OK) {
-			sb_log(c->log, SB_LOG_WARNING, "SB_CL_GEMM=tf32 cannot run on %s (%s): the own "
-			       "kernel instead", sb_cl_device_props(c->dev)->label,
-			       why ? why : "its build failed");
+			if (why)
+				sb_log(c->log, SB_LOG_WARNING, "SB_CL_GEMM=tf32 needs %s, which %s lacks: "
+				       "the own kernel instead", why, sb_cl_device_props(c->dev)->label);
+			else
+				sb_log(c->log, SB_LOG_WARNING, "SB_CL_GEMM=tf32 cannot be used on %s (why "
+				       "above): the own kernel instead", sb_cl_device_props(c->dev)->label);
 			c->gemm = SB_CL_GEMM_OWN;
 		}
 	}

@@ -46,6 +46,11 @@
 #ifndef MMA_TF32
 #define MMA_TF32 0
 #endif
+/* MMA_BREAK=1 (the fault injector's opencl:N:mma): A's second and third registers swapped, a
+ * wrong kernel for the tests of the host's check before first use */
+#ifndef MMA_BREAK
+#define MMA_BREAK 0
+#endif
 /* how the driver's compiler spells inline assembly: asm (NVIDIA's, as Leela Zero used it), or
  * __asm__ (clang's OpenCL, and the host's second try when asm does not build) */
 #ifndef SB_ASM
@@ -189,8 +194,9 @@ void gemm_mma(int M, int N, int K, float alpha,
 	B += boff + bt * sb;
 	C += coff + bt * sc;
 	const int va = flags & 1, vb = flags & 2;
-	__local uint As[2][BM][LDP];
-	__local uint Bs[2][BN][LDP];
+	/* 16-byte aligned: PUT4 stores uint4 (tf32) and uint2 (bf16) words into them */
+	__local uint As[2][BM][LDP] __attribute__((aligned(16)));
+	__local uint Bs[2][BN][LDP] __attribute__((aligned(16)));
 #if !MMA_PTX
 	__local uint xs[NW][32 * 6];
 #endif
@@ -286,8 +292,8 @@ UNROLL
 			for (int i = 0; i < MI; i++)
 UNROLL
 				for (int j = 0; j < NI; j++)
-					MMA(acc[i][j], af[i][0], af[i][1], af[i][2], af[i][3], bfr[j][0],
-					    bfr[j][1]);
+					MMA(acc[i][j], af[i][0], af[i][1 + MMA_BREAK], af[i][2 - MMA_BREAK],
+					    af[i][3], bfr[j][0], bfr[j][1]);
 		}
 		STORE(cur ^ 1)
 		barrier(CLK_LOCAL_MEM_FENCE);

@@ -90,6 +90,7 @@ static void draw_progress(sb_engine *e, const sb_job_id *ids, const int *ok, int
                           double t0)
 {
 	static double last_plain = 0; /* the first plain line comes at 25 %, never a bare 0 % */
+	static int last_done = 0;     /* files done at the last plain line */
 	double sum = 0, eta = -1;
 	int done = 0, running = 0;
 	char stage[64] = "", devs[512] = "";
@@ -147,10 +148,13 @@ static void draw_progress(sb_engine *e, const sb_job_id *ids, const int *ok, int
 		fprintf(stderr, "\r[%s] %3d%%  %-11s %d/%d files  %-10s %s\033[K", bar,
 		        (int)(f * 100 + 0.5), left, done, n, stage, devs);
 		fflush(stderr);
-	} else if (f - last_plain >= 0.25 || (f >= 1 && last_plain < 1)) {
+	} else if (f - last_plain >= 0.25 || (f >= 1 && (last_plain < 1 || done > last_done))) {
+		/* at 100 % again once the last file is done: a job's fraction reaches 1 while its
+		 * stems are still being written, before it counts as done */
 		fprintf(stderr, "progress: %d%% (%d/%d files)%s%s\n", (int)(f * 100 + 0.5), done, n,
 		        left[0] ? ", " : "", left);
 		last_plain = f;
+		last_done = done;
 	}
 }
 

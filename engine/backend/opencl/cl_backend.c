@@ -72,6 +72,12 @@ static void cl_close(sb_bdev *d)
 	sb_cl_tiled_free(d->tiled);
 	sb_cl_mma_free(d->mma);
 	sb_cl_mma_free(d->tf32);
+	for (int i = 0; i < 3; i++) {
+		if (d->attm_k[i])
+			clReleaseKernel(d->attm_k[i]);
+		if (d->attm_prog[i])
+			clReleaseProgram(d->attm_prog[i]);
+	}
 	if (d->parts)
 		clReleaseMemObject(d->parts);
 	if (d->stats)

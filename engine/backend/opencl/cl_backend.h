@@ -21,6 +21,7 @@ enum {
 	K_RMSNORM, K_ROPE, K_HEAD_GATE, K_STFT_FRAMES, K_ISTFT_FRAMES, K_ISTFT_OLA,
 	K_MOMENTS_FINAL, K_STANDARDISE, K_GATHER, K_CMUL, K_COUNT,
 	K_ATTENTION_16 = K_COUNT, K_ATTENTION_32, K_ATTENTION_64, /* attention.cl's */
+	K_ATTENTION_MMA,        /* attention_mma.cl's (bf16 on the tensor cores) */
 	P_UPLOAD, P_DOWNLOAD, P_COPY, P_ZERO, P_FINISH,
 	P_COUNT /* profile entries beyond kernels (finish: the waits a model asked for) */
 };
@@ -53,6 +54,9 @@ struct sb_bdev {
 	int mma_tried;          /* bf16 was asked once: mma is what it got (NULL: fp32) */
 	struct sb_cl_mma *mma;  /* the tensor-core products in bf16 (cl_gemm_mma.h) */
 	struct sb_cl_mma *tf32; /* and in tf32, when SB_CL_GEMM=tf32 is the product path */
+	cl_program attm_prog[3]; /* attention_mma.cl for heads of 16, 32, 64, built at first use */
+	cl_kernel attm_k[3];
+	int attm_tried[3];
 	int profiling;
 	long prof_calls[P_COUNT];
 	double prof_s[P_COUNT], prof_flops[P_COUNT];

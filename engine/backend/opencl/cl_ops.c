@@ -12,10 +12,12 @@
 #include "backend/opencl/cl_gemm_tiled.h"
 
 #include "attention_cl.h" /* generated: attention.cl's source */
+#include "attention_mma_cl.h" /* generated: gemm_rows.cl + mma.cl + attention_mma.cl */
 #include "ops_cl.h"       /* generated: the kernels' source */
 
 #include <math.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +29,7 @@ const char *const sb_cl_op_names[P_COUNT] = {
 	"ften_to_tokens", "tokens_to_ften", "add_freq_emb", "im2col_time", "convtr_gather",
 	"rmsnorm", "rope", "head_gate", "stft_frames", "istft_frames", "istft_ola",
 	"moments_final", "standardise", "gather_cols", "cmul", "attention_16", "attention_32",
-	"attention_64",
+	"attention_64", "attention_mma",
 	"upload", "download", "copy", "zero", "finish",
 };
 
@@ -580,6 +582,163 @@ static int attention_ready(sb_bdev *c)
 	return 0;
 }
 
+static void attention_mma(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
+                          int nk, int heads, int hd, float scale, sb_dv o, int ldo, int batch,
+                          long sq, long skv, long so);
+
+static float bf16_round(float x)
+{
+	uint32_t u;
+	memcpy(&u, &x, sizeof u);
+	u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+	memcpy(&x, &u, sizeof x);
+	return x;
+}
+
+/* One attention of 70 query rows over 100 keys (two blocks, ragged) on the device against the
+ * host, as the products are checked before first use (cl_gemm_mma.c): the kernel's shuffles and
+ * its scores turned into the next product's fragments are what this adds. *err: the relative
+ * error (the bf16 rounding of the weights at each block's maximum: about 1e-3). */
+static sb_status attention_mma_check(sb_bdev *c, int hd, double *err)
+{
+	enum { NQ = 70, NK = 100 };
+	const size_t nqf = (size_t)NQ * hd, nkf = (size_t)NK * hd;
+	float *h = malloc(sizeof(float) * (nqf + 2 * nkf + nqf));
+	double *p = malloc(sizeof(double) * NK);
+	sb_bbuf bq = {NULL, nqf}, bk = {NULL, 2 * nkf}, bo = {NULL, nqf};
+	sb_status st = h && p ? SB_OK : SB_ERR_NOMEM;
+	if (st == SB_OK)
+		st = sb_cl_device_alloc(c->dev, sizeof(float) * nqf, CL_MEM_READ_WRITE, &bq.m);
+	if (st == SB_OK)
+		st = sb_cl_device_alloc(c->dev, sizeof(float) * 2 * nkf, CL_MEM_READ_WRITE, &bk.m);
+	if (st == SB_OK)
+		st = sb_cl_device_alloc(c->dev, sizeof(float) * nqf, CL_MEM_READ_WRITE, &bo.m);
+	float *q = h, *kv = h + nqf, *o = h + nqf + 2 * nkf; /* kv: keys, then values */
+	unsigned r = 77u;
+	for (size_t i = 0; st == SB_OK && i < nqf + 2 * nkf; i++) {
+		r = r * 1664525u + 1013904223u;
+		h[i] = (float)(r >> 8) / 8388608.f - 1.f;
+	}
+	const float scale = 1.f / sqrtf((float)hd);
+	cl_int e = CL_SUCCESS;
+	if (st == SB_OK) {
+		e = clEnqueueWriteBuffer(c->q, bq.m, CL_TRUE, 0, sizeof(float) * nqf, q, 0, NULL,
+		                         NULL);
+		if (e == CL_SUCCESS)
+			e = clEnqueueWriteBuffer(c->q, bk.m, CL_TRUE, 0, sizeof(float) * 2 * nkf, kv, 0,
+			                         NULL, NULL);
+		if (e != CL_SUCCESS)
+			st = sb_cl_status(c->dev, e, "uploading the attention check");
+	}
+	if (st == SB_OK) {
+		attention_mma(c, (sb_dv){&bq, 0}, hd, (sb_dv){&bk, 0}, (sb_dv){&bk, nkf}, hd, NQ, NK,
+		              1, hd, scale, (sb_dv){&bo, 0}, hd, 1, 0, 0, 0);
+		st = c->st;
+	}
+	if (st == SB_OK &&
+	    (e = clEnqueueReadBuffer(c->q, bo.m, CL_TRUE, 0, sizeof(float) * nqf, o, 0, NULL,
+	                             NULL)) != CL_SUCCESS)
+		st = sb_cl_status(c->dev, e, "reading the attention check");
+	double d2 = 0, w2 = 0;
+	for (int i = 0; st == SB_OK && i < NQ; i++) {
+		double mx = -INFINITY, sum = 0;
+		for (int j = 0; j < NK; j++) {
+			double s = 0;
+			for (int x = 0; x < hd; x++)
+				s += (double)bf16_round(scale * q[i * hd + x]) * bf16_round(kv[j * hd + x]);
+			p[j] = s;
+			mx = s > mx ? s : mx;
+		}
+		for (int j = 0; j < NK; j++)
+			sum += (p[j] = exp(p[j] - mx));
+		for (int x = 0; x < hd; x++) {
+			double w = 0;
+			for (int j = 0; j < NK; j++)
+				w += bf16_round((float)p[j]) * (double)bf16_round(kv[nkf + j * hd + x]);
+			w /= sum;
+			d2 += (o[i * hd + x] - w) * (o[i * hd + x] - w);
+			w2 += w * w;
+		}
+	}
+	*err = st == SB_OK ? sqrt(d2 / (w2 > 0 ? w2 : 1)) : 0;
+	if (st == SB_OK && !(*err < 1e-2))
+		st = SB_ERR_DEVICE;
+	if (st == SB_ERR_DEVICE)
+		c->st = SB_OK; /* a launch refused: this kernel's failure, not the device's */
+	if (bq.m)
+		clReleaseMemObject(bq.m);
+	if (bk.m)
+		clReleaseMemObject(bk.m);
+	if (bo.m)
+		clReleaseMemObject(bo.m);
+	free(h);
+	free(p);
+	return st;
+}
+
+/* attention_mma.cl's program for heads of hd values (16, 32, 64), built and checked at its
+ * first use on the device; 0 when it does not build there or computes something else (logged;
+ * the fp32 kernel runs instead) */
+static int attention_mma_ready(sb_bdev *c, int hd)
+{
+	const int w = hd == 16 ? 0 : hd == 32 ? 1 : 2;
+	if (c->attm_k[w] || c->attm_tried[w])
+		return c->attm_k[w] != NULL;
+	c->attm_tried[w] = 1;
+	const char *env = getenv("SB_CL_MMA");
+	char opts[128];
+	snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DMMA_PTX=%d -DATT_HD=%d",
+	         !(env && !strcmp(env, "emulate")), hd);
+	sb_status st = sb_cl_device_build(c->dev, "attention_mma", (const char *)attention_mma_cl,
+	                                  opts, &c->attm_prog[w], NULL);
+	if (st == SB_OK)
+		st = sb_cl_device_kernel(c->dev, c->attm_prog[w], "attention_mma", &c->attm_k[w]);
+	double err = 0;
+	if (st == SB_OK && (st = attention_mma_check(c, hd, &err)) == SB_OK)
+		return 1;
+	if (c->attm_k[w])
+		clReleaseKernel(c->attm_k[w]);
+	c->attm_k[w] = NULL;
+	if (c->attm_prog[w])
+		clReleaseProgram(c->attm_prog[w]);
+	c->attm_prog[w] = NULL;
+	if (st == SB_ERR_NOMEM || st == SB_ERR_DEVICE_OOM || st == SB_ERR_DEVICE_LOST) {
+		c->st = st;
+		return 0;
+	}
+	sb_log(c->log, SB_LOG_WARNING, "bf16 attention on the tensor cores %s on %s: in fp32 "
+	       "instead", err > 0 ? "is wrong (relative error against the host's above 1e-2)"
+	                          : "does not build", sb_cl_device_props(c->dev)->label);
+	return 0;
+}
+
+/* Attention in one launch on the tensor cores, bf16 (attention_mma.cl), heads of 16, 32, 64 */
+static void attention_mma(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
+                          int nk, int heads, int hd, float scale, sb_dv o, int ldo, int batch,
+                          long sq, long skv, long so)
+{
+	kargs a = {c, c->attm_k[hd == 16 ? 0 : hd == 32 ? 1 : 2], K_ATTENTION_MMA, 0.0, 0,
+	           CL_SUCCESS};
+	a_db(&a, q);
+	a_i32(&a, ldq);
+	a_i64(&a, sq);
+	a_db(&a, k);
+	a_db(&a, v);
+	a_i32(&a, ldkv);
+	a_i64(&a, skv);
+	a_i32(&a, nq);
+	a_i32(&a, nk);
+	a_i32(&a, hd);
+	a_f32(&a, scale);
+	a_db(&a, o);
+	a_i32(&a, ldo);
+	a_i64(&a, so);
+	a.flops = 4.0 * nq * nk * hd * heads * batch;
+	const size_t g[3] = {(size_t)(nq + 63) / 64 * 128, (size_t)heads, (size_t)batch},
+	             l[3] = {128, 1, 1};
+	sb_cl_run(&a, 3, g, l);
+}
+
 /* Attention in one launch for heads of up to 64 values (attention.cl: the scores stay in
  * registers), the kernel for the smallest head size that holds hd. */
 static void attention_fused(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
@@ -621,6 +780,20 @@ static void op_attention(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldk
 	if (nq <= 0 || nk <= 0 || heads <= 0 || batch <= 0 || c->st != SB_OK ||
 	    sb_cl_ops_ready(c) != SB_OK)
 		return;
+	/* bf16: its two products on the tensor cores, as the products' way would run them */
+	if (c->want_bf16 && !c->mma_tried) {
+		const sb_status st = bf16_products(c);
+		if (st != SB_OK) {
+			c->st = st;
+			return;
+		}
+	}
+	if (c->want_bf16 && c->mma && c->att_fused && (hd == 16 || hd == 32 || hd == 64) &&
+	    attention_mma_ready(c, hd)) {
+		attention_mma(c, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv,
+		              so);
+		return;
+	}
 	if (c->att_fused && hd <= 64 && hd % 4 == 0 && attention_ready(c)) {
 		attention_fused(c, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv,
 		                so);

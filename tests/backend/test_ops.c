@@ -38,6 +38,22 @@
 static int failures;
 static int bf16_mode, tf32_mode; /* --bf16, --tf32 */
 
+static void log_fn(void *user, sb_log_level level, const char *msg)
+{
+	(void)user;
+	if (level <= SB_LOG_WARNING)
+		fprintf(stderr, "  [backend] %s\n", msg);
+	/* bf16, tf32: a kernel that fell back to fp32 (its check refused it) is a failure here,
+	 * though its fp32 results would pass the reduced precision's tolerance */
+	if ((bf16_mode || tf32_mode) && level <= SB_LOG_WARNING &&
+	    (strstr(msg, "fp32 instead") || strstr(msg, "running fp32") ||
+	     strstr(msg, "own kernel instead"))) {
+		printf("  FAIL: fell back to fp32: %s\n", msg);
+		failures++;
+	}
+}
+static const sb_logger logger = {log_fn, NULL};
+
 /* x as a product's input: rounded to bf16 (to nearest even) or to tf32 (to nearest, ties away
  * from zero) in those modes */
 static float rounded(float x)
@@ -51,14 +67,6 @@ static float rounded(float x)
 	memcpy(&x, &u, sizeof x);
 	return x;
 }
-
-static void log_fn(void *user, sb_log_level level, const char *msg)
-{
-	(void)user;
-	if (level <= SB_LOG_WARNING)
-		fprintf(stderr, "  [backend] %s\n", msg);
-}
-static const sb_logger logger = {log_fn, NULL};
 
 /* ---- data ---- */
 

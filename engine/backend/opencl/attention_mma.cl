@@ -91,8 +91,11 @@ UNROLL
 			Ks[key * KLD + c / 2] = pack2(x.x, x.y);
 			Ks[key * KLD + c / 2 + 1] = pack2(x.z, x.w);
 		}
+		/* a warp's 32 units: 16 pairs of keys by 2 groups of 4 columns, so that two lanes
+		 * read 32 bytes of a row and the transposed stores fall in 32 banks */
 		for (int u = lid; u < AK / 2 * ATT_HD / 4; u += 128) {
-			const int p = u / (ATT_HD / 4), c = 4 * (u % (ATT_HD / 4));
+			const int lo = u % 32, hi = u / 32;
+			const int p = lo % 16 + 16 * (hi % 2), c = 4 * (lo / 16 + 2 * (hi / 2));
 			const int k1 = k0 + 2 * p;
 			const float4 x0 = k1 < nk ? vload4(0, v + (long)k1 * ldkv + c) : (float4)(0.f);
 			const float4 x1 = k1 + 1 < nk ? vload4(0, v + (long)(k1 + 1) * ldkv + c)

@@ -24,6 +24,7 @@ typedef struct {
 
 struct sb_cl_mma {
 	int tf32;        /* mma.cl's MMA_TF32 */
+	int dunder;      /* the driver took the assembly spelt __asm__, not asm */
 	tiling t[2];     /* big, small */
 	int n;           /* 2, or 1 when SB_CL_MMA_TILE names one */
 	cl_program prog[2];
@@ -94,6 +95,11 @@ void sb_cl_mma_free(sb_cl_mma *m)
 const char *sb_cl_mma_describe(const sb_cl_mma *m)
 {
 	return m->desc;
+}
+
+const char *sb_cl_mma_asm_option(const sb_cl_mma *m)
+{
+	return m->dunder ? " -DSB_ASM=__asm__" : "";
 }
 
 /* one product on tiling w */
@@ -167,7 +173,12 @@ static sb_status check_products(sb_bdev *c, const sb_cl_mma *m, double *worst)
 			const size_t off = al ? 0 : 1;
 			launch(c, m, w, M, N, K, 1.f, (sb_dv){&ba, off}, lda, 0, (sb_dv){&bb, off}, ldb,
 			       0, tb, 0.f, (sb_dv){&bc, off}, ldc, 0, 1);
-			st = c->st;
+			/* a launch the driver refuses (CL_OUT_OF_RESOURCES for this kernel's registers
+			 * reads as out of memory) is this kernel's failure, not the device's */
+			if ((st = c->st) != SB_OK && st != SB_ERR_DEVICE_LOST) {
+				c->st = SB_OK;
+				st = SB_ERR_DEVICE;
+			}
 			if (st == SB_OK &&
 			    (err = clEnqueueReadBuffer(c->q, bc.m, CL_TRUE, 0, sizeof(float) * nc, hc, 0,
 			                               NULL, NULL)) != CL_SUCCESS)
@@ -190,10 +201,6 @@ static sb_status check_products(sb_bdev *c, const sb_cl_mma *m, double *worst)
 		}
 	if (st == SB_OK && !(*worst < 1e-4))
 		st = SB_ERR_DEVICE;
-	/* a launch the driver refused (its resources for this kernel) is this kernel's failure,
-	 * not the device's: the caller runs fp32 on it */
-	if (st == SB_ERR_DEVICE)
-		c->st = SB_OK;
 	if (ba.m)
 		clReleaseMemObject(ba.m);
 	if (bb.m)
@@ -249,6 +256,7 @@ sb_status sb_cl_mma_open(sb_bdev *c, int emulate, int tf32, sb_cl_mma **out)
 			         sb_cl_device_fault_mma(c->dev), spelling ? " -DSB_ASM=__asm__" : "");
 			st = sb_cl_device_build(c->dev, "mma", (const char *)mma_cl, opts, &m->prog[i],
 			                        NULL);
+			m->dunder = spelling;
 		}
 		if (st == SB_OK)
 			st = sb_cl_device_kernel(c->dev, m->prog[i], "gemm_mma", &m->k[i]);

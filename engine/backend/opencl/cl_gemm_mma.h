@@ -35,6 +35,9 @@ sb_status sb_cl_mma_open(sb_bdev *c, int emulate, int tf32, sb_cl_mma **out);
 void sb_cl_mma_free(sb_cl_mma *m);
 /* "tensor cores, bf16 (mma m16n8k16), 128x64 tiles, 64x64 below 132" (or tf32, m16n8k8) */
 const char *sb_cl_mma_describe(const sb_cl_mma *m);
+/* the build option for the spelling of inline assembly the driver took (mma.cl's SB_ASM), for
+ * the other programs that include mma.cl */
+const char *sb_cl_mma_asm_option(const sb_cl_mma *m);
 
 /* As cl_blas.h's sb_cl_sgemm, with A and B rounded to bf16 (to nearest even) or tf32 (to
  * nearest, ties away) and fp32 sums;

@@ -633,7 +633,11 @@ static sb_status attention_mma_check(sb_bdev *c, int hd, double *err)
 	if (st == SB_OK) {
 		attention_mma(c, (sb_dv){&bq, 0}, hd, (sb_dv){&bk, 0}, (sb_dv){&bk, nkf}, hd, NQ, NK,
 		              1, hd, scale, (sb_dv){&bo, 0}, hd, 1, 0, 0, 0);
-		st = c->st;
+		/* a launch the driver refuses is this kernel's failure, not the device's */
+		if ((st = c->st) != SB_OK && st != SB_ERR_DEVICE_LOST) {
+			c->st = SB_OK;
+			st = SB_ERR_DEVICE;
+		}
 	}
 	if (st == SB_OK &&
 	    (e = clEnqueueReadBuffer(c->q, bo.m, CL_TRUE, 0, sizeof(float) * nqf, o, 0, NULL,
@@ -663,8 +667,6 @@ static sb_status attention_mma_check(sb_bdev *c, int hd, double *err)
 	*err = st == SB_OK ? sqrt(d2 / (w2 > 0 ? w2 : 1)) : 0;
 	if (st == SB_OK && !(*err < 1e-2))
 		st = SB_ERR_DEVICE;
-	if (st == SB_ERR_DEVICE)
-		c->st = SB_OK; /* a launch refused: this kernel's failure, not the device's */
 	if (bq.m)
 		clReleaseMemObject(bq.m);
 	if (bk.m)
@@ -687,8 +689,8 @@ static int attention_mma_ready(sb_bdev *c, int hd)
 	c->attm_tried[w] = 1;
 	const char *env = getenv("SB_CL_MMA");
 	char opts[128];
-	snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DMMA_PTX=%d -DATT_HD=%d",
-	         !(env && !strcmp(env, "emulate")), hd);
+	snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DMMA_PTX=%d -DATT_HD=%d%s",
+	         !(env && !strcmp(env, "emulate")), hd, sb_cl_mma_asm_option(c->mma));
 	sb_status st = sb_cl_device_build(c->dev, "attention_mma", (const char *)attention_mma_cl,
 	                                  opts, &c->attm_prog[w], NULL);
 	if (st == SB_OK)
@@ -703,12 +705,14 @@ static int attention_mma_ready(sb_bdev *c, int hd)
 		clReleaseProgram(c->attm_prog[w]);
 	c->attm_prog[w] = NULL;
 	if (st == SB_ERR_NOMEM || st == SB_ERR_DEVICE_OOM || st == SB_ERR_DEVICE_LOST) {
+		c->attm_tried[w] = 0; /* memory that was short once: tried again next time */
 		c->st = st;
 		return 0;
 	}
 	sb_log(c->log, SB_LOG_WARNING, "bf16 attention on the tensor cores %s on %s: in fp32 "
 	       "instead", err > 0 ? "is wrong (relative error against the host's above 1e-2)"
-	                          : "does not build", sb_cl_device_props(c->dev)->label);
+	                          : "does not build or its launch is refused",
+	       sb_cl_device_props(c->dev)->label);
 	return 0;
 }
 

@@ -1167,6 +1167,14 @@ def stem_files(out, track):
     return [os.path.join(out, track, s + ".wav") for s in STEMS]
 
 
+def precision_input(tmp, device):
+    """a 2 s input and the CLI's model arguments (the mini HTDemucs on DEVICE)"""
+    rate = 44100
+    inp = os.path.join(tmp, "p.wav")
+    wavio.write_wav(inp, wavio.test_signal(2 * rate, 2, rate), 2, rate)
+    return inp, ["--model", "htdemucs-mini", "--model-path", FIXTURES, "--device", device]
+
+
 def precision_run(tmp, inp, model, name, extra, env=None):
     """separate INP with MODEL (its CLI arguments) into tmp/NAME: (folder, process, the
     manifest's precision)"""
@@ -1212,11 +1220,7 @@ def group_precision(tmp):
     j = json.loads(run(["devices", "--json"]).stdout)
     check("products: fp32" in j[0].get("details", ""), f"devices --json details: {j[0]}")
     has_bf16 = cpu and "bf16 not available" not in cpu[0]
-
-    rate = 44100
-    inp = os.path.join(tmp, "p.wav")
-    wavio.write_wav(inp, wavio.test_signal(2 * rate, 2, rate), 2, rate)
-    model = ["--model", "htdemucs-mini", "--model-path", FIXTURES, "--device", "cpu"]
+    inp, model = precision_input(tmp, "cpu")
 
     def separate(name, extra, env=None):
         return precision_run(tmp, inp, model, name, extra, env)
@@ -1261,10 +1265,7 @@ def group_precision_opencl(tmp):
     check(cl and "products: fp32 " in cl[0].get("details", "") and
           "bf16 not available (runs fp32)" in cl[0].get("details", ""),
           f"devices: opencl:0's products and bf16: {cl}")
-    rate = 44100
-    inp = os.path.join(tmp, "p.wav")
-    wavio.write_wav(inp, wavio.test_signal(2 * rate, 2, rate), 2, rate)
-    model = ["--model", "htdemucs-mini", "--model-path", FIXTURES, "--device", "opencl:0"]
+    inp, model = precision_input(tmp, "opencl:0")
 
     def separate(name, extra, env=None):
         return precision_run(tmp, inp, model, name, extra, env)

@@ -582,6 +582,28 @@ static int attention_ready(sb_bdev *c)
 	return 0;
 }
 
+/* the arguments of attention.cl's and attention_mma.cl's kernels (the same list) */
+static void attention_args(kargs *a, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq, int nk,
+                           int heads, int hd, float scale, sb_dv o, int ldo, int batch, long sq,
+                           long skv, long so)
+{
+	a_db(a, q);
+	a_i32(a, ldq);
+	a_i64(a, sq);
+	a_db(a, k);
+	a_db(a, v);
+	a_i32(a, ldkv);
+	a_i64(a, skv);
+	a_i32(a, nq);
+	a_i32(a, nk);
+	a_i32(a, hd);
+	a_f32(a, scale);
+	a_db(a, o);
+	a_i32(a, ldo);
+	a_i64(a, so);
+	a->flops = 4.0 * nq * nk * hd * heads * batch;
+}
+
 static void attention_mma(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
                           int nk, int heads, int hd, float scale, sb_dv o, int ldo, int batch,
                           long sq, long skv, long so);
@@ -723,21 +745,7 @@ static void attention_mma(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ld
 {
 	kargs a = {c, c->attm_k[hd == 16 ? 0 : hd == 32 ? 1 : 2], K_ATTENTION_MMA, 0.0, 0,
 	           CL_SUCCESS};
-	a_db(&a, q);
-	a_i32(&a, ldq);
-	a_i64(&a, sq);
-	a_db(&a, k);
-	a_db(&a, v);
-	a_i32(&a, ldkv);
-	a_i64(&a, skv);
-	a_i32(&a, nq);
-	a_i32(&a, nk);
-	a_i32(&a, hd);
-	a_f32(&a, scale);
-	a_db(&a, o);
-	a_i32(&a, ldo);
-	a_i64(&a, so);
-	a.flops = 4.0 * nq * nk * hd * heads * batch;
+	attention_args(&a, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv, so);
 	const size_t g[3] = {(size_t)(nq + 63) / 64 * 128, (size_t)heads, (size_t)batch},
 	             l[3] = {128, 1, 1};
 	sb_cl_run(&a, 3, g, l);
@@ -751,21 +759,7 @@ static void attention_fused(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int 
 {
 	const int which = hd <= 16 ? 0 : hd <= 32 ? 1 : 2;
 	kargs a = {c, c->att_k[which], K_ATTENTION_16 + which, 0.0, 0, CL_SUCCESS};
-	a_db(&a, q);
-	a_i32(&a, ldq);
-	a_i64(&a, sq);
-	a_db(&a, k);
-	a_db(&a, v);
-	a_i32(&a, ldkv);
-	a_i64(&a, skv);
-	a_i32(&a, nq);
-	a_i32(&a, nk);
-	a_i32(&a, hd);
-	a_f32(&a, scale);
-	a_db(&a, o);
-	a_i32(&a, ldo);
-	a_i64(&a, so);
-	a.flops = 4.0 * nq * nk * hd * heads * batch;
+	attention_args(&a, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv, so);
 	const size_t g[3] = {(size_t)nq, (size_t)heads, (size_t)batch}, l[3] = {64, 1, 1};
 	sb_cl_run(&a, 3, g, l);
 }

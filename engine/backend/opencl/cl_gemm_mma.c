@@ -24,7 +24,8 @@ typedef struct {
 
 struct sb_cl_mma {
 	int tf32;        /* mma.cl's MMA_TF32 */
-	int dunder;      /* the driver took the assembly spelt __asm__, not asm */
+	char shared[48]; /* the build options of the instruction as built: native or emulated,
+	                    and the spelling of inline assembly the driver took */
 	tiling t[2];     /* big, small */
 	int n;           /* 2, or 1 when SB_CL_MMA_TILE names one */
 	cl_program prog[2];
@@ -97,9 +98,15 @@ const char *sb_cl_mma_describe(const sb_cl_mma *m)
 	return m->desc;
 }
 
-const char *sb_cl_mma_asm_option(const sb_cl_mma *m)
+const char *sb_cl_mma_options(const sb_cl_mma *m)
 {
-	return m->dunder ? " -DSB_ASM=__asm__" : "";
+	return m->shared;
+}
+
+int sb_cl_mma_emulate_asked(void)
+{
+	const char *env = getenv("SB_CL_MMA");
+	return env && !strcmp(env, "emulate");
 }
 
 /* one product on tiling w */
@@ -118,8 +125,7 @@ static void launch(sb_bdev *c, const sb_cl_mma *m, int w, int M, int N, int K, f
 	sb_cl_run(&a, 3, gs, l);
 }
 
-/* x as the kernel rounds its inputs (mma.cl's bf16 and tf32) */
-static float rounded(float x, int tf32)
+float sb_cl_mma_round(float x, int tf32)
 {
 	uint32_t u;
 	memcpy(&u, &x, sizeof u);
@@ -187,10 +193,13 @@ static sb_status check_products(sb_bdev *c, const sb_cl_mma *m, double *worst)
 			for (int i = 0; st == SB_OK && i < M; i++)
 				for (int j = 0; j < N; j++) {
 					double sum = 0;
-					for (int k = 0; k < K; k++)
-						sum += (double)rounded(ha[off + (size_t)i * lda + k], m->tf32) *
-						       rounded(tb ? hb[off + (size_t)j * ldb + k]
-						                  : hb[off + (size_t)k * ldb + j], m->tf32);
+					for (int k = 0; k < K; k++) {
+						const float a = ha[off + (size_t)i * lda + k],
+						            b = tb ? hb[off + (size_t)j * ldb + k]
+						                   : hb[off + (size_t)k * ldb + j];
+						sum += (double)sb_cl_mma_round(a, m->tf32) *
+						       sb_cl_mma_round(b, m->tf32);
+					}
 					const double d = hc[off + (size_t)i * ldc + j] - sum;
 					e += d * d;
 					ref += sum * sum;
@@ -256,7 +265,8 @@ sb_status sb_cl_mma_open(sb_bdev *c, int emulate, int tf32, sb_cl_mma **out)
 			         sb_cl_device_fault_mma(c->dev), spelling ? " -DSB_ASM=__asm__" : "");
 			st = sb_cl_device_build(c->dev, "mma", (const char *)mma_cl, opts, &m->prog[i],
 			                        NULL);
-			m->dunder = spelling;
+			snprintf(m->shared, sizeof m->shared, "-DMMA_PTX=%d%s", !emulate,
+			         spelling ? " -DSB_ASM=__asm__" : "");
 		}
 		if (st == SB_OK)
 			st = sb_cl_device_kernel(c->dev, m->prog[i], "gemm_mma", &m->k[i]);

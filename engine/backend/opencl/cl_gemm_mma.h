@@ -35,9 +35,13 @@ sb_status sb_cl_mma_open(sb_bdev *c, int emulate, int tf32, sb_cl_mma **out);
 void sb_cl_mma_free(sb_cl_mma *m);
 /* "tensor cores, bf16 (mma m16n8k16), 128x64 tiles, 64x64 below 132" (or tf32, m16n8k8) */
 const char *sb_cl_mma_describe(const sb_cl_mma *m);
-/* the build option for the spelling of inline assembly the driver took (mma.cl's SB_ASM), for
- * the other programs that include mma.cl */
-const char *sb_cl_mma_asm_option(const sb_cl_mma *m);
+/* the build options of the instruction as m was built (native or emulated, the spelling of
+ * inline assembly the driver took), for the other programs that include mma.cl */
+const char *sb_cl_mma_options(const sb_cl_mma *m);
+/* 1 when SB_CL_MMA=emulate asks for the emulated instruction */
+int sb_cl_mma_emulate_asked(void);
+/* x as mma.cl rounds its inputs: bf16 to nearest even, or tf32 to nearest, ties away */
+float sb_cl_mma_round(float x, int tf32);
 
 /* As cl_blas.h's sb_cl_sgemm, with A and B rounded to bf16 (to nearest even) or tf32 (to
  * nearest, ties away) and fp32 sums;

@@ -17,7 +17,6 @@
 
 #include <math.h>
 #include <stdatomic.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,8 +82,7 @@ static sb_status bf16_products(sb_bdev *c)
 {
 	static atomic_flag said = ATOMIC_FLAG_INIT;
 	c->mma_tried = 1;
-	const char *env = getenv("SB_CL_MMA");
-	const int emulate = env && !strcmp(env, "emulate");
+	const int emulate = sb_cl_mma_emulate_asked();
 	const char *why = NULL;
 	if (!emulate && !sb_cl_mma_native(c->dev, &why)) {
 		if (!atomic_flag_test_and_set(&said))
@@ -529,8 +527,8 @@ sb_status sb_cl_ops_ready(sb_bdev *c)
 		}
 	}
 	if (c->gemm == SB_CL_GEMM_TF32) {
-		const char *env = getenv("SB_CL_MMA"), *why = NULL;
-		const int emulate = env && !strcmp(env, "emulate");
+		const char *why = NULL;
+		const int emulate = sb_cl_mma_emulate_asked();
 		st = emulate || sb_cl_mma_native(c->dev, &why) ? sb_cl_mma_open(c, emulate, 1, &c->tf32)
 		                                               : SB_ERR_UNSUPPORTED;
 		if (st == SB_ERR_NOMEM) {
@@ -608,15 +606,6 @@ static void attention_mma(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ld
                           int nk, int heads, int hd, float scale, sb_dv o, int ldo, int batch,
                           long sq, long skv, long so);
 
-static float bf16_round(float x)
-{
-	uint32_t u;
-	memcpy(&u, &x, sizeof u);
-	u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
-	memcpy(&x, &u, sizeof x);
-	return x;
-}
-
 /* One attention of 70 query rows over 100 keys (two blocks, ragged) on the device against the
  * host, as the products are checked before first use (cl_gemm_mma.c): the kernel's shuffles and
  * its scores turned into the next product's fragments are what this adds. *err: the relative
@@ -671,7 +660,8 @@ static sb_status attention_mma_check(sb_bdev *c, int hd, double *err)
 		for (int j = 0; j < NK; j++) {
 			double s = 0;
 			for (int x = 0; x < hd; x++)
-				s += (double)bf16_round(scale * q[i * hd + x]) * bf16_round(kv[j * hd + x]);
+				s += (double)sb_cl_mma_round(scale * q[i * hd + x], 0) *
+				     sb_cl_mma_round(kv[j * hd + x], 0);
 			p[j] = s;
 			mx = s > mx ? s : mx;
 		}
@@ -680,7 +670,8 @@ static sb_status attention_mma_check(sb_bdev *c, int hd, double *err)
 		for (int x = 0; x < hd; x++) {
 			double w = 0;
 			for (int j = 0; j < NK; j++)
-				w += bf16_round((float)p[j]) * (double)bf16_round(kv[nkf + j * hd + x]);
+				w += sb_cl_mma_round((float)p[j], 0) *
+				     (double)sb_cl_mma_round(kv[nkf + j * hd + x], 0);
 			w /= sum;
 			d2 += (o[i * hd + x] - w) * (o[i * hd + x] - w);
 			w2 += w * w;
@@ -709,10 +700,8 @@ static int attention_mma_ready(sb_bdev *c, int hd)
 	if (c->attm_k[w] || c->attm_tried[w])
 		return c->attm_k[w] != NULL;
 	c->attm_tried[w] = 1;
-	const char *env = getenv("SB_CL_MMA");
 	char opts[128];
-	snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DMMA_PTX=%d -DATT_HD=%d%s",
-	         !(env && !strcmp(env, "emulate")), hd, sb_cl_mma_asm_option(c->mma));
+	snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DATT_HD=%d %s", hd, sb_cl_mma_options(c->mma));
 	sb_status st = sb_cl_device_build(c->dev, "attention_mma", (const char *)attention_mma_cl,
 	                                  opts, &c->attm_prog[w], NULL);
 	if (st == SB_OK)

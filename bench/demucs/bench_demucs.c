@@ -6,7 +6,8 @@
  *
  *   bench_demucs SHAPES_JSON [--model FILE] [--write-model FILE] [--threads N]
  *                [--seconds S] [--repeat N] [--device cpu|opencl:N|LIST] [--batch B]
- *                [--gemm clblast|own] [--precision fp32|bf16] [--profile] [--beside N]
+ *                [--gemm auto|clblast|own|tiled|tf32] [--precision fp32|bf16] [--profile]
+ *                [--beside N]
  *
  * --device names the device of the segment timing (the first of a list) and the devices the
  * song is shared among ("cpu,opencl:0,opencl:1"); --batch B runs B segments per forward pass
@@ -79,7 +80,7 @@ int main(int argc, char **argv)
 		else {
 			fprintf(stderr, "usage: bench_demucs SHAPES_JSON [--model FILE] [--write-model FILE] "
 			                "[--threads N] [--seconds S] [--repeat N] [--device cpu|opencl:N|LIST] "
-			                "[--batch B] [--gemm clblast|own] [--precision fp32|bf16] "
+			                "[--batch B] [--gemm auto|clblast|own|tiled|tf32] [--precision fp32|bf16] "
 			                "[--profile] [--beside N]\n");
 			return 2;
 		}

@@ -27,7 +27,7 @@ mkdir -p "$OUT/bin" "$OUT/debs" "$OUT/golden" "$OUT/ref" "$OUT/roformer" "$OUT/r
 for b in bench/demucs/bench_demucs bench/opencl/bench_opencl bench/jobs/bench_jobs bench/cpu/bench_gemm \
          bench/roformer/bench_roformer bench/opencl/bench_cl_gemm \
          tools/cli/stembridge tests/demucs/test_demucs tests/opencl/test_cl_blas \
-         tests/opencl/test_opencl tests/backend/test_ops; do
+         tests/opencl/test_cl_pick tests/opencl/test_opencl tests/backend/test_ops; do
 	cp "$BUILD/$b" "$OUT/bin/"
 done
 for f in README.md htdemucs-tiny.safetensors htdemucs-mid.safetensors \

@@ -126,6 +126,10 @@ check)
 	done
 	# test_cl_blas and test_demucs open the first OpenCL device: the GPU, only NVIDIA registered
 	sb "$C/bin/test_cl_blas" /tmp 2>&1 | tee "$R/check-cl_blas.txt" || note test_cl_blas
+	# each shape's product path measured on the GPU (the default there): the choice follows the
+	# timed runs (two paths slowed in them), is kept and read back; a failure here says whether
+	# the driver's markers carry times
+	sb "$C/bin/test_cl_pick" /tmp/sbpick 2>&1 | tee "$R/check-cl_pick.txt" || note test_cl_pick
 	for g in clblast own tiled; do
 		SB_CL_GEMM=$g sb "$C/bin/test_demucs" "$C/golden" opencl-mid 2>&1 |
 			tee "$R/check-mid-$g.txt" || note "opencl-mid ($g)"
@@ -177,12 +181,16 @@ demucs)
 	# with attention as products around a softmax (split)
 	# (tf32: the tensor cores with tf32 inputs; own:bf16: --precision bf16, every product on
 	# the tensor cores in bf16)
-	for run in clblast:fused own:fused tiled:fused tf32:fused clblast:split own:bf16; do
+	# (auto: the default on a GPU, each shape's fastest fp32 path measured on the device; first
+	# from nothing, its measuring in the warm-up and the first passes, then with what it kept)
+	for run in clblast:fused own:fused tiled:fused auto-first:fused auto:fused tf32:fused \
+		clblast:split own:bf16; do
 		g=${run%:*} a=${run#*:} p=fp32
 		[ "$a" = bf16 ] && a=fused p=bf16
+		[ "$g" = auto-first ] && g=auto && rm -f "$XDG_CACHE_HOME"/stembridge/products-*.txt
 		m="--model $model"
 		[ -e "$model" ] || m="--write-model $model"
-		f=demucs-$g${a/fused/}
+		f=demucs-${run%:*}${a/fused/}
 		f=${f/%split/-split}
 		[ $p = bf16 ] && f=demucs-bf16
 		SB_CL_ATTENTION=$a sb "$C/bin/bench_demucs" "$C/golden/released-shapes.json" $m \
@@ -255,9 +263,11 @@ roformer)
 	sb "$C/bin/bench_roformer" "$M.ckpt" --config "$M.yaml" --convert-only || note "conversion"
 	# a chunk on each product path, attention in one pass (NVIDIA's default), the first one's
 	# output dumped for PyTorch's comparison; then CLBlast with attention as products (split)
-	for run in clblast:fused own:fused tiled:fused clblast:split; do
+	# (auto: as in step demucs, first from nothing, then with what it kept)
+	for run in clblast:fused own:fused tiled:fused auto-first:fused auto:fused clblast:split; do
 		g=${run%:*} a=${run#*:}
-		f=roformer-gpu-chunk-$g${a/fused/}
+		[ "$g" = auto-first ] && g=auto && rm -f "$XDG_CACHE_HOME"/stembridge/products-*.txt
+		f=roformer-gpu-chunk-${run%:*}${a/fused/}
 		f=${f/%split/-split}
 		dump=""
 		[ "$run" = clblast:fused ] && dump="--dump $W/dump"
@@ -276,8 +286,9 @@ roformer)
 		--repeat "$REPEAT" > "$R/roformer-gpu-chunk-tf32.json" \
 		2> "$R/roformer-gpu-chunk-tf32-profile.txt" || note "bench_roformer (chunk, tf32)"
 	cat "$R/roformer-gpu-chunk-tf32-profile.txt" "$R/roformer-gpu-chunk-tf32.json"
-	# songs: CLBlast (the default), the own kernel, tf32 and bf16 on the tensor cores
-	for g in clblast own tf32 bf16; do
+	# songs: CLBlast, the own kernel, each shape's fastest (the default), tf32 and bf16 on the
+	# tensor cores
+	for g in clblast own auto tf32 bf16; do
 		p=fp32
 		[ $g = bf16 ] && p=bf16
 		SB_CL_GEMM=${g/bf16/own} sb "$C/bin/bench_roformer" "$M.safetensors" --device "$gpu" \

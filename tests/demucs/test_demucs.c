@@ -251,7 +251,7 @@ static void segment_case(const char *model, const char *io_name, double out_tol,
 	float *in = read_all(io, "input", &n_in), *want = read_all(io, "output", &n_out);
 	float *got = malloc(sizeof(float) * (size_t)n_out);
 	taps t = {0};
-	char gemm[64] = "";
+	char gemm[128] = "";
 	const double t0 = sb_now();
 	sb_status st = forward_on(cl, net, in, got, acts ? tap_fn : NULL, &t, gemm,
 	                          sizeof gemm);
@@ -262,6 +262,7 @@ static void segment_case(const char *model, const char *io_name, double out_tol,
 		printf("matrix products: %s\n", gemm);
 		if (want && !strcmp(want, "own")     ? strcmp(gemm, "own kernel") != 0
 		    : want && !strcmp(want, "tiled") ? strncmp(gemm, "tiled kernel", 12) != 0
+		    : want && !strcmp(want, "auto")  ? strncmp(gemm, "measured per shape", 18) != 0
 		                                     : have_clblast && strncmp(gemm, "CLBlast", 7))
 			FAIL("matrix products through %s, not what SB_CL_GEMM=%s asks", gemm,
 			     want ? want : "(default)");

@@ -79,9 +79,9 @@ static void check_gemm(sb_cl_device *d, const gemm_case *g)
 	cl_mem A = clCreateBuffer(ctx, CL_MEM_COPY_HOST_PTR, sizeof(float) * na, a, &err);
 	cl_mem B = clCreateBuffer(ctx, CL_MEM_COPY_HOST_PTR, sizeof(float) * nb, b, &err);
 	cl_mem C = clCreateBuffer(ctx, CL_MEM_COPY_HOST_PTR, sizeof(float) * nc, c, &err);
-	const sb_status st = sb_cl_sgemm(d, g->M, g->N, g->K, g->alpha, A, g->aoff, g->lda, g->sa,
-	                                 B, g->boff, g->ldb, g->sb, g->tb, g->beta, C, g->coff,
-	                                 g->ldc, g->sc, g->batch);
+	const sb_status st = sb_cl_sgemm(d, sb_cl_device_queue(d), g->M, g->N, g->K, g->alpha, A,
+	                                 g->aoff, g->lda, g->sa, B, g->boff, g->ldb, g->sb, g->tb,
+	                                 g->beta, C, g->coff, g->ldc, g->sc, g->batch);
 	CHECK(st == SB_OK, "%s: sb_cl_sgemm: %s", g->what, sb_status_str(st));
 	clEnqueueReadBuffer(q, C, CL_TRUE, 0, sizeof(float) * nc, got, 0, NULL, NULL);
 	double e2 = 0, r2 = 0;

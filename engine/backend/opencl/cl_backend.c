@@ -9,6 +9,7 @@
 #include "backend/opencl/cl_backend.h"
 
 #include "backend/opencl/cl_gemm_mma.h"
+#include "backend/opencl/cl_gemm_pick.h"
 #include "backend/opencl/cl_gemm_tiled.h"
 
 #include <pthread.h>
@@ -69,6 +70,7 @@ static void cl_close(sb_bdev *d)
 			clReleaseKernel(d->att_k[i]);
 	if (d->att_prog)
 		clReleaseProgram(d->att_prog);
+	sb_cl_pick_free(d->pick);
 	sb_cl_tiled_free(d->tiled);
 	sb_cl_mma_free(d->mma);
 	sb_cl_mma_free(d->tf32);
@@ -230,6 +232,8 @@ static sb_status cl_finish(sb_bdev *d)
 	sb_cl_prof_end(d, P_FINISH, t0, 0.0);
 	if (err != CL_SUCCESS)
 		sb_cl_fail(d, sb_cl_status(d->dev, err, "waiting for the device"));
+	else if (d->pick)
+		sb_cl_pick_collect(d, d->pick); /* the timed runs of the pass have ended */
 	return d->st;
 }
 
@@ -350,6 +354,8 @@ static const char *cl_describe(const sb_bdev *d)
 		return sb_cl_mma_describe(d->mma);
 	if (d->built && d->tf32 && d->gemm == SB_CL_GEMM_TF32)
 		return sb_cl_mma_describe(d->tf32);
+	if (d->built && d->pick)
+		return sb_cl_pick_describe(d->pick);
 	if (d->built && d->tiled && d->gemm == SB_CL_GEMM_TILED)
 		return sb_cl_tiled_describe(d->tiled); /* with its tiling */
 	return sb_cl_gemm_name(d->built ? d->gemm : sb_cl_gemm_planned());
@@ -371,12 +377,13 @@ static void cl_details(const sb_device_props *p, char *buf, size_t len)
 {
 	unsigned cc = 0;
 	const char *why = NULL;
+	const char *fp32 = sb_cl_gemm_measured(p) ? "the fastest path for each shape, measured there"
+	                   : sb_cl_gemm_name(sb_cl_gemm_planned());
 	if (sb_cl_mma_native_id((cl_device_id)p->native[1], p->platform, &cc, &why))
 		snprintf(buf, len, "products: fp32 %s, bf16 on its tensor cores (compute capability "
-		         "%u.%u)", sb_cl_gemm_name(sb_cl_gemm_planned()), cc / 10, cc % 10);
+		         "%u.%u)", fp32, cc / 10, cc % 10);
 	else
-		snprintf(buf, len, "products: fp32 %s, bf16 not available (runs fp32)",
-		         sb_cl_gemm_name(sb_cl_gemm_planned()));
+		snprintf(buf, len, "products: fp32 %s, bf16 not available (runs fp32)", fp32);
 }
 
 const sb_backend sb_backend_opencl_impl = {

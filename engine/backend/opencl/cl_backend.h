@@ -48,8 +48,11 @@ struct sb_bdev {
 	cl_mem att;             /* attention scores (op_attention) */
 	size_t att_n;
 	cl_mem tw;              /* the FFTs' twiddles, exp(-2 pi i m / 8192), m < 4096 */
-	sb_cl_gemm_kind gemm;   /* CLBlast, the own kernel or the tiled one (cl_blas.h) */
-	struct sb_cl_tiled *tiled; /* the tiled kernel's programs, when it is the choice */
+	sb_cl_gemm_kind gemm;   /* CLBlast, the own kernel or the tiled one (cl_blas.h); when
+	                           measuring, what a shape runs until it is measured */
+	struct sb_cl_pick *pick; /* the paths measured per shape (cl_gemm_pick.h), or NULL */
+	struct sb_cl_tiled *tiled; /* the tiled kernel's programs, when it is the choice or a
+	                              candidate */
 	int want_bf16;          /* bf16 products asked for (open, set_precision) */
 	int mma_tried;          /* bf16 was asked once: mma is what it got (NULL: fp32) */
 	struct sb_cl_mma *mma;  /* the tensor-core products in bf16 (cl_gemm_mma.h) */

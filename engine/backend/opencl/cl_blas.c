@@ -260,10 +260,10 @@ static int apply_tuning(sb_cl_device *d)
 
 #endif /* SB_HAVE_CLBLAST */
 
-/* SB_CL_GEMM's choice, CLBlast when it names none */
+/* SB_CL_GEMM's choice, CLBlast when it names none (and under "auto", for the shapes not
+ * measured yet) */
 static sb_cl_gemm_kind asked(const char *env)
 {
-	/* the default stays CLBlast until a GPU measures a kernel faster in the models (cl_blas.h) */
 	return env && !strcmp(env, "own") ? SB_CL_GEMM_OWN
 	       : env && !strcmp(env, "tiled") ? SB_CL_GEMM_TILED
 	       : env && !strcmp(env, "tf32")  ? SB_CL_GEMM_TF32 : SB_CL_GEMM_CLBLAST;
@@ -279,9 +279,10 @@ sb_cl_gemm_kind sb_cl_gemm_choose(sb_cl_device *d)
 {
 	const char *env = getenv("SB_CL_GEMM");
 	sb_cl_gemm_kind k = asked(env);
-	if (k == SB_CL_GEMM_CLBLAST && env && *env && strcmp(env, "clblast"))
+	if (k == SB_CL_GEMM_CLBLAST && env && *env && strcmp(env, "clblast") && strcmp(env, "auto"))
 		sb_log(sb_cl_device_logger(d), SB_LOG_WARNING,
-		       "SB_CL_GEMM='%s' is none of 'clblast', 'own', 'tiled', 'tf32': ignored", env);
+		       "SB_CL_GEMM='%s' is none of 'auto', 'clblast', 'own', 'tiled', 'tf32': ignored",
+		       env);
 	if (k == SB_CL_GEMM_TILED || k == SB_CL_GEMM_TF32)
 		return k;
 #ifdef SB_HAVE_CLBLAST
@@ -306,6 +307,15 @@ sb_cl_gemm_kind sb_cl_gemm_choose(sb_cl_device *d)
 	return k;
 }
 
+int sb_cl_gemm_measured(const sb_device_props *p)
+{
+	const char *env = getenv("SB_CL_GEMM");
+	if (env && *env)
+		return !strcmp(env, "auto");
+	const sb_device_type t = p->type;
+	return t == SB_DEV_GPU_DISCRETE || t == SB_DEV_GPU_INTEGRATED || t == SB_DEV_ACCELERATOR;
+}
+
 /* ---- products ---- */
 
 #ifdef SB_HAVE_CLBLAST
@@ -317,12 +327,12 @@ static pthread_mutex_t first_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int first_done;
 #endif
 
-sb_status sb_cl_sgemm(sb_cl_device *d, int M, int N, int K, float alpha, cl_mem A, size_t aoff,
-                      int lda, long sa, cl_mem B, size_t boff, int ldb, long sb, int tb,
-                      float beta, cl_mem C, size_t coff, int ldc, long sc, int batch)
+sb_status sb_cl_sgemm(sb_cl_device *d, cl_command_queue q, int M, int N, int K, float alpha,
+                      cl_mem A, size_t aoff, int lda, long sa, cl_mem B, size_t boff, int ldb,
+                      long sb, int tb, float beta, cl_mem C, size_t coff, int ldc, long sc,
+                      int batch)
 {
 #ifdef SB_HAVE_CLBLAST
-	cl_command_queue q = sb_cl_device_queue(d);
 	const CLBlastTranspose bt = tb ? CLBlastTransposeYes : CLBlastTransposeNo;
 	CLBlastStatusCode rc;
 	const int first = !atomic_load_explicit(&first_done, memory_order_acquire);
@@ -363,7 +373,7 @@ sb_status sb_cl_sgemm(sb_cl_device *d, int M, int N, int K, float alpha, cl_mem 
 	       (int)rc, rc > -1000 ? sb_cl_error_name((cl_int)rc) : "CLBlast's own code");
 	return SB_ERR_UNSUPPORTED;
 #else
-	(void)d, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)aoff, (void)lda, (void)sa;
+	(void)d, (void)q, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)aoff, (void)lda, (void)sa;
 	(void)B, (void)boff, (void)ldb, (void)sb, (void)tb, (void)beta, (void)C, (void)coff;
 	(void)ldc, (void)sc, (void)batch;
 	return SB_ERR_UNSUPPORTED;

@@ -7,6 +7,7 @@
  * is_lost() from another thread), and the cache is shared only through the file system, where
  * rename() makes each file appear whole.
  */
+#include "backend/opencl/cl_blas.h" /* the product paths named by tune-slow */
 #include "backend/opencl/cl_internal.h"
 
 #include "io/temp_file.h"
@@ -46,6 +47,8 @@ struct sb_cl_device {
 	long fault_slow_ms;    /* MS of "slow:MS", 0 = none */
 	long fault_hold_ms;    /* MS of "hold:MS", 0 = none */
 	int fault_mma;         /* "mma": the tensor-core kernel built wrong */
+	int fault_tune_slow;   /* "tune-slow:KIND": bit (1 << sb_cl_gemm_kind) per KIND;
+	                          "tune-notimes": bit 8 */
 	int hold_armed;        /* a pass began: its first launch holds the queue (owner thread) */
 	struct {               /* the held queue's timer: its own thread, started at the first hold */
 		pthread_t thread;
@@ -201,12 +204,20 @@ static int parse_faults(sb_cl_device *d)
 		long n = 0, k = 0;
 		int ok = parse_long(p, &n, &p) && *p++ == ':';
 		int is_open = 0, is_alloc = 0, is_lost = 0, is_slow = 0, is_hold = 0, is_mma = 0;
-		int plus = 0;
+		int plus = 0, tune_slow = 0;
 		if (ok) {
 			if (!strcmp(p, "open")) {
 				is_open = 1;
 			} else if (!strcmp(p, "mma")) {
 				is_mma = 1;
+			} else if (!strcmp(p, "tune-notimes")) {
+				tune_slow = 1 << 8; /* beyond the paths' bits */
+			} else if (!strncmp(p, "tune-slow:", 10)) {
+				p += 10; /* the names of cl_blas.h's sb_cl_gemm_kind */
+				tune_slow = !strcmp(p, "own") ? 1 << SB_CL_GEMM_OWN
+				            : !strcmp(p, "clblast") ? 1 << SB_CL_GEMM_CLBLAST
+				            : !strcmp(p, "tiled") ? 1 << SB_CL_GEMM_TILED : 0;
+				ok = tune_slow != 0;
 			} else if (!strncmp(p, "alloc:", 6)) {
 				p += 6;
 				ok = parse_long(p, &k, &p) && k >= 1;
@@ -235,7 +246,8 @@ static int parse_faults(sb_cl_device *d)
 		if (!ok) {
 			sb_log(&d->log, SB_LOG_WARNING,
 			       "SB_FAULT_INJECT: ignoring '%s' (want opencl:N:open, opencl:N:alloc:K[+], "
-			       "opencl:N:lost:K, opencl:N:slow:MS, opencl:N:hold:MS or opencl:N:mma)", e);
+			       "opencl:N:lost:K, opencl:N:slow:MS, opencl:N:hold:MS, opencl:N:mma, "
+			       "opencl:N:tune-slow:clblast|own|tiled or opencl:N:tune-notimes)", e);
 			continue;
 		}
 		if (n != d->props.index)
@@ -254,6 +266,7 @@ static int parse_faults(sb_cl_device *d)
 			d->fault_hold_ms = k;
 		if (is_mma)
 			d->fault_mma = 1;
+		d->fault_tune_slow |= tune_slow;
 		sb_log(&d->log, SB_LOG_INFO, "SB_FAULT_INJECT: %s will fail: %s", d->props.id, e);
 	}
 	free(buf);
@@ -327,6 +340,16 @@ static void hold_queue(sb_cl_device *d)
 int sb_cl_device_fault_mma(const sb_cl_device *d)
 {
 	return d->fault_mma;
+}
+
+int sb_cl_device_fault_tune_slow(const sb_cl_device *d, int kind)
+{
+	return (d->fault_tune_slow >> kind) & 1;
+}
+
+int sb_cl_device_fault_tune_notimes(const sb_cl_device *d)
+{
+	return (d->fault_tune_slow >> 8) & 1;
 }
 
 void sb_cl_device_delay(sb_cl_device *d)
@@ -455,6 +478,12 @@ static void dev_str(cl_device_id dev, cl_device_info what, char *buf, size_t len
 static int cache_file(const sb_cl_device *d, const char *tag, const char *source,
                       const char *options, char *path, size_t len)
 {
+	return sb_cl_device_cache_file(d, tag, source, options, "clbin", path, len);
+}
+
+int sb_cl_device_cache_file(const sb_cl_device *d, const char *tag, const char *source,
+                            const char *options, const char *ext, char *path, size_t len)
+{
 	char dir[3800], version[256];
 	if (!cache_dir(dir, sizeof dir))
 		return 0;
@@ -468,7 +497,7 @@ static int cache_file(const sb_cl_device *d, const char *tag, const char *source
 	h = fnv1a_str(h, version);
 	h = fnv1a_str(h, options);
 	h = fnv1a_str(h, source);
-	int n = snprintf(path, len, "%s/%s-%016llx.clbin", dir, tag, (unsigned long long)h);
+	int n = snprintf(path, len, "%s/%s-%016llx.%s", dir, tag, (unsigned long long)h, ext);
 	return n > 0 && (size_t)n < len;
 }
 

@@ -31,6 +31,11 @@
  *   opencl:N:mma       the tensor-core product kernel (cl_gemm_mma.h) is built with two of a
  *                      fragment's registers swapped, so its products are wrong: for the tests
  *                      of its check before first use.
+ *   opencl:N:tune-slow:KIND  (KIND clblast, own or tiled) each timed run of that product path
+ *                      while the device measures its paths (cl_gemm_pick.h) is launched 8
+ *                      times: a path made slower, for the tests of the choice.
+ *   opencl:N:tune-notimes  the measuring queue records no times: a driver that cannot be
+ *                      measured that way.
  * Entries for other devices or other subsystems (not starting "opencl:") are ignored; a
  * malformed "opencl:" entry is logged as a warning and ignored. Several entries may name the
  * same device (one alloc and one lost rule each; a later entry replaces an earlier one).
@@ -48,6 +53,10 @@ typedef struct sb_cl_device sb_cl_device;
 void sb_cl_device_delay(sb_cl_device *d);
 /* 1 when opencl:N:mma asks for a wrong tensor-core kernel on this device */
 int sb_cl_device_fault_mma(const sb_cl_device *d);
+/* 1 when opencl:N:tune-slow:KIND names this product path (a cl_blas.h sb_cl_gemm_kind) */
+int sb_cl_device_fault_tune_slow(const sb_cl_device *d, int kind);
+/* 1 when opencl:N:tune-notimes asks for a measuring queue without times on this device */
+int sb_cl_device_fault_tune_notimes(const sb_cl_device *d);
 
 /* Creates the context and queue and builds (or loads from the cache) the kernels.
  * SB_ERR_DEVICE with the reason (and the compiler's log) logged on failure, SB_ERR_NOMEM for
@@ -64,6 +73,12 @@ const sb_device_props *sb_cl_device_props(const sb_cl_device *d);
 int sb_cl_device_program_cached(const sb_cl_device *d);
 /* The cache file of the built-in separator's kernels, "" when there is no cache directory. */
 const char *sb_cl_device_cache_path(const sb_cl_device *d);
+/* A file in the kernel cache's folder (KERNEL CACHE above, created when missing) named
+ * TAG-HASH.EXT, the hash taken over the platform, device, vendor, driver and device version,
+ * options and source: what is kept there for this device and these kernels alone. 0 when there
+ * is no cache folder. */
+int sb_cl_device_cache_file(const sb_cl_device *d, const char *tag, const char *source,
+                            const char *options, const char *ext, char *path, size_t len);
 
 /* Backends call this once at the start of each chunk: SB_ERR_DEVICE_LOST when the device is
  * lost (or an injected loss is due, which marks it lost), else SB_OK and the chunk counts. */

@@ -9,6 +9,7 @@
 #include "backend/opencl/cl_ops.h"
 
 #include "backend/opencl/cl_gemm_mma.h"
+#include "backend/opencl/cl_gemm_pick.h"
 #include "backend/opencl/cl_gemm_tiled.h"
 
 #include "attention_cl.h" /* generated: attention.cl's source */
@@ -99,6 +100,100 @@ static sb_status bf16_products(sb_bdev *c)
 	return SB_OK;
 }
 
+/* One fp32 product through path k on c->q. SB_ERR_UNSUPPORTED when CLBlast refused it
+ * (logged); any other failure is kept in c. */
+static sb_status gemm_path(sb_bdev *c, sb_cl_gemm_kind k, int M, int N, int K, float alpha,
+                           sb_dv A, int lda, long sa, sb_dv B, int ldb, long sb, int tb,
+                           float beta, sb_dv C, int ldc, long sc, int batch)
+{
+	if (k == SB_CL_GEMM_CLBLAST) {
+		const double t0 = sb_cl_prof_begin(c);
+		const sb_status st = sb_cl_sgemm(c->dev, c->q, M, N, K, alpha, A.buf->m, A.off, lda, sa,
+		                                 B.buf->m, B.off, ldb, sb, tb, beta, C.buf->m, C.off,
+		                                 ldc, sc, batch);
+		sb_cl_prof_end(c, K_GEMM, t0, 2.0 * M * N * K * batch);
+		if (st != SB_OK && st != SB_ERR_UNSUPPORTED)
+			sb_cl_fail(c, st);
+		return st == SB_ERR_UNSUPPORTED ? st : SB_OK;
+	}
+	if (k == SB_CL_GEMM_TILED) {
+		sb_cl_tiled_gemm(c, c->tiled, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc,
+		                 sc, batch);
+		return SB_OK;
+	}
+	kargs a = args(c, K_GEMM);
+	a_gemm(&a, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc);
+	const size_t g[3] = {(size_t)(N + 63) / 64 * 16, (size_t)(M + 63) / 64 * 16, (size_t)batch};
+	const size_t l[3] = {16, 16, 1};
+	a.flops = 2.0 * M * N * K * batch;
+	sb_cl_run(&a, 3, g, l);
+	return SB_OK;
+}
+
+/* the tiled kernel's programs, built when it is first a candidate; 0 when it cannot run */
+static int tiled_ready(sb_bdev *c)
+{
+	if (c->tiled)
+		return 1;
+	const sb_status st = sb_cl_tiled_open(c, &c->tiled);
+	if (st == SB_ERR_NOMEM)
+		sb_cl_fail(c, st);
+	else if (st != SB_OK)
+		sb_log(c->log, SB_LOG_WARNING, "the tiled matrix product cannot run on %s: measured "
+		       "without it", sb_cl_device_props(c->dev)->label);
+	return st == SB_OK;
+}
+
+/* Under measuring (cl_gemm_pick.h): the path this product takes, after the timed runs of the
+ * candidates its shape still needs, on the measuring queue into a scratch output. */
+static sb_cl_gemm_kind measured_path(sb_bdev *c, int M, int N, int K, float alpha, sb_dv A,
+                                     int lda, long sa, sb_dv B, int ldb, long sb, int tb,
+                                     float beta, sb_dv C, int ldc, long sc, int batch)
+{
+	sb_cl_pick *p = c->pick;
+	const sb_cl_shape s = {M, N, K, tb, batch, sb_cl_gemm_flags(A, lda, sa, B, ldb, sb, C, ldc,
+	                                                            sc)};
+	int want = 0, slot = -1;
+	sb_cl_gemm_kind k = sb_cl_pick_path(p, &s, !c->profiling, &want, &slot);
+	if (k == SB_CL_GEMM_TILED && !tiled_ready(c)) { /* kept from an earlier process */
+		sb_cl_pick_drop(p, k);
+		k = sb_cl_pick_path(p, &s, !c->profiling, &want, &slot);
+	}
+	if (!want)
+		return k;
+	/* C's extent: the scratch output keeps its strides, so every path writes what it would */
+	const size_t floats = (size_t)(batch - 1) * (size_t)(sc > 0 ? sc : 0) +
+	                      (size_t)(M - 1) * (size_t)ldc + (size_t)N;
+	sb_dv S;
+	cl_command_queue tq = sb_cl_pick_begin(c, p, slot, floats, &S);
+	if (!tq)
+		return k;
+	cl_command_queue q = c->q;
+	c->q = tq;
+	for (int j = 0; j < 3 && c->st == SB_OK; j++) {
+		const sb_cl_gemm_kind t = (sb_cl_gemm_kind)j;
+		if (!(want >> j & 1))
+			continue;
+		if (t == SB_CL_GEMM_TILED && !tiled_ready(c)) {
+			sb_cl_pick_drop(p, t);
+			continue;
+		}
+		const int reps = sb_cl_device_fault_tune_slow(c->dev, j) ? 8 : 1;
+		sb_status st = SB_OK;
+		sb_cl_pick_mark(p);
+		for (int r = 0; r < reps && st == SB_OK; r++)
+			st = gemm_path(c, t, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, S, ldc, sc,
+			               batch);
+		if (st == SB_ERR_UNSUPPORTED)
+			sb_cl_pick_drop(p, t); /* CLBlast refused the shape (logged) */
+		else
+			sb_cl_pick_timed(p, slot, t);
+	}
+	c->q = q;
+	sb_cl_pick_end(c, p);
+	return sb_cl_pick_path(p, &s, 0, &want, &slot); /* a path may have been dropped */
+}
+
 static void gemm_one(sb_bdev *c, int M, int N, int K, float alpha, sb_dv A, int lda, long sa,
                      sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C, int ldc, long sc,
                      int batch)
@@ -120,33 +215,20 @@ static void gemm_one(sb_bdev *c, int M, int N, int K, float alpha, sb_dv A, int 
 		               batch);
 		return;
 	}
-	if (c->gemm == SB_CL_GEMM_CLBLAST) {
-		const double t0 = sb_cl_prof_begin(c);
-		const sb_status st = sb_cl_sgemm(c->dev, M, N, K, alpha, A.buf->m, A.off, lda, sa,
-		                                 B.buf->m, B.off, ldb, sb, tb, beta, C.buf->m, C.off,
-		                                 ldc, sc, batch);
-		sb_cl_prof_end(c, K_GEMM, t0, 2.0 * M * N * K * batch);
-		if (st == SB_OK)
-			return;
-		if (st != SB_ERR_UNSUPPORTED) {
-			c->st = st;
-			return;
-		}
-		/* CLBlast refused (logged): the own kernel from now on, still on this device */
-		sb_log(c->log, SB_LOG_WARNING, "matrix products through the own kernel from now on");
-		c->gemm = SB_CL_GEMM_OWN;
-	}
-	if (c->gemm == SB_CL_GEMM_TILED) {
-		sb_cl_tiled_gemm(c, c->tiled, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc,
-		                 sc, batch);
+	const sb_cl_gemm_kind k = c->pick ? measured_path(c, M, N, K, alpha, A, lda, sa, B, ldb, sb,
+	                                                  tb, beta, C, ldc, sc, batch)
+	                                  : c->gemm;
+	if (c->st != SB_OK ||
+	    gemm_path(c, k, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc, batch) ==
+	        SB_OK)
 		return;
-	}
-	kargs a = args(c, K_GEMM);
-	a_gemm(&a, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc);
-	const size_t g[3] = {(size_t)(N + 63) / 64 * 16, (size_t)(M + 63) / 64 * 16, (size_t)batch};
-	const size_t l[3] = {16, 16, 1};
-	a.flops = 2.0 * M * N * K * batch;
-	sb_cl_run(&a, 3, g, l);
+	/* CLBlast refused (logged): the own kernel from now on, still on this device */
+	sb_log(c->log, SB_LOG_WARNING, "matrix products through the own kernel from now on");
+	c->gemm = SB_CL_GEMM_OWN;
+	if (c->pick)
+		sb_cl_pick_drop(c->pick, SB_CL_GEMM_CLBLAST);
+	gemm_path(c, SB_CL_GEMM_OWN, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc,
+	          batch);
 }
 
 /* the second batch level: one strided-batched product per item of it */
@@ -545,9 +627,17 @@ sb_status sb_cl_ops_ready(sb_bdev *c)
 			c->gemm = SB_CL_GEMM_OWN;
 		}
 	}
+	if ((c->gemm == SB_CL_GEMM_CLBLAST || c->gemm == SB_CL_GEMM_OWN) &&
+	    sb_cl_gemm_measured(sb_cl_device_props(c->dev))) {
+		st = sb_cl_pick_open(c, (const char *)ops_cl, &c->pick);
+		if (st != SB_OK) {
+			sb_cl_fail(c, st);
+			return st;
+		}
+	}
 	sb_log(c->log, SB_LOG_INFO, "matrix products on %s through %s",
-	       sb_cl_device_props(c->dev)->label,
-	       c->tiled ? sb_cl_tiled_describe(c->tiled)
+	       sb_cl_device_props(c->dev)->label, c->pick ? sb_cl_pick_describe(c->pick)
+	       : c->tiled ? sb_cl_tiled_describe(c->tiled)
 	       : c->tf32 ? sb_cl_mma_describe(c->tf32) : sb_cl_gemm_name(c->gemm));
 	return SB_OK;
 }

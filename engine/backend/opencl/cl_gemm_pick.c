@@ -1,0 +1,536 @@
+/* The fp32 product path measured per shape on the device (cl_gemm_pick.h). */
+#include "backend/opencl/cl_gemm_pick.h"
+
+#include "io/temp_file.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define RUNS 3          /* timed runs of each path before a shape is decided */
+#define PATHS 3         /* the fp32 paths: SB_CL_GEMM_OWN, _CLBLAST, _TILED */
+#define MAX_SHAPES 4096 /* no model has near this many; more are run by the default */
+#define SCRATCH_MAX ((size_t)1 << 30) /* and a sixteenth of the device's memory */
+#define FILE_MAX ((long)1 << 20)
+
+typedef struct {
+	sb_cl_shape s;
+	int kind;            /* the path decided, -1 while it is measured */
+	int kept;            /* decided by measuring (goes to the file) */
+	int runs[PATHS];     /* timed runs enqueued */
+	int got[PATHS];      /* of them, read back */
+	double best[PATHS];  /* the fastest read, seconds; 0 when none gave a time */
+} entry;
+
+typedef struct {
+	int slot, kind;
+	cl_event e0, e1; /* the markers before and after the run */
+} timed_run;
+
+struct sb_cl_pick {
+	sb_cl_device *dev;
+	const sb_logger *log;
+	entry *e;
+	int n, cap;
+	timed_run *r;
+	int nr, rcap;
+	cl_event open;       /* mark()'s marker, waiting for its timed() */
+	int paths;           /* the candidates left (bit 1 << kind) */
+	int def;             /* what an undecided shape runs */
+	int off;             /* measuring gave up (logged): undecided shapes take the default */
+	cl_command_queue tq; /* the measuring queue, with profiling on */
+	sb_bbuf scratch;
+	long runs_total;
+	char path[4096];     /* the file; "" without a cache folder */
+	char desc[256];
+};
+
+static const char *path_word(int k)
+{
+	return k == SB_CL_GEMM_CLBLAST ? "clblast" : k == SB_CL_GEMM_TILED ? "tiled" : "own";
+}
+
+static void describe(sb_cl_pick *p)
+{
+	size_t b = (size_t)snprintf(p->desc, sizeof p->desc, "measured per shape: ");
+	const int order[PATHS] = {SB_CL_GEMM_CLBLAST, SB_CL_GEMM_OWN, SB_CL_GEMM_TILED};
+	int any = 0;
+	for (int i = 0; i < PATHS && b < sizeof p->desc; i++) {
+		const int n = sb_cl_pick_count(p, (sb_cl_gemm_kind)order[i]);
+		if (n)
+			b += (size_t)snprintf(p->desc + b, sizeof p->desc - b, "%s%s for %d",
+			                      any++ ? ", " : "", sb_cl_gemm_name((sb_cl_gemm_kind)order[i]),
+			                      n);
+	}
+	if (!any)
+		snprintf(p->desc + b, sizeof p->desc - b, "none yet, %s meanwhile",
+		         sb_cl_gemm_name((sb_cl_gemm_kind)p->def));
+}
+
+static entry *find(sb_cl_pick *p, const sb_cl_shape *s)
+{
+	for (int i = 0; i < p->n; i++)
+		if (!memcmp(&p->e[i].s, s, sizeof *s))
+			return &p->e[i];
+	return NULL;
+}
+
+static entry *add(sb_cl_pick *p, const sb_cl_shape *s)
+{
+	if (p->n == p->cap) {
+		const int cap = p->cap ? p->cap * 2 : 64;
+		if (cap > MAX_SHAPES)
+			return NULL;
+		entry *e = realloc(p->e, sizeof *e * (size_t)cap);
+		if (!e)
+			return NULL;
+		p->e = e;
+		p->cap = cap;
+	}
+	entry *e = &p->e[p->n++];
+	memset(e, 0, sizeof *e);
+	e->s = *s;
+	e->kind = -1;
+	return e;
+}
+
+/* ---- the file ---- */
+
+static int parse_line(const char *line, sb_cl_shape *s, int *kind)
+{
+	char word[16];
+	int used = 0;
+	if (sscanf(line, "%d %d %d %d %d %d %15s %n", &s->M, &s->N, &s->K, &s->tb, &s->batch,
+	           &s->flags, word, &used) != 7 || line[used] != '\0')
+		return 0;
+	const int limit = 1 << 24;
+	if (s->M < 1 || s->M > limit || s->N < 1 || s->N > limit || s->K < 0 || s->K > limit ||
+	    (s->tb != 0 && s->tb != 1) || s->batch < 1 || s->batch > limit || s->flags < 0 ||
+	    s->flags > 7)
+		return 0;
+	*kind = !strcmp(word, "clblast") ? SB_CL_GEMM_CLBLAST : !strcmp(word, "own") ? SB_CL_GEMM_OWN
+	        : !strcmp(word, "tiled") ? SB_CL_GEMM_TILED : -1;
+	return *kind >= 0;
+}
+
+/* The kept decisions; a damaged file is logged and its shapes measured again. */
+static void load(sb_cl_pick *p)
+{
+	FILE *f = fopen(p->path, "r");
+	if (!f) {
+		if (errno != ENOENT)
+			sb_log(p->log, SB_LOG_WARNING, "cannot read %s (%s): measuring the matrix "
+			       "products again", p->path, strerror(errno));
+		return;
+	}
+	char line[256];
+	int no = 0, bad = 0, parsed = 0;
+	long bytes = 0;
+	while (!bad && fgets(line, sizeof line, f)) {
+		no++;
+		bytes += (long)strlen(line);
+		const size_t len = strlen(line);
+		if (len == 0 || line[len - 1] != '\n' || bytes > FILE_MAX) {
+			bad = 1; /* cut short or not ours */
+			break;
+		}
+		line[len - 1] = '\0';
+		if (line[0] == '#')
+			continue;
+		sb_cl_shape s;
+		int kind;
+		if (!parse_line(line, &s, &kind) || find(p, &s)) {
+			bad = 1;
+			break;
+		}
+		entry *e = add(p, &s);
+		if (!e)
+			break;
+		e->kind = kind;
+		e->kept = 1;
+		parsed = no;
+	}
+	const int unreadable = ferror(f);
+	fclose(f);
+	if (bad || unreadable) {
+		char why[64];
+		if (unreadable)
+			snprintf(why, sizeof why, "it cannot be read");
+		else
+			snprintf(why, sizeof why, "line %d is not a product's choice", parsed + 1);
+		sb_log(p->log, SB_LOG_WARNING, "ignoring %s (%s): measuring the matrix products again",
+		       p->path, why);
+		p->n = 0;
+		return;
+	}
+	sb_log(p->log, SB_LOG_INFO, "matrix products on %s: %d shapes measured before, from %s",
+	       sb_cl_device_props(p->dev)->label, p->n, p->path);
+}
+
+static void save(sb_cl_pick *p)
+{
+	if (!p->path[0])
+		return;
+	char dir[4096];
+	sb_dir_of(p->path, dir, sizeof dir);
+	sb_temp_clean_stale(dir, p->log);
+	sb_temp t;
+	int ok = sb_temp_create(p->path, &t) == 0;
+	if (ok) {
+		FILE *f = fdopen(dup(t.fd), "w");
+		ok = f != NULL;
+		if (ok) {
+			fprintf(f, "# stembridge: the fastest fp32 matrix product path for each shape on "
+			        "%s, measured there (delete to measure again)\n# M N K B-transposed batch "
+			        "alignment path\n", sb_cl_device_props(p->dev)->name);
+			for (int i = 0; i < p->n; i++) {
+				const entry *e = &p->e[i];
+				if (e->kept)
+					fprintf(f, "%d %d %d %d %d %d %s\n", e->s.M, e->s.N, e->s.K, e->s.tb,
+					        e->s.batch, e->s.flags, path_word(e->kind));
+			}
+			ok = fflush(f) == 0 && !ferror(f);
+			ok = fclose(f) == 0 && ok;
+		}
+		if (ok && rename(t.path, p->path) == 0)
+			t.path[0] = '\0';
+		else
+			ok = 0;
+		sb_temp_discard(&t);
+	}
+	if (!ok)
+		sb_log(p->log, SB_LOG_WARNING, "cannot keep the measured matrix products in %s: %s "
+		       "(they are measured again next time)", p->path, strerror(errno));
+}
+
+/* ---- open, free ---- */
+
+sb_status sb_cl_pick_open(sb_bdev *c, const char *kernels, sb_cl_pick **out)
+{
+	*out = NULL;
+	sb_cl_pick *p = calloc(1, sizeof *p);
+	if (!p)
+		return SB_ERR_NOMEM;
+	p->dev = c->dev;
+	p->log = c->log;
+	p->paths = 1 << SB_CL_GEMM_OWN | 1 << SB_CL_GEMM_TILED;
+	p->def = SB_CL_GEMM_OWN;
+	if (c->gemm == SB_CL_GEMM_CLBLAST) {
+		p->paths |= 1 << SB_CL_GEMM_CLBLAST;
+		p->def = SB_CL_GEMM_CLBLAST;
+	}
+	/* a new driver, new kernels, a new CLBlast or new tuning for it: measured again */
+	char opts[128];
+	snprintf(opts, sizeof opts, "products v1, paths %d, CLBlast tuned %d", p->paths,
+	         sb_cl_blas_tuned_kernels(c->dev));
+	if (!sb_cl_device_cache_file(c->dev, "products", kernels, opts, "txt", p->path,
+	                             sizeof p->path))
+		p->path[0] = '\0';
+	if (p->path[0])
+		load(p);
+	describe(p);
+	*out = p;
+	return SB_OK;
+}
+
+void sb_cl_pick_free(sb_cl_pick *p)
+{
+	if (!p)
+		return;
+	if (p->tq) {
+		clFlush(sb_cl_device_queue(p->dev)); /* what the measuring queue waits for */
+		clFinish(p->tq);
+	}
+	for (int i = 0; i < p->nr; i++) {
+		clReleaseEvent(p->r[i].e0);
+		clReleaseEvent(p->r[i].e1);
+	}
+	if (p->open)
+		clReleaseEvent(p->open);
+	if (p->scratch.m)
+		clReleaseMemObject(p->scratch.m);
+	if (p->tq)
+		clReleaseCommandQueue(p->tq);
+	free(p->r);
+	free(p->e);
+	free(p);
+}
+
+/* ---- the choice ---- */
+
+static void give_up(sb_cl_pick *p, const char *why)
+{
+	if (!p->off)
+		sb_log(p->log, SB_LOG_INFO, "matrix products on %s are not measured (%s): %s for "
+		       "the shapes not measured before", sb_cl_device_props(p->dev)->label, why,
+		       sb_cl_gemm_name((sb_cl_gemm_kind)p->def));
+	p->off = 1;
+}
+
+sb_cl_gemm_kind sb_cl_pick_path(sb_cl_pick *p, const sb_cl_shape *s, int may_time,
+                                int *time_now, int *slot)
+{
+	*time_now = 0;
+	*slot = -1;
+	entry *e = find(p, s);
+	if (!e && !(e = add(p, s)))
+		return (sb_cl_gemm_kind)p->def;
+	if (e->kind >= 0)
+		return (sb_cl_gemm_kind)(p->paths >> e->kind & 1 ? e->kind : p->def);
+	if (!may_time || p->off)
+		return (sb_cl_gemm_kind)p->def;
+	for (int k = 0; k < PATHS; k++)
+		if (p->paths >> k & 1 && e->runs[k] < RUNS)
+			*time_now |= 1 << k;
+	*slot = (int)(e - p->e);
+	return (sb_cl_gemm_kind)p->def;
+}
+
+cl_command_queue sb_cl_pick_begin(sb_bdev *c, sb_cl_pick *p, int slot, size_t floats,
+                                  sb_dv *scratch)
+{
+	entry *e = &p->e[slot];
+	const uint64_t mem = sb_cl_device_props(p->dev)->global_mem / 16;
+	if ((uint64_t)floats * sizeof(float) > (mem < SCRATCH_MAX ? mem : SCRATCH_MAX)) {
+		e->kind = p->def; /* too large to spare a second output for: the default, not kept */
+		return NULL;
+	}
+	cl_int err = CL_SUCCESS;
+	if (!p->tq) {
+		const cl_command_queue_properties times =
+		        sb_cl_device_fault_tune_notimes(p->dev) ? 0 : CL_QUEUE_PROFILING_ENABLE;
+		p->tq = clCreateCommandQueue(sb_cl_device_context(p->dev), sb_cl_device_id(p->dev),
+		                             times, &err);
+		if (err != CL_SUCCESS) {
+			p->tq = NULL;
+			give_up(p, sb_cl_error_name(err));
+			return NULL;
+		}
+	}
+	if (p->scratch.n < floats) {
+		cl_mem m = NULL;
+		const size_t n = floats < ((size_t)1 << 20) ? (size_t)1 << 20 : floats;
+		if (sb_cl_device_alloc(p->dev, n * sizeof(float), CL_MEM_READ_WRITE, &m) != SB_OK) {
+			e->kind = p->def; /* no memory to spare for it now: the default, not kept */
+			return NULL;
+		}
+		const float zero = 0.f;
+		if (clEnqueueFillBuffer(p->tq, m, &zero, sizeof zero, 0, n * sizeof(float), 0, NULL,
+		                        NULL) != CL_SUCCESS) {
+			clReleaseMemObject(m);
+			give_up(p, "its scratch output cannot be cleared");
+			return NULL;
+		}
+		if (p->scratch.m)
+			clReleaseMemObject(p->scratch.m); /* freed once the queued runs are done */
+		p->scratch.m = m;
+		p->scratch.n = n;
+	}
+	if (p->nr + PATHS > p->rcap) {
+		const int cap = p->rcap ? p->rcap * 2 : 64;
+		timed_run *r = realloc(p->r, sizeof *r * (size_t)cap);
+		if (!r) {
+			e->kind = p->def;
+			return NULL;
+		}
+		p->r = r;
+		p->rcap = cap;
+	}
+	cl_event m = NULL;
+	if (clEnqueueMarkerWithWaitList(c->q, 0, NULL, &m) != CL_SUCCESS) {
+		give_up(p, "no marker in the queue");
+		return NULL;
+	}
+	err = clEnqueueBarrierWithWaitList(p->tq, 1, &m, NULL);
+	clReleaseEvent(m);
+	if (err != CL_SUCCESS) {
+		give_up(p, sb_cl_error_name(err));
+		return NULL;
+	}
+	scratch->buf = &p->scratch;
+	scratch->off = 0;
+	return p->tq;
+}
+
+void sb_cl_pick_mark(sb_cl_pick *p)
+{
+	if (p->open)
+		clReleaseEvent(p->open);
+	p->open = NULL;
+	if (clEnqueueMarkerWithWaitList(p->tq, 0, NULL, &p->open) != CL_SUCCESS)
+		p->open = NULL;
+}
+
+void sb_cl_pick_timed(sb_cl_pick *p, int slot, sb_cl_gemm_kind k)
+{
+	cl_event e1 = NULL;
+	if (!p->open || clEnqueueMarkerWithWaitList(p->tq, 0, NULL, &e1) != CL_SUCCESS) {
+		give_up(p, "no marker in the measuring queue");
+		return;
+	}
+	p->r[p->nr++] = (timed_run){slot, (int)k, p->open, e1};
+	p->open = NULL;
+	p->e[slot].runs[k]++;
+	p->runs_total++;
+}
+
+void sb_cl_pick_end(sb_bdev *c, sb_cl_pick *p)
+{
+	cl_event t = NULL;
+	if (clEnqueueMarkerWithWaitList(p->tq, 0, NULL, &t) != CL_SUCCESS) {
+		/* the pass cannot be ordered after the runs: wait here, once, rather than time
+		 * runs that share the device with it */
+		clFlush(c->q);
+		clFinish(p->tq);
+		give_up(p, "no marker in the measuring queue");
+		return;
+	}
+	clFlush(p->tq); /* the pass waits for it: it must reach the device */
+	const cl_int err = clEnqueueBarrierWithWaitList(c->q, 1, &t, NULL);
+	clReleaseEvent(t);
+	if (err != CL_SUCCESS) {
+		clFlush(c->q);
+		clFinish(p->tq);
+		give_up(p, sb_cl_error_name(err));
+	}
+}
+
+void sb_cl_pick_drop(sb_cl_pick *p, sb_cl_gemm_kind k)
+{
+	p->paths &= ~(1 << k);
+	if (p->def == (int)k)
+		p->def = SB_CL_GEMM_OWN;
+	describe(p);
+}
+
+/* The run's time from its markers: 0 when it has none (a failed run), -1 while it is queued */
+static double run_time(sb_cl_pick *p, const timed_run *r)
+{
+	cl_int state = CL_COMPLETE;
+	if (clGetEventInfo(r->e1, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state, &state, NULL) !=
+	    CL_SUCCESS || state < 0)
+		return 0.0;
+	if (state != CL_COMPLETE)
+		return -1.0;
+	cl_ulong t0 = 0, t1 = 0;
+	if (clGetEventProfilingInfo(r->e0, CL_PROFILING_COMMAND_END, sizeof t0, &t0, NULL) !=
+	        CL_SUCCESS ||
+	    clGetEventProfilingInfo(r->e1, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL) !=
+	        CL_SUCCESS) {
+		give_up(p, "the driver gives no times for the measuring queue's markers");
+		return 0.0;
+	}
+	if (t1 <= t0) { /* no product takes no time: the markers carry none */
+		give_up(p, "the driver's markers carry no times");
+		return 0.0;
+	}
+	return (double)(t1 - t0) * 1e-9;
+}
+
+/* the fastest path of a measured shape: the default unless another ran 3 % faster */
+static int fastest(const sb_cl_pick *p, const entry *e)
+{
+	int k = -1;
+	for (int j = 0; j < PATHS; j++)
+		if (p->paths >> j & 1 && e->best[j] > 0.0 && (k < 0 || e->best[j] < e->best[k]))
+			k = j;
+	if (k < 0)
+		return -1;
+	const double d = e->best[p->def];
+	return d > 0.0 && e->best[k] > 0.97 * d ? p->def : k;
+}
+
+void sb_cl_pick_collect(sb_bdev *c, sb_cl_pick *p)
+{
+	int left = 0;
+	for (int i = 0; i < p->nr; i++) {
+		timed_run *r = &p->r[i];
+		const double t = run_time(p, r);
+		if (t < 0.0) {
+			p->r[left++] = *r; /* still queued: a pass given up on before it ended */
+			continue;
+		}
+		entry *e = &p->e[r->slot];
+		e->got[r->kind]++;
+		if (t > 0.0 && (e->best[r->kind] == 0.0 || t < e->best[r->kind]))
+			e->best[r->kind] = t;
+		clReleaseEvent(r->e0);
+		clReleaseEvent(r->e1);
+	}
+	p->nr = left;
+	int decided = 0, counts[PATHS] = {0};
+	for (int i = 0; i < p->n; i++) {
+		entry *e = &p->e[i];
+		if (e->kind >= 0)
+			continue;
+		int done = !p->off;
+		for (int k = 0; k < PATHS; k++)
+			if (p->paths >> k & 1 && e->got[k] < RUNS)
+				done = 0;
+		if (p->off) {
+			/* the driver cannot be measured this way: kept as such, so that the next process
+			 * does not try again (a new driver has a file of its own) */
+			e->kind = p->def;
+			e->kept = 1;
+			decided++;
+			counts[e->kind]++;
+			continue;
+		}
+		if (!done)
+			continue;
+		const int k = fastest(p, e);
+		e->kind = k >= 0 ? k : p->def;
+		e->kept = k >= 0;
+		if (e->kept) {
+			decided++;
+			counts[e->kind]++;
+			sb_log(p->log, SB_LOG_DEBUG, "product %dx%dx%d%s x%d: clblast %.3f, own %.3f, "
+			       "tiled %.3f ms: %s", e->s.M, e->s.N, e->s.K, e->s.tb ? " (B^T)" : "",
+			       e->s.batch, e->best[SB_CL_GEMM_CLBLAST] * 1e3, e->best[SB_CL_GEMM_OWN] * 1e3,
+			       e->best[SB_CL_GEMM_TILED] * 1e3, path_word(e->kind));
+		}
+	}
+	int measuring = 0;
+	for (int i = 0; i < p->n; i++)
+		measuring |= p->e[i].kind < 0;
+	if (!measuring && !p->nr && p->scratch.m) { /* a new shape allocates it again */
+		clReleaseMemObject(p->scratch.m);
+		p->scratch.m = NULL;
+		p->scratch.n = 0;
+	}
+	describe(p);
+	if (!decided)
+		return;
+	if (p->off)
+		sb_log(c->log, SB_LOG_INFO, "matrix products on %s: %d more shapes through %s, not "
+		       "measured%s%s", sb_cl_device_props(p->dev)->label, decided,
+		       sb_cl_gemm_name((sb_cl_gemm_kind)p->def), p->path[0] ? ", kept in " : "",
+		       p->path);
+	else
+		sb_log(c->log, SB_LOG_INFO, "matrix products on %s: %d more shapes measured (CLBlast "
+		       "fastest for %d, the own kernel for %d, the tiled kernel for %d)%s%s",
+		       sb_cl_device_props(p->dev)->label, decided, counts[SB_CL_GEMM_CLBLAST],
+		       counts[SB_CL_GEMM_OWN], counts[SB_CL_GEMM_TILED], p->path[0] ? ", kept in " : "",
+		       p->path);
+	save(p);
+}
+
+const char *sb_cl_pick_describe(const sb_cl_pick *p)
+{
+	return p->desc;
+}
+
+int sb_cl_pick_count(const sb_cl_pick *p, sb_cl_gemm_kind k)
+{
+	int n = 0;
+	for (int i = 0; i < p->n; i++)
+		n += p->e[i].kept && p->e[i].kind == (int)k;
+	return n;
+}
+
+long sb_cl_pick_runs(const sb_cl_pick *p)
+{
+	return p->runs_total;
+}

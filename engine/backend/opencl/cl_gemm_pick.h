@@ -1,0 +1,89 @@
+/* The fp32 matrix product path chosen per product shape by measuring the paths on the device
+ * itself: what SB_CL_GEMM means when it is unset on a GPU, or "auto" on any device (cl_blas.h).
+ * Nothing outside backend/opencl includes this.
+ *
+ * WHY: which of CLBlast, the own kernel (ops.cl) and the tiled kernel (gemm.cl) is fastest
+ * depends on the device and on the shape. On an H100 the own kernel ran HTDemucs's products at
+ * 19.5 TFLOP/s against CLBlast's 15.1 (bench/gpu/README.md); on PoCL CLBlast runs them 2.5x
+ * faster than the own kernel; the RoFormers' larger products and every GPU of AMD or Intel were
+ * never measured here. A table of our own would be a guess for each device nobody here owns, so
+ * the device measures itself, as cuDNN's benchmark mode does, and keeps what it found.
+ *
+ * HOW, without a wait: the first times a shape (M, N, K, B transposed or not, batch, the
+ * operands' alignment) comes, the product itself runs through the default path (CLBlast where
+ * the build has it, else the own kernel). Before it, each candidate path runs the same product
+ * again into a scratch output, on a second queue of the device that records times. Events order
+ * the two queues: the candidates start when the pass's work before them has ended, and the
+ * pass's next work starts when they have, so each timed run has the device to itself and the
+ * host never waits. A run's time lies between two markers around it. The times are read once
+ * the pass has drained (sb_cl_pick_collect). A shape whose candidates have RUNS timed runs each
+ * takes the one with the fastest run; the default stays unless another is 3 % faster. Products
+ * of an undecided shape keep running the default, so the stems never wait for a decision and
+ * only the first passes pay for the extra runs.
+ *
+ * KEPT: the decisions go to products-HASH.txt in the kernel cache's folder (cl_device.h), the
+ * hash over the device, its driver, the kernels and the CLBlast tuning applied, written under a
+ * temporary name and renamed; a line "M N K TB BATCH FLAGS PATH" per shape. It is read at the
+ * device's first product. A damaged file is logged and its shapes measured again; deleting the
+ * file measures them again. Without a cache folder the decisions last as long as the process.
+ *
+ * NOT MEASURED: a shape whose scratch output would exceed a sixteenth of the device's memory or
+ * 1 GiB (it keeps the default; the scratch output is freed once no shape is being measured),
+ * and any shape while the device profiles its operations (bench --profile: every operation
+ * waits there).
+ * A driver that gives no times for the markers turns the measuring off (logged): its shapes keep
+ * the default, and are kept so (a new driver gets a file of its own).
+ *
+ * Threads: as the device (one job at a time).
+ */
+#ifndef SB_CL_GEMM_PICK_H
+#define SB_CL_GEMM_PICK_H
+
+#include "backend/opencl/cl_backend.h"
+
+typedef struct sb_cl_pick sb_cl_pick;
+
+/* What decides a product's path: its sizes and the operands' alignment (sb_cl_gemm_flags) */
+typedef struct {
+	int M, N, K, tb, batch, flags;
+} sb_cl_shape;
+
+/* Reads c's kept decisions ('kernels' is hashed into the file's name: the source of the
+ * kernels measured). SB_ERR_NOMEM only: a missing or damaged file is not a failure. */
+sb_status sb_cl_pick_open(sb_bdev *c, const char *kernels, sb_cl_pick **out);
+/* Waits for the timed runs still queued, then frees. */
+void sb_cl_pick_free(sb_cl_pick *p);
+
+/* The path for a product of shape s. *time_now is the set of paths (bit 1 << kind) to run
+ * timed before it (0 when the shape is decided, when enough runs are under way, or when
+ * 'may_time' is 0), and *slot names the shape for sb_cl_pick_timed. */
+sb_cl_gemm_kind sb_cl_pick_path(sb_cl_pick *p, const sb_cl_shape *s, int may_time,
+                                int *time_now, int *slot);
+
+/* Timed runs of one product. begin() orders the measuring queue after c's queue and returns it
+ * with a scratch output of 'floats' floats (NULL when the shape cannot be timed: then it is
+ * decided for the default). mark() and timed() go around each path's run on that queue; end()
+ * orders c's queue after them. */
+cl_command_queue sb_cl_pick_begin(sb_bdev *c, sb_cl_pick *p, int slot, size_t floats,
+                                  sb_dv *scratch);
+void sb_cl_pick_mark(sb_cl_pick *p);
+void sb_cl_pick_timed(sb_cl_pick *p, int slot, sb_cl_gemm_kind k);
+void sb_cl_pick_end(sb_bdev *c, sb_cl_pick *p);
+
+/* A path that cannot run on this device (CLBlast refused, the tiled kernel did not build):
+ * never a candidate again, and its shapes take the next default. */
+void sb_cl_pick_drop(sb_cl_pick *p, sb_cl_gemm_kind k);
+
+/* Once c's queue has drained: reads the finished runs' times, decides the shapes measured
+ * enough, logs and keeps what it decided. */
+void sb_cl_pick_collect(sb_bdev *c, sb_cl_pick *p);
+
+/* "measured per shape: CLBlast 1.5.3 for 3, own kernel for 9" (the shapes decided so far), or
+ * "measured per shape: none yet, CLBlast 1.5.3 meanwhile" */
+const char *sb_cl_pick_describe(const sb_cl_pick *p);
+/* How many shapes took path k (measured or read from the file): for tests and benches */
+int sb_cl_pick_count(const sb_cl_pick *p, sb_cl_gemm_kind k);
+/* Timed runs enqueued by this process on p so far: for tests (0 once every shape is kept) */
+long sb_cl_pick_runs(const sb_cl_pick *p);
+
+#endif

@@ -1,0 +1,341 @@
+/* The product path measured per shape (engine/backend/opencl/cl_gemm_pick.h) on the first
+ * OpenCL device (PoCL in CI), with SB_CL_GEMM=auto (a GPU measures by default; a CPU driver only
+ * when asked). What a user would check:
+ *   - the products are right while they are measured and after (against a double-precision
+ *     host product, 1e-5 relative), whatever path each shape takes;
+ *   - the choice follows what was measured: with two paths made 8 times slower in their timed
+ *     runs (SB_FAULT_INJECT=opencl:0:tune-slow:KIND), every shape takes the third, for each of
+ *     CLBlast, the own kernel and the tiled kernel; the device's description says so;
+ *   - it is kept: a line a shape in products-HASH.txt in the kernel cache's folder, and a new
+ *     process reads it and runs no timed run at all;
+ *   - a damaged file is reported with its path and measured again (and rewritten whole); a
+ *     file that cannot be written is reported, and the products stay right;
+ *   - a driver whose queue records no times (opencl:0:tune-notimes) is reported, its shapes
+ *     keep the default and are kept so: the next process measures nothing;
+ *   - with profiling on (bench --profile), nothing is measured;
+ *   - without SB_CL_GEMM=auto a CPU driver is not measured (CLBlast, as before), and a GPU is.
+ * argv[1]: a scratch folder. Skipped (77) without an OpenCL device.
+ */
+#include "../check.h"
+#include "backend/backend.h"
+#include "backend/opencl/cl_backend.h"
+#include "backend/opencl/cl_gemm_pick.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char log_text[1 << 16];
+static size_t log_len;
+
+static void capture(void *user, sb_log_level level, const char *msg)
+{
+	(void)user;
+	const int n = snprintf(log_text + log_len, sizeof log_text - log_len, "%d %s\n", (int)level,
+	                       msg);
+	if (n > 0 && log_len + (size_t)n < sizeof log_text)
+		log_len += (size_t)n;
+	if (getenv("SB_TEST_VERBOSE"))
+		fprintf(stderr, "[log %d] %s\n", (int)level, msg);
+}
+
+static const sb_logger logger = {capture, NULL};
+
+static unsigned rng = 99u;
+static float rnd(void)
+{
+	rng = rng * 1664525u + 1013904223u;
+	return (float)(rng >> 8) / (float)(1u << 24) - 0.5f;
+}
+
+/* shapes as HTDemucs and the RoFormers give them: plain, B transposed, batched, and one whose
+ * rows are not 16-byte aligned */
+typedef struct {
+	int M, N, K, tb, batch;
+	float beta;
+} shape;
+static const shape shapes[] = {
+	{96, 80, 64, 0, 1, 0.f}, {64, 72, 48, 1, 3, 0.f}, {33, 17, 29, 0, 2, 1.f},
+};
+#define NS ((int)(sizeof shapes / sizeof shapes[0]))
+
+static char cache[4096];
+
+static const sb_device_props *first_opencl(sb_device_list *list)
+{
+	for (size_t i = 0; i < sb_devices_count(list); i++) {
+		const sb_device_props *d = sb_devices_get(list, i);
+		if (strncmp(d->id, "opencl:", 7) == 0)
+			return d;
+	}
+	return NULL;
+}
+
+/* One pass: every shape once, then the wait; each result against the host's product. */
+static int pass(sb_exec *x, const char *what)
+{
+	int bad = 0;
+	for (int s = 0; s < NS; s++) {
+		const shape *h = &shapes[s];
+		const size_t na = (size_t)h->batch * h->M * h->K, nb = (size_t)h->batch * h->K * h->N,
+		             nc = (size_t)h->batch * h->M * h->N;
+		float *a = malloc(sizeof(float) * na), *b = malloc(sizeof(float) * nb),
+		      *c = malloc(sizeof(float) * nc), *got = malloc(sizeof(float) * nc);
+		for (size_t i = 0; i < na; i++)
+			a[i] = rnd();
+		for (size_t i = 0; i < nb; i++)
+			b[i] = rnd();
+		for (size_t i = 0; i < nc; i++)
+			c[i] = rnd();
+		sb_bbuf *A = NULL, *B = NULL, *C = NULL;
+		CHECK(x->be->alloc(x->d, na, &A) == SB_OK && x->be->alloc(x->d, nb, &B) == SB_OK &&
+		      x->be->alloc(x->d, nc, &C) == SB_OK, "%s: alloc", what);
+		if (!A || !B || !C)
+			return 1;
+		const sb_dv dA = {A, 0}, dB = {B, 0}, dC = {C, 0};
+		x->be->upload(x->d, dA, a, na);
+		x->be->upload(x->d, dB, b, nb);
+		x->be->upload(x->d, dC, c, nc);
+		const int ldb = h->tb ? h->K : h->N;
+		x->be->ops->gemm(x->d, h->M, h->N, h->K, 1.f, dA, h->K, (long)h->M * h->K, dB, ldb,
+		                 (long)h->K * h->N, h->tb, h->beta, dC, h->N, (long)h->M * h->N,
+		                 h->batch, 1, 0, 0, 0);
+		CHECK(x->be->finish(x->d) == SB_OK, "%s: the pass failed", what);
+		x->be->download(x->d, got, dC, nc);
+		double worst = 0.0;
+		for (int q = 0; q < h->batch; q++)
+			for (int i = 0; i < h->M; i++)
+				for (int j = 0; j < h->N; j++) {
+					double ref = 0.0, mag = 0.0;
+					for (int k = 0; k < h->K; k++) {
+						const double av = a[(size_t)q * h->M * h->K + (size_t)i * h->K + k];
+						const double bv = h->tb ? b[(size_t)q * h->K * h->N + (size_t)j * h->K + k]
+						                        : b[(size_t)q * h->K * h->N + (size_t)k * h->N + j];
+						ref += av * bv;
+						mag += fabs(av * bv);
+					}
+					const size_t o = (size_t)q * h->M * h->N + (size_t)i * h->N + j;
+					ref += h->beta * c[o];
+					mag += fabs(h->beta * c[o]) + 1e-30;
+					const double e = fabs(got[o] - ref) / mag;
+					worst = e > worst ? e : worst;
+				}
+		if (worst > 1e-5) {
+			bad++;
+			fprintf(stderr, "FAIL %s: %dx%dx%d%s x%d is %.1e off the host's product\n", what,
+			        h->M, h->N, h->K, h->tb ? " B^T" : "", h->batch, worst);
+		}
+		x->be->release(x->d, A);
+		x->be->release(x->d, B);
+		x->be->release(x->d, C);
+		free(a), free(b), free(c), free(got);
+	}
+	return bad;
+}
+
+/* the kept file (the only products-*.txt in the cache folder), "" when there is none */
+static void kept_file(char *path, size_t len)
+{
+	path[0] = '\0';
+	char dir[4200];
+	snprintf(dir, sizeof dir, "%s/stembridge", cache);
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	for (struct dirent *e; (e = readdir(d));)
+		if (!strncmp(e->d_name, "products-", 9) && strstr(e->d_name, ".txt"))
+			snprintf(path, len, "%.4000s/%.255s", dir, e->d_name);
+	closedir(d);
+}
+
+/* how many of the file's shape lines name 'word' (-1: no file); *lines counts them all */
+static int kept_count(const char *word, int *lines)
+{
+	char path[4400];
+	kept_file(path, sizeof path);
+	*lines = 0;
+	FILE *f = path[0] ? fopen(path, "r") : NULL;
+	if (!f)
+		return -1;
+	char line[256], w[32];
+	int n = 0, M, N, K, tb, b, fl;
+	while (fgets(line, sizeof line, f)) {
+		if (line[0] == '#')
+			continue;
+		if (sscanf(line, "%d %d %d %d %d %d %31s", &M, &N, &K, &tb, &b, &fl, w) == 7) {
+			(*lines)++;
+			n += !strcmp(w, word);
+		}
+	}
+	fclose(f);
+	return n;
+}
+
+static void forget(void)
+{
+	char path[4400];
+	kept_file(path, sizeof path);
+	if (path[0])
+		remove(path);
+}
+
+/* Opens the device, runs 'passes' passes, checks each; returns the device's timed runs */
+static long session(const sb_device_props *dev, int passes, int profiling, const char *what,
+                    char *desc, size_t desc_len)
+{
+	sb_exec x;
+	log_len = 0;
+	log_text[0] = '\0';
+	if (sb_exec_open(dev, NULL, &logger, &x) != SB_OK) {
+		CHECK(0, "%s: %s does not open", what, dev->id);
+		return -1;
+	}
+	if (profiling)
+		x.be->set_profiling(x.d, 1);
+	int bad = 0;
+	for (int p = 0; p < passes; p++)
+		bad += pass(&x, what);
+	CHECK(bad == 0, "%s: %d wrong products", what, bad);
+	snprintf(desc, desc_len, "%s", x.be->describe(x.d));
+	const long runs = x.d->pick ? sb_cl_pick_runs(x.d->pick) : -1;
+	sb_exec_close(&x);
+	return runs;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: test_cl_pick SCRATCH_DIR\n");
+		return 2;
+	}
+	snprintf(cache, sizeof cache, "%s/pick-cache", argv[1]);
+	mkdir(argv[1], 0755);
+	mkdir(cache, 0755);
+	setenv("XDG_CACHE_HOME", cache, 1);
+	sb_device_list *list = NULL;
+	if (sb_devices_enumerate(&logger, &list) != SB_OK)
+		return 1;
+	const sb_device_props *dev = first_opencl(list);
+	if (!dev) {
+		printf("SKIP: no OpenCL device here (PoCL gives one)\n");
+		sb_devices_free(list);
+		return 77;
+	}
+	printf("device: %s\n", dev->label);
+	char desc[512];
+	int lines = 0;
+
+	/* by default a GPU measures; a CPU driver does not (CLBlast, or the own kernel) */
+	unsetenv("SB_CL_GEMM");
+	unsetenv("SB_FAULT_INJECT");
+	forget();
+	const int gpu = dev->type == SB_DEV_GPU_DISCRETE || dev->type == SB_DEV_GPU_INTEGRATED ||
+	                dev->type == SB_DEV_ACCELERATOR;
+	long runs = session(dev, 1, 0, "default", desc, sizeof desc);
+	if (gpu) {
+		CHECK(runs > 0 && strstr(desc, "measured per shape"), "a GPU did not measure its "
+		      "products by default: %s", desc);
+	} else {
+		CHECK(runs == -1 && !strstr(desc, "measured"), "a CPU driver measured its products "
+		      "without SB_CL_GEMM=auto: %s", desc);
+		CHECK(kept_count("own", &lines) == -1, "a file of products was written without "
+		      "measuring");
+	}
+
+	/* each path made slower in two: the third wins every shape */
+	setenv("SB_CL_GEMM", "auto", 1);
+	const struct {
+		const char *faults, *word;
+		sb_cl_gemm_kind kind;
+		int needs_clblast;
+	} wins[] = {
+		{"opencl:0:tune-slow:own,opencl:0:tune-slow:tiled", "clblast", SB_CL_GEMM_CLBLAST, 1},
+		{"opencl:0:tune-slow:clblast,opencl:0:tune-slow:tiled", "own", SB_CL_GEMM_OWN, 0},
+		{"opencl:0:tune-slow:clblast,opencl:0:tune-slow:own", "tiled", SB_CL_GEMM_TILED, 0},
+	};
+	for (size_t w = 0; w < sizeof wins / sizeof wins[0]; w++) {
+		if (wins[w].needs_clblast && !sb_cl_blas_available()) {
+			printf("  (no CLBlast in this build: its case left out)\n");
+			continue;
+		}
+		forget();
+		setenv("SB_FAULT_INJECT", wins[w].faults, 1);
+		runs = session(dev, 4, 0, wins[w].word, desc, sizeof desc);
+		const int n = kept_count(wins[w].word, &lines);
+		printf("  %-8s %ld timed runs, kept %d of %d shapes: %s\n", wins[w].word, runs, n, lines,
+		       desc);
+		CHECK(runs > 0, "%s: nothing was measured", wins[w].word);
+		CHECK(n == NS && lines == NS, "%s: %d of %d kept shapes name it, want all %d",
+		      wins[w].word, n, lines, NS);
+		char want[128];
+		snprintf(want, sizeof want, "%s for %d", sb_cl_gemm_name(wins[w].kind), NS);
+		CHECK(strstr(desc, want) != NULL, "%s: the description is '%s', want '%s'", wins[w].word,
+		      desc, want);
+		CHECK(strstr(log_text, "more shapes measured") != NULL, "%s: no log of the choice:\n%s",
+		      wins[w].word, log_text);
+	}
+	unsetenv("SB_FAULT_INJECT");
+
+	/* kept: a new process reads the choices and measures nothing */
+	runs = session(dev, 2, 0, "kept", desc, sizeof desc);
+	printf("  kept     %ld timed runs: %s\n", runs, desc);
+	CHECK(runs == 0, "the kept choices were measured again (%ld timed runs)", runs);
+	char want[128];
+	snprintf(want, sizeof want, "measured per shape: tiled kernel for %d", NS);
+	CHECK(strstr(desc, want) != NULL, "the kept choices were not used: %s", desc);
+	CHECK(strstr(log_text, "shapes measured before, from") != NULL, "the file's reading is not "
+	      "logged:\n%s", log_text);
+
+	/* a damaged file: reported with its path, measured again, rewritten whole */
+	char path[4400];
+	kept_file(path, sizeof path);
+	FILE *f = fopen(path, "a");
+	if (f) {
+		fputs("96 80 sixty-four 0 1 0 own\n", f);
+		fclose(f);
+	}
+	runs = session(dev, 4, 0, "damaged", desc, sizeof desc);
+	char said[4600];
+	snprintf(said, sizeof said, "ignoring %s", path);
+	CHECK(strstr(log_text, said) != NULL, "a damaged file is not reported:\n%s", log_text);
+	CHECK(runs > 0, "a damaged file's shapes were not measured again");
+	kept_count("own", &lines);
+	CHECK(lines == NS, "the damaged file was not rewritten whole: %d shape lines", lines);
+
+	/* a file that cannot be written (its name taken by a folder): reported, products right */
+	forget();
+	mkdir(path, 0755);
+	runs = session(dev, 4, 0, "unwritable", desc, sizeof desc);
+	CHECK(runs > 0, "nothing measured beside an unwritable file");
+	CHECK(strstr(log_text, "cannot keep the measured matrix products") != NULL,
+	      "an unwritable file is not reported:\n%s", log_text);
+	rmdir(path);
+
+	/* a driver whose queue records no times: said once, every shape keeps the default and is
+	 * kept so, and the next process measures nothing */
+	forget();
+	setenv("SB_FAULT_INJECT", "opencl:0:tune-notimes", 1);
+	runs = session(dev, 2, 0, "no times", desc, sizeof desc);
+	unsetenv("SB_FAULT_INJECT");
+	const char *def = sb_cl_blas_available() ? "clblast" : "own";
+	CHECK(strstr(log_text, "are not measured (the driver gives no times") != NULL,
+	      "a driver without times is not reported:\n%s", log_text);
+	CHECK(kept_count(def, &lines) == NS && lines == NS, "a driver without times: %d shapes "
+	      "kept, want all %d through %s", lines, NS, def);
+	runs = session(dev, 2, 0, "no times, kept", desc, sizeof desc);
+	CHECK(runs == 0, "a driver without times was measured again (%ld timed runs)", runs);
+
+	/* profiling: nothing measured */
+	forget();
+	runs = session(dev, 2, 1, "profiling", desc, sizeof desc);
+	CHECK(runs == 0, "products were measured while profiling (%ld timed runs)", runs);
+
+	unsetenv("SB_CL_GEMM");
+	sb_devices_free(list);
+	printf("%d failure(s)\n", failures);
+	return failures != 0;
+}

@@ -232,7 +232,7 @@ static sb_status cl_finish(sb_bdev *d)
 	sb_cl_prof_end(d, P_FINISH, t0, 0.0);
 	if (err != CL_SUCCESS)
 		sb_cl_fail(d, sb_cl_status(d->dev, err, "waiting for the device"));
-	else if (d->pick)
+	else if (d->pick && d->st == SB_OK)
 		sb_cl_pick_collect(d, d->pick); /* the timed runs of the pass have ended */
 	return d->st;
 }

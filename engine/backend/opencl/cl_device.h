@@ -32,8 +32,8 @@
  *                      fragment's registers swapped, so its products are wrong: for the tests
  *                      of its check before first use.
  *   opencl:N:tune-slow:KIND  (KIND clblast, own or tiled) each timed run of that product path
- *                      while the device measures its paths (cl_gemm_pick.h) is launched 8
- *                      times: a path made slower, for the tests of the choice.
+ *                      while the device measures its paths (cl_gemm_pick.h) counts 50 times
+ *                      its measured time: a path made slower, for the tests of the choice.
  *   opencl:N:tune-notimes  the measuring queue records no times: a driver that cannot be
  *                      measured that way.
  * Entries for other devices or other subsystems (not starting "opencl:") are ignored; a

@@ -1,12 +1,15 @@
 /* The fp32 product path measured per shape on the device (cl_gemm_pick.h). */
 #include "backend/opencl/cl_gemm_pick.h"
 
+#include "backend/opencl/cl_gemm_tiled.h"
 #include "io/temp_file.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #define RUNS 3          /* timed runs of each path before a shape is decided */
@@ -14,6 +17,7 @@
 #define MAX_SHAPES 4096 /* no model has near this many; more are run by the default */
 #define SCRATCH_MAX ((size_t)1 << 30) /* and a sixteenth of the device's memory */
 #define FILE_MAX ((long)1 << 20)
+#define SLOWED 50.0     /* opencl:N:tune-slow:KIND: that path's times count this many times */
 
 typedef struct {
 	sb_cl_shape s;
@@ -40,6 +44,7 @@ struct sb_cl_pick {
 	int paths;           /* the candidates left (bit 1 << kind) */
 	int def;             /* what an undecided shape runs */
 	int off;             /* measuring gave up (logged): undecided shapes take the default */
+	int off_kept;        /* ... and are kept so: the driver cannot be measured this way */
 	cl_command_queue tq; /* the measuring queue, with profiling on */
 	sb_bbuf scratch;
 	long runs_total;
@@ -64,7 +69,10 @@ static void describe(sb_cl_pick *p)
 			                      any++ ? ", " : "", sb_cl_gemm_name((sb_cl_gemm_kind)order[i]),
 			                      n);
 	}
-	if (!any)
+	if (!any && p->off)
+		snprintf(p->desc, sizeof p->desc, "%s (the device could not be measured)",
+		         sb_cl_gemm_name((sb_cl_gemm_kind)p->def));
+	else if (!any)
 		snprintf(p->desc + b, sizeof p->desc - b, "none yet, %s meanwhile",
 		         sb_cl_gemm_name((sb_cl_gemm_kind)p->def));
 }
@@ -115,66 +123,82 @@ static int parse_line(const char *line, sb_cl_shape *s, int *kind)
 	return *kind >= 0;
 }
 
-/* The kept decisions; a damaged file is logged and its shapes measured again. */
-static void load(sb_cl_pick *p)
+/* Reads a file of kept decisions into p (kept entries; shapes p has already are left as they
+ * are). 1 when the file was whole or absent; 0 with *why when it is damaged or unreadable. */
+static int read_kept(sb_cl_pick *p, const char *path, char *why, size_t why_len)
 {
-	FILE *f = fopen(p->path, "r");
+	FILE *f = fopen(path, "r");
 	if (!f) {
-		if (errno != ENOENT)
-			sb_log(p->log, SB_LOG_WARNING, "cannot read %s (%s): measuring the matrix "
-			       "products again", p->path, strerror(errno));
-		return;
+		snprintf(why, why_len, "%s", strerror(errno));
+		return errno == ENOENT;
 	}
 	char line[256];
-	int no = 0, bad = 0, parsed = 0;
+	int no = 0, bad = 0;
 	long bytes = 0;
 	while (!bad && fgets(line, sizeof line, f)) {
 		no++;
-		bytes += (long)strlen(line);
 		const size_t len = strlen(line);
+		bytes += (long)len;
 		if (len == 0 || line[len - 1] != '\n' || bytes > FILE_MAX) {
-			bad = 1; /* cut short or not ours */
+			bad = 1; /* cut short, or not ours */
 			break;
 		}
 		line[len - 1] = '\0';
 		if (line[0] == '#')
 			continue;
-		sb_cl_shape s;
+		sb_cl_shape sh;
 		int kind;
-		if (!parse_line(line, &s, &kind) || find(p, &s)) {
+		if (!parse_line(line, &sh, &kind)) {
 			bad = 1;
 			break;
 		}
-		entry *e = add(p, &s);
+		if (find(p, &sh))
+			continue;
+		entry *e = add(p, &sh);
 		if (!e)
 			break;
 		e->kind = kind;
 		e->kept = 1;
-		parsed = no;
 	}
 	const int unreadable = ferror(f);
 	fclose(f);
-	if (bad || unreadable) {
-		char why[64];
-		if (unreadable)
-			snprintf(why, sizeof why, "it cannot be read");
-		else
-			snprintf(why, sizeof why, "line %d is not a product's choice", parsed + 1);
+	if (unreadable)
+		snprintf(why, why_len, "it cannot be read");
+	else if (bad)
+		snprintf(why, why_len, "line %d is not a product's choice", no);
+	return !bad && !unreadable;
+}
+
+/* The kept decisions; a damaged file is logged and its shapes measured again. */
+static void load(sb_cl_pick *p)
+{
+	char why[128];
+	if (!read_kept(p, p->path, why, sizeof why)) {
 		sb_log(p->log, SB_LOG_WARNING, "ignoring %s (%s): measuring the matrix products again",
 		       p->path, why);
 		p->n = 0;
 		return;
 	}
-	sb_log(p->log, SB_LOG_INFO, "matrix products on %s: %d shapes measured before, from %s",
-	       sb_cl_device_props(p->dev)->label, p->n, p->path);
+	if (p->n)
+		sb_log(p->log, SB_LOG_INFO, "matrix products on %s: %d shapes measured before, from %s",
+		       sb_cl_device_props(p->dev)->label, p->n, p->path);
 }
 
+/* Writes every kept decision under a temporary name and renames it over the file. Another
+ * process (or another device of this one with the same name and driver) may have kept shapes
+ * since this one read the file: under a lock on PATH.lock they are read in first, so no
+ * writer drops another's. */
 static void save(sb_cl_pick *p)
 {
 	if (!p->path[0])
 		return;
-	char dir[4096];
+	char dir[4096], lock[4200], why[128];
 	sb_dir_of(p->path, dir, sizeof dir);
+	snprintf(lock, sizeof lock, "%s.lock", p->path);
+	const int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (lfd >= 0)
+		flock(lfd, LOCK_EX);
+	read_kept(p, p->path, why, sizeof why); /* a damaged file has nothing to keep */
 	sb_temp_clean_stale(dir, p->log);
 	sb_temp t;
 	int ok = sb_temp_create(p->path, &t) == 0;
@@ -200,9 +224,12 @@ static void save(sb_cl_pick *p)
 			ok = 0;
 		sb_temp_discard(&t);
 	}
+	const int err = errno;
+	if (lfd >= 0)
+		close(lfd); /* and with it the lock */
 	if (!ok)
 		sb_log(p->log, SB_LOG_WARNING, "cannot keep the measured matrix products in %s: %s "
-		       "(they are measured again next time)", p->path, strerror(errno));
+		       "(they are measured again next time)", p->path, strerror(err));
 }
 
 /* ---- open, free ---- */
@@ -221,10 +248,16 @@ sb_status sb_cl_pick_open(sb_bdev *c, const char *kernels, sb_cl_pick **out)
 		p->paths |= 1 << SB_CL_GEMM_CLBLAST;
 		p->def = SB_CL_GEMM_CLBLAST;
 	}
-	/* a new driver, new kernels, a new CLBlast or new tuning for it: measured again */
-	char opts[128];
-	snprintf(opts, sizeof opts, "products v1, paths %d, CLBlast tuned %d", p->paths,
-	         sb_cl_blas_tuned_kernels(c->dev));
+	/* a new driver (in the file's name), new kernels, another tiling, a new CLBlast or new
+	 * tuning for it: measured again */
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (const char *g = sb_cl_tiled_source(); *g; g++)
+		h = (h ^ (unsigned char)*g) * 0x100000001b3ull;
+	const char *tile = getenv("SB_CL_TILE");
+	char opts[512];
+	snprintf(opts, sizeof opts, "products v1, paths %d, %s tuned %d, tiled kernel %016llx %s",
+	         p->paths, sb_cl_gemm_name(SB_CL_GEMM_CLBLAST), sb_cl_blas_tuned_kernels(c->dev),
+	         (unsigned long long)h, tile ? tile : "");
 	if (!sb_cl_device_cache_file(c->dev, "products", kernels, opts, "txt", p->path,
 	                             sizeof p->path))
 		p->path[0] = '\0';
@@ -260,13 +293,18 @@ void sb_cl_pick_free(sb_cl_pick *p)
 
 /* ---- the choice ---- */
 
-static void give_up(sb_cl_pick *p, const char *why)
+/* Stops measuring in this process. 'kept': the driver cannot be measured this way at all, so
+ * the shapes are kept with the default and the next process does not try again (a new driver
+ * has a file of its own); otherwise (a queue or memory refused for now) they are measured
+ * again next time. */
+static void give_up(sb_cl_pick *p, const char *why, int kept)
 {
 	if (!p->off)
 		sb_log(p->log, SB_LOG_INFO, "matrix products on %s are not measured (%s): %s for "
 		       "the shapes not measured before", sb_cl_device_props(p->dev)->label, why,
 		       sb_cl_gemm_name((sb_cl_gemm_kind)p->def));
 	p->off = 1;
+	p->off_kept |= kept;
 }
 
 sb_cl_gemm_kind sb_cl_pick_path(sb_cl_pick *p, const sb_cl_shape *s, int may_time,
@@ -305,7 +343,7 @@ cl_command_queue sb_cl_pick_begin(sb_bdev *c, sb_cl_pick *p, int slot, size_t fl
 		                             times, &err);
 		if (err != CL_SUCCESS) {
 			p->tq = NULL;
-			give_up(p, sb_cl_error_name(err));
+			give_up(p, sb_cl_error_name(err), 0);
 			return NULL;
 		}
 	}
@@ -320,7 +358,7 @@ cl_command_queue sb_cl_pick_begin(sb_bdev *c, sb_cl_pick *p, int slot, size_t fl
 		if (clEnqueueFillBuffer(p->tq, m, &zero, sizeof zero, 0, n * sizeof(float), 0, NULL,
 		                        NULL) != CL_SUCCESS) {
 			clReleaseMemObject(m);
-			give_up(p, "its scratch output cannot be cleared");
+			give_up(p, "its scratch output cannot be cleared", 0);
 			return NULL;
 		}
 		if (p->scratch.m)
@@ -340,13 +378,14 @@ cl_command_queue sb_cl_pick_begin(sb_bdev *c, sb_cl_pick *p, int slot, size_t fl
 	}
 	cl_event m = NULL;
 	if (clEnqueueMarkerWithWaitList(c->q, 0, NULL, &m) != CL_SUCCESS) {
-		give_up(p, "no marker in the queue");
+		give_up(p, "no marker in the queue", 0);
 		return NULL;
 	}
+	clFlush(c->q); /* the measuring queue waits for m: it must reach the device */
 	err = clEnqueueBarrierWithWaitList(p->tq, 1, &m, NULL);
 	clReleaseEvent(m);
 	if (err != CL_SUCCESS) {
-		give_up(p, sb_cl_error_name(err));
+		give_up(p, sb_cl_error_name(err), 0);
 		return NULL;
 	}
 	scratch->buf = &p->scratch;
@@ -367,7 +406,7 @@ void sb_cl_pick_timed(sb_cl_pick *p, int slot, sb_cl_gemm_kind k)
 {
 	cl_event e1 = NULL;
 	if (!p->open || clEnqueueMarkerWithWaitList(p->tq, 0, NULL, &e1) != CL_SUCCESS) {
-		give_up(p, "no marker in the measuring queue");
+		give_up(p, "no marker in the measuring queue", 0);
 		return;
 	}
 	p->r[p->nr++] = (timed_run){slot, (int)k, p->open, e1};
@@ -384,7 +423,7 @@ void sb_cl_pick_end(sb_bdev *c, sb_cl_pick *p)
 		 * runs that share the device with it */
 		clFlush(c->q);
 		clFinish(p->tq);
-		give_up(p, "no marker in the measuring queue");
+		give_up(p, "no marker in the measuring queue", 0);
 		return;
 	}
 	clFlush(p->tq); /* the pass waits for it: it must reach the device */
@@ -393,8 +432,18 @@ void sb_cl_pick_end(sb_bdev *c, sb_cl_pick *p)
 	if (err != CL_SUCCESS) {
 		clFlush(c->q);
 		clFinish(p->tq);
-		give_up(p, sb_cl_error_name(err));
+		give_up(p, sb_cl_error_name(err), 0);
 	}
+}
+
+void sb_cl_pick_failed(sb_cl_pick *p, int slot, sb_cl_gemm_kind k)
+{
+	entry *e = &p->e[slot];
+	e->runs[k] = e->got[k] = RUNS; /* done, with no time: never this shape's choice */
+	e->best[k] = 0.0;
+	if (p->open)
+		clReleaseEvent(p->open);
+	p->open = NULL;
 }
 
 void sb_cl_pick_drop(sb_cl_pick *p, sb_cl_gemm_kind k)
@@ -415,18 +464,19 @@ static double run_time(sb_cl_pick *p, const timed_run *r)
 	if (state != CL_COMPLETE)
 		return -1.0;
 	cl_ulong t0 = 0, t1 = 0;
-	if (clGetEventProfilingInfo(r->e0, CL_PROFILING_COMMAND_END, sizeof t0, &t0, NULL) !=
-	        CL_SUCCESS ||
-	    clGetEventProfilingInfo(r->e1, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL) !=
-	        CL_SUCCESS) {
-		give_up(p, "the driver gives no times for the measuring queue's markers");
+	cl_int err = clGetEventProfilingInfo(r->e0, CL_PROFILING_COMMAND_END, sizeof t0, &t0, NULL);
+	if (err == CL_SUCCESS)
+		err = clGetEventProfilingInfo(r->e1, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+	if (err != CL_SUCCESS) {
+		give_up(p, err == CL_PROFILING_INFO_NOT_AVAILABLE
+		           ? "the driver gives no times for the measuring queue's markers"
+		           : sb_cl_error_name(err), err == CL_PROFILING_INFO_NOT_AVAILABLE);
 		return 0.0;
 	}
-	if (t1 <= t0) { /* no product takes no time: the markers carry none */
-		give_up(p, "the driver's markers carry no times");
-		return 0.0;
-	}
-	return (double)(t1 - t0) * 1e-9;
+	if (t1 <= t0)
+		return 0.0; /* a timer too coarse for this product: a run without a time */
+	const double t = (double)(t1 - t0) * 1e-9;
+	return sb_cl_device_fault_tune_slow(p->dev, r->kind) ? t * SLOWED : t;
 }
 
 /* the fastest path of a measured shape: the default unless another ran 3 % faster */
@@ -469,13 +519,11 @@ void sb_cl_pick_collect(sb_bdev *c, sb_cl_pick *p)
 		for (int k = 0; k < PATHS; k++)
 			if (p->paths >> k & 1 && e->got[k] < RUNS)
 				done = 0;
-		if (p->off) {
-			/* the driver cannot be measured this way: kept as such, so that the next process
-			 * does not try again (a new driver has a file of its own) */
+		if (p->off) { /* kept as such only when the driver cannot be measured (give_up) */
 			e->kind = p->def;
-			e->kept = 1;
-			decided++;
-			counts[e->kind]++;
+			e->kept = p->off_kept;
+			decided += e->kept;
+			counts[e->kind] += e->kept;
 			continue;
 		}
 		if (!done)

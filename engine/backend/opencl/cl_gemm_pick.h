@@ -1,5 +1,6 @@
 /* The fp32 matrix product path chosen per product shape by measuring the paths on the device
- * itself: what SB_CL_GEMM means when it is unset on a GPU, or "auto" on any device (cl_blas.h).
+ * itself: what SB_CL_GEMM means when it is unset on a GPU or an accelerator, or "auto" on any
+ * device (cl_blas.h).
  * Nothing outside backend/opencl includes this.
  *
  * WHY: which of CLBlast, the own kernel (ops.cl) and the tiled kernel (gemm.cl) is fastest
@@ -22,17 +23,21 @@
  * only the first passes pay for the extra runs.
  *
  * KEPT: the decisions go to products-HASH.txt in the kernel cache's folder (cl_device.h), the
- * hash over the device, its driver, the kernels and the CLBlast tuning applied, written under a
- * temporary name and renamed; a line "M N K TB BATCH FLAGS PATH" per shape. It is read at the
- * device's first product. A damaged file is logged and its shapes measured again; deleting the
- * file measures them again. Without a cache folder the decisions last as long as the process.
+ * hash over the device and its driver, ops.cl and gemm.cl, SB_CL_TILE, the CLBlast version and
+ * the CLBlast tuning applied; a line "M N K TB BATCH FLAGS PATH" per shape. It is read at the
+ * device's first product. A writer takes a lock (PATH.lock), reads in what other processes kept
+ * since, writes under a temporary name and renames. A damaged file is logged and its shapes
+ * measured again; deleting the file measures them again. Without a cache folder the decisions
+ * last as long as the process.
  *
  * NOT MEASURED: a shape whose scratch output would exceed a sixteenth of the device's memory or
  * 1 GiB (it keeps the default; the scratch output is freed once no shape is being measured),
  * and any shape while the device profiles its operations (bench --profile: every operation
- * waits there).
+ * waits there). A timed run that cannot be enqueued (memory for CLBlast's own buffers, say)
+ * leaves that path out of its shape's choice; it fails the pass only when the device is lost.
  * A driver that gives no times for the markers turns the measuring off (logged): its shapes keep
- * the default, and are kept so (a new driver gets a file of its own).
+ * the default, and are kept so (a new driver gets a file of its own); a queue or a marker
+ * refused turns it off for this process only.
  *
  * Threads: as the device (one job at a time).
  */
@@ -69,6 +74,10 @@ cl_command_queue sb_cl_pick_begin(sb_bdev *c, sb_cl_pick *p, int slot, size_t fl
 void sb_cl_pick_mark(sb_cl_pick *p);
 void sb_cl_pick_timed(sb_cl_pick *p, int slot, sb_cl_gemm_kind k);
 void sb_cl_pick_end(sb_bdev *c, sb_cl_pick *p);
+
+/* A timed run of path k that could not be enqueued (after sb_cl_pick_mark): the shape is
+ * measured without k. */
+void sb_cl_pick_failed(sb_cl_pick *p, int slot, sb_cl_gemm_kind k);
 
 /* A path that cannot run on this device (CLBlast refused, the tiled kernel did not build):
  * never a candidate again, and its shapes take the next default. */

@@ -72,6 +72,11 @@ static int parse_tiling(const char *s, tiling *t)
 	return n == 5 || (n == 6 && tail == ';');
 }
 
+const char *sb_cl_tiled_source(void)
+{
+	return (const char *)gemm_cl;
+}
+
 void sb_cl_tiled_free(sb_cl_tiled *t)
 {
 	if (!t)

@@ -22,6 +22,8 @@ typedef struct sb_cl_tiled sb_cl_tiled;
  * ready; SB_ERR_DEVICE (logged) when a build failed, and the caller uses the own kernel. */
 sb_status sb_cl_tiled_open(sb_bdev *c, sb_cl_tiled **out);
 void sb_cl_tiled_free(sb_cl_tiled *t);
+/* gemm.cl's source (for the names of files kept per kernel version) */
+const char *sb_cl_tiled_source(void);
 /* "tiled kernel 128x128x16 (8x8 an item), 64x64x16 (4x4) for small products" */
 const char *sb_cl_tiled_describe(const sb_cl_tiled *t);
 

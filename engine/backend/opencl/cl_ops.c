@@ -161,13 +161,16 @@ static sb_cl_gemm_kind measured_path(sb_bdev *c, int M, int N, int K, float alph
 	}
 	if (!want)
 		return k;
-	/* C's extent: the scratch output keeps its strides, so every path writes what it would */
-	const size_t floats = (size_t)(batch - 1) * (size_t)(sc > 0 ? sc : 0) +
+	/* C's extent: the scratch output keeps C's strides and its alignment (C.off modulo a
+	 * float4), so every path runs the code it would run on C */
+	const size_t lead = C.off % 4;
+	const size_t floats = lead + (size_t)(batch - 1) * (size_t)(sc > 0 ? sc : 0) +
 	                      (size_t)(M - 1) * (size_t)ldc + (size_t)N;
 	sb_dv S;
 	cl_command_queue tq = sb_cl_pick_begin(c, p, slot, floats, &S);
 	if (!tq)
 		return k;
+	S.off = lead;
 	cl_command_queue q = c->q;
 	c->q = tq;
 	for (int j = 0; j < 3 && c->st == SB_OK; j++) {
@@ -178,16 +181,23 @@ static sb_cl_gemm_kind measured_path(sb_bdev *c, int M, int N, int K, float alph
 			sb_cl_pick_drop(p, t);
 			continue;
 		}
-		const int reps = sb_cl_device_fault_tune_slow(c->dev, j) ? 8 : 1;
-		sb_status st = SB_OK;
 		sb_cl_pick_mark(p);
-		for (int r = 0; r < reps && st == SB_OK; r++)
-			st = gemm_path(c, t, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, S, ldc, sc,
-			               batch);
-		if (st == SB_ERR_UNSUPPORTED)
+		const sb_status st = gemm_path(c, t, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, S,
+		                               ldc, sc, batch);
+		if (st == SB_ERR_UNSUPPORTED) {
 			sb_cl_pick_drop(p, t); /* CLBlast refused the shape (logged) */
-		else
+		} else if (c->st != SB_OK) {
+			/* a timed run that could not be enqueued (memory for CLBlast's own buffers beside
+			 * the scratch output, say) is this shape's loss of that path, not the pass's; a
+			 * lost device is the pass's too */
+			sb_log(c->log, SB_LOG_INFO, "a timed %s product failed (%s): measured without it",
+			       sb_cl_gemm_name(t), sb_status_str(c->st));
+			if (c->st != SB_ERR_DEVICE_LOST)
+				c->st = SB_OK;
+			sb_cl_pick_failed(p, slot, t);
+		} else {
 			sb_cl_pick_timed(p, slot, t);
+		}
 	}
 	c->q = q;
 	sb_cl_pick_end(c, p);

@@ -10,6 +10,7 @@
  * Skipped (77) without an OpenCL device or without CLBlast in the build.
  */
 #include "../check.h"
+#include "log_capture.h"
 #include "backend/device.h"
 #include "backend/opencl/cl_blas.h"
 #include "backend/opencl/cl_device.h"
@@ -22,21 +23,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char log_text[1 << 16];
-static size_t log_len;
-
-static void capture(void *user, sb_log_level level, const char *msg)
-{
-	(void)user;
-	const int n = snprintf(log_text + log_len, sizeof log_text - log_len, "%d %s\n", (int)level,
-	                       msg);
-	if (n > 0 && log_len + (size_t)n < sizeof log_text)
-		log_len += (size_t)n;
-	if (getenv("SB_TEST_VERBOSE"))
-		fprintf(stderr, "[log %d] %s\n", (int)level, msg);
-}
-
-static const sb_logger logger = {capture, NULL};
 
 static uint64_t seed = 12345;
 static float rnd(void)

@@ -20,6 +20,7 @@
  * argv[1]: a scratch folder. Skipped (77) without an OpenCL device.
  */
 #include "../check.h"
+#include "log_capture.h"
 #include "backend/backend.h"
 #include "backend/opencl/cl_backend.h"
 #include "backend/opencl/cl_gemm_pick.h"
@@ -32,21 +33,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char log_text[1 << 16];
-static size_t log_len;
-
-static void capture(void *user, sb_log_level level, const char *msg)
-{
-	(void)user;
-	const int n = snprintf(log_text + log_len, sizeof log_text - log_len, "%d %s\n", (int)level,
-	                       msg);
-	if (n > 0 && log_len + (size_t)n < sizeof log_text)
-		log_len += (size_t)n;
-	if (getenv("SB_TEST_VERBOSE"))
-		fprintf(stderr, "[log %d] %s\n", (int)level, msg);
-}
-
-static const sb_logger logger = {capture, NULL};
 
 static unsigned rng = 99u;
 static float rnd(void)

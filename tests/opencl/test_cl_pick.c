@@ -13,6 +13,8 @@
  *   - a damaged file is reported with its path and measured again (and rewritten whole); a
  *     file that cannot be written is reported, and the products stay right; two writers that
  *     each read the file before the other wrote keep both's shapes;
+ *   - a path that gives wrong products (opencl:0:tune-wrong:tiled, one value read back wrong in
+ *     its check before first use) is reported and left out, where measured and where kept;
  *   - a driver whose queue records no times (opencl:0:tune-notimes) is reported, its shapes
  *     keep the default and are kept so: the next process measures nothing;
  *   - with profiling on (bench --profile), nothing is measured;
@@ -294,6 +296,21 @@ int main(int argc, char **argv)
 	CHECK(strstr(desc, want) != NULL, "the kept choices were not used: %s", desc);
 	CHECK(strstr(log_text, "shapes measured before, from") != NULL, "the file's reading is not "
 	      "logged:\n%s", log_text);
+
+	/* a path that gives wrong products on the device (a driver that miscompiles it): checked
+	 * before its first use, left out with a warning, even where the kept file names it */
+	setenv("SB_FAULT_INJECT", "opencl:0:tune-wrong:tiled", 1);
+	runs = session(dev, 2, 0, "wrong, kept", desc, sizeof desc);
+	CHECK(strstr(log_text, "the tiled kernel gave wrong products") != NULL, "a wrong path is "
+	      "not reported:\n%s", log_text);
+	CHECK(!strstr(desc, "tiled"), "a wrong path still serves the kept shapes: %s", desc);
+	forget();
+	setenv("SB_FAULT_INJECT", "opencl:0:tune-wrong:tiled,opencl:0:tune-slow:clblast,"
+	       "opencl:0:tune-slow:own", 1);
+	runs = session(dev, 4, 0, "wrong, measured", desc, sizeof desc);
+	CHECK(kept_count("tiled", &lines) == 0 && lines == NS, "a wrong path was chosen (%s), or "
+	      "shapes are missing (%d)", desc, lines);
+	unsetenv("SB_FAULT_INJECT");
 
 	/* a damaged file: reported with its path, measured again, rewritten whole */
 	char path[4400];

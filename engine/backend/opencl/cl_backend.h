@@ -51,6 +51,8 @@ struct sb_bdev {
 	sb_cl_gemm_kind gemm;   /* CLBlast, the own kernel or the tiled one (cl_blas.h); when
 	                           measuring, what a shape runs until it is measured */
 	struct sb_cl_pick *pick; /* the paths measured per shape (cl_gemm_pick.h), or NULL */
+	int paths_tried, paths_ok; /* product paths checked on this device before their first
+	                              use there (bit 1 << sb_cl_gemm_kind), and those right */
 	struct sb_cl_tiled *tiled; /* the tiled kernel's programs, when it is the choice or a
 	                              candidate */
 	int want_bf16;          /* bf16 products asked for (open, set_precision) */

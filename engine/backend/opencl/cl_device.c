@@ -48,7 +48,7 @@ struct sb_cl_device {
 	long fault_hold_ms;    /* MS of "hold:MS", 0 = none */
 	int fault_mma;         /* "mma": the tensor-core kernel built wrong */
 	int fault_tune_slow;   /* "tune-slow:KIND": bit (1 << sb_cl_gemm_kind) per KIND;
-	                          "tune-notimes": bit 8 */
+	                          "tune-notimes": bit 8; "tune-wrong:KIND": bit 16 + KIND */
 	int hold_armed;        /* a pass began: its first launch holds the queue (owner thread) */
 	struct {               /* the held queue's timer: its own thread, started at the first hold */
 		pthread_t thread;
@@ -212,6 +212,11 @@ static int parse_faults(sb_cl_device *d)
 				is_mma = 1;
 			} else if (!strcmp(p, "tune-notimes")) {
 				tune_slow = 1 << 8; /* beyond the paths' bits */
+			} else if (!strncmp(p, "tune-wrong:", 11)) {
+				p += 11; /* bits 16 + sb_cl_gemm_kind */
+				tune_slow = !strcmp(p, "own") ? 1 << (16 + SB_CL_GEMM_OWN)
+				            : !strcmp(p, "tiled") ? 1 << (16 + SB_CL_GEMM_TILED) : 0;
+				ok = tune_slow != 0;
 			} else if (!strncmp(p, "tune-slow:", 10)) {
 				p += 10; /* the names of cl_blas.h's sb_cl_gemm_kind */
 				tune_slow = !strcmp(p, "own") ? 1 << SB_CL_GEMM_OWN
@@ -247,7 +252,8 @@ static int parse_faults(sb_cl_device *d)
 			sb_log(&d->log, SB_LOG_WARNING,
 			       "SB_FAULT_INJECT: ignoring '%s' (want opencl:N:open, opencl:N:alloc:K[+], "
 			       "opencl:N:lost:K, opencl:N:slow:MS, opencl:N:hold:MS, opencl:N:mma, "
-			       "opencl:N:tune-slow:clblast|own|tiled or opencl:N:tune-notimes)", e);
+			       "opencl:N:tune-slow:clblast|own|tiled, opencl:N:tune-notimes or "
+			       "opencl:N:tune-wrong:own|tiled)", e);
 			continue;
 		}
 		if (n != d->props.index)
@@ -350,6 +356,11 @@ int sb_cl_device_fault_tune_slow(const sb_cl_device *d, int kind)
 int sb_cl_device_fault_tune_notimes(const sb_cl_device *d)
 {
 	return (d->fault_tune_slow >> 8) & 1;
+}
+
+int sb_cl_device_fault_tune_wrong(const sb_cl_device *d, int kind)
+{
+	return (d->fault_tune_slow >> (16 + kind)) & 1;
 }
 
 void sb_cl_device_delay(sb_cl_device *d)

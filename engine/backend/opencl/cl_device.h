@@ -36,6 +36,9 @@
  *                      its measured time: a path made slower, for the tests of the choice.
  *   opencl:N:tune-notimes  the measuring queue records no times: a driver that cannot be
  *                      measured that way.
+ *   opencl:N:tune-wrong:KIND  (KIND own or tiled) the check of that product path before its
+ *                      first use on the device (cl_gemm_pick.h) reads one wrong value back: a
+ *                      driver that miscompiles it.
  * Entries for other devices or other subsystems (not starting "opencl:") are ignored; a
  * malformed "opencl:" entry is logged as a warning and ignored. Several entries may name the
  * same device (one alloc and one lost rule each; a later entry replaces an earlier one).
@@ -57,6 +60,8 @@ int sb_cl_device_fault_mma(const sb_cl_device *d);
 int sb_cl_device_fault_tune_slow(const sb_cl_device *d, int kind);
 /* 1 when opencl:N:tune-notimes asks for a measuring queue without times on this device */
 int sb_cl_device_fault_tune_notimes(const sb_cl_device *d);
+/* 1 when opencl:N:tune-wrong:KIND names this product path */
+int sb_cl_device_fault_tune_wrong(const sb_cl_device *d, int kind);
 
 /* Creates the context and queue and builds (or loads from the cache) the kernels.
  * SB_ERR_DEVICE with the reason (and the compiler's log) logged on failure, SB_ERR_NOMEM for

@@ -145,31 +145,12 @@ static sb_status check_products(sb_bdev *c, const sb_cl_mma *m, double *worst)
 	enum { M = 70, N = 90, K = 100, PAD = 4 }; /* ragged for every tiling */
 	const size_t na = (size_t)M * (K + PAD) + 1, nb = (size_t)(K + PAD) * (N + PAD) + 1,
 	             nc = (size_t)M * (N + PAD) + 1;
-	float *ha = malloc(sizeof(float) * na), *hb = malloc(sizeof(float) * nb);
-	float *hc = malloc(sizeof(float) * nc);
-	sb_bbuf ba = {NULL, na}, bb = {NULL, nb}, bc = {NULL, nc};
-	sb_status st = ha && hb && hc ? SB_OK : SB_ERR_NOMEM;
-	if (st == SB_OK)
-		st = sb_cl_device_alloc(c->dev, sizeof(float) * na, CL_MEM_READ_WRITE, &ba.m);
-	if (st == SB_OK)
-		st = sb_cl_device_alloc(c->dev, sizeof(float) * nb, CL_MEM_READ_WRITE, &bb.m);
-	if (st == SB_OK)
-		st = sb_cl_device_alloc(c->dev, sizeof(float) * nc, CL_MEM_READ_WRITE, &bc.m);
-	unsigned r = 2024u;
-	for (size_t i = 0; st == SB_OK && i < na + nb; i++) {
-		r = r * 1664525u + 1013904223u;
-		(i < na ? ha : hb)[i < na ? i : i - na] = (float)(r >> 8) / 8388608.f - 1.f;
-	}
-	cl_int err = CL_SUCCESS;
-	if (st == SB_OK) {
-		err = clEnqueueWriteBuffer(c->q, ba.m, CL_TRUE, 0, sizeof(float) * na, ha, 0, NULL,
-		                           NULL);
-		if (err == CL_SUCCESS)
-			err = clEnqueueWriteBuffer(c->q, bb.m, CL_TRUE, 0, sizeof(float) * nb, hb, 0,
-			                           NULL, NULL);
-		if (err != CL_SUCCESS)
-			st = sb_cl_status(c->dev, err, "uploading the tensor-core check");
-	}
+	sb_cl_check ck;
+	sb_status st = sb_cl_check_open(c, na, nb, nc, 2024u, "uploading the tensor-core check",
+	                                &ck);
+	const float *ha = ck.a, *hb = ck.b;
+	float *hc = ck.c;
+	sb_bbuf ba = ck.A, bb = ck.B, bc = ck.C;
 	*worst = 0;
 	for (int w = 0; st == SB_OK && w < m->n; w++)
 		for (int cs = 0; st == SB_OK && cs < 4; cs++) {
@@ -179,16 +160,7 @@ static sb_status check_products(sb_bdev *c, const sb_cl_mma *m, double *worst)
 			const size_t off = al ? 0 : 1;
 			launch(c, m, w, M, N, K, 1.f, (sb_dv){&ba, off}, lda, 0, (sb_dv){&bb, off}, ldb,
 			       0, tb, 0.f, (sb_dv){&bc, off}, ldc, 0, 1);
-			/* a launch the driver refuses (CL_OUT_OF_RESOURCES for this kernel's registers
-			 * reads as out of memory) is this kernel's failure, not the device's */
-			if ((st = c->st) != SB_OK && st != SB_ERR_DEVICE_LOST) {
-				c->st = SB_OK;
-				st = SB_ERR_DEVICE;
-			}
-			if (st == SB_OK &&
-			    (err = clEnqueueReadBuffer(c->q, bc.m, CL_TRUE, 0, sizeof(float) * nc, hc, 0,
-			                               NULL, NULL)) != CL_SUCCESS)
-				st = sb_cl_status(c->dev, err, "reading the tensor-core check");
+			st = sb_cl_check_result(c, bc.m, nc, hc, "reading the tensor-core check");
 			double e = 0, ref = 0;
 			for (int i = 0; st == SB_OK && i < M; i++)
 				for (int j = 0; j < N; j++) {
@@ -210,15 +182,7 @@ static sb_status check_products(sb_bdev *c, const sb_cl_mma *m, double *worst)
 		}
 	if (st == SB_OK && !(*worst < 1e-4))
 		st = SB_ERR_DEVICE;
-	if (ba.m)
-		clReleaseMemObject(ba.m);
-	if (bb.m)
-		clReleaseMemObject(bb.m);
-	if (bc.m)
-		clReleaseMemObject(bc.m);
-	free(ha);
-	free(hb);
-	free(hc);
+	sb_cl_check_close(&ck);
 	return st;
 }
 

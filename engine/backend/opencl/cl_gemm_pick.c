@@ -317,6 +317,10 @@ sb_cl_gemm_kind sb_cl_pick_path(sb_cl_pick *p, const sb_cl_shape *s, int may_tim
 		return (sb_cl_gemm_kind)p->def;
 	if (e->kind >= 0)
 		return (sb_cl_gemm_kind)(p->paths >> e->kind & 1 ? e->kind : p->def);
+	if (!(p->paths & (p->paths - 1))) {
+		e->kind = p->def; /* one path left: nothing to measure, nothing to keep */
+		return (sb_cl_gemm_kind)p->def;
+	}
 	if (!may_time || p->off)
 		return (sb_cl_gemm_kind)p->def;
 	for (int k = 0; k < PATHS; k++)
@@ -573,8 +577,10 @@ const char *sb_cl_pick_describe(const sb_cl_pick *p)
 int sb_cl_pick_count(const sb_cl_pick *p, sb_cl_gemm_kind k)
 {
 	int n = 0;
-	for (int i = 0; i < p->n; i++)
-		n += p->e[i].kept && p->e[i].kind == (int)k;
+	for (int i = 0; i < p->n; i++) {
+		const int kind = p->e[i].kind;
+		n += p->e[i].kept && kind >= 0 && (p->paths >> kind & 1 ? kind : p->def) == (int)k;
+	}
 	return n;
 }
 

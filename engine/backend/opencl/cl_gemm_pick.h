@@ -30,6 +30,11 @@
  * measured again; deleting the file measures them again. Without a cache folder the decisions
  * last as long as the process.
  *
+ * CHECKED: the own and the tiled kernel may never have run on this device (an AMD or Intel
+ * GPU), so each is checked against the host's products before its first use on an opened device
+ * (cl_ops.c), with one wait; a path that gives wrong products is left out, with a warning, even
+ * where a kept file names it. CLBlast, the default, is not checked.
+ *
  * NOT MEASURED: a shape whose scratch output would exceed a sixteenth of the device's memory or
  * 1 GiB (it keeps the default; the scratch output is freed once no shape is being measured),
  * and any shape while the device profiles its operations (bench --profile: every operation
@@ -90,7 +95,8 @@ void sb_cl_pick_collect(sb_bdev *c, sb_cl_pick *p);
 /* "measured per shape: CLBlast 1.5.3 for 3, own kernel for 9" (the shapes decided so far), or
  * "measured per shape: none yet, CLBlast 1.5.3 meanwhile" */
 const char *sb_cl_pick_describe(const sb_cl_pick *p);
-/* How many shapes took path k (measured or read from the file): for tests and benches */
+/* How many shapes take path k (measured or read from the file; a dropped path's shapes count
+ * for the default): for tests and benches */
 int sb_cl_pick_count(const sb_cl_pick *p, sb_cl_gemm_kind k);
 /* Timed runs enqueued by this process on p so far: for tests (0 once every shape is kept) */
 long sb_cl_pick_runs(const sb_cl_pick *p);

@@ -144,6 +144,160 @@ static int tiled_ready(sb_bdev *c)
 	return st == SB_OK;
 }
 
+sb_status sb_cl_check_open(sb_bdev *c, size_t na, size_t nb, size_t nc, unsigned seed,
+                           const char *what, sb_cl_check *k)
+{
+	memset(k, 0, sizeof *k);
+	k->A.n = na;
+	k->B.n = nb;
+	k->C.n = nc;
+	k->a = malloc(sizeof(float) * na);
+	k->b = malloc(sizeof(float) * nb);
+	k->c = malloc(sizeof(float) * nc);
+	sb_status st = k->a && k->b && k->c ? SB_OK : SB_ERR_NOMEM;
+	if (st == SB_OK)
+		st = sb_cl_device_alloc(c->dev, sizeof(float) * na, CL_MEM_READ_WRITE, &k->A.m);
+	if (st == SB_OK)
+		st = sb_cl_device_alloc(c->dev, sizeof(float) * nb, CL_MEM_READ_WRITE, &k->B.m);
+	if (st == SB_OK)
+		st = sb_cl_device_alloc(c->dev, sizeof(float) * nc, CL_MEM_READ_WRITE, &k->C.m);
+	for (size_t i = 0; st == SB_OK && i < na + nb; i++) {
+		seed = seed * 1664525u + 1013904223u;
+		(i < na ? k->a : k->b)[i < na ? i : i - na] = (float)(seed >> 8) / 8388608.f - 1.f;
+	}
+	if (st != SB_OK)
+		return st;
+	cl_int err = clEnqueueWriteBuffer(c->q, k->A.m, CL_TRUE, 0, sizeof(float) * na, k->a, 0,
+	                                  NULL, NULL);
+	if (err == CL_SUCCESS)
+		err = clEnqueueWriteBuffer(c->q, k->B.m, CL_TRUE, 0, sizeof(float) * nb, k->b, 0, NULL,
+		                           NULL);
+	return err == CL_SUCCESS ? SB_OK : sb_cl_status(c->dev, err, what);
+}
+
+sb_status sb_cl_check_result(sb_bdev *c, cl_mem m, size_t n, float *dst, const char *what)
+{
+	sb_status st = c->st;
+	if (st != SB_OK && st != SB_ERR_DEVICE_LOST) {
+		c->st = SB_OK;
+		return SB_ERR_DEVICE;
+	}
+	if (st != SB_OK)
+		return st;
+	const cl_int err = clEnqueueReadBuffer(c->q, m, CL_TRUE, 0, sizeof(float) * n, dst, 0, NULL,
+	                                       NULL);
+	return err == CL_SUCCESS ? SB_OK : sb_cl_status(c->dev, err, what);
+}
+
+void sb_cl_check_close(sb_cl_check *k)
+{
+	if (k->A.m)
+		clReleaseMemObject(k->A.m);
+	if (k->B.m)
+		clReleaseMemObject(k->B.m);
+	if (k->C.m)
+		clReleaseMemObject(k->C.m);
+	free(k->a);
+	free(k->b);
+	free(k->c);
+	memset(k, 0, sizeof *k);
+}
+
+/* Before the own or the tiled kernel runs anything on a device that measures its paths (where
+ * it may never have run: an AMD or Intel GPU), its products against the host's, in double
+ * precision: both layouts of B, rows 16-byte aligned and not (the float4 and the plain reads),
+ * and a batch of two accumulating into C (beta) large enough for the tiled kernel's large
+ * tiling on a device of up to 144 compute units. 1 when every case is within 1e-5 (relative
+ * L2). Once per path per opened device, at its first use: the one wait this adds to a pass. */
+static int path_right(sb_bdev *c, sb_cl_gemm_kind k, double *worst)
+{
+	enum { M = 70, N = 90, K = 100, PAD = 4, BM = 1024, BN = 1152, BK = 40 };
+	const size_t na = (size_t)2 * BM * BK + 1, nb = (size_t)2 * BK * BN + 1,
+	             nc = (size_t)2 * BM * BN + 1;
+	sb_cl_check ck;
+	sb_status st = sb_cl_check_open(c, na, nb, nc, 2025u, "uploading a product path's check",
+	                                &ck);
+	float *ha = ck.a, *hb = ck.b, *hc = ck.c, *h0 = malloc(sizeof(float) * nc);
+	sb_bbuf ba = ck.A, bb = ck.B, bc = ck.C;
+	if (st == SB_OK && !h0)
+		st = SB_ERR_NOMEM;
+	for (size_t i = 0; st == SB_OK && i < nc; i++) /* C before the products (beta) */
+		h0[i] = (float)((i * 2654435761u) >> 8 & 0xffff) / 32768.f - 1.f;
+	cl_int err = CL_SUCCESS;
+	*worst = 0;
+	for (int cs = 0; st == SB_OK && cs < 5; cs++) {
+		const int big = cs == 4, tb = cs & 1, al = big || cs >> 1 == 0;
+		const int m = big ? BM : M, n = big ? BN : N, kk = big ? BK : K, batch = big ? 2 : 1;
+		const int lda = kk + (al ? (big ? 0 : PAD) : 1),
+		          ldb = (tb ? kk : n) + (al ? (big ? 0 : PAD) : 1),
+		          ldc = n + (al ? (big ? 0 : PAD) : 1);
+		const size_t off = al ? 0 : 1;
+		const long sa = (long)m * lda, sb = (long)kk * ldb, sc = (long)m * ldc;
+		const float alpha = big ? 0.5f : 1.f, beta = big ? 0.5f : 0.f;
+		err = clEnqueueWriteBuffer(c->q, bc.m, CL_TRUE, 0, sizeof(float) * nc, h0, 0, NULL,
+		                           NULL);
+		if (err != CL_SUCCESS) {
+			st = sb_cl_status(c->dev, err, "uploading a product path's check");
+			break;
+		}
+		if (gemm_path(c, k, m, n, kk, alpha, (sb_dv){&ba, off}, lda, sa, (sb_dv){&bb, off}, ldb,
+		              sb, tb, beta, (sb_dv){&bc, off}, ldc, sc, batch) != SB_OK)
+			st = SB_ERR_UNSUPPORTED;
+		if (st == SB_OK)
+			st = sb_cl_check_result(c, bc.m, nc, hc, "reading a product path's check");
+		if (st == SB_OK && sb_cl_device_fault_tune_wrong(c->dev, k))
+			hc[off + (size_t)ldc + 3] += 1.f; /* opencl:N:tune-wrong:KIND */
+		double e = 0, ref = 0;
+		for (int b = 0; st == SB_OK && b < batch; b++)
+			for (int i = 0; i < m; i += big ? 15 : 1) /* the large case: every 15th row */
+				for (int j = 0; j < n; j++) {
+					double sum = 0;
+					for (int q = 0; q < kk; q++) {
+						const float a = ha[off + (size_t)(b * sa + (long)i * lda + q)],
+						            v = tb ? hb[off + (size_t)(b * sb + (long)j * ldb + q)]
+						                   : hb[off + (size_t)(b * sb + (long)q * ldb + j)];
+						sum += (double)a * v;
+					}
+					const size_t o = off + (size_t)(b * sc + (long)i * ldc + j);
+					sum = alpha * sum + beta * (double)h0[o];
+					const double d = hc[o] - sum;
+					e += d * d;
+					ref += sum * sum;
+				}
+		const double rel = sqrt(e / (ref > 0 ? ref : 1));
+		if (st == SB_OK && !(rel <= *worst))
+			*worst = rel;
+	}
+	sb_cl_check_close(&ck);
+	free(h0);
+	if (st == SB_ERR_NOMEM || st == SB_ERR_DEVICE_LOST || st == SB_ERR_DEVICE_OOM)
+		sb_cl_fail(c, st); /* the device's state, not the path's */
+	return st == SB_OK && *worst < 1e-5;
+}
+
+/* A path other than the default may serve a product on a measuring device only once
+ * path_right() has passed it there; one that fails is left out, with a warning. */
+static int path_usable(sb_bdev *c, sb_cl_gemm_kind k)
+{
+	if (k == (sb_cl_gemm_kind)SB_CL_GEMM_CLBLAST || c->gemm == k || (c->paths_ok >> k & 1))
+		return 1;
+	if (c->paths_tried >> k & 1)
+		return 0;
+	c->paths_tried |= 1 << k;
+	if (k == SB_CL_GEMM_TILED && !tiled_ready(c))
+		return 0;
+	double worst = 0;
+	if (path_right(c, k, &worst)) {
+		c->paths_ok |= 1 << k;
+		return 1;
+	}
+	if (c->st == SB_OK)
+		sb_log(c->log, SB_LOG_WARNING, "the %s gave wrong products on %s (relative error "
+		       "%.1e against the host's): left out of the measured paths", sb_cl_gemm_name(k),
+		       sb_cl_device_props(c->dev)->label, worst);
+	return 0;
+}
+
 /* Under measuring (cl_gemm_pick.h): the path this product takes, after the timed runs of the
  * candidates its shape still needs, on the measuring queue into a scratch output. */
 static sb_cl_gemm_kind measured_path(sb_bdev *c, int M, int N, int K, float alpha, sb_dv A,
@@ -155,11 +309,16 @@ static sb_cl_gemm_kind measured_path(sb_bdev *c, int M, int N, int K, float alph
 	                                                            sc)};
 	int want = 0, slot = -1;
 	sb_cl_gemm_kind k = sb_cl_pick_path(p, &s, !c->profiling, &want, &slot);
-	if (k == SB_CL_GEMM_TILED && !tiled_ready(c)) { /* kept from an earlier process */
+	if (!path_usable(c, k)) { /* kept from an earlier process, but wrong here now */
 		sb_cl_pick_drop(p, k);
 		k = sb_cl_pick_path(p, &s, !c->profiling, &want, &slot);
 	}
-	if (!want)
+	for (int j = 0; j < 3; j++) /* checked on the pass's queue, before the timed runs */
+		if (want >> j & 1 && !path_usable(c, (sb_cl_gemm_kind)j)) {
+			sb_cl_pick_drop(p, (sb_cl_gemm_kind)j);
+			want &= ~(1 << j);
+		}
+	if (!want || c->st != SB_OK)
 		return k;
 	/* C's extent: the scratch output keeps C's strides and its alignment (C.off modulo a
 	 * float4), so every path runs the code it would run on C */
@@ -177,10 +336,6 @@ static sb_cl_gemm_kind measured_path(sb_bdev *c, int M, int N, int K, float alph
 		const sb_cl_gemm_kind t = (sb_cl_gemm_kind)j;
 		if (!(want >> j & 1))
 			continue;
-		if (t == SB_CL_GEMM_TILED && !tiled_ready(c)) {
-			sb_cl_pick_drop(p, t);
-			continue;
-		}
 		sb_cl_pick_mark(p);
 		const sb_status st = gemm_path(c, t, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, S,
 		                               ldc, sc, batch);
@@ -714,46 +869,21 @@ static sb_status attention_mma_check(sb_bdev *c, int hd, double *err)
 {
 	enum { NQ = 70, NK = 100 };
 	const size_t nqf = (size_t)NQ * hd, nkf = (size_t)NK * hd;
-	float *h = malloc(sizeof(float) * (nqf + 2 * nkf + nqf));
+	sb_cl_check ck; /* A: the queries, B: the keys then the values, C: the output */
+	sb_status st = sb_cl_check_open(c, nqf, 2 * nkf, nqf, 77u, "uploading the attention check",
+	                                &ck);
 	double *p = malloc(sizeof(double) * NK);
-	sb_bbuf bq = {NULL, nqf}, bk = {NULL, 2 * nkf}, bo = {NULL, nqf};
-	sb_status st = h && p ? SB_OK : SB_ERR_NOMEM;
-	if (st == SB_OK)
-		st = sb_cl_device_alloc(c->dev, sizeof(float) * nqf, CL_MEM_READ_WRITE, &bq.m);
-	if (st == SB_OK)
-		st = sb_cl_device_alloc(c->dev, sizeof(float) * 2 * nkf, CL_MEM_READ_WRITE, &bk.m);
-	if (st == SB_OK)
-		st = sb_cl_device_alloc(c->dev, sizeof(float) * nqf, CL_MEM_READ_WRITE, &bo.m);
-	float *q = h, *kv = h + nqf, *o = h + nqf + 2 * nkf; /* kv: keys, then values */
-	unsigned r = 77u;
-	for (size_t i = 0; st == SB_OK && i < nqf + 2 * nkf; i++) {
-		r = r * 1664525u + 1013904223u;
-		h[i] = (float)(r >> 8) / 8388608.f - 1.f;
-	}
+	if (st == SB_OK && !p)
+		st = SB_ERR_NOMEM;
+	const float *q = ck.a, *kv = ck.b;
+	float *o = ck.c;
+	sb_bbuf bq = ck.A, bk = ck.B, bo = ck.C;
 	const float scale = 1.f / sqrtf((float)hd);
-	cl_int e = CL_SUCCESS;
-	if (st == SB_OK) {
-		e = clEnqueueWriteBuffer(c->q, bq.m, CL_TRUE, 0, sizeof(float) * nqf, q, 0, NULL,
-		                         NULL);
-		if (e == CL_SUCCESS)
-			e = clEnqueueWriteBuffer(c->q, bk.m, CL_TRUE, 0, sizeof(float) * 2 * nkf, kv, 0,
-			                         NULL, NULL);
-		if (e != CL_SUCCESS)
-			st = sb_cl_status(c->dev, e, "uploading the attention check");
-	}
 	if (st == SB_OK) {
 		attention_mma(c, (sb_dv){&bq, 0}, hd, (sb_dv){&bk, 0}, (sb_dv){&bk, nkf}, hd, NQ, NK,
 		              1, hd, scale, (sb_dv){&bo, 0}, hd, 1, 0, 0, 0);
-		/* a launch the driver refuses is this kernel's failure, not the device's */
-		if ((st = c->st) != SB_OK && st != SB_ERR_DEVICE_LOST) {
-			c->st = SB_OK;
-			st = SB_ERR_DEVICE;
-		}
+		st = sb_cl_check_result(c, bo.m, nqf, o, "reading the attention check");
 	}
-	if (st == SB_OK &&
-	    (e = clEnqueueReadBuffer(c->q, bo.m, CL_TRUE, 0, sizeof(float) * nqf, o, 0, NULL,
-	                             NULL)) != CL_SUCCESS)
-		st = sb_cl_status(c->dev, e, "reading the attention check");
 	double d2 = 0, w2 = 0;
 	for (int i = 0; st == SB_OK && i < NQ; i++) {
 		double mx = -INFINITY, sum = 0;
@@ -780,13 +910,7 @@ static sb_status attention_mma_check(sb_bdev *c, int hd, double *err)
 	*err = st == SB_OK ? sqrt(d2 / (w2 > 0 ? w2 : 1)) : 0;
 	if (st == SB_OK && !(*err < 1e-2))
 		st = SB_ERR_DEVICE;
-	if (bq.m)
-		clReleaseMemObject(bq.m);
-	if (bk.m)
-		clReleaseMemObject(bk.m);
-	if (bo.m)
-		clReleaseMemObject(bo.m);
-	free(h);
+	sb_cl_check_close(&ck);
 	free(p);
 	return st;
 }

@@ -97,6 +97,24 @@ static inline void a_gemm(kargs *a, int M, int N, int K, float alpha, sb_dv A, i
 
 void sb_cl_run(kargs *a, cl_uint dims, const size_t *global, const size_t *local);
 
+/* The operands of a product kernel's check against the host (the tensor cores' before first
+ * use, cl_gemm_mma.c; the own and tiled kernels' on a measuring device, cl_ops.c): A, B and C
+ * of na, nb and nc floats on the host and on the device, A and B filled with the same values in
+ * [-1, 1) from 'seed' and uploaded (blocking), C on the device only. SB_OK, SB_ERR_NOMEM, or
+ * the device's status ('what' names the upload). close() frees what open() got, even on failure. */
+typedef struct {
+	float *a, *b, *c;
+	sb_bbuf A, B, C;
+} sb_cl_check;
+sb_status sb_cl_check_open(sb_bdev *c, size_t na, size_t nb, size_t nc, unsigned seed,
+                           const char *what, sb_cl_check *k);
+void sb_cl_check_close(sb_cl_check *k);
+/* After a checked kernel's launches: a launch the driver refused (c's failure, other than a
+ * lost device; CL_OUT_OF_RESOURCES for a kernel's registers reads as out of memory) is that
+ * kernel's failure, SB_ERR_DEVICE with c cleared, not the device's; then n floats of m are read
+ * into dst (blocking; 'what' names the read). */
+sb_status sb_cl_check_result(sb_bdev *c, cl_mem m, size_t n, float *dst, const char *what);
+
 /* the norms' statistics in slices (cl_ops.c): returns the slices G of each batch item */
 int sb_cl_part_stats(sb_bdev *c, sb_dv x, long stride, long n, int batch);
 

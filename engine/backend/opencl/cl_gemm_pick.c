@@ -129,8 +129,9 @@ static int read_kept(sb_cl_pick *p, const char *path, char *why, size_t why_len)
 {
 	FILE *f = fopen(path, "r");
 	if (!f) {
-		snprintf(why, why_len, "%s", strerror(errno));
-		return errno == ENOENT;
+		const int err = errno;
+		snprintf(why, why_len, "%s", strerror(err));
+		return err == ENOENT;
 	}
 	char line[256];
 	int no = 0, bad = 0;
@@ -152,12 +153,13 @@ static int read_kept(sb_cl_pick *p, const char *path, char *why, size_t why_len)
 			bad = 1;
 			break;
 		}
-		if (find(p, &sh))
-			continue;
-		entry *e = add(p, &sh);
-		if (!e)
+		entry *e = find(p, &sh);
+		if (e && e->kept)
+			continue; /* this process's own decision */
+		if (!e && !(e = add(p, &sh)))
 			break;
-		e->kind = kind;
+		e->kind = kind; /* another's decision, for a shape this one has not decided (or has
+		                   only left to the default) */
 		e->kept = 1;
 	}
 	const int unreadable = ferror(f);
@@ -203,7 +205,10 @@ static void save(sb_cl_pick *p)
 	sb_temp t;
 	int ok = sb_temp_create(p->path, &t) == 0;
 	if (ok) {
-		FILE *f = fdopen(dup(t.fd), "w");
+		const int fd = dup(t.fd);
+		FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+		if (!f && fd >= 0)
+			close(fd);
 		ok = f != NULL;
 		if (ok) {
 			fprintf(f, "# stembridge: the fastest fp32 matrix product path for each shape on "
@@ -317,8 +322,8 @@ sb_cl_gemm_kind sb_cl_pick_path(sb_cl_pick *p, const sb_cl_shape *s, int may_tim
 		return (sb_cl_gemm_kind)p->def;
 	if (e->kind >= 0)
 		return (sb_cl_gemm_kind)(p->paths >> e->kind & 1 ? e->kind : p->def);
-	if (!(p->paths & (p->paths - 1))) {
-		e->kind = p->def; /* one path left: nothing to measure, nothing to keep */
+	if (!(p->paths & (p->paths - 1))) { /* one path left (the default): nothing to measure */
+		e->kind = p->def;
 		return (sb_cl_gemm_kind)p->def;
 	}
 	if (!may_time || p->off)
@@ -450,12 +455,19 @@ void sb_cl_pick_failed(sb_cl_pick *p, int slot, sb_cl_gemm_kind k)
 	p->open = NULL;
 }
 
-void sb_cl_pick_drop(sb_cl_pick *p, sb_cl_gemm_kind k)
+int sb_cl_pick_drop(sb_cl_pick *p, sb_cl_gemm_kind k)
 {
+	if (!(p->paths >> k & 1) || p->paths == 1 << k)
+		return 0; /* gone already, or the last one: something has to run the products */
 	p->paths &= ~(1 << k);
-	if (p->def == (int)k)
-		p->def = SB_CL_GEMM_OWN;
+	if (p->def == (int)k) {
+		const int order[PATHS] = {SB_CL_GEMM_CLBLAST, SB_CL_GEMM_OWN, SB_CL_GEMM_TILED};
+		for (int i = PATHS - 1; i >= 0; i--)
+			if (p->paths >> order[i] & 1)
+				p->def = order[i];
+	}
 	describe(p);
+	return 1;
 }
 
 /* The run's time from its markers: 0 when it has none (a failed run), -1 while it is queued */

@@ -32,8 +32,10 @@
  *
  * CHECKED: the own and the tiled kernel may never have run on this device (an AMD or Intel
  * GPU), so each is checked against the host's products before its first use on an opened device
- * (cl_ops.c), with one wait; a path that gives wrong products is left out, with a warning, even
- * where a kept file names it. CLBlast, the default, is not checked.
+ * (cl_ops.c: both layouts of B, aligned rows and not, at both of the tiled kernel's tilings, and
+ * nothing written outside C's products), with one wait; a path that gives wrong products or
+ * that the driver refuses is left out, with a warning, even where a kept file names it. CLBlast,
+ * the default and a tested library, is not checked.
  *
  * NOT MEASURED: a shape whose scratch output would exceed a sixteenth of the device's memory or
  * 1 GiB (it keeps the default; the scratch output is freed once no shape is being measured),
@@ -84,9 +86,11 @@ void sb_cl_pick_end(sb_bdev *c, sb_cl_pick *p);
  * measured without k. */
 void sb_cl_pick_failed(sb_cl_pick *p, int slot, sb_cl_gemm_kind k);
 
-/* A path that cannot run on this device (CLBlast refused, the tiled kernel did not build):
- * never a candidate again, and its shapes take the next default. */
-void sb_cl_pick_drop(sb_cl_pick *p, sb_cl_gemm_kind k);
+/* A path that cannot run on this device (CLBlast refused, the tiled kernel did not build, a
+ * kernel gave wrong products): never a candidate again, and its shapes take the next default
+ * (CLBlast, the own kernel, the tiled kernel, the first left). 1 when dropped; 0 when it is the
+ * last path left (kept: something has to run the products) or was gone already. */
+int sb_cl_pick_drop(sb_cl_pick *p, sb_cl_gemm_kind k);
 
 /* Once c's queue has drained: reads the finished runs' times, decides the shapes measured
  * enough, logs and keeps what it decided. */

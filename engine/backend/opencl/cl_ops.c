@@ -205,15 +205,20 @@ void sb_cl_check_close(sb_cl_check *k)
 
 /* Before the own or the tiled kernel runs anything on a device that measures its paths (where
  * it may never have run: an AMD or Intel GPU), its products against the host's, in double
- * precision: both layouts of B, rows 16-byte aligned and not (the float4 and the plain reads),
- * and a batch of two accumulating into C (beta) large enough for the tiled kernel's large
- * tiling on a device of up to 144 compute units. 1 when every case is within 1e-5 (relative
- * L2). Once per path per opened device, at its first use: the one wait this adds to a pass. */
-static int path_right(sb_bdev *c, sb_cl_gemm_kind k, double *worst)
+ * precision: both layouts of B, rows 16-byte aligned and not (the float4 and the plain reads
+ * and writes), each on a small product (the tiled kernel's small tiling) and on a batch of two
+ * accumulating into C (beta) with a large tile for every compute unit (its large tiling); and
+ * every float of C outside the products unchanged. SB_OK with *worst the largest relative L2
+ * error; SB_ERR_DEVICE when the driver refused a launch; a failure of the device's own (memory,
+ * a lost device) is also kept in c. Waits for the device. */
+static sb_status path_right(sb_bdev *c, sb_cl_gemm_kind k, double *worst)
 {
-	enum { M = 70, N = 90, K = 100, PAD = 4, BM = 1024, BN = 1152, BK = 40 };
-	const size_t na = (size_t)2 * BM * BK + 1, nb = (size_t)2 * BK * BN + 1,
-	             nc = (size_t)2 * BM * BN + 1;
+	enum { M = 70, N = 90, K = 100, PAD = 4, BN = 1152, BK = 40 };
+	/* large tiles of up to 128 x 64: BN / 64 = 18 of them a row of tiles */
+	const unsigned cu = sb_cl_device_props(c->dev)->compute_units;
+	const int BM = 128 * (int)((cu + 17) / 18) > 1024 ? 128 * (int)((cu + 17) / 18) : 1024;
+	const size_t na = (size_t)2 * BM * (BK + 1) + 1, nb = (size_t)2 * (BK + 1) * (BN + 1) + 1,
+	             nc = (size_t)2 * BM * (BN + 1) + 1;
 	sb_cl_check ck;
 	sb_status st = sb_cl_check_open(c, na, nb, nc, 2025u, "uploading a product path's check",
 	                                &ck);
@@ -223,26 +228,24 @@ static int path_right(sb_bdev *c, sb_cl_gemm_kind k, double *worst)
 		st = SB_ERR_NOMEM;
 	for (size_t i = 0; st == SB_OK && i < nc; i++) /* C before the products (beta) */
 		h0[i] = (float)((i * 2654435761u) >> 8 & 0xffff) / 32768.f - 1.f;
-	cl_int err = CL_SUCCESS;
 	*worst = 0;
-	for (int cs = 0; st == SB_OK && cs < 5; cs++) {
-		const int big = cs == 4, tb = cs & 1, al = big || cs >> 1 == 0;
+	for (int cs = 0; st == SB_OK && cs < 8; cs++) {
+		const int big = cs >= 4, tb = cs & 1, al = !(cs & 2);
 		const int m = big ? BM : M, n = big ? BN : N, kk = big ? BK : K, batch = big ? 2 : 1;
-		const int lda = kk + (al ? (big ? 0 : PAD) : 1),
-		          ldb = (tb ? kk : n) + (al ? (big ? 0 : PAD) : 1),
-		          ldc = n + (al ? (big ? 0 : PAD) : 1);
+		const int pad = al ? (big ? 0 : PAD) : 1;
+		const int lda = kk + pad, ldb = (tb ? kk : n) + pad, ldc = n + pad;
 		const size_t off = al ? 0 : 1;
 		const long sa = (long)m * lda, sb = (long)kk * ldb, sc = (long)m * ldc;
 		const float alpha = big ? 0.5f : 1.f, beta = big ? 0.5f : 0.f;
-		err = clEnqueueWriteBuffer(c->q, bc.m, CL_TRUE, 0, sizeof(float) * nc, h0, 0, NULL,
-		                           NULL);
+		const cl_int err = clEnqueueWriteBuffer(c->q, bc.m, CL_TRUE, 0, sizeof(float) * nc, h0,
+		                                        0, NULL, NULL);
 		if (err != CL_SUCCESS) {
 			st = sb_cl_status(c->dev, err, "uploading a product path's check");
 			break;
 		}
 		if (gemm_path(c, k, m, n, kk, alpha, (sb_dv){&ba, off}, lda, sa, (sb_dv){&bb, off}, ldb,
 		              sb, tb, beta, (sb_dv){&bc, off}, ldc, sc, batch) != SB_OK)
-			st = SB_ERR_UNSUPPORTED;
+			st = SB_ERR_DEVICE; /* refused */
 		if (st == SB_OK)
 			st = sb_cl_check_result(c, bc.m, nc, hc, "reading a product path's check");
 		if (st == SB_OK && sb_cl_device_fault_tune_wrong(c->dev, k))
@@ -264,37 +267,60 @@ static int path_right(sb_bdev *c, sb_cl_gemm_kind k, double *worst)
 					e += d * d;
 					ref += sum * sum;
 				}
+		/* outside the products (the offset, the rows' padding, past the last): as it was */
+		for (size_t o = 0; st == SB_OK && o < nc; o++) {
+			const size_t x = o - off, b = x / (size_t)sc, r = x % (size_t)sc;
+			const int inside = o >= off && b < (size_t)batch && r / (size_t)ldc < (size_t)m &&
+			                   r % (size_t)ldc < (size_t)n;
+			if (!inside && memcmp(&hc[o], &h0[o], sizeof(float)))
+				e += 1.0, ref += ref > 0 ? 0 : 1; /* a write outside: wrong whatever the rest */
+		}
 		const double rel = sqrt(e / (ref > 0 ? ref : 1));
 		if (st == SB_OK && !(rel <= *worst))
 			*worst = rel;
 	}
 	sb_cl_check_close(&ck);
 	free(h0);
-	if (st == SB_ERR_NOMEM || st == SB_ERR_DEVICE_LOST || st == SB_ERR_DEVICE_OOM)
-		sb_cl_fail(c, st); /* the device's state, not the path's */
-	return st == SB_OK && *worst < 1e-5;
+	if (st == SB_ERR_NOMEM)
+		sb_cl_fail(c, st); /* the host's state, not the path's */
+	return st;
 }
 
-/* A path other than the default may serve a product on a measuring device only once
- * path_right() has passed it there; one that fails is left out, with a warning. */
+/* Under measuring, a path other than CLBlast serves a product on a device only once
+ * path_right() has passed it there. 1: it may; 0: it gave wrong products or cannot run there
+ * (warned once; the caller leaves it out); -1: not known, the device failed meanwhile (c->st:
+ * memory, a lost device), asked again on the next pass. */
 static int path_usable(sb_bdev *c, sb_cl_gemm_kind k)
 {
-	if (k == (sb_cl_gemm_kind)SB_CL_GEMM_CLBLAST || c->gemm == k || (c->paths_ok >> k & 1))
+	if (k == (sb_cl_gemm_kind)SB_CL_GEMM_CLBLAST || (c->paths_ok >> k & 1))
 		return 1;
 	if (c->paths_tried >> k & 1)
 		return 0;
-	c->paths_tried |= 1 << k;
-	if (k == SB_CL_GEMM_TILED && !tiled_ready(c))
+	if (c->st != SB_OK)
+		return -1;
+	if (k == SB_CL_GEMM_TILED && !tiled_ready(c)) {
+		if (c->st != SB_OK)
+			return -1;
+		c->paths_tried |= 1 << k;
 		return 0;
+	}
 	double worst = 0;
-	if (path_right(c, k, &worst)) {
+	const sb_status st = path_right(c, k, &worst);
+	if (c->st != SB_OK)
+		return -1;
+	c->paths_tried |= 1 << k;
+	if (st == SB_OK && worst < 1e-5) {
 		c->paths_ok |= 1 << k;
 		return 1;
 	}
-	if (c->st == SB_OK)
+	if (st == SB_OK)
 		sb_log(c->log, SB_LOG_WARNING, "the %s gave wrong products on %s (relative error "
 		       "%.1e against the host's): left out of the measured paths", sb_cl_gemm_name(k),
 		       sb_cl_device_props(c->dev)->label, worst);
+	else
+		sb_log(c->log, SB_LOG_WARNING, "the %s cannot run on %s (%s): left out of the measured "
+		       "paths", sb_cl_gemm_name(k), sb_cl_device_props(c->dev)->label,
+		       sb_status_str(st));
 	return 0;
 }
 
@@ -309,14 +335,16 @@ static sb_cl_gemm_kind measured_path(sb_bdev *c, int M, int N, int K, float alph
 	                                                            sc)};
 	int want = 0, slot = -1;
 	sb_cl_gemm_kind k = sb_cl_pick_path(p, &s, !c->profiling, &want, &slot);
-	if (!path_usable(c, k)) { /* kept from an earlier process, but wrong here now */
-		sb_cl_pick_drop(p, k);
+	int ok = path_usable(c, k);
+	while (ok == 0 && sb_cl_pick_drop(p, k)) { /* kept from an earlier process, wrong here */
 		k = sb_cl_pick_path(p, &s, !c->profiling, &want, &slot);
+		ok = path_usable(c, k);
 	}
-	for (int j = 0; j < 3; j++) /* checked on the pass's queue, before the timed runs */
-		if (want >> j & 1 && !path_usable(c, (sb_cl_gemm_kind)j)) {
+	for (int j = 0; j < 3 && ok >= 0; j++) /* checked on the pass's queue, before the timed runs */
+		if (want >> j & 1 && (ok = path_usable(c, (sb_cl_gemm_kind)j)) == 0) {
 			sb_cl_pick_drop(p, (sb_cl_gemm_kind)j);
 			want &= ~(1 << j);
+			ok = 1;
 		}
 	if (!want || c->st != SB_OK)
 		return k;
@@ -387,13 +415,19 @@ static void gemm_one(sb_bdev *c, int M, int N, int K, float alpha, sb_dv A, int 
 	    gemm_path(c, k, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc, batch) ==
 	        SB_OK)
 		return;
-	/* CLBlast refused (logged): the own kernel from now on, still on this device */
-	sb_log(c->log, SB_LOG_WARNING, "matrix products through the own kernel from now on");
+	/* CLBlast refused (logged): the own kernel from now on, still on this device; under
+	 * measuring, the next default of the paths left (checked at their first use) */
 	c->gemm = SB_CL_GEMM_OWN;
-	if (c->pick)
+	if (c->pick) {
 		sb_cl_pick_drop(c->pick, SB_CL_GEMM_CLBLAST);
-	gemm_path(c, SB_CL_GEMM_OWN, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc,
-	          batch);
+		c->gemm = measured_path(c, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc,
+		                        batch);
+		if (c->st != SB_OK)
+			return;
+	}
+	sb_log(c->log, SB_LOG_WARNING, "matrix products through the %s from now on",
+	       sb_cl_gemm_name(c->gemm));
+	gemm_path(c, c->gemm, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc, batch);
 }
 
 /* the second batch level: one strided-batched product per item of it */

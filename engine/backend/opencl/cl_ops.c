@@ -305,12 +305,16 @@ static int path_usable(sb_bdev *c, sb_cl_gemm_kind k)
 		return 0;
 	}
 	double worst = 0;
+	const double t0 = sb_now();
 	const sb_status st = path_right(c, k, &worst);
 	if (c->st != SB_OK)
 		return -1;
 	c->paths_tried |= 1 << k;
 	if (st == SB_OK && worst < 1e-5) {
 		c->paths_ok |= 1 << k;
+		sb_log(c->log, SB_LOG_INFO, "the %s passed its check on %s (relative error %.1e, "
+		       "%.2f s)", sb_cl_gemm_name(k), sb_cl_device_props(c->dev)->label, worst,
+		       sb_now() - t0);
 		return 1;
 	}
 	if (st == SB_OK)

@@ -45,8 +45,8 @@ typedef enum {
  * is measured). When it is CLBlast, the tuning files for d are applied first (once per device
  * per process) and the outcome logged. */
 sb_cl_gemm_kind sb_cl_gemm_choose(sb_cl_device *d);
-/* 1 when the products of the device p describes are measured per shape (cl_gemm_pick.h): SB_CL_GEMM=auto, or SB_CL_GEMM
- * unset on a GPU or an accelerator */
+/* 1 when the products of the device p describes are measured per shape (cl_gemm_pick.h):
+ * SB_CL_GEMM=auto, or SB_CL_GEMM unset on a GPU or an accelerator */
 int sb_cl_gemm_measured(const sb_device_props *p);
 /* What sb_cl_gemm_choose() will pick, without its tuning or its messages: for a description
  * before the first product */

@@ -47,8 +47,8 @@ struct sb_cl_device {
 	long fault_slow_ms;    /* MS of "slow:MS", 0 = none */
 	long fault_hold_ms;    /* MS of "hold:MS", 0 = none */
 	int fault_mma;         /* "mma": the tensor-core kernel built wrong */
-	int fault_tune_slow;   /* "tune-slow:KIND": bit (1 << sb_cl_gemm_kind) per KIND;
-	                          "tune-notimes": bit 8; "tune-wrong:KIND": bit 16 + KIND */
+	int fault_tune;        /* the measured products' faults: "tune-slow:KIND" bit KIND (an
+	                          sb_cl_gemm_kind), "tune-notimes" bit 8, "tune-wrong:KIND" 16 + KIND */
 	int hold_armed;        /* a pass began: its first launch holds the queue (owner thread) */
 	struct {               /* the held queue's timer: its own thread, started at the first hold */
 		pthread_t thread;
@@ -204,25 +204,25 @@ static int parse_faults(sb_cl_device *d)
 		long n = 0, k = 0;
 		int ok = parse_long(p, &n, &p) && *p++ == ':';
 		int is_open = 0, is_alloc = 0, is_lost = 0, is_slow = 0, is_hold = 0, is_mma = 0;
-		int plus = 0, tune_slow = 0;
+		int plus = 0, tune = 0;
 		if (ok) {
 			if (!strcmp(p, "open")) {
 				is_open = 1;
 			} else if (!strcmp(p, "mma")) {
 				is_mma = 1;
 			} else if (!strcmp(p, "tune-notimes")) {
-				tune_slow = 1 << 8; /* beyond the paths' bits */
+				tune = 1 << 8; /* beyond the paths' bits */
 			} else if (!strncmp(p, "tune-wrong:", 11)) {
 				p += 11; /* bits 16 + sb_cl_gemm_kind */
-				tune_slow = !strcmp(p, "own") ? 1 << (16 + SB_CL_GEMM_OWN)
+				tune = !strcmp(p, "own") ? 1 << (16 + SB_CL_GEMM_OWN)
 				            : !strcmp(p, "tiled") ? 1 << (16 + SB_CL_GEMM_TILED) : 0;
-				ok = tune_slow != 0;
+				ok = tune != 0;
 			} else if (!strncmp(p, "tune-slow:", 10)) {
 				p += 10; /* the names of cl_blas.h's sb_cl_gemm_kind */
-				tune_slow = !strcmp(p, "own") ? 1 << SB_CL_GEMM_OWN
+				tune = !strcmp(p, "own") ? 1 << SB_CL_GEMM_OWN
 				            : !strcmp(p, "clblast") ? 1 << SB_CL_GEMM_CLBLAST
 				            : !strcmp(p, "tiled") ? 1 << SB_CL_GEMM_TILED : 0;
-				ok = tune_slow != 0;
+				ok = tune != 0;
 			} else if (!strncmp(p, "alloc:", 6)) {
 				p += 6;
 				ok = parse_long(p, &k, &p) && k >= 1;
@@ -272,7 +272,7 @@ static int parse_faults(sb_cl_device *d)
 			d->fault_hold_ms = k;
 		if (is_mma)
 			d->fault_mma = 1;
-		d->fault_tune_slow |= tune_slow;
+		d->fault_tune |= tune;
 		sb_log(&d->log, SB_LOG_INFO, "SB_FAULT_INJECT: %s will fail: %s", d->props.id, e);
 	}
 	free(buf);
@@ -350,17 +350,17 @@ int sb_cl_device_fault_mma(const sb_cl_device *d)
 
 int sb_cl_device_fault_tune_slow(const sb_cl_device *d, int kind)
 {
-	return (d->fault_tune_slow >> kind) & 1;
+	return (d->fault_tune >> kind) & 1;
 }
 
 int sb_cl_device_fault_tune_notimes(const sb_cl_device *d)
 {
-	return (d->fault_tune_slow >> 8) & 1;
+	return (d->fault_tune >> 8) & 1;
 }
 
 int sb_cl_device_fault_tune_wrong(const sb_cl_device *d, int kind)
 {
-	return (d->fault_tune_slow >> (16 + kind)) & 1;
+	return (d->fault_tune >> (16 + kind)) & 1;
 }
 
 void sb_cl_device_delay(sb_cl_device *d)
@@ -486,12 +486,6 @@ static void dev_str(cl_device_id dev, cl_device_info what, char *buf, size_t len
 }
 
 /* The cache file for (device, driver, kernels, options); 0 when there is no cache dir. */
-static int cache_file(const sb_cl_device *d, const char *tag, const char *source,
-                      const char *options, char *path, size_t len)
-{
-	return sb_cl_device_cache_file(d, tag, source, options, "clbin", path, len);
-}
-
 int sb_cl_device_cache_file(const sb_cl_device *d, const char *tag, const char *source,
                             const char *options, const char *ext, char *path, size_t len)
 {
@@ -654,7 +648,7 @@ static sb_status build_cached(sb_cl_device *d, const char *tag, const char *sour
 		*from_cache = 0;
 	if (!options)
 		options = "";
-	int cached = cache_file(d, tag, source, options, path, path_len);
+	int cached = sb_cl_device_cache_file(d, tag, source, options, "clbin", path, path_len);
 	if (!cached)
 		path[0] = '\0';
 	double t = sb_now();

@@ -253,19 +253,25 @@ sb_status sb_cl_pick_open(sb_bdev *c, const char *kernels, sb_cl_pick **out)
 		p->paths |= 1 << SB_CL_GEMM_CLBLAST;
 		p->def = SB_CL_GEMM_CLBLAST;
 	}
-	/* a new driver (in the file's name), new kernels, another tiling, a new CLBlast or new
-	 * tuning for it: measured again */
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (const char *g = sb_cl_tiled_source(); *g; g++)
-		h = (h ^ (unsigned char)*g) * 0x100000001b3ull;
-	const char *tile = getenv("SB_CL_TILE");
+	/* a new driver, new kernels (both sources hashed into the file's name), another tiling, a
+	 * new CLBlast or new tuning for it: measured again */
+	const char *tile = getenv("SB_CL_TILE"), *tiled = sb_cl_tiled_source();
 	char opts[512];
-	snprintf(opts, sizeof opts, "products v1, paths %d, %s tuned %d, tiled kernel %016llx %s",
-	         p->paths, sb_cl_gemm_name(SB_CL_GEMM_CLBLAST), sb_cl_blas_tuned_kernels(c->dev),
-	         (unsigned long long)h, tile ? tile : "");
-	if (!sb_cl_device_cache_file(c->dev, "products", kernels, opts, "txt", p->path,
+	snprintf(opts, sizeof opts, "products v1, paths %d, %s tuned %d, SB_CL_TILE=%s", p->paths,
+	         sb_cl_gemm_name(SB_CL_GEMM_CLBLAST), sb_cl_blas_tuned_kernels(c->dev),
+	         tile ? tile : "");
+	const size_t nk = strlen(kernels), nt = strlen(tiled);
+	char *sources = malloc(nk + nt + 1);
+	if (!sources) {
+		free(p);
+		return SB_ERR_NOMEM;
+	}
+	memcpy(sources, kernels, nk);
+	memcpy(sources + nk, tiled, nt + 1);
+	if (!sb_cl_device_cache_file(c->dev, "products", sources, opts, "txt", p->path,
 	                             sizeof p->path))
 		p->path[0] = '\0';
+	free(sources);
 	if (p->path[0])
 		load(p);
 	describe(p);

@@ -130,8 +130,9 @@ static sb_status gemm_path(sb_bdev *c, sb_cl_gemm_kind k, int M, int N, int K, f
 	return SB_OK;
 }
 
-/* the tiled kernel's programs, built when it is first a candidate; 0 when it cannot run */
-static int tiled_ready(sb_bdev *c)
+/* the tiled kernel's programs, built at its first use (SB_CL_GEMM=tiled, or a candidate when
+ * measuring); 0 when it cannot run: out of host memory (kept in c), or logged with 'instead' */
+static int tiled_ready(sb_bdev *c, const char *instead)
 {
 	if (c->tiled)
 		return 1;
@@ -139,8 +140,8 @@ static int tiled_ready(sb_bdev *c)
 	if (st == SB_ERR_NOMEM)
 		sb_cl_fail(c, st);
 	else if (st != SB_OK)
-		sb_log(c->log, SB_LOG_WARNING, "the tiled matrix product cannot run on %s: measured "
-		       "without it", sb_cl_device_props(c->dev)->label);
+		sb_log(c->log, SB_LOG_WARNING, "the tiled matrix product cannot run on %s: %s",
+		       sb_cl_device_props(c->dev)->label, instead);
 	return st == SB_OK;
 }
 
@@ -298,7 +299,7 @@ static int path_usable(sb_bdev *c, sb_cl_gemm_kind k)
 		return 0;
 	if (c->st != SB_OK)
 		return -1;
-	if (k == SB_CL_GEMM_TILED && !tiled_ready(c)) {
+	if (k == SB_CL_GEMM_TILED && !tiled_ready(c, "measured without it")) {
 		if (c->st != SB_OK)
 			return -1;
 		c->paths_tried |= 1 << k;
@@ -799,17 +800,10 @@ sb_status sb_cl_ops_ready(sb_bdev *c)
 	if (al && (!strcmp(al, "0") || !strcmp(al, "1")))
 		c->att_local = atoi(al);
 	c->gemm = sb_cl_gemm_choose(c->dev);
-	if (c->gemm == SB_CL_GEMM_TILED) {
-		st = sb_cl_tiled_open(c, &c->tiled);
-		if (st == SB_ERR_NOMEM) {
-			sb_cl_fail(c, st);
-			return st;
-		}
-		if (st != SB_OK) {
-			sb_log(c->log, SB_LOG_WARNING, "the tiled matrix product cannot run on %s: the own "
-			       "kernel instead", sb_cl_device_props(c->dev)->label);
-			c->gemm = SB_CL_GEMM_OWN;
-		}
+	if (c->gemm == SB_CL_GEMM_TILED && !tiled_ready(c, "the own kernel instead")) {
+		if (c->st != SB_OK)
+			return c->st;
+		c->gemm = SB_CL_GEMM_OWN;
 	}
 	if (c->gemm == SB_CL_GEMM_TF32) {
 		const char *why = NULL;

@@ -181,17 +181,19 @@ demucs)
 	# with attention as products around a softmax (split)
 	# (tf32: the tensor cores with tf32 inputs; own:bf16: --precision bf16, every product on
 	# the tensor cores in bf16)
-	# (auto: the default on a GPU, each shape's fastest fp32 path measured on the device; first
-	# from nothing, its measuring in the warm-up and the first passes, then with what it kept)
-	for run in clblast:fused own:fused tiled:fused auto-first:fused auto:fused tf32:fused \
+	# (auto: the default on a GPU, each shape's fastest fp32 product path and attention's way
+	# measured on the device; first from nothing, its measuring in the warm-up and the first
+	# passes, then with what it kept)
+	for run in clblast:fused own:fused tiled:fused auto-first:auto auto:auto tf32:fused \
 		clblast:split own:bf16; do
 		g=${run%:*} a=${run#*:} p=fp32
 		[ "$a" = bf16 ] && a=fused p=bf16
-		[ "$g" = auto-first ] && g=auto && rm -f "$XDG_CACHE_HOME"/stembridge/products-*.txt
+		[ "$g" = auto-first ] && g=auto &&
+			rm -f "$XDG_CACHE_HOME"/stembridge/products-*.txt "$XDG_CACHE_HOME"/stembridge/attention-*.txt
 		m="--model $model"
 		[ -e "$model" ] || m="--write-model $model"
-		f=demucs-${run%:*}${a/fused/}
-		f=${f/%split/-split}
+		f=demucs-${run%:*}
+		[ "$a" = split ] && f=$f-split
 		[ $p = bf16 ] && f=demucs-bf16
 		SB_CL_ATTENTION=$a sb "$C/bin/bench_demucs" "$C/golden/released-shapes.json" $m \
 			--device "$gpu" --gemm $g --precision $p --repeat "$REPEAT" --seconds "$secs" \
@@ -264,11 +266,12 @@ roformer)
 	# a chunk on each product path, attention in one pass (NVIDIA's default), the first one's
 	# output dumped for PyTorch's comparison; then CLBlast with attention as products (split)
 	# (auto: as in step demucs, first from nothing, then with what it kept)
-	for run in clblast:fused own:fused tiled:fused auto-first:fused auto:fused clblast:split; do
+	for run in clblast:fused own:fused tiled:fused auto-first:auto auto:auto clblast:split; do
 		g=${run%:*} a=${run#*:}
-		[ "$g" = auto-first ] && g=auto && rm -f "$XDG_CACHE_HOME"/stembridge/products-*.txt
-		f=roformer-gpu-chunk-${run%:*}${a/fused/}
-		f=${f/%split/-split}
+		[ "$g" = auto-first ] && g=auto &&
+			rm -f "$XDG_CACHE_HOME"/stembridge/products-*.txt "$XDG_CACHE_HOME"/stembridge/attention-*.txt
+		f=roformer-gpu-chunk-${run%:*}
+		[ "$a" = split ] && f=$f-split
 		dump=""
 		[ "$run" = clblast:fused ] && dump="--dump $W/dump"
 		SB_CL_GEMM=$g SB_CL_ATTENTION=$a sb "$C/bin/bench_roformer" "$M.safetensors" \

@@ -19,6 +19,17 @@
  *     keep the default and are kept so: the next process measures nothing;
  *   - with profiling on (bench --profile), nothing is measured;
  *   - without SB_CL_GEMM=auto a CPU driver is not measured (CLBlast, as before), and a GPU is.
+ * And attention's two ways (in one pass, or two products around a softmax), measured per shape
+ * the same way (SB_CL_ATTENTION=auto on a CPU driver, unset on a GPU):
+ *   - the outputs are right while measured and after (against the host's, in double precision,
+ *     1e-5 relative: heads of 16, 32 and 64, more items than heads, an output that starts 3
+ *     floats in with rows 5 floats apart), nothing beside them changes;
+ *   - with one way's timed runs counted 50 times (tune-slow:split, tune-slow:fused) every shape
+ *     takes the other, kept in attention-HASH.txt, and a new process times nothing;
+ *   - one pass that gives wrong results (tune-wrong:fused) is reported and left out, where
+ *     measured and where kept;
+ *   - with profiling on nothing is measured, and without SB_CL_ATTENTION=auto a CPU driver does
+ *     not measure.
  * argv[1]: a scratch folder. Skipped (77) without an OpenCL device.
  */
 #include "../check.h"
@@ -144,7 +155,102 @@ static int pass(sb_exec *x, const char *what)
 	return pass_some(x, what, 0, NS);
 }
 
-/* the kept file (the only products-*.txt in the cache folder), "" when there is none */
+/* attentions as HTDemucs and the RoFormers give them: heads of 16, 32 and 64, more items than
+ * heads (an axial transformer's short sequences), an output off alignment with padded rows */
+typedef struct {
+	int nq, nk, heads, hd, batch;
+	int ooff, pad; /* O starts ooff floats in, its rows pad floats apart beyond heads x hd */
+} att_shape;
+static const att_shape atts[] = {
+	{70, 90, 2, 16, 1, 0, 0}, {40, 33, 2, 32, 3, 0, 0}, {65, 70, 1, 64, 1, 3, 5},
+};
+#define NA ((int)(sizeof atts / sizeof atts[0]))
+
+/* One pass of every attention shape, then the wait; each output against the host's */
+static int att_pass(sb_exec *x, const char *what)
+{
+	int bad = 0;
+	for (int s = 0; s < NA; s++) {
+		const att_shape *h = &atts[s];
+		const int w = h->heads * h->hd, ldq = w, ldkv = 2 * w, ldo = w + h->pad;
+		const long sq = (long)h->nq * ldq, skv = (long)h->nk * ldkv, so = (long)h->nq * ldo;
+		const size_t nq = (size_t)h->batch * sq, nkv = (size_t)h->batch * skv,
+		             no = (size_t)h->ooff + (size_t)h->batch * so;
+		float *q = malloc(sizeof(float) * nq), *kv = malloc(sizeof(float) * nkv),
+		      *o = malloc(sizeof(float) * no), *got = malloc(sizeof(float) * no);
+		double *p = malloc(sizeof(double) * h->nk);
+		for (size_t i = 0; i < nq; i++)
+			q[i] = 4.f * rnd();
+		for (size_t i = 0; i < nkv; i++)
+			kv[i] = 4.f * rnd();
+		for (size_t i = 0; i < no; i++)
+			o[i] = rnd();
+		sb_bbuf *Q = NULL, *KV = NULL, *O = NULL;
+		CHECK(x->be->alloc(x->d, nq, &Q) == SB_OK && x->be->alloc(x->d, nkv, &KV) == SB_OK &&
+		      x->be->alloc(x->d, no, &O) == SB_OK, "%s: alloc", what);
+		if (!Q || !KV || !O)
+			return 1;
+		const sb_dv dQ = {Q, 0}, dKV = {KV, 0}, dO = {O, 0};
+		x->be->upload(x->d, dQ, q, nq);
+		x->be->upload(x->d, dKV, kv, nkv);
+		x->be->upload(x->d, dO, o, no);
+		const float scale = 1.f / sqrtf((float)h->hd);
+		x->be->ops->attention(x->d, dQ, ldq, dKV, sb_dv_at(dKV, (size_t)w), ldkv, h->nq, h->nk,
+		                      h->heads, h->hd, scale, sb_dv_at(dO, (size_t)h->ooff), ldo,
+		                      h->batch, sq, skv, so);
+		CHECK(x->be->finish(x->d) == SB_OK, "%s: the pass failed", what);
+		x->be->download(x->d, got, dO, no);
+		double d2 = 0, r2 = 0;
+		int touched = 0;
+		for (size_t i = 0; i < no; i++) {
+			const size_t r = i < (size_t)h->ooff ? 0 : (i - (size_t)h->ooff) % (size_t)ldo;
+			if ((i < (size_t)h->ooff || r >= (size_t)w) && got[i] != o[i])
+				touched++;
+		}
+		for (int b = 0; b < h->batch; b++)
+			for (int hh = 0; hh < h->heads; hh++)
+				for (int i = 0; i < h->nq; i++) {
+					const float *qi = q + b * sq + (long)i * ldq + hh * h->hd;
+					double mx = -INFINITY, sum = 0;
+					for (int j = 0; j < h->nk; j++) {
+						const float *kj = kv + b * skv + (long)j * ldkv + hh * h->hd;
+						double d = 0;
+						for (int e = 0; e < h->hd; e++)
+							d += (double)qi[e] * kj[e];
+						p[j] = d * scale;
+						mx = p[j] > mx ? p[j] : mx;
+					}
+					for (int j = 0; j < h->nk; j++)
+						sum += (p[j] = exp(p[j] - mx));
+					for (int e = 0; e < h->hd; e++) {
+						double ref = 0;
+						for (int j = 0; j < h->nk; j++)
+							ref += p[j] * kv[b * skv + (long)j * ldkv + w + hh * h->hd + e];
+						ref /= sum;
+						const double g = got[(size_t)h->ooff + (size_t)(b * so + (long)i * ldo) +
+						                     (size_t)(hh * h->hd + e)];
+						d2 += (g - ref) * (g - ref);
+						r2 += ref * ref;
+					}
+				}
+		const double rel = sqrt(d2 / (r2 > 0 ? r2 : 1));
+		if (!(rel <= 1e-5) || touched) {
+			bad++;
+			fprintf(stderr, "FAIL %s: attention %d x %d, %d heads of %d, %d items is %.1e off "
+			        "the host's, %d floats beside it changed\n", what, h->nq, h->nk, h->heads,
+			        h->hd, h->batch, rel, touched);
+		}
+		x->be->release(x->d, Q);
+		x->be->release(x->d, KV);
+		x->be->release(x->d, O);
+		free(q), free(kv), free(o), free(got), free(p);
+	}
+	return bad;
+}
+
+static const char *tag = "products"; /* the kept file looked at: products or attention */
+
+/* the kept file (the only TAG-*.txt in the cache folder), "" when there is none */
 static void kept_file(char *path, size_t len)
 {
 	path[0] = '\0';
@@ -153,8 +259,9 @@ static void kept_file(char *path, size_t len)
 	DIR *d = opendir(dir);
 	if (!d)
 		return;
+	const size_t n = strlen(tag);
 	for (struct dirent *e; (e = readdir(d));)
-		if (!strncmp(e->d_name, "products-", 9) && strlen(e->d_name) > 13 &&
+		if (!strncmp(e->d_name, tag, n) && e->d_name[n] == '-' && strlen(e->d_name) > n + 5 &&
 		    !strcmp(e->d_name + strlen(e->d_name) - 4, ".txt")) /* not its .txt.lock */
 			snprintf(path, len, "%.4000s/%.255s", dir, e->d_name);
 	closedir(d);
@@ -204,12 +311,15 @@ static long session(const sb_device_props *dev, int passes, int profiling, const
 	}
 	if (profiling)
 		x.be->set_profiling(x.d, 1);
+	const int att = !strcmp(tag, "attention");
 	int bad = 0;
 	for (int p = 0; p < passes; p++)
-		bad += pass(&x, what);
-	CHECK(bad == 0, "%s: %d wrong products", what, bad);
-	snprintf(desc, desc_len, "%s", x.be->describe(x.d));
-	const long runs = x.d->pick ? sb_cl_pick_runs(x.d->pick) : -1;
+		bad += att ? att_pass(&x, what) : pass(&x, what);
+	CHECK(bad == 0, "%s: %d wrong %s", what, bad, att ? "attentions" : "products");
+	sb_cl_pick *pick = att ? x.d->att_pick : x.d->pick;
+	snprintf(desc, desc_len, "%s", att ? pick ? sb_cl_pick_describe(pick) : ""
+	                                   : x.be->describe(x.d));
+	const long runs = pick ? sb_cl_pick_runs(pick) : -1;
 	sb_exec_close(&x);
 	return runs;
 }
@@ -347,7 +457,7 @@ int main(int argc, char **argv)
 	runs = session(dev, 2, 0, "no times", desc, sizeof desc);
 	unsetenv("SB_FAULT_INJECT");
 	const char *def = sb_cl_blas_available() ? "clblast" : "own";
-	CHECK(strstr(log_text, "are not measured (the driver gives no times") != NULL,
+	CHECK(strstr(log_text, "not measured (the driver gives no times") != NULL,
 	      "a driver without times is not reported:\n%s", log_text);
 	CHECK(kept_count(def, &lines) == NS && lines == NS, "a driver without times: %d shapes "
 	      "kept, want all %d through %s", lines, NS, def);
@@ -381,6 +491,66 @@ int main(int argc, char **argv)
 	runs = session(dev, 2, 1, "profiling", desc, sizeof desc);
 	CHECK(runs == 0, "products were measured while profiling (%ld timed runs)", runs);
 
+	/* attention: a CPU driver measures it only when asked, a GPU by default */
+	unsetenv("SB_CL_GEMM");
+	unsetenv("SB_CL_ATTENTION");
+	tag = "attention";
+	forget();
+	runs = session(dev, 1, 0, "attention, default", desc, sizeof desc);
+	if (gpu)
+		CHECK(runs > 0, "a GPU did not measure its attention by default");
+	else
+		CHECK(runs == -1 && kept_count("fused", &lines) == -1, "a CPU driver measured its "
+		      "attention without SB_CL_ATTENTION=auto");
+	setenv("SB_CL_ATTENTION", "auto", 1);
+	const struct {
+		const char *faults, *word, *name;
+	} ways[] = {
+		{"opencl:0:tune-slow:split", "fused", "one pass"},
+		{"opencl:0:tune-slow:fused", "split", "two products and a softmax"},
+	};
+	for (size_t w = 0; w < sizeof ways / sizeof ways[0]; w++) {
+		forget();
+		setenv("SB_FAULT_INJECT", ways[w].faults, 1);
+		runs = session(dev, 4, 0, ways[w].word, desc, sizeof desc);
+		const int n = kept_count(ways[w].word, &lines);
+		printf("  %-8s %ld timed runs, kept %d of %d attention shapes: %s\n", ways[w].word, runs,
+		       n, lines, desc);
+		CHECK(runs > 0, "attention %s: nothing was measured", ways[w].word);
+		CHECK(n == NA && lines == NA, "attention %s: %d of %d kept shapes name it, want all %d",
+		      ways[w].word, n, lines, NA);
+		snprintf(want, sizeof want, "%s for %d", ways[w].name, NA);
+		CHECK(strstr(desc, want) != NULL, "attention %s: the description is '%s', want '%s'",
+		      ways[w].word, desc, want);
+		CHECK(strstr(log_text, "attention on ") && strstr(log_text, "more shapes measured"),
+		      "attention %s: no log of the choice:\n%s", ways[w].word, log_text);
+	}
+	unsetenv("SB_FAULT_INJECT");
+	runs = session(dev, 2, 0, "attention, kept", desc, sizeof desc);
+	CHECK(runs == 0, "the kept attention choices were measured again (%ld timed runs)", runs);
+	CHECK(strstr(desc, "two products and a softmax for") != NULL, "the kept attention choices "
+	      "were not used: %s", desc);
+	/* one pass that gives wrong results: left out, measured or kept */
+	forget();
+	setenv("SB_FAULT_INJECT", "opencl:0:tune-wrong:fused,opencl:0:tune-slow:split", 1);
+	runs = session(dev, 4, 0, "attention, wrong", desc, sizeof desc);
+	CHECK(strstr(log_text, "attention in one pass gave wrong results") != NULL, "a wrong "
+	      "attention is not reported:\n%s", log_text);
+	CHECK(kept_count("fused", &lines) <= 0 && !strstr(desc, "one pass"), "a wrong attention "
+	      "was chosen: %s", desc); /* one way left: nothing measured, nothing kept */
+	forget();
+	setenv("SB_FAULT_INJECT", "opencl:0:tune-slow:split", 1);
+	session(dev, 4, 0, "attention, fused kept", desc, sizeof desc);
+	setenv("SB_FAULT_INJECT", "opencl:0:tune-wrong:fused", 1);
+	runs = session(dev, 2, 0, "attention, wrong kept", desc, sizeof desc);
+	CHECK(strstr(log_text, "attention in one pass gave wrong results") != NULL &&
+	      !strstr(desc, "one pass"), "a wrong attention still serves the kept shapes: %s", desc);
+	unsetenv("SB_FAULT_INJECT");
+	forget();
+	runs = session(dev, 2, 1, "attention, profiling", desc, sizeof desc);
+	CHECK(runs == 0, "attention was measured while profiling (%ld timed runs)", runs);
+
+	unsetenv("SB_CL_ATTENTION");
 	unsetenv("SB_CL_GEMM");
 	sb_devices_free(list);
 	printf("%d failure(s)\n", failures);

@@ -71,6 +71,7 @@ static void cl_close(sb_bdev *d)
 	if (d->att_prog)
 		clReleaseProgram(d->att_prog);
 	sb_cl_pick_free(d->pick);
+	sb_cl_pick_free(d->att_pick);
 	sb_cl_tiled_free(d->tiled);
 	sb_cl_mma_free(d->mma);
 	sb_cl_mma_free(d->tf32);
@@ -232,8 +233,12 @@ static sb_status cl_finish(sb_bdev *d)
 	sb_cl_prof_end(d, P_FINISH, t0, 0.0);
 	if (err != CL_SUCCESS)
 		sb_cl_fail(d, sb_cl_status(d->dev, err, "waiting for the device"));
-	else if (d->pick && d->st == SB_OK)
-		sb_cl_pick_collect(d, d->pick); /* the timed runs of the pass have ended */
+	else if (d->st == SB_OK) { /* the timed runs of the pass have ended */
+		if (d->pick)
+			sb_cl_pick_collect(d, d->pick);
+		if (d->att_pick)
+			sb_cl_pick_collect(d, d->att_pick);
+	}
 	return d->st;
 }
 

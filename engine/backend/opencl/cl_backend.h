@@ -41,7 +41,12 @@ struct sb_bdev {
 	cl_mem parts;           /* per slice count, mean and M2 of the norms (norm_part) */
 	size_t parts_n;
 	int att_fused;          /* attention in one pass (attention.cl), else as two products
-	                           around a softmax, the scores in att */
+	                           around a softmax, the scores in att; when measuring, what a
+	                           shape runs until it is measured */
+	struct sb_cl_pick *att_pick; /* attention's two ways measured per shape, or NULL */
+	int att_checked;        /* attention in one pass checked on this device before its first
+	                           use there (measuring): 1 right, -1 wrong or refused, 0 not yet */
+	int timing;             /* enqueuing an operation's timed runs: no product is timed */
 	int att_local;          /* attention.cl's tiles through local memory (a GPU) */
 	cl_program att_prog;    /* attention.cl, built at the first attention in one pass */
 	cl_kernel att_k[3];     /* its kernels for heads of up to 16, 32 and 64 values */

@@ -7,7 +7,8 @@
  * is_lost() from another thread), and the cache is shared only through the file system, where
  * rename() makes each file appear whole.
  */
-#include "backend/opencl/cl_blas.h" /* the product paths named by tune-slow */
+#include "backend/opencl/cl_blas.h"      /* the product paths named by tune-slow */
+#include "backend/opencl/cl_gemm_pick.h" /* and attention's */
 #include "backend/opencl/cl_internal.h"
 
 #include "io/temp_file.h"
@@ -47,8 +48,9 @@ struct sb_cl_device {
 	long fault_slow_ms;    /* MS of "slow:MS", 0 = none */
 	long fault_hold_ms;    /* MS of "hold:MS", 0 = none */
 	int fault_mma;         /* "mma": the tensor-core kernel built wrong */
-	int fault_tune;        /* the measured products' faults: "tune-slow:KIND" bit KIND (an
-	                          sb_cl_gemm_kind), "tune-notimes" bit 8, "tune-wrong:KIND" 16 + KIND */
+	int fault_tune;        /* the measured paths' faults: "tune-slow:KIND" bit KIND (an
+	                          sb_cl_gemm_kind; attention's 4 + its path), "tune-notimes" bit 8,
+	                          "tune-wrong:KIND" 16 + the same */
 	int hold_armed;        /* a pass began: its first launch holds the queue (owner thread) */
 	struct {               /* the held queue's timer: its own thread, started at the first hold */
 		pthread_t thread;
@@ -215,13 +217,16 @@ static int parse_faults(sb_cl_device *d)
 			} else if (!strncmp(p, "tune-wrong:", 11)) {
 				p += 11; /* bits 16 + sb_cl_gemm_kind */
 				tune = !strcmp(p, "own") ? 1 << (16 + SB_CL_GEMM_OWN)
-				            : !strcmp(p, "tiled") ? 1 << (16 + SB_CL_GEMM_TILED) : 0;
+				            : !strcmp(p, "tiled") ? 1 << (16 + SB_CL_GEMM_TILED)
+				            : !strcmp(p, "fused") ? 1 << (16 + 4 + SB_CL_ATT_FUSED) : 0;
 				ok = tune != 0;
 			} else if (!strncmp(p, "tune-slow:", 10)) {
-				p += 10; /* the names of cl_blas.h's sb_cl_gemm_kind */
+				p += 10; /* the names of cl_blas.h's sb_cl_gemm_kind, then attention's paths */
 				tune = !strcmp(p, "own") ? 1 << SB_CL_GEMM_OWN
 				            : !strcmp(p, "clblast") ? 1 << SB_CL_GEMM_CLBLAST
-				            : !strcmp(p, "tiled") ? 1 << SB_CL_GEMM_TILED : 0;
+				            : !strcmp(p, "tiled") ? 1 << SB_CL_GEMM_TILED
+				            : !strcmp(p, "split") ? 1 << (4 + SB_CL_ATT_SPLIT)
+				            : !strcmp(p, "fused") ? 1 << (4 + SB_CL_ATT_FUSED) : 0;
 				ok = tune != 0;
 			} else if (!strncmp(p, "alloc:", 6)) {
 				p += 6;
@@ -252,8 +257,8 @@ static int parse_faults(sb_cl_device *d)
 			sb_log(&d->log, SB_LOG_WARNING,
 			       "SB_FAULT_INJECT: ignoring '%s' (want opencl:N:open, opencl:N:alloc:K[+], "
 			       "opencl:N:lost:K, opencl:N:slow:MS, opencl:N:hold:MS, opencl:N:mma, "
-			       "opencl:N:tune-slow:clblast|own|tiled, opencl:N:tune-notimes or "
-			       "opencl:N:tune-wrong:own|tiled)", e);
+			       "opencl:N:tune-slow:clblast|own|tiled|split|fused, opencl:N:tune-notimes or "
+			       "opencl:N:tune-wrong:own|tiled|fused)", e);
 			continue;
 		}
 		if (n != d->props.index)

@@ -31,14 +31,16 @@
  *   opencl:N:mma       the tensor-core product kernel (cl_gemm_mma.h) is built with two of a
  *                      fragment's registers swapped, so its products are wrong: for the tests
  *                      of its check before first use.
- *   opencl:N:tune-slow:KIND  (KIND clblast, own or tiled) each timed run of that product path
- *                      while the device measures its paths (cl_gemm_pick.h) counts 50 times
- *                      its measured time: a path made slower, for the tests of the choice.
+ *   opencl:N:tune-slow:KIND  (KIND clblast, own or tiled: a product path; split or fused:
+ *                      attention's) each timed run of that path while the device measures its
+ *                      paths (cl_gemm_pick.h) counts 50 times its measured time: a path made
+ *                      slower, for the tests of the choice.
  *   opencl:N:tune-notimes  the measuring queue records no times: a driver that cannot be
  *                      measured that way.
- *   opencl:N:tune-wrong:KIND  (KIND own or tiled) the check of that product path before its
- *                      first use on the device (cl_gemm_pick.h) reads one wrong value back: a
- *                      driver that miscompiles it.
+ *   opencl:N:tune-wrong:KIND  (KIND own or tiled: a product path; fused: attention in one
+ *                      pass) the check of that path before its first use on a device that
+ *                      measures it (cl_gemm_pick.h) reads one wrong value back: a driver that
+ *                      miscompiles it.
  * Entries for other devices or other subsystems (not starting "opencl:") are ignored; a
  * malformed "opencl:" entry is logged as a warning and ignored. Several entries may name the
  * same device (one alloc and one lost rule each; a later entry replaces an earlier one).
@@ -56,11 +58,12 @@ typedef struct sb_cl_device sb_cl_device;
 void sb_cl_device_delay(sb_cl_device *d);
 /* 1 when opencl:N:mma asks for a wrong tensor-core kernel on this device */
 int sb_cl_device_fault_mma(const sb_cl_device *d);
-/* 1 when opencl:N:tune-slow:KIND names this product path (a cl_blas.h sb_cl_gemm_kind) */
+/* 1 when opencl:N:tune-slow:KIND names this path (a cl_blas.h sb_cl_gemm_kind, or 4 + an
+ * attention path of cl_gemm_pick.h) */
 int sb_cl_device_fault_tune_slow(const sb_cl_device *d, int kind);
 /* 1 when opencl:N:tune-notimes asks for a measuring queue without times on this device */
 int sb_cl_device_fault_tune_notimes(const sb_cl_device *d);
-/* 1 when opencl:N:tune-wrong:KIND names this product path */
+/* 1 when opencl:N:tune-wrong:KIND names this path (numbered as for tune-slow) */
 int sb_cl_device_fault_tune_wrong(const sb_cl_device *d, int kind);
 
 /* Creates the context and queue and builds (or loads from the cache) the kernels.

@@ -1,4 +1,4 @@
-/* The fp32 product path measured per shape on the device (cl_gemm_pick.h). */
+/* The products' and attention's paths measured per shape on the device (cl_gemm_pick.h). */
 #include "backend/opencl/cl_gemm_pick.h"
 
 #include "backend/opencl/cl_gemm_tiled.h"
@@ -13,11 +13,35 @@
 #include <unistd.h>
 
 #define RUNS 3          /* timed runs of each path before a shape is decided */
-#define PATHS 3         /* the fp32 paths: SB_CL_GEMM_OWN, _CLBLAST, _TILED */
+#define PATHS 3         /* the most paths an operation has (the products': own, CLBlast, tiled) */
 #define MAX_SHAPES 4096 /* no model has near this many; more are run by the default */
 #define SCRATCH_MAX ((size_t)1 << 30) /* and a sixteenth of the device's memory */
 #define FILE_MAX ((long)1 << 20)
 #define SLOWED 50.0     /* opencl:N:tune-slow:KIND: that path's times count this many times */
+#define LIMIT (1 << 24) /* the largest number in a kept shape */
+
+/* What each operation's pick knows of it */
+typedef struct {
+	const char *tag;         /* the file's name starts with it */
+	const char *what;        /* in messages */
+	const char *fields;      /* the file's header: the shape's numbers */
+	int npaths;
+	const char *word[PATHS]; /* each path in the file */
+	int order[PATHS];        /* the defaults' order when one is dropped */
+	int lo[6], hi[6];        /* each number's range in a kept shape */
+	int slow_bit;            /* opencl:N:tune-slow's bit for path 0 (cl_device.h) */
+} op_info;
+
+static const op_info ops[] = {
+	[SB_CL_PICK_PRODUCTS] = {"products", "matrix products", "M N K B-transposed batch alignment",
+	                         3, {"own", "clblast", "tiled"},
+	                         {SB_CL_GEMM_CLBLAST, SB_CL_GEMM_OWN, SB_CL_GEMM_TILED},
+	                         {1, 1, 0, 0, 1, 0}, {LIMIT, LIMIT, LIMIT, 1, LIMIT, 7}, 0},
+	[SB_CL_PICK_ATTENTION] = {"attention", "attention", "query-rows keys head-size heads batch "
+	                          "alignment", 2, {"split", "fused"},
+	                          {SB_CL_ATT_FUSED, SB_CL_ATT_SPLIT, 0},
+	                          {1, 1, 1, 1, 1, 0}, {LIMIT, LIMIT, 4096, LIMIT, LIMIT, 7}, 4},
+};
 
 typedef struct {
 	sb_cl_shape s;
@@ -34,6 +58,7 @@ typedef struct {
 } timed_run;
 
 struct sb_cl_pick {
+	const op_info *op;
 	sb_cl_device *dev;
 	const sb_logger *log;
 	entry *e;
@@ -52,29 +77,30 @@ struct sb_cl_pick {
 	char desc[256];
 };
 
-static const char *path_word(int k)
+/* "CLBlast 1.5.3", "one pass" */
+static const char *path_name(const sb_cl_pick *p, int k)
 {
-	return k == SB_CL_GEMM_CLBLAST ? "clblast" : k == SB_CL_GEMM_TILED ? "tiled" : "own";
+	if (p->op == &ops[SB_CL_PICK_PRODUCTS])
+		return sb_cl_gemm_name((sb_cl_gemm_kind)k);
+	return k == SB_CL_ATT_FUSED ? "one pass" : "two products and a softmax";
 }
 
 static void describe(sb_cl_pick *p)
 {
 	size_t b = (size_t)snprintf(p->desc, sizeof p->desc, "measured per shape: ");
-	const int order[PATHS] = {SB_CL_GEMM_CLBLAST, SB_CL_GEMM_OWN, SB_CL_GEMM_TILED};
 	int any = 0;
-	for (int i = 0; i < PATHS && b < sizeof p->desc; i++) {
-		const int n = sb_cl_pick_count(p, (sb_cl_gemm_kind)order[i]);
+	for (int i = 0; i < p->op->npaths && b < sizeof p->desc; i++) {
+		const int k = p->op->order[i], n = sb_cl_pick_count(p, k);
 		if (n)
 			b += (size_t)snprintf(p->desc + b, sizeof p->desc - b, "%s%s for %d",
-			                      any++ ? ", " : "", sb_cl_gemm_name((sb_cl_gemm_kind)order[i]),
-			                      n);
+			                      any++ ? ", " : "", path_name(p, k), n);
 	}
 	if (!any && p->off)
 		snprintf(p->desc, sizeof p->desc, "%s (the device could not be measured)",
-		         sb_cl_gemm_name((sb_cl_gemm_kind)p->def));
+		         path_name(p, p->def));
 	else if (!any)
 		snprintf(p->desc + b, sizeof p->desc - b, "none yet, %s meanwhile",
-		         sb_cl_gemm_name((sb_cl_gemm_kind)p->def));
+		         path_name(p, p->def));
 }
 
 static entry *find(sb_cl_pick *p, const sb_cl_shape *s)
@@ -106,20 +132,20 @@ static entry *add(sb_cl_pick *p, const sb_cl_shape *s)
 
 /* ---- the file ---- */
 
-static int parse_line(const char *line, sb_cl_shape *s, int *kind)
+static int parse_line(const op_info *op, const char *line, sb_cl_shape *s, int *kind)
 {
 	char word[16];
-	int used = 0;
-	if (sscanf(line, "%d %d %d %d %d %d %15s %n", &s->M, &s->N, &s->K, &s->tb, &s->batch,
-	           &s->flags, word, &used) != 7 || line[used] != '\0')
+	int used = 0, *v = s->v;
+	if (sscanf(line, "%d %d %d %d %d %d %15s %n", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], word,
+	           &used) != 7 || line[used] != '\0')
 		return 0;
-	const int limit = 1 << 24;
-	if (s->M < 1 || s->M > limit || s->N < 1 || s->N > limit || s->K < 0 || s->K > limit ||
-	    (s->tb != 0 && s->tb != 1) || s->batch < 1 || s->batch > limit || s->flags < 0 ||
-	    s->flags > 7)
-		return 0;
-	*kind = !strcmp(word, "clblast") ? SB_CL_GEMM_CLBLAST : !strcmp(word, "own") ? SB_CL_GEMM_OWN
-	        : !strcmp(word, "tiled") ? SB_CL_GEMM_TILED : -1;
+	for (int i = 0; i < 6; i++)
+		if (v[i] < op->lo[i] || v[i] > op->hi[i])
+			return 0;
+	*kind = -1;
+	for (int k = 0; k < op->npaths; k++)
+		if (!strcmp(word, op->word[k]))
+			*kind = k;
 	return *kind >= 0;
 }
 
@@ -149,7 +175,7 @@ static int read_kept(sb_cl_pick *p, const char *path, char *why, size_t why_len)
 			continue;
 		sb_cl_shape sh;
 		int kind;
-		if (!parse_line(line, &sh, &kind)) {
+		if (!parse_line(p->op, line, &sh, &kind)) {
 			bad = 1;
 			break;
 		}
@@ -167,7 +193,7 @@ static int read_kept(sb_cl_pick *p, const char *path, char *why, size_t why_len)
 	if (unreadable)
 		snprintf(why, why_len, "it cannot be read");
 	else if (bad)
-		snprintf(why, why_len, "line %d is not a product's choice", no);
+		snprintf(why, why_len, "line %d is not a shape's choice", no);
 	return !bad && !unreadable;
 }
 
@@ -176,14 +202,14 @@ static void load(sb_cl_pick *p)
 {
 	char why[128];
 	if (!read_kept(p, p->path, why, sizeof why)) {
-		sb_log(p->log, SB_LOG_WARNING, "ignoring %s (%s): measuring the matrix products again",
-		       p->path, why);
+		sb_log(p->log, SB_LOG_WARNING, "ignoring %s (%s): measuring the %s again", p->path,
+		       why, p->op->what);
 		p->n = 0;
 		return;
 	}
 	if (p->n)
-		sb_log(p->log, SB_LOG_INFO, "matrix products on %s: %d shapes measured before, from %s",
-		       sb_cl_device_props(p->dev)->label, p->n, p->path);
+		sb_log(p->log, SB_LOG_INFO, "%s on %s: %d shapes measured before, from %s",
+		       p->op->what, sb_cl_device_props(p->dev)->label, p->n, p->path);
 }
 
 /* Writes every kept decision under a temporary name and renames it over the file. Another
@@ -211,14 +237,15 @@ static void save(sb_cl_pick *p)
 			close(fd);
 		ok = f != NULL;
 		if (ok) {
-			fprintf(f, "# stembridge: the fastest fp32 matrix product path for each shape on "
-			        "%s, measured there (delete to measure again)\n# M N K B-transposed batch "
-			        "alignment path\n", sb_cl_device_props(p->dev)->name);
+			fprintf(f, "# stembridge: the fastest fp32 path of the %s for each shape on %s, "
+			        "measured there (delete to measure again)\n# %s path\n", p->op->what,
+			        sb_cl_device_props(p->dev)->name, p->op->fields);
 			for (int i = 0; i < p->n; i++) {
 				const entry *e = &p->e[i];
+				const int *v = e->s.v;
 				if (e->kept)
-					fprintf(f, "%d %d %d %d %d %d %s\n", e->s.M, e->s.N, e->s.K, e->s.tb,
-					        e->s.batch, e->s.flags, path_word(e->kind));
+					fprintf(f, "%d %d %d %d %d %d %s\n", v[0], v[1], v[2], v[3], v[4], v[5],
+					        p->op->word[e->kind]);
 			}
 			ok = fflush(f) == 0 && !ferror(f);
 			ok = fclose(f) == 0 && ok;
@@ -233,32 +260,30 @@ static void save(sb_cl_pick *p)
 	if (lfd >= 0)
 		close(lfd); /* and with it the lock */
 	if (!ok)
-		sb_log(p->log, SB_LOG_WARNING, "cannot keep the measured matrix products in %s: %s "
-		       "(they are measured again next time)", p->path, strerror(err));
+		sb_log(p->log, SB_LOG_WARNING, "cannot keep the measured %s in %s: %s (measured again "
+		       "next time)", p->op->what, p->path, strerror(err));
 }
 
 /* ---- open, free ---- */
 
-sb_status sb_cl_pick_open(sb_bdev *c, const char *kernels, sb_cl_pick **out)
+sb_status sb_cl_pick_open(sb_bdev *c, sb_cl_pick_op op, int paths, int def, const char *kernels,
+                          sb_cl_pick **out)
 {
 	*out = NULL;
 	sb_cl_pick *p = calloc(1, sizeof *p);
 	if (!p)
 		return SB_ERR_NOMEM;
+	p->op = &ops[op];
 	p->dev = c->dev;
 	p->log = c->log;
-	p->paths = 1 << SB_CL_GEMM_OWN | 1 << SB_CL_GEMM_TILED;
-	p->def = SB_CL_GEMM_OWN;
-	if (c->gemm == SB_CL_GEMM_CLBLAST) {
-		p->paths |= 1 << SB_CL_GEMM_CLBLAST;
-		p->def = SB_CL_GEMM_CLBLAST;
-	}
-	/* a new driver, new kernels (both sources hashed into the file's name), another tiling, a
+	p->paths = paths;
+	p->def = def;
+	/* a new driver, new kernels (the sources hashed into the file's name), another tiling, a
 	 * new CLBlast or new tuning for it: measured again */
 	const char *tile = getenv("SB_CL_TILE"), *tiled = sb_cl_tiled_source();
 	char opts[512];
-	snprintf(opts, sizeof opts, "products v1, paths %d, %s tuned %d, SB_CL_TILE=%s", p->paths,
-	         sb_cl_gemm_name(SB_CL_GEMM_CLBLAST), sb_cl_blas_tuned_kernels(c->dev),
+	snprintf(opts, sizeof opts, "%s v1, paths %d, %s tuned %d, SB_CL_TILE=%s", p->op->tag,
+	         p->paths, sb_cl_gemm_name(SB_CL_GEMM_CLBLAST), sb_cl_blas_tuned_kernels(c->dev),
 	         tile ? tile : "");
 	const size_t nk = strlen(kernels), nt = strlen(tiled);
 	char *sources = malloc(nk + nt + 1);
@@ -268,7 +293,7 @@ sb_status sb_cl_pick_open(sb_bdev *c, const char *kernels, sb_cl_pick **out)
 	}
 	memcpy(sources, kernels, nk);
 	memcpy(sources + nk, tiled, nt + 1);
-	if (!sb_cl_device_cache_file(c->dev, "products", sources, opts, "txt", p->path,
+	if (!sb_cl_device_cache_file(c->dev, p->op->tag, sources, opts, "txt", p->path,
 	                             sizeof p->path))
 		p->path[0] = '\0';
 	free(sources);
@@ -311,34 +336,34 @@ void sb_cl_pick_free(sb_cl_pick *p)
 static void give_up(sb_cl_pick *p, const char *why, int kept)
 {
 	if (!p->off)
-		sb_log(p->log, SB_LOG_INFO, "matrix products on %s are not measured (%s): %s for "
-		       "the shapes not measured before", sb_cl_device_props(p->dev)->label, why,
-		       sb_cl_gemm_name((sb_cl_gemm_kind)p->def));
+		sb_log(p->log, SB_LOG_INFO, "%s on %s: not measured (%s): %s for the shapes not "
+		       "measured before", p->op->what, sb_cl_device_props(p->dev)->label, why,
+		       path_name(p, p->def));
 	p->off = 1;
 	p->off_kept |= kept;
 }
 
-sb_cl_gemm_kind sb_cl_pick_path(sb_cl_pick *p, const sb_cl_shape *s, int may_time,
-                                int *time_now, int *slot)
+int sb_cl_pick_path(sb_cl_pick *p, const sb_cl_shape *s, int may_time, int *time_now,
+                    int *slot)
 {
 	*time_now = 0;
 	*slot = -1;
 	entry *e = find(p, s);
 	if (!e && !(e = add(p, s)))
-		return (sb_cl_gemm_kind)p->def;
+		return p->def;
 	if (e->kind >= 0)
-		return (sb_cl_gemm_kind)(p->paths >> e->kind & 1 ? e->kind : p->def);
+		return p->paths >> e->kind & 1 ? e->kind : p->def;
 	if (!(p->paths & (p->paths - 1))) { /* one path left (the default): nothing to measure */
 		e->kind = p->def;
-		return (sb_cl_gemm_kind)p->def;
+		return p->def;
 	}
 	if (!may_time || p->off)
-		return (sb_cl_gemm_kind)p->def;
-	for (int k = 0; k < PATHS; k++)
+		return p->def;
+	for (int k = 0; k < p->op->npaths; k++)
 		if (p->paths >> k & 1 && e->runs[k] < RUNS)
 			*time_now |= 1 << k;
 	*slot = (int)(e - p->e);
-	return (sb_cl_gemm_kind)p->def;
+	return p->def;
 }
 
 cl_command_queue sb_cl_pick_begin(sb_bdev *c, sb_cl_pick *p, int slot, size_t floats,
@@ -417,14 +442,14 @@ void sb_cl_pick_mark(sb_cl_pick *p)
 		p->open = NULL;
 }
 
-void sb_cl_pick_timed(sb_cl_pick *p, int slot, sb_cl_gemm_kind k)
+void sb_cl_pick_timed(sb_cl_pick *p, int slot, int k)
 {
 	cl_event e1 = NULL;
 	if (!p->open || clEnqueueMarkerWithWaitList(p->tq, 0, NULL, &e1) != CL_SUCCESS) {
 		give_up(p, "no marker in the measuring queue", 0);
 		return;
 	}
-	p->r[p->nr++] = (timed_run){slot, (int)k, p->open, e1};
+	p->r[p->nr++] = (timed_run){slot, k, p->open, e1};
 	p->open = NULL;
 	p->e[slot].runs[k]++;
 	p->runs_total++;
@@ -451,7 +476,7 @@ void sb_cl_pick_end(sb_bdev *c, sb_cl_pick *p)
 	}
 }
 
-void sb_cl_pick_failed(sb_cl_pick *p, int slot, sb_cl_gemm_kind k)
+void sb_cl_pick_failed(sb_cl_pick *p, int slot, int k)
 {
 	entry *e = &p->e[slot];
 	e->runs[k] = e->got[k] = RUNS; /* done, with no time: never this shape's choice */
@@ -461,17 +486,15 @@ void sb_cl_pick_failed(sb_cl_pick *p, int slot, sb_cl_gemm_kind k)
 	p->open = NULL;
 }
 
-int sb_cl_pick_drop(sb_cl_pick *p, sb_cl_gemm_kind k)
+int sb_cl_pick_drop(sb_cl_pick *p, int k)
 {
 	if (!(p->paths >> k & 1) || p->paths == 1 << k)
-		return 0; /* gone already, or the last one: something has to run the products */
+		return 0; /* gone already, or the last one: something has to run the operation */
 	p->paths &= ~(1 << k);
-	if (p->def == (int)k) {
-		const int order[PATHS] = {SB_CL_GEMM_CLBLAST, SB_CL_GEMM_OWN, SB_CL_GEMM_TILED};
-		for (int i = PATHS - 1; i >= 0; i--)
-			if (p->paths >> order[i] & 1)
-				p->def = order[i];
-	}
+	if (p->def == k)
+		for (int i = p->op->npaths - 1; i >= 0; i--)
+			if (p->paths >> p->op->order[i] & 1)
+				p->def = p->op->order[i];
 	describe(p);
 	return 1;
 }
@@ -498,14 +521,14 @@ static double run_time(sb_cl_pick *p, const timed_run *r)
 	if (t1 <= t0)
 		return 0.0; /* a timer too coarse for this product: a run without a time */
 	const double t = (double)(t1 - t0) * 1e-9;
-	return sb_cl_device_fault_tune_slow(p->dev, r->kind) ? t * SLOWED : t;
+	return sb_cl_device_fault_tune_slow(p->dev, p->op->slow_bit + r->kind) ? t * SLOWED : t;
 }
 
 /* the fastest path of a measured shape: the default unless another ran 3 % faster */
 static int fastest(const sb_cl_pick *p, const entry *e)
 {
 	int k = -1;
-	for (int j = 0; j < PATHS; j++)
+	for (int j = 0; j < p->op->npaths; j++)
 		if (p->paths >> j & 1 && e->best[j] > 0.0 && (k < 0 || e->best[j] < e->best[k]))
 			k = j;
 	if (k < 0)
@@ -538,7 +561,7 @@ void sb_cl_pick_collect(sb_bdev *c, sb_cl_pick *p)
 		if (e->kind >= 0)
 			continue;
 		int done = !p->off;
-		for (int k = 0; k < PATHS; k++)
+		for (int k = 0; k < p->op->npaths; k++)
 			if (p->paths >> k & 1 && e->got[k] < RUNS)
 				done = 0;
 		if (p->off) { /* kept as such only when the driver cannot be measured (give_up) */
@@ -556,10 +579,14 @@ void sb_cl_pick_collect(sb_bdev *c, sb_cl_pick *p)
 		if (e->kept) {
 			decided++;
 			counts[e->kind]++;
-			sb_log(p->log, SB_LOG_DEBUG, "product %dx%dx%d%s x%d: clblast %.3f, own %.3f, "
-			       "tiled %.3f ms: %s", e->s.M, e->s.N, e->s.K, e->s.tb ? " (B^T)" : "",
-			       e->s.batch, e->best[SB_CL_GEMM_CLBLAST] * 1e3, e->best[SB_CL_GEMM_OWN] * 1e3,
-			       e->best[SB_CL_GEMM_TILED] * 1e3, path_word(e->kind));
+			const int *v = e->s.v;
+			char t[96];
+			size_t b = 0;
+			for (int k = 0; k < p->op->npaths && b < sizeof t; k++)
+				b += (size_t)snprintf(t + b, sizeof t - b, "%s%s %.3f", k ? ", " : "",
+				                      p->op->word[k], e->best[k] * 1e3);
+			sb_log(p->log, SB_LOG_DEBUG, "%s %d %d %d %d %d %d (%s): %s ms: %s", p->op->tag,
+			       v[0], v[1], v[2], v[3], v[4], v[5], p->op->fields, t, p->op->word[e->kind]);
 		}
 	}
 	int measuring = 0;
@@ -573,17 +600,22 @@ void sb_cl_pick_collect(sb_bdev *c, sb_cl_pick *p)
 	describe(p);
 	if (!decided)
 		return;
-	if (p->off)
-		sb_log(c->log, SB_LOG_INFO, "matrix products on %s: %d more shapes through %s, not "
-		       "measured%s%s", sb_cl_device_props(p->dev)->label, decided,
-		       sb_cl_gemm_name((sb_cl_gemm_kind)p->def), p->path[0] ? ", kept in " : "",
+	if (p->off) {
+		sb_log(c->log, SB_LOG_INFO, "%s on %s: %d more shapes through %s, not measured%s%s",
+		       p->op->what, sb_cl_device_props(p->dev)->label, decided, path_name(p, p->def),
+		       p->path[0] ? ", kept in " : "", p->path);
+	} else {
+		char t[192];
+		size_t b = 0;
+		for (int i = 0; i < p->op->npaths && b < sizeof t; i++) {
+			const int k = p->op->order[i];
+			b += (size_t)snprintf(t + b, sizeof t - b, "%s%s fastest for %d", i ? ", " : "",
+			                      path_name(p, k), counts[k]);
+		}
+		sb_log(c->log, SB_LOG_INFO, "%s on %s: %d more shapes measured (%s)%s%s", p->op->what,
+		       sb_cl_device_props(p->dev)->label, decided, t, p->path[0] ? ", kept in " : "",
 		       p->path);
-	else
-		sb_log(c->log, SB_LOG_INFO, "matrix products on %s: %d more shapes measured (CLBlast "
-		       "fastest for %d, the own kernel for %d, the tiled kernel for %d)%s%s",
-		       sb_cl_device_props(p->dev)->label, decided, counts[SB_CL_GEMM_CLBLAST],
-		       counts[SB_CL_GEMM_OWN], counts[SB_CL_GEMM_TILED], p->path[0] ? ", kept in " : "",
-		       p->path);
+	}
 	save(p);
 }
 
@@ -592,12 +624,12 @@ const char *sb_cl_pick_describe(const sb_cl_pick *p)
 	return p->desc;
 }
 
-int sb_cl_pick_count(const sb_cl_pick *p, sb_cl_gemm_kind k)
+int sb_cl_pick_count(const sb_cl_pick *p, int k)
 {
 	int n = 0;
 	for (int i = 0; i < p->n; i++) {
 		const int kind = p->e[i].kind;
-		n += p->e[i].kept && kind >= 0 && (p->paths >> kind & 1 ? kind : p->def) == (int)k;
+		n += p->e[i].kept && kind >= 0 && (p->paths >> kind & 1 ? kind : p->def) == k;
 	}
 	return n;
 }

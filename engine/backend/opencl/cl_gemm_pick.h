@@ -1,41 +1,49 @@
-/* The fp32 matrix product path chosen per product shape by measuring the paths on the device
- * itself: what SB_CL_GEMM means when it is unset on a GPU or an accelerator, or "auto" on any
- * device (cl_blas.h).
+/* The path chosen per shape by measuring the paths on the device itself, for two operations:
+ * the fp32 matrix products (what SB_CL_GEMM means when it is unset on a GPU or an accelerator,
+ * or "auto" on any device, cl_blas.h) and attention (SB_CL_ATTENTION the same way: in one pass
+ * or as two products around a softmax, cl_ops.c). One sb_cl_pick per operation per device.
  * Nothing outside backend/opencl includes this.
  *
  * WHY: which of CLBlast, the own kernel (ops.cl) and the tiled kernel (gemm.cl) is fastest
  * depends on the device and on the shape. On an H100 the own kernel ran HTDemucs's products at
  * 19.5 TFLOP/s against CLBlast's 15.1 (bench/gpu/README.md); on PoCL CLBlast runs them 2.5x
  * faster than the own kernel; the RoFormers' larger products and every GPU of AMD or Intel were
- * never measured here. A table of our own would be a guess for each device nobody here owns, so
- * the device measures itself, as cuDNN's benchmark mode does, and keeps what it found.
+ * never measured here. Attention likewise: in one pass it made an H100's BS-RoFormer chunk
+ * 0.479 -> 0.405 s, while HTDemucs's long sequences (336 work-groups of 64 rows, fewer than
+ * the H100 holds) ran 7.8 ms a segment against 6.0 ms as products. A table of our own would be
+ * a guess for each device nobody here owns, so the device measures itself, as cuDNN's
+ * benchmark mode does, and keeps what it found.
  *
- * HOW, without a wait: the first times a shape (M, N, K, B transposed or not, batch, the
- * operands' alignment) comes, the product itself runs through the default path (CLBlast where
- * the build has it, else the own kernel). Before it, each candidate path runs the same product
- * again into a scratch output, on a second queue of the device that records times. Events order
- * the two queues: the candidates start when the pass's work before them has ended, and the
- * pass's next work starts when they have, so each timed run has the device to itself and the
- * host never waits. A run's time lies between two markers around it. The times are read once
- * the pass has drained (sb_cl_pick_collect). A shape whose candidates have RUNS timed runs each
- * takes the one with the fastest run; the default stays unless another is 3 % faster. Products
- * of an undecided shape keep running the default, so the stems never wait for a decision and
- * only the first passes pay for the extra runs.
+ * HOW, without a wait: the first times a shape comes (a product's M, N, K, B transposed or not,
+ * batch and the operands' alignment; an attention's query rows, keys, head size, heads, batch
+ * and alignment), the operation itself runs through the default path (products: CLBlast where
+ * the build has it, else the own kernel; attention: what the driver was measured to run best,
+ * cl_ops.c). Before it, each candidate path runs the same operation again into a scratch
+ * output, on a second queue of the device that records times. Events order the two queues: the
+ * candidates start when the pass's work before them has ended, and the pass's next work starts
+ * when they have, so each timed run has the device to itself and the host never waits. A run's
+ * time lies between two markers around it. The times are read once the pass has drained
+ * (sb_cl_pick_collect). A shape whose candidates have RUNS timed runs each takes the one with
+ * the fastest run; the default stays unless another is 3 % faster. An undecided shape keeps
+ * running the default, so the stems never wait for a decision and only the first passes pay for
+ * the extra runs. Attention's timed runs through the products take each product's path as it
+ * stands (decided, or the default), and time no product of their own.
  *
- * KEPT: the decisions go to products-HASH.txt in the kernel cache's folder (cl_device.h), the
- * hash over the device and its driver, ops.cl and gemm.cl, SB_CL_TILE, the CLBlast version and
- * the CLBlast tuning applied; a line "M N K TB BATCH FLAGS PATH" per shape. It is read at the
- * device's first product. A writer takes a lock (PATH.lock), reads in what other processes kept
- * since, writes under a temporary name and renames. A damaged file is logged and its shapes
- * measured again; deleting the file measures them again. Without a cache folder the decisions
- * last as long as the process.
+ * KEPT: the decisions go to products-HASH.txt and attention-HASH.txt in the kernel cache's
+ * folder (cl_device.h), the hash over the device and its driver, the kernels' sources,
+ * SB_CL_TILE, the CLBlast version and the CLBlast tuning applied; a line of six numbers and the
+ * path per shape. It is read at the device's first product. A writer takes a lock (PATH.lock),
+ * reads in what other processes kept since, writes under a temporary name and renames. A
+ * damaged file is logged and its shapes measured again; deleting the file measures them again.
+ * Without a cache folder the decisions last as long as the process.
  *
  * CHECKED: the own and the tiled kernel may never have run on this device (an AMD or Intel
  * GPU), so each is checked against the host's products before its first use on an opened device
  * (cl_ops.c: both layouts of B, aligned rows and not, at both of the tiled kernel's tilings, and
  * nothing written outside C's products), with one wait; a path that gives wrong products or
  * that the driver refuses is left out, with a warning, even where a kept file names it. CLBlast,
- * the default and a tested library, is not checked.
+ * the default and a tested library, is not checked; nor is attention in one pass, which is
+ * tested on every device the products' checks are.
  *
  * NOT MEASURED: a shape whose scratch output would exceed a sixteenth of the device's memory or
  * 1 GiB (it keeps the default; the scratch output is freed once no shape is being measured),
@@ -55,42 +63,51 @@
 
 typedef struct sb_cl_pick sb_cl_pick;
 
-/* What decides a product's path: its sizes and the operands' alignment (sb_cl_gemm_flags) */
+/* What a pick measures, and its paths: the products' are cl_blas.h's sb_cl_gemm_kind (own,
+ * CLBlast, tiled), attention's these. */
+typedef enum { SB_CL_PICK_PRODUCTS, SB_CL_PICK_ATTENTION } sb_cl_pick_op;
+enum { SB_CL_ATT_SPLIT = 0, SB_CL_ATT_FUSED = 1 };
+
+/* What decides a path: a product's M, N, K, B transposed (0, 1), batch and the operands'
+ * alignment (sb_cl_gemm_flags); an attention's query rows, keys, head size, heads, batch
+ * items and the alignment of Q, K and O (sb_cl_gemm_flags) */
 typedef struct {
-	int M, N, K, tb, batch, flags;
+	int v[6];
 } sb_cl_shape;
 
-/* Reads c's kept decisions ('kernels' is hashed into the file's name: the source of the
- * kernels measured). SB_ERR_NOMEM only: a missing or damaged file is not a failure. */
-sb_status sb_cl_pick_open(sb_bdev *c, const char *kernels, sb_cl_pick **out);
+/* Reads c's kept decisions for op. 'paths' (bits 1 << path) are the candidates, 'def' the
+ * default among them; 'kernels' is hashed into the file's name (the source of the kernels
+ * measured). SB_ERR_NOMEM only: a missing or damaged file is not a failure. */
+sb_status sb_cl_pick_open(sb_bdev *c, sb_cl_pick_op op, int paths, int def, const char *kernels,
+                          sb_cl_pick **out);
 /* Waits for the timed runs still queued, then frees. */
 void sb_cl_pick_free(sb_cl_pick *p);
 
-/* The path for a product of shape s. *time_now is the set of paths (bit 1 << kind) to run
+/* The path for an operation of shape s. *time_now is the set of paths (bit 1 << path) to run
  * timed before it (0 when the shape is decided, when enough runs are under way, or when
  * 'may_time' is 0), and *slot names the shape for sb_cl_pick_timed. */
-sb_cl_gemm_kind sb_cl_pick_path(sb_cl_pick *p, const sb_cl_shape *s, int may_time,
-                                int *time_now, int *slot);
+int sb_cl_pick_path(sb_cl_pick *p, const sb_cl_shape *s, int may_time, int *time_now,
+                    int *slot);
 
-/* Timed runs of one product. begin() orders the measuring queue after c's queue and returns it
- * with a scratch output of 'floats' floats (NULL when the shape cannot be timed: then it is
+/* Timed runs of one operation. begin() orders the measuring queue after c's queue and returns
+ * it with a scratch output of 'floats' floats (NULL when the shape cannot be timed: then it is
  * decided for the default). mark() and timed() go around each path's run on that queue; end()
  * orders c's queue after them. */
 cl_command_queue sb_cl_pick_begin(sb_bdev *c, sb_cl_pick *p, int slot, size_t floats,
                                   sb_dv *scratch);
 void sb_cl_pick_mark(sb_cl_pick *p);
-void sb_cl_pick_timed(sb_cl_pick *p, int slot, sb_cl_gemm_kind k);
+void sb_cl_pick_timed(sb_cl_pick *p, int slot, int path);
 void sb_cl_pick_end(sb_bdev *c, sb_cl_pick *p);
 
-/* A timed run of path k that could not be enqueued (after sb_cl_pick_mark): the shape is
- * measured without k. */
-void sb_cl_pick_failed(sb_cl_pick *p, int slot, sb_cl_gemm_kind k);
+/* A timed run of 'path' that could not be enqueued (after sb_cl_pick_mark): the shape is
+ * measured without it. */
+void sb_cl_pick_failed(sb_cl_pick *p, int slot, int path);
 
-/* A path that cannot run on this device (CLBlast refused, the tiled kernel did not build, a
- * kernel gave wrong products): never a candidate again, and its shapes take the next default
- * (CLBlast, the own kernel, the tiled kernel, the first left). 1 when dropped; 0 when it is the
- * last path left (kept: something has to run the products) or was gone already. */
-int sb_cl_pick_drop(sb_cl_pick *p, sb_cl_gemm_kind k);
+/* A path that cannot run on this device (CLBlast refused, a kernel did not build or gave wrong
+ * results): never a candidate again, and its shapes take the next default (products: CLBlast,
+ * the own kernel, the tiled kernel, the first left). 1 when dropped; 0 when it is the last path
+ * left (kept: something has to run the operation) or was gone already. */
+int sb_cl_pick_drop(sb_cl_pick *p, int path);
 
 /* Once c's queue has drained: reads the finished runs' times, decides the shapes measured
  * enough, logs and keeps what it decided. */
@@ -99,9 +116,9 @@ void sb_cl_pick_collect(sb_bdev *c, sb_cl_pick *p);
 /* "measured per shape: CLBlast 1.5.3 for 3, own kernel for 9" (the shapes decided so far), or
  * "measured per shape: none yet, CLBlast 1.5.3 meanwhile" */
 const char *sb_cl_pick_describe(const sb_cl_pick *p);
-/* How many shapes take path k (measured or read from the file; a dropped path's shapes count
+/* How many shapes take 'path' (measured or read from the file; a dropped path's shapes count
  * for the default): for tests and benches */
-int sb_cl_pick_count(const sb_cl_pick *p, sb_cl_gemm_kind k);
+int sb_cl_pick_count(const sb_cl_pick *p, int path);
 /* Timed runs enqueued by this process on p so far: for tests (0 once every shape is kept) */
 long sb_cl_pick_runs(const sb_cl_pick *p);
 

@@ -336,13 +336,14 @@ static sb_cl_gemm_kind measured_path(sb_bdev *c, int M, int N, int K, float alph
                                      float beta, sb_dv C, int ldc, long sc, int batch)
 {
 	sb_cl_pick *p = c->pick;
-	const sb_cl_shape s = {M, N, K, tb, batch, sb_cl_gemm_flags(A, lda, sa, B, ldb, sb, C, ldc,
-	                                                            sc)};
+	const sb_cl_shape s = {{M, N, K, tb, batch, sb_cl_gemm_flags(A, lda, sa, B, ldb, sb, C, ldc,
+	                                                             sc)}};
 	int want = 0, slot = -1;
-	sb_cl_gemm_kind k = sb_cl_pick_path(p, &s, !c->profiling, &want, &slot);
+	const int may_time = !c->profiling && !c->timing;
+	sb_cl_gemm_kind k = (sb_cl_gemm_kind)sb_cl_pick_path(p, &s, may_time, &want, &slot);
 	int ok = path_usable(c, k);
 	while (ok == 0 && sb_cl_pick_drop(p, k)) { /* kept from an earlier process, wrong here */
-		k = sb_cl_pick_path(p, &s, !c->profiling, &want, &slot);
+		k = (sb_cl_gemm_kind)sb_cl_pick_path(p, &s, may_time, &want, &slot);
 		ok = path_usable(c, k);
 	}
 	for (int j = 0; j < 3 && ok >= 0; j++) /* checked on the pass's queue, before the timed runs */
@@ -389,7 +390,7 @@ static sb_cl_gemm_kind measured_path(sb_bdev *c, int M, int N, int K, float alph
 	}
 	c->q = q;
 	sb_cl_pick_end(c, p);
-	return sb_cl_pick_path(p, &s, 0, &want, &slot); /* a path may have been dropped */
+	return (sb_cl_gemm_kind)sb_cl_pick_path(p, &s, 0, &want, &slot); /* one may be dropped */
 }
 
 static void gemm_one(sb_bdev *c, int M, int N, int K, float alpha, sb_dv A, int lda, long sa,
@@ -792,9 +793,14 @@ sb_status sb_cl_ops_ready(sb_bdev *c)
 	const int pocl_cpu = strstr(dp->platform, "Portable Computing Language") != NULL &&
 	                     (type & CL_DEVICE_TYPE_CPU);
 	const int nvidia_gpu = strstr(dp->platform, "NVIDIA") != NULL && (type & CL_DEVICE_TYPE_GPU);
-	const char *att = getenv("SB_CL_ATTENTION"); /* "split" or "fused": a bench's choice */
+	/* SB_CL_ATTENTION: "split" or "fused" (a bench's choice), "auto" (measured per shape on
+	 * any device); unset, measured on a GPU or an accelerator, the way above meanwhile */
+	const char *att = getenv("SB_CL_ATTENTION");
 	c->att_fused = att && !strcmp(att, "fused") ? 1 : att && !strcmp(att, "split") ? 0
 	               : pocl_cpu || nvidia_gpu;
+	const int att_measure = att && *att ? !strcmp(att, "auto")
+	                        : dp->type == SB_DEV_GPU_DISCRETE ||
+	                          dp->type == SB_DEV_GPU_INTEGRATED || dp->type == SB_DEV_ACCELERATOR;
 	c->att_local = type & CL_DEVICE_TYPE_CPU ? 0 : 1;
 	const char *al = getenv("SB_CL_ATT_LOCAL"); /* a test's override */
 	if (al && (!strcmp(al, "0") || !strcmp(al, "1")))
@@ -826,16 +832,41 @@ sb_status sb_cl_ops_ready(sb_bdev *c)
 	}
 	if ((c->gemm == SB_CL_GEMM_CLBLAST || c->gemm == SB_CL_GEMM_OWN) &&
 	    sb_cl_gemm_measured(sb_cl_device_props(c->dev))) {
-		st = sb_cl_pick_open(c, (const char *)ops_cl, &c->pick);
+		const int clblast = c->gemm == SB_CL_GEMM_CLBLAST;
+		st = sb_cl_pick_open(c, SB_CL_PICK_PRODUCTS, 1 << SB_CL_GEMM_OWN | 1 << SB_CL_GEMM_TILED |
+		                     clblast << SB_CL_GEMM_CLBLAST,
+		                     clblast ? SB_CL_GEMM_CLBLAST : SB_CL_GEMM_OWN, (const char *)ops_cl,
+		                     &c->pick);
 		if (st != SB_OK) {
 			sb_cl_fail(c, st);
 			return st;
 		}
 	}
-	sb_log(c->log, SB_LOG_INFO, "matrix products on %s through %s",
+	if (att_measure) {
+		/* the one-pass kernels and what the two products' way runs besides (the softmax,
+		 * the own kernel) name the file */
+		const size_t na = strlen((const char *)attention_cl), no = strlen((const char *)ops_cl);
+		char *src = malloc(na + no + 1);
+		st = src ? SB_OK : SB_ERR_NOMEM;
+		if (src) {
+			memcpy(src, attention_cl, na);
+			memcpy(src + na, ops_cl, no + 1);
+			st = sb_cl_pick_open(c, SB_CL_PICK_ATTENTION, 1 << SB_CL_ATT_SPLIT |
+			                     1 << SB_CL_ATT_FUSED, c->att_fused ? SB_CL_ATT_FUSED
+			                     : SB_CL_ATT_SPLIT, src, &c->att_pick);
+			free(src);
+		}
+		if (st != SB_OK) {
+			sb_cl_fail(c, st);
+			return st;
+		}
+	}
+	sb_log(c->log, SB_LOG_INFO, "matrix products on %s through %s; attention %s",
 	       sb_cl_device_props(c->dev)->label, c->pick ? sb_cl_pick_describe(c->pick)
 	       : c->tiled ? sb_cl_tiled_describe(c->tiled)
-	       : c->tf32 ? sb_cl_mma_describe(c->tf32) : sb_cl_gemm_name(c->gemm));
+	       : c->tf32 ? sb_cl_mma_describe(c->tf32) : sb_cl_gemm_name(c->gemm),
+	       c->att_pick ? sb_cl_pick_describe(c->att_pick)
+	       : c->att_fused ? "in one pass" : "as two products around a softmax");
 	return SB_OK;
 }
 
@@ -862,6 +893,8 @@ static int attention_ready(sb_bdev *c)
 		clReleaseProgram(c->att_prog);
 	c->att_prog = NULL;
 	c->att_fused = 0;
+	if (c->att_pick)
+		sb_cl_pick_drop(c->att_pick, SB_CL_ATT_FUSED);
 	sb_log(c->log, SB_LOG_WARNING, "attention in one pass does not build on %s: as two "
 	       "products around a softmax instead", sb_cl_device_props(c->dev)->label);
 	return 0;
@@ -893,17 +926,23 @@ static void attention_mma(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ld
                           int nk, int heads, int hd, float scale, sb_dv o, int ldo, int batch,
                           long sq, long skv, long so);
 
+static void attention_fused(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
+                            int nk, int heads, int hd, float scale, sb_dv o, int ldo, int batch,
+                            long sq, long skv, long so);
+
 /* One attention of 70 query rows over 100 keys (two blocks, ragged) on the device against the
- * host, as the products are checked before first use (cl_gemm_mma.c): the kernel's shuffles and
- * its scores turned into the next product's fragments are what this adds. *err: the relative
- * error (the bf16 rounding of the weights at each block's maximum: about 1e-3). */
-static sb_status attention_mma_check(sb_bdev *c, int hd, double *err)
+ * host, as the products are checked before first use (cl_gemm_mma.c): in bf16 on the tensor
+ * cores ('mma': the kernel's shuffles and its scores turned into the next product's fragments
+ * are what this adds to the products' check), or in fp32 in one pass (attention.cl, on a device
+ * that measures it against the products' way, which may never have run it). *err: the
+ * relative error (bf16: the rounding of the weights at each block's maximum, about 1e-3). */
+static sb_status attention_check(sb_bdev *c, int hd, int mma, double *err)
 {
 	enum { NQ = 70, NK = 100 };
 	const size_t nqf = (size_t)NQ * hd, nkf = (size_t)NK * hd;
 	sb_cl_check ck; /* A: the queries, B: the keys then the values, C: the output */
-	sb_status st = sb_cl_check_open(c, nqf, 2 * nkf, nqf, 77u, "uploading the attention check",
-	                                &ck);
+	sb_status st = sb_cl_check_open(c, nqf, 2 * nkf, nqf, 77u + (unsigned)hd,
+	                                "uploading the attention check", &ck);
 	double *p = malloc(sizeof(double) * NK);
 	if (st == SB_OK && !p)
 		st = SB_ERR_NOMEM;
@@ -912,18 +951,22 @@ static sb_status attention_mma_check(sb_bdev *c, int hd, double *err)
 	sb_bbuf bq = ck.A, bk = ck.B, bo = ck.C;
 	const float scale = 1.f / sqrtf((float)hd);
 	if (st == SB_OK) {
-		attention_mma(c, (sb_dv){&bq, 0}, hd, (sb_dv){&bk, 0}, (sb_dv){&bk, nkf}, hd, NQ, NK,
-		              1, hd, scale, (sb_dv){&bo, 0}, hd, 1, 0, 0, 0);
+		(mma ? attention_mma : attention_fused)(c, (sb_dv){&bq, 0}, hd, (sb_dv){&bk, 0},
+		                                        (sb_dv){&bk, nkf}, hd, NQ, NK, 1, hd, scale,
+		                                        (sb_dv){&bo, 0}, hd, 1, 0, 0, 0);
 		st = sb_cl_check_result(c, bo.m, nqf, o, "reading the attention check");
+		if (st == SB_OK && !mma && sb_cl_device_fault_tune_wrong(c->dev, 4 + SB_CL_ATT_FUSED))
+			o[hd + 3] += 1.f; /* opencl:N:tune-wrong:fused */
 	}
+	/* the reference rounds the products' inputs as the kernel does (bf16), or not at all */
+#define ATT_IN(x) (mma ? sb_cl_mma_round((x), 0) : (x))
 	double d2 = 0, w2 = 0;
 	for (int i = 0; st == SB_OK && i < NQ; i++) {
 		double mx = -INFINITY, sum = 0;
 		for (int j = 0; j < NK; j++) {
 			double s = 0;
 			for (int x = 0; x < hd; x++)
-				s += (double)sb_cl_mma_round(scale * q[i * hd + x], 0) *
-				     sb_cl_mma_round(kv[j * hd + x], 0);
+				s += (double)ATT_IN(scale * q[i * hd + x]) * ATT_IN(kv[j * hd + x]);
 			p[j] = s;
 			mx = s > mx ? s : mx;
 		}
@@ -932,15 +975,16 @@ static sb_status attention_mma_check(sb_bdev *c, int hd, double *err)
 		for (int x = 0; x < hd; x++) {
 			double w = 0;
 			for (int j = 0; j < NK; j++)
-				w += sb_cl_mma_round((float)p[j], 0) *
-				     (double)sb_cl_mma_round(kv[nkf + j * hd + x], 0);
+				w += (mma ? sb_cl_mma_round((float)p[j], 0) : p[j]) *
+				     (double)ATT_IN(kv[nkf + j * hd + x]);
 			w /= sum;
 			d2 += (o[i * hd + x] - w) * (o[i * hd + x] - w);
 			w2 += w * w;
 		}
 	}
+#undef ATT_IN
 	*err = st == SB_OK ? sqrt(d2 / (w2 > 0 ? w2 : 1)) : 0;
-	if (st == SB_OK && !(*err < 1e-2))
+	if (st == SB_OK && !(*err < (mma ? 1e-2 : 1e-5)))
 		st = SB_ERR_DEVICE;
 	sb_cl_check_close(&ck);
 	free(p);
@@ -963,7 +1007,7 @@ static int attention_mma_ready(sb_bdev *c, int hd)
 	if (st == SB_OK)
 		st = sb_cl_device_kernel(c->dev, c->attm_prog[w], "attention_mma", &c->attm_k[w]);
 	double err = 0;
-	if (st == SB_OK && (st = attention_mma_check(c, hd, &err)) == SB_OK)
+	if (st == SB_OK && (st = attention_check(c, hd, 1, &err)) == SB_OK)
 		return 1;
 	if (c->attm_k[w])
 		clReleaseKernel(c->attm_k[w]);
@@ -1012,36 +1056,13 @@ static void attention_fused(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int 
 /* Attention as two strided-batched products around a softmax, every head of a group of items
  * at once (the scores, heads x nq x nk floats an item, in a buffer the device keeps for it,
  * never more than SCORES_MAX floats: long sequences go a few items at a time): three launches
- * a group. In one pass instead (attention_fused) where the device is set to and the heads
- * are small enough. */
+ * a group. */
 #define SCORES_MAX ((size_t)32 << 20)
 
-static void op_attention(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
-                         int nk, int heads, int hd, float scale, sb_dv o, int ldo, int batch,
-                         long sq, long skv, long so)
+static void attention_split(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
+                            int nk, int heads, int hd, float scale, sb_dv o, int ldo, int batch,
+                            long sq, long skv, long so)
 {
-	if (nq <= 0 || nk <= 0 || heads <= 0 || batch <= 0 || c->st != SB_OK ||
-	    sb_cl_ops_ready(c) != SB_OK)
-		return;
-	/* bf16: its two products on the tensor cores, as the products' way would run them */
-	if (c->want_bf16 && !c->mma_tried) {
-		const sb_status st = bf16_products(c);
-		if (st != SB_OK) {
-			c->st = st;
-			return;
-		}
-	}
-	if (c->want_bf16 && c->mma && c->att_fused && (hd == 16 || hd == 32 || hd == 64) &&
-	    attention_mma_ready(c, hd)) {
-		attention_mma(c, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv,
-		              so);
-		return;
-	}
-	if (c->att_fused && hd <= 64 && hd % 4 == 0 && attention_ready(c)) {
-		attention_fused(c, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv,
-		                so);
-		return;
-	}
 	const size_t item = (size_t)heads * nq * nk;
 	int group = item >= SCORES_MAX ? 1 : (int)(SCORES_MAX / item);
 	group = group < batch ? group : batch;
@@ -1081,6 +1102,144 @@ static void op_attention(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldk
 		op_gemm(c, nq, hd, nk, 1.f, s, nk, (long)item, vb, ldkv, skv, 0, 0.f, ob, ldo, so, nb,
 		        heads, hs, hd, hd);
 	}
+}
+
+/* Under measuring, attention in one pass serves a device only once it has passed its check
+ * there (each of its kernels against the host, in double precision; one wait): 1 right, 0 not
+ * (warned once; the caller leaves it out), -1 not known (c->st: the device failed meanwhile,
+ * asked again next pass). */
+static int fused_usable(sb_bdev *c)
+{
+	if (c->att_checked)
+		return c->att_checked > 0;
+	if (!attention_ready(c)) { /* logged, and left out of the measured ways */
+		c->att_checked = -1;
+		return 0;
+	}
+	const double t0 = sb_now();
+	double worst = 0, e = 0;
+	sb_status st = SB_OK;
+	for (int hd = 16; hd <= 64 && st == SB_OK; hd *= 2) { /* attention_16, _32, _64 */
+		st = attention_check(c, hd, 0, &e);
+		worst = e > worst ? e : worst;
+	}
+	if (st == SB_ERR_NOMEM || st == SB_ERR_DEVICE_OOM || st == SB_ERR_DEVICE_LOST ||
+	    c->st != SB_OK) {
+		sb_cl_fail(c, st != SB_OK ? st : c->st); /* the device's state, not the kernel's */
+		return -1;
+	}
+	const char *label = sb_cl_device_props(c->dev)->label;
+	c->att_checked = st == SB_OK ? 1 : -1;
+	if (st == SB_OK)
+		sb_log(c->log, SB_LOG_INFO, "attention in one pass passed its check on %s (relative "
+		       "error %.1e, %.2f s)", label, worst, sb_now() - t0);
+	else if (worst > 0)
+		sb_log(c->log, SB_LOG_WARNING, "attention in one pass gave wrong results on %s "
+		       "(relative error %.1e against the host's): as two products around a softmax",
+		       label, worst);
+	else
+		sb_log(c->log, SB_LOG_WARNING, "attention in one pass cannot run on %s: as two "
+		       "products around a softmax", label);
+	return c->att_checked > 0;
+}
+
+/* Under measuring (cl_gemm_pick.h): attention's way for this shape, after the timed runs its
+ * shape still needs, on the measuring queue into a scratch output. The two products' way runs
+ * its products through their paths as they stand, timing none of them (c->timing). */
+static int measured_attention(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
+                              int nk, int heads, int hd, float scale, sb_dv o, int ldo,
+                              int batch, long sq, long skv, long so)
+{
+	sb_cl_pick *p = c->att_pick;
+	const sb_cl_shape s = {{nq, nk, hd, heads, batch, sb_cl_gemm_flags(q, ldq, sq, k, ldkv, skv,
+	                                                                   o, ldo, so)}};
+	const int may_time = !c->profiling && !c->timing;
+	int want = 0, slot = -1;
+	int way = sb_cl_pick_path(p, &s, may_time, &want, &slot);
+	if (way == SB_CL_ATT_FUSED || want >> SB_CL_ATT_FUSED & 1) {
+		const int ok = fused_usable(c);
+		if (ok < 0)
+			return way; /* the pass has failed */
+		if (!ok) { /* dropped here, or already when it did not build (attention_ready) */
+			sb_cl_pick_drop(p, SB_CL_ATT_FUSED);
+			way = sb_cl_pick_path(p, &s, may_time, &want, &slot);
+			want &= ~(1 << SB_CL_ATT_FUSED);
+		}
+	}
+	if (!want || c->st != SB_OK)
+		return way;
+	/* O's extent: the scratch output keeps its strides and its alignment */
+	const size_t lead = o.off % 4;
+	const size_t floats = lead + (size_t)(batch - 1) * (size_t)so + (size_t)(nq - 1) * ldo +
+	                      (size_t)heads * hd;
+	sb_dv S;
+	cl_command_queue tq = sb_cl_pick_begin(c, p, slot, floats, &S);
+	if (!tq)
+		return way;
+	S.off = lead;
+	cl_command_queue main = c->q;
+	c->q = tq;
+	c->timing = 1;
+	for (int j = 0; j < 2 && c->st == SB_OK; j++) {
+		if (!(want >> j & 1))
+			continue;
+		sb_cl_pick_mark(p);
+		(j == SB_CL_ATT_FUSED ? attention_fused : attention_split)(c, q, ldq, k, v, ldkv, nq, nk,
+		                                                           heads, hd, scale, S, ldo,
+		                                                           batch, sq, skv, so);
+		if (c->st != SB_OK) { /* as a product's timed run (measured_path) */
+			sb_log(c->log, SB_LOG_INFO, "a timed attention %s failed (%s): measured without it",
+			       j == SB_CL_ATT_FUSED ? "in one pass" : "as products", sb_status_str(c->st));
+			if (c->st != SB_ERR_DEVICE_LOST)
+				c->st = SB_OK;
+			sb_cl_pick_failed(p, slot, j);
+		} else {
+			sb_cl_pick_timed(p, slot, j);
+		}
+	}
+	c->timing = 0;
+	c->q = main;
+	sb_cl_pick_end(c, p);
+	return sb_cl_pick_path(p, &s, 0, &want, &slot);
+}
+
+/* Attention in one pass (attention_fused) where the device is set to or measured it faster for
+ * the shape and the heads are small enough, else as two products around a softmax. */
+static void op_attention(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
+                         int nk, int heads, int hd, float scale, sb_dv o, int ldo, int batch,
+                         long sq, long skv, long so)
+{
+	if (nq <= 0 || nk <= 0 || heads <= 0 || batch <= 0 || c->st != SB_OK ||
+	    sb_cl_ops_ready(c) != SB_OK)
+		return;
+	/* bf16: its two products on the tensor cores, as the products' way would run them */
+	if (c->want_bf16 && !c->mma_tried) {
+		const sb_status st = bf16_products(c);
+		if (st != SB_OK) {
+			c->st = st;
+			return;
+		}
+	}
+	const int fits = hd <= 64 && hd % 4 == 0; /* attention.cl's heads */
+	if (c->want_bf16 && c->mma && c->att_fused && (hd == 16 || hd == 32 || hd == 64) &&
+	    attention_mma_ready(c, hd)) {
+		attention_mma(c, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv,
+		              so);
+		return;
+	}
+	int fused = c->att_fused;
+	if (fits && c->att_pick && !c->want_bf16) {
+		fused = measured_attention(c, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch,
+		                           sq, skv, so) == SB_CL_ATT_FUSED;
+		if (c->st != SB_OK)
+			return;
+	}
+	if (fused && fits && attention_ready(c)) {
+		attention_fused(c, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv,
+		                so);
+		return;
+	}
+	attention_split(c, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv, so);
 }
 
 static void op_rmsnorm(sb_bdev *c, sb_dv x, sb_dv out, size_t n, int D, sb_dv w)

@@ -188,8 +188,8 @@ demucs)
 		clblast:split own:bf16; do
 		g=${run%:*} a=${run#*:} p=fp32
 		[ "$a" = bf16 ] && a=fused p=bf16
-		[ "$g" = auto-first ] && g=auto &&
-			rm -f "$XDG_CACHE_HOME"/stembridge/products-*.txt "$XDG_CACHE_HOME"/stembridge/attention-*.txt
+		[ "$g" = auto-first ] && g=auto && rm -f "$XDG_CACHE_HOME"/stembridge/products-*.txt \
+			"$XDG_CACHE_HOME"/stembridge/attention-*.txt
 		m="--model $model"
 		[ -e "$model" ] || m="--write-model $model"
 		f=demucs-${run%:*}
@@ -268,8 +268,8 @@ roformer)
 	# (auto: as in step demucs, first from nothing, then with what it kept)
 	for run in clblast:fused own:fused tiled:fused auto-first:auto auto:auto clblast:split; do
 		g=${run%:*} a=${run#*:}
-		[ "$g" = auto-first ] && g=auto &&
-			rm -f "$XDG_CACHE_HOME"/stembridge/products-*.txt "$XDG_CACHE_HOME"/stembridge/attention-*.txt
+		[ "$g" = auto-first ] && g=auto && rm -f "$XDG_CACHE_HOME"/stembridge/products-*.txt \
+			"$XDG_CACHE_HOME"/stembridge/attention-*.txt
 		f=roformer-gpu-chunk-${run%:*}
 		[ "$a" = split ] && f=$f-split
 		dump=""

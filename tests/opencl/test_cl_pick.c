@@ -20,7 +20,7 @@
  *   - with profiling on (bench --profile), nothing is measured;
  *   - without SB_CL_GEMM=auto a CPU driver is not measured (CLBlast, as before), and a GPU is.
  * And attention's two ways (in one pass, or two products around a softmax), measured per shape
- * the same way (SB_CL_ATTENTION=auto on a CPU driver, unset on a GPU):
+ * the same way (the default on a GPU; SB_CL_ATTENTION=auto here, on any device):
  *   - the outputs are right while measured and after (against the host's, in double precision,
  *     1e-5 relative: heads of 16, 32 and 64, more items than heads, an output that starts 3
  *     floats in with rows 5 floats apart), nothing beside them changes;
@@ -28,6 +28,9 @@
  *     takes the other, kept in attention-HASH.txt, and a new process times nothing;
  *   - one pass that gives wrong results (tune-wrong:fused) is reported and left out, where
  *     measured and where kept;
+ *   - with the products measured too (SB_CL_GEMM=auto), the products' way is timed on its
+ *     products' own choice: attention is decided only after them, and the products it runs
+ *     are measured and kept (the own kernel, with the other two slowed);
  *   - with profiling on nothing is measured, and without SB_CL_ATTENTION=auto a CPU driver does
  *     not measure.
  * argv[1]: a scratch folder. Skipped (77) without an OpenCL device.
@@ -506,8 +509,8 @@ int main(int argc, char **argv)
 	const struct {
 		const char *faults, *word, *name;
 	} ways[] = {
-		{"opencl:0:tune-slow:split", "fused", "one pass"},
-		{"opencl:0:tune-slow:fused", "split", "two products and a softmax"},
+		{"opencl:0:tune-slow:split", "fused", "attention in one pass"},
+		{"opencl:0:tune-slow:fused", "split", "attention as two products and a softmax"},
 	};
 	for (size_t w = 0; w < sizeof ways / sizeof ways[0]; w++) {
 		forget();
@@ -528,8 +531,8 @@ int main(int argc, char **argv)
 	unsetenv("SB_FAULT_INJECT");
 	runs = session(dev, 2, 0, "attention, kept", desc, sizeof desc);
 	CHECK(runs == 0, "the kept attention choices were measured again (%ld timed runs)", runs);
-	CHECK(strstr(desc, "two products and a softmax for") != NULL, "the kept attention choices "
-	      "were not used: %s", desc);
+	snprintf(want, sizeof want, "attention as two products and a softmax for %d", NA);
+	CHECK(strstr(desc, want) != NULL, "the kept attention choices were not used: %s", desc);
 	/* one pass that gives wrong results: left out, measured or kept */
 	forget();
 	setenv("SB_FAULT_INJECT", "opencl:0:tune-wrong:fused,opencl:0:tune-slow:split", 1);
@@ -545,6 +548,49 @@ int main(int argc, char **argv)
 	runs = session(dev, 2, 0, "attention, wrong kept", desc, sizeof desc);
 	CHECK(strstr(log_text, "attention in one pass gave wrong results") != NULL &&
 	      !strstr(desc, "one pass"), "a wrong attention still serves the kept shapes: %s", desc);
+	unsetenv("SB_FAULT_INJECT");
+
+	/* with the products measured too: the products' way counts only on decided products */
+	forget();
+	tag = "products";
+	forget();
+	setenv("SB_CL_GEMM", "auto", 1);
+	setenv("SB_FAULT_INJECT", "opencl:0:tune-slow:fused,opencl:0:tune-slow:clblast,"
+	       "opencl:0:tune-slow:tiled", 1);
+	sb_exec x;
+	if (sb_exec_open(dev, NULL, &logger, &x) == SB_OK) {
+		int bad = att_pass(&x, "both measured"), passes = 1;
+		snprintf(desc, sizeof desc, "%s", sb_cl_pick_describe(x.d->att_pick));
+		CHECK(strstr(desc, "none yet") != NULL, "attention was decided in the first pass, before "
+		      "its products: %s", desc);
+		snprintf(want, sizeof want, "attention as two products and a softmax for %d", NA);
+		int products_at = 0; /* the pass after which every product shape was decided */
+		while (passes < 12 && !strstr(sb_cl_pick_describe(x.d->att_pick), want)) {
+			if (!products_at && !strstr(sb_cl_pick_describe(x.d->pick), "none yet") &&
+			    sb_cl_pick_count(x.d->pick, SB_CL_GEMM_OWN) >= 2 * NA)
+				products_at = passes;
+			bad += att_pass(&x, "both measured");
+			passes++;
+		}
+		/* each way needs 3 counted runs (cl_gemm_pick.c: RUNS), a run a pass here, and the
+		 * products' way's count only once its products are decided */
+		CHECK(products_at > 0 && passes >= products_at + 3, "both measured: attention was "
+		      "decided after pass %d, its products after pass %d: its products' way was timed "
+		      "on undecided products", passes, products_at);
+		snprintf(desc, sizeof desc, "%s", sb_cl_pick_describe(x.d->att_pick));
+		printf("  both     attention decided after %d passes: %s; products: %s\n", passes, desc,
+		       sb_cl_pick_describe(x.d->pick));
+		CHECK(bad == 0, "both measured: %d wrong attentions", bad);
+		CHECK(strstr(desc, want) != NULL, "both measured: attention is '%s', want '%s'", desc,
+		      want);
+		sb_exec_close(&x);
+		const int own = kept_count("own", &lines);
+		CHECK(own >= 2 * NA && own == lines, "both measured: %d of %d kept product shapes take "
+		      "the own kernel, want the %d or more of the products' way, all of them", own, lines,
+		      2 * NA);
+	}
+	tag = "attention";
+	unsetenv("SB_CL_GEMM");
 	unsetenv("SB_FAULT_INJECT");
 	forget();
 	runs = session(dev, 2, 1, "attention, profiling", desc, sizeof desc);

@@ -46,7 +46,6 @@ struct sb_bdev {
 	struct sb_cl_pick *att_pick; /* attention's two ways measured per shape, or NULL */
 	int att_checked;        /* attention in one pass checked on this device before its first
 	                           use there (measuring): 1 right, -1 wrong or refused, 0 not yet */
-	int timing;             /* enqueuing an operation's timed runs: no product is timed */
 	int att_local;          /* attention.cl's tiles through local memory (a GPU) */
 	cl_program att_prog;    /* attention.cl, built at the first attention in one pass */
 	cl_kernel att_k[3];     /* its kernels for heads of up to 16, 32 and 64 values */

@@ -73,16 +73,17 @@ struct sb_cl_pick {
 	cl_command_queue tq; /* the measuring queue, with profiling on */
 	sb_bbuf scratch;
 	long runs_total;
+	long provisional;    /* undecided shapes given the default so far */
 	char path[4096];     /* the file; "" without a cache folder */
 	char desc[256];
 };
 
-/* "CLBlast 1.5.3", "one pass" */
-static const char *path_name(const sb_cl_pick *p, int k)
+const char *sb_cl_pick_name(const sb_cl_pick *p, int k)
 {
 	if (p->op == &ops[SB_CL_PICK_PRODUCTS])
 		return sb_cl_gemm_name((sb_cl_gemm_kind)k);
-	return k == SB_CL_ATT_FUSED ? "one pass" : "two products and a softmax";
+	return k == SB_CL_ATT_FUSED ? "attention in one pass"
+	                            : "attention as two products and a softmax";
 }
 
 static void describe(sb_cl_pick *p)
@@ -93,14 +94,14 @@ static void describe(sb_cl_pick *p)
 		const int k = p->op->order[i], n = sb_cl_pick_count(p, k);
 		if (n)
 			b += (size_t)snprintf(p->desc + b, sizeof p->desc - b, "%s%s for %d",
-			                      any++ ? ", " : "", path_name(p, k), n);
+			                      any++ ? ", " : "", sb_cl_pick_name(p, k), n);
 	}
 	if (!any && p->off)
 		snprintf(p->desc, sizeof p->desc, "%s (the device could not be measured)",
-		         path_name(p, p->def));
+		         sb_cl_pick_name(p, p->def));
 	else if (!any)
 		snprintf(p->desc + b, sizeof p->desc - b, "none yet, %s meanwhile",
-		         path_name(p, p->def));
+		         sb_cl_pick_name(p, p->def));
 }
 
 static entry *find(sb_cl_pick *p, const sb_cl_shape *s)
@@ -267,7 +268,7 @@ static void save(sb_cl_pick *p)
 /* ---- open, free ---- */
 
 sb_status sb_cl_pick_open(sb_bdev *c, sb_cl_pick_op op, int paths, int def, const char *kernels,
-                          sb_cl_pick **out)
+                          const char *also, sb_cl_pick **out)
 {
 	*out = NULL;
 	sb_cl_pick *p = calloc(1, sizeof *p);
@@ -282,9 +283,9 @@ sb_status sb_cl_pick_open(sb_bdev *c, sb_cl_pick_op op, int paths, int def, cons
 	 * new CLBlast or new tuning for it: measured again */
 	const char *tile = getenv("SB_CL_TILE"), *tiled = sb_cl_tiled_source();
 	char opts[512];
-	snprintf(opts, sizeof opts, "%s v1, paths %d, %s tuned %d, SB_CL_TILE=%s", p->op->tag,
+	snprintf(opts, sizeof opts, "%s v1, paths %d, %s tuned %d, SB_CL_TILE=%s%s%s", p->op->tag,
 	         p->paths, sb_cl_gemm_name(SB_CL_GEMM_CLBLAST), sb_cl_blas_tuned_kernels(c->dev),
-	         tile ? tile : "");
+	         tile ? tile : "", *also ? ", " : "", also);
 	const size_t nk = strlen(kernels), nt = strlen(tiled);
 	char *sources = malloc(nk + nt + 1);
 	if (!sources) {
@@ -338,7 +339,7 @@ static void give_up(sb_cl_pick *p, const char *why, int kept)
 	if (!p->off)
 		sb_log(p->log, SB_LOG_INFO, "%s on %s: not measured (%s): %s for the shapes not "
 		       "measured before", p->op->what, sb_cl_device_props(p->dev)->label, why,
-		       path_name(p, p->def));
+		       sb_cl_pick_name(p, p->def));
 	p->off = 1;
 	p->off_kept |= kept;
 }
@@ -357,6 +358,7 @@ int sb_cl_pick_path(sb_cl_pick *p, const sb_cl_shape *s, int may_time, int *time
 		e->kind = p->def;
 		return p->def;
 	}
+	p->provisional++;
 	if (!may_time || p->off)
 		return p->def;
 	for (int k = 0; k < p->op->npaths; k++)
@@ -486,6 +488,18 @@ void sb_cl_pick_failed(sb_cl_pick *p, int slot, int k)
 	p->open = NULL;
 }
 
+void sb_cl_pick_discard(sb_cl_pick *p)
+{
+	if (p->open)
+		clReleaseEvent(p->open);
+	p->open = NULL;
+}
+
+long sb_cl_pick_provisional(const sb_cl_pick *p)
+{
+	return p->provisional;
+}
+
 int sb_cl_pick_drop(sb_cl_pick *p, int k)
 {
 	if (!(p->paths >> k & 1) || p->paths == 1 << k)
@@ -573,9 +587,9 @@ void sb_cl_pick_collect(sb_bdev *c, sb_cl_pick *p)
 		}
 		if (!done)
 			continue;
-		const int k = fastest(p, e);
-		e->kind = k >= 0 ? k : p->def;
-		e->kept = k >= 0;
+		const int win = fastest(p, e);
+		e->kind = win >= 0 ? win : p->def;
+		e->kept = win >= 0;
 		if (e->kept) {
 			decided++;
 			counts[e->kind]++;
@@ -602,7 +616,7 @@ void sb_cl_pick_collect(sb_bdev *c, sb_cl_pick *p)
 		return;
 	if (p->off) {
 		sb_log(c->log, SB_LOG_INFO, "%s on %s: %d more shapes through %s, not measured%s%s",
-		       p->op->what, sb_cl_device_props(p->dev)->label, decided, path_name(p, p->def),
+		       p->op->what, sb_cl_device_props(p->dev)->label, decided, sb_cl_pick_name(p, p->def),
 		       p->path[0] ? ", kept in " : "", p->path);
 	} else {
 		char t[192];
@@ -610,7 +624,7 @@ void sb_cl_pick_collect(sb_bdev *c, sb_cl_pick *p)
 		for (int i = 0; i < p->op->npaths && b < sizeof t; i++) {
 			const int k = p->op->order[i];
 			b += (size_t)snprintf(t + b, sizeof t - b, "%s%s fastest for %d", i ? ", " : "",
-			                      path_name(p, k), counts[k]);
+			                      sb_cl_pick_name(p, k), counts[k]);
 		}
 		sb_log(c->log, SB_LOG_INFO, "%s on %s: %d more shapes measured (%s)%s%s", p->op->what,
 		       sb_cl_device_props(p->dev)->label, decided, t, p->path[0] ? ", kept in " : "",

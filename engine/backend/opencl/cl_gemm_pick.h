@@ -26,13 +26,16 @@
  * (sb_cl_pick_collect). A shape whose candidates have RUNS timed runs each takes the one with
  * the fastest run; the default stays unless another is 3 % faster. An undecided shape keeps
  * running the default, so the stems never wait for a decision and only the first passes pay for
- * the extra runs. Attention's timed runs through the products take each product's path as it
- * stands (decided, or the default), and time no product of their own.
+ * the extra runs. A timed run of attention's products' way counts only once every product it
+ * ran was decided and checked (sb_cl_pick_provisional): until then its time is not the way's
+ * own, and its products are measured inside it (on their own measuring queue, ordered after
+ * the attention's), so attention's shapes are decided after their products'.
  *
  * KEPT: the decisions go to products-HASH.txt and attention-HASH.txt in the kernel cache's
  * folder (cl_device.h), the hash over the device and its driver, the kernels' sources,
- * SB_CL_TILE, the CLBlast version and the CLBlast tuning applied; a line of six numbers and the
- * path per shape. It is read at the device's first product. A writer takes a lock (PATH.lock),
+ * SB_CL_TILE, the CLBlast version and the CLBlast tuning applied (and for attention how the
+ * products run and its kernels' build); a line of six numbers and the path per shape. It is
+ * read at the device's first operation. A writer takes a lock (PATH.lock),
  * reads in what other processes kept since, writes under a temporary name and renames. A
  * damaged file is logged and its shapes measured again; deleting the file measures them again.
  * Without a cache folder the decisions last as long as the process.
@@ -42,8 +45,8 @@
  * (cl_ops.c: both layouts of B, aligned rows and not, at both of the tiled kernel's tilings, and
  * nothing written outside C's products), with one wait; a path that gives wrong products or
  * that the driver refuses is left out, with a warning, even where a kept file names it. CLBlast,
- * the default and a tested library, is not checked; nor is attention in one pass, which is
- * tested on every device the products' checks are.
+ * the default and a tested library, is not checked. Attention in one pass is checked the
+ * same way (cl_attention.c) before it is measured or used where a kept file names it.
  *
  * NOT MEASURED: a shape whose scratch output would exceed a sixteenth of the device's memory or
  * 1 GiB (it keeps the default; the scratch output is freed once no shape is being measured),
@@ -76,10 +79,11 @@ typedef struct {
 } sb_cl_shape;
 
 /* Reads c's kept decisions for op. 'paths' (bits 1 << path) are the candidates, 'def' the
- * default among them; 'kernels' is hashed into the file's name (the source of the kernels
- * measured). SB_ERR_NOMEM only: a missing or damaged file is not a failure. */
+ * default among them; 'kernels' (the source of the kernels measured) and 'also' (anything else
+ * their speed depends on; "" for nothing) are hashed into the file's name. SB_ERR_NOMEM only:
+ * a missing or damaged file is not a failure. */
 sb_status sb_cl_pick_open(sb_bdev *c, sb_cl_pick_op op, int paths, int def, const char *kernels,
-                          sb_cl_pick **out);
+                          const char *also, sb_cl_pick **out);
 /* Waits for the timed runs still queued, then frees. */
 void sb_cl_pick_free(sb_cl_pick *p);
 
@@ -102,6 +106,12 @@ void sb_cl_pick_end(sb_bdev *c, sb_cl_pick *p);
 /* A timed run of 'path' that could not be enqueued (after sb_cl_pick_mark): the shape is
  * measured without it. */
 void sb_cl_pick_failed(sb_cl_pick *p, int slot, int path);
+/* A run after sb_cl_pick_mark that does not count (its time is not the path's own, or the
+ * pass failed): forgotten, the shape is timed again later. */
+void sb_cl_pick_discard(sb_cl_pick *p);
+/* How many times so far a shape not yet decided was given the default (sb_cl_pick_path): a
+ * run built on these operations counts only when this did not change during it. */
+long sb_cl_pick_provisional(const sb_cl_pick *p);
 
 /* A path that cannot run on this device (CLBlast refused, a kernel did not build or gave wrong
  * results): never a candidate again, and its shapes take the next default (products: CLBlast,
@@ -116,6 +126,8 @@ void sb_cl_pick_collect(sb_bdev *c, sb_cl_pick *p);
 /* "measured per shape: CLBlast 1.5.3 for 3, own kernel for 9" (the shapes decided so far), or
  * "measured per shape: none yet, CLBlast 1.5.3 meanwhile" */
 const char *sb_cl_pick_describe(const sb_cl_pick *p);
+/* A path's name: "CLBlast 1.5.3", "attention in one pass" */
+const char *sb_cl_pick_name(const sb_cl_pick *p, int path);
 /* How many shapes take 'path' (measured or read from the file; a dropped path's shapes count
  * for the default): for tests and benches */
 int sb_cl_pick_count(const sb_cl_pick *p, int path);

@@ -4,7 +4,8 @@
  * is kept in the device and every later launch is skipped until clear(), so a model's forward
  * pass reads as straight-line code and checks once at the end (and before every download, so
  * nothing reads a half-computed buffer).
- * The signal operations (STFT, standardisation, gathers) are in cl_signal.c.
+ * The signal operations (STFT, standardisation, gathers) are in cl_signal.c, attention in
+ * cl_attention.c.
  */
 #include "backend/opencl/cl_ops.h"
 
@@ -12,9 +13,7 @@
 #include "backend/opencl/cl_gemm_pick.h"
 #include "backend/opencl/cl_gemm_tiled.h"
 
-#include "attention_cl.h" /* generated: attention.cl's source */
-#include "attention_mma_cl.h" /* generated: gemm_rows.cl + mma.cl + attention_mma.cl */
-#include "ops_cl.h"       /* generated: the kernels' source */
+#include "ops_cl.h" /* generated: the kernels' source */
 
 #include <math.h>
 #include <stdatomic.h>
@@ -79,7 +78,7 @@ void sb_cl_run(kargs *a, cl_uint dims, const size_t *global, const size_t *local
 /* The first bf16 product on this device (--precision bf16): the tensor-core kernel where the
  * device has it (or SB_CL_MMA=emulate asks for its emulation), else fp32, said once a process
  * (the manifest says it for every job). Only running out of host memory is a failure. */
-static sb_status bf16_products(sb_bdev *c)
+sb_status sb_cl_bf16_products(sb_bdev *c)
 {
 	static atomic_flag said = ATOMIC_FLAG_INIT;
 	c->mma_tried = 1;
@@ -329,6 +328,72 @@ static int path_usable(sb_bdev *c, sb_cl_gemm_kind k)
 	return 0;
 }
 
+void sb_cl_time_paths(sb_bdev *c, struct sb_cl_pick *p, int slot, int want, size_t lead,
+                      size_t floats, sb_cl_timed_fn run, const void *op)
+{
+	sb_dv S;
+	cl_command_queue tq = sb_cl_pick_begin(c, p, slot, floats, &S);
+	if (!tq)
+		return;
+	S.off = lead;
+	cl_command_queue q = c->q;
+	c->q = tq;
+	for (int j = 0; j < 3 && c->st == SB_OK; j++) {
+		if (!(want >> j & 1))
+			continue;
+		/* a run that leaned on what is not settled yet (a product of attention's products'
+		 * way still undecided, so run through the default and timed inside this run, or
+		 * checked inside it) is not this path's own time */
+		const long provisional = c->pick ? sb_cl_pick_provisional(c->pick) : 0;
+		const int tried = c->paths_tried;
+		sb_cl_pick_mark(p);
+		const sb_status st = run(c, j, S, op);
+		if (st == SB_ERR_UNSUPPORTED) {
+			sb_cl_pick_drop(p, j); /* CLBlast refused the shape (logged) */
+		} else if (c->st == SB_ERR_DEVICE_LOST || c->st == SB_ERR_NOMEM) {
+			sb_cl_pick_discard(p); /* the pass's failure, not the path's */
+		} else if (c->st != SB_OK) {
+			/* a timed run that could not be enqueued (memory for CLBlast's own buffers beside
+			 * the scratch output, say) is this shape's loss of that path, not the pass's */
+			sb_log(c->log, SB_LOG_INFO, "a timed run of %s failed (%s): measured without it",
+			       sb_cl_pick_name(p, j), sb_status_str(c->st));
+			c->st = SB_OK;
+			sb_cl_pick_failed(p, slot, j);
+		} else if ((c->pick && sb_cl_pick_provisional(c->pick) != provisional) ||
+		           c->paths_tried != tried) {
+			sb_cl_pick_discard(p);
+		} else {
+			sb_cl_pick_timed(p, slot, j);
+		}
+	}
+	c->q = q;
+	sb_cl_pick_end(c, p);
+}
+
+/* One product's operands, for its timed runs */
+typedef struct {
+	int M, N, K;
+	float alpha;
+	sb_dv A;
+	int lda;
+	long sa;
+	sb_dv B;
+	int ldb;
+	long sb;
+	int tb;
+	float beta;
+	int ldc;
+	long sc;
+	int batch;
+} gemm_op;
+
+static sb_status gemm_timed(sb_bdev *c, int path, sb_dv out, const void *op)
+{
+	const gemm_op *g = op;
+	return gemm_path(c, (sb_cl_gemm_kind)path, g->M, g->N, g->K, g->alpha, g->A, g->lda, g->sa,
+	                 g->B, g->ldb, g->sb, g->tb, g->beta, out, g->ldc, g->sc, g->batch);
+}
+
 /* Under measuring (cl_gemm_pick.h): the path this product takes, after the timed runs of the
  * candidates its shape still needs, on the measuring queue into a scratch output. */
 static sb_cl_gemm_kind measured_path(sb_bdev *c, int M, int N, int K, float alpha, sb_dv A,
@@ -339,7 +404,7 @@ static sb_cl_gemm_kind measured_path(sb_bdev *c, int M, int N, int K, float alph
 	const sb_cl_shape s = {{M, N, K, tb, batch, sb_cl_gemm_flags(A, lda, sa, B, ldb, sb, C, ldc,
 	                                                             sc)}};
 	int want = 0, slot = -1;
-	const int may_time = !c->profiling && !c->timing;
+	const int may_time = !c->profiling;
 	sb_cl_gemm_kind k = (sb_cl_gemm_kind)sb_cl_pick_path(p, &s, may_time, &want, &slot);
 	int ok = path_usable(c, k);
 	while (ok == 0 && sb_cl_pick_drop(p, k)) { /* kept from an earlier process, wrong here */
@@ -359,37 +424,8 @@ static sb_cl_gemm_kind measured_path(sb_bdev *c, int M, int N, int K, float alph
 	const size_t lead = C.off % 4;
 	const size_t floats = lead + (size_t)(batch - 1) * (size_t)(sc > 0 ? sc : 0) +
 	                      (size_t)(M - 1) * (size_t)ldc + (size_t)N;
-	sb_dv S;
-	cl_command_queue tq = sb_cl_pick_begin(c, p, slot, floats, &S);
-	if (!tq)
-		return k;
-	S.off = lead;
-	cl_command_queue q = c->q;
-	c->q = tq;
-	for (int j = 0; j < 3 && c->st == SB_OK; j++) {
-		const sb_cl_gemm_kind t = (sb_cl_gemm_kind)j;
-		if (!(want >> j & 1))
-			continue;
-		sb_cl_pick_mark(p);
-		const sb_status st = gemm_path(c, t, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, S,
-		                               ldc, sc, batch);
-		if (st == SB_ERR_UNSUPPORTED) {
-			sb_cl_pick_drop(p, t); /* CLBlast refused the shape (logged) */
-		} else if (c->st != SB_OK) {
-			/* a timed run that could not be enqueued (memory for CLBlast's own buffers beside
-			 * the scratch output, say) is this shape's loss of that path, not the pass's; a
-			 * lost device is the pass's too */
-			sb_log(c->log, SB_LOG_INFO, "a timed %s product failed (%s): measured without it",
-			       sb_cl_gemm_name(t), sb_status_str(c->st));
-			if (c->st != SB_ERR_DEVICE_LOST)
-				c->st = SB_OK;
-			sb_cl_pick_failed(p, slot, t);
-		} else {
-			sb_cl_pick_timed(p, slot, t);
-		}
-	}
-	c->q = q;
-	sb_cl_pick_end(c, p);
+	const gemm_op op = {M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, ldc, sc, batch};
+	sb_cl_time_paths(c, p, slot, want, lead, floats, gemm_timed, &op);
 	return (sb_cl_gemm_kind)sb_cl_pick_path(p, &s, 0, &want, &slot); /* one may be dropped */
 }
 
@@ -398,7 +434,7 @@ static void gemm_one(sb_bdev *c, int M, int N, int K, float alpha, sb_dv A, int 
                      int batch)
 {
 	if (c->want_bf16 && !c->mma_tried) {
-		const sb_status st = bf16_products(c);
+		const sb_status st = sb_cl_bf16_products(c);
 		if (st != SB_OK) {
 			c->st = st;
 			return;
@@ -783,28 +819,6 @@ sb_status sb_cl_ops_ready(sb_bdev *c)
 		return st;
 	}
 	c->prog = prog;
-	/* attention in one pass where it was measured faster (bench/gpu/README.md): on PoCL's CPU
-	 * device (a RoFormer chunk 11.4 -> 8.8 s, an HTDemucs segment 25.4 -> 22.4 s) and on
-	 * NVIDIA's driver (H100: an ep_317 chunk 0.479 -> 0.405 s, an HTDemucs segment 0.036 s
-	 * either way); any other driver keeps the products' way until bench/gpu has measured it
-	 * there. Its key tiles go through local memory on a GPU, where they are (the caches) on a
-	 * CPU driver. */
-	const sb_device_props *dp = sb_cl_device_props(c->dev);
-	const int pocl_cpu = strstr(dp->platform, "Portable Computing Language") != NULL &&
-	                     (type & CL_DEVICE_TYPE_CPU);
-	const int nvidia_gpu = strstr(dp->platform, "NVIDIA") != NULL && (type & CL_DEVICE_TYPE_GPU);
-	/* SB_CL_ATTENTION: "split" or "fused" (a bench's choice), "auto" (measured per shape on
-	 * any device); unset, measured on a GPU or an accelerator, the way above meanwhile */
-	const char *att = getenv("SB_CL_ATTENTION");
-	c->att_fused = att && !strcmp(att, "fused") ? 1 : att && !strcmp(att, "split") ? 0
-	               : pocl_cpu || nvidia_gpu;
-	const int att_measure = att && *att ? !strcmp(att, "auto")
-	                        : dp->type == SB_DEV_GPU_DISCRETE ||
-	                          dp->type == SB_DEV_GPU_INTEGRATED || dp->type == SB_DEV_ACCELERATOR;
-	c->att_local = type & CL_DEVICE_TYPE_CPU ? 0 : 1;
-	const char *al = getenv("SB_CL_ATT_LOCAL"); /* a test's override */
-	if (al && (!strcmp(al, "0") || !strcmp(al, "1")))
-		c->att_local = atoi(al);
 	c->gemm = sb_cl_gemm_choose(c->dev);
 	if (c->gemm == SB_CL_GEMM_TILED && !tiled_ready(c, "the own kernel instead")) {
 		if (c->st != SB_OK)
@@ -836,30 +850,16 @@ sb_status sb_cl_ops_ready(sb_bdev *c)
 		st = sb_cl_pick_open(c, SB_CL_PICK_PRODUCTS, 1 << SB_CL_GEMM_OWN | 1 << SB_CL_GEMM_TILED |
 		                     clblast << SB_CL_GEMM_CLBLAST,
 		                     clblast ? SB_CL_GEMM_CLBLAST : SB_CL_GEMM_OWN, (const char *)ops_cl,
-		                     &c->pick);
+		                     "", &c->pick);
 		if (st != SB_OK) {
 			sb_cl_fail(c, st);
 			return st;
 		}
 	}
-	if (att_measure) {
-		/* the one-pass kernels and what the two products' way runs besides (the softmax,
-		 * the own kernel) name the file */
-		const size_t na = strlen((const char *)attention_cl), no = strlen((const char *)ops_cl);
-		char *src = malloc(na + no + 1);
-		st = src ? SB_OK : SB_ERR_NOMEM;
-		if (src) {
-			memcpy(src, attention_cl, na);
-			memcpy(src + na, ops_cl, no + 1);
-			st = sb_cl_pick_open(c, SB_CL_PICK_ATTENTION, 1 << SB_CL_ATT_SPLIT |
-			                     1 << SB_CL_ATT_FUSED, c->att_fused ? SB_CL_ATT_FUSED
-			                     : SB_CL_ATT_SPLIT, src, &c->att_pick);
-			free(src);
-		}
-		if (st != SB_OK) {
-			sb_cl_fail(c, st);
-			return st;
-		}
+	st = sb_cl_attention_setup(c);
+	if (st != SB_OK) {
+		sb_cl_fail(c, st);
+		return st;
 	}
 	sb_log(c->log, SB_LOG_INFO, "matrix products on %s through %s; attention %s",
 	       sb_cl_device_props(c->dev)->label, c->pick ? sb_cl_pick_describe(c->pick)
@@ -868,378 +868,6 @@ sb_status sb_cl_ops_ready(sb_bdev *c)
 	       c->att_pick ? sb_cl_pick_describe(c->att_pick)
 	       : c->att_fused ? "in one pass" : "as two products around a softmax");
 	return SB_OK;
-}
-
-/* attention.cl's program and kernels, built at the first call; 0 when they do not build on
- * the device (logged): its attention takes the products' way from then on */
-static int attention_ready(sb_bdev *c)
-{
-	if (c->att_prog)
-		return 1;
-	char opts[64];
-	snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DATT_LOCAL=%d", c->att_local);
-	sb_status st = sb_cl_device_build(c->dev, "attention", (const char *)attention_cl, opts,
-	                                  &c->att_prog, NULL);
-	for (int i = 0; i < 3 && st == SB_OK; i++)
-		st = sb_cl_device_kernel(c->dev, c->att_prog, sb_cl_op_names[K_ATTENTION_16 + i],
-		                         &c->att_k[i]);
-	if (st == SB_OK)
-		return 1;
-	for (int i = 0; i < 3; i++)
-		if (c->att_k[i])
-			clReleaseKernel(c->att_k[i]);
-	memset(c->att_k, 0, sizeof c->att_k);
-	if (c->att_prog)
-		clReleaseProgram(c->att_prog);
-	c->att_prog = NULL;
-	c->att_fused = 0;
-	if (c->att_pick)
-		sb_cl_pick_drop(c->att_pick, SB_CL_ATT_FUSED);
-	sb_log(c->log, SB_LOG_WARNING, "attention in one pass does not build on %s: as two "
-	       "products around a softmax instead", sb_cl_device_props(c->dev)->label);
-	return 0;
-}
-
-/* the arguments of attention.cl's and attention_mma.cl's kernels (the same list) */
-static void attention_args(kargs *a, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq, int nk,
-                           int heads, int hd, float scale, sb_dv o, int ldo, int batch, long sq,
-                           long skv, long so)
-{
-	a_db(a, q);
-	a_i32(a, ldq);
-	a_i64(a, sq);
-	a_db(a, k);
-	a_db(a, v);
-	a_i32(a, ldkv);
-	a_i64(a, skv);
-	a_i32(a, nq);
-	a_i32(a, nk);
-	a_i32(a, hd);
-	a_f32(a, scale);
-	a_db(a, o);
-	a_i32(a, ldo);
-	a_i64(a, so);
-	a->flops = 4.0 * nq * nk * hd * heads * batch;
-}
-
-static void attention_mma(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
-                          int nk, int heads, int hd, float scale, sb_dv o, int ldo, int batch,
-                          long sq, long skv, long so);
-
-static void attention_fused(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
-                            int nk, int heads, int hd, float scale, sb_dv o, int ldo, int batch,
-                            long sq, long skv, long so);
-
-/* One attention of 70 query rows over 100 keys (two blocks, ragged) on the device against the
- * host, as the products are checked before first use (cl_gemm_mma.c): in bf16 on the tensor
- * cores ('mma': the kernel's shuffles and its scores turned into the next product's fragments
- * are what this adds to the products' check), or in fp32 in one pass (attention.cl, on a device
- * that measures it against the products' way, which may never have run it). *err: the
- * relative error (bf16: the rounding of the weights at each block's maximum, about 1e-3). */
-static sb_status attention_check(sb_bdev *c, int hd, int mma, double *err)
-{
-	enum { NQ = 70, NK = 100 };
-	const size_t nqf = (size_t)NQ * hd, nkf = (size_t)NK * hd;
-	sb_cl_check ck; /* A: the queries, B: the keys then the values, C: the output */
-	sb_status st = sb_cl_check_open(c, nqf, 2 * nkf, nqf, 77u + (unsigned)hd,
-	                                "uploading the attention check", &ck);
-	double *p = malloc(sizeof(double) * NK);
-	if (st == SB_OK && !p)
-		st = SB_ERR_NOMEM;
-	const float *q = ck.a, *kv = ck.b;
-	float *o = ck.c;
-	sb_bbuf bq = ck.A, bk = ck.B, bo = ck.C;
-	const float scale = 1.f / sqrtf((float)hd);
-	if (st == SB_OK) {
-		(mma ? attention_mma : attention_fused)(c, (sb_dv){&bq, 0}, hd, (sb_dv){&bk, 0},
-		                                        (sb_dv){&bk, nkf}, hd, NQ, NK, 1, hd, scale,
-		                                        (sb_dv){&bo, 0}, hd, 1, 0, 0, 0);
-		st = sb_cl_check_result(c, bo.m, nqf, o, "reading the attention check");
-		if (st == SB_OK && !mma && sb_cl_device_fault_tune_wrong(c->dev, 4 + SB_CL_ATT_FUSED))
-			o[hd + 3] += 1.f; /* opencl:N:tune-wrong:fused */
-	}
-	/* the reference rounds the products' inputs as the kernel does (bf16), or not at all */
-#define ATT_IN(x) (mma ? sb_cl_mma_round((x), 0) : (x))
-	double d2 = 0, w2 = 0;
-	for (int i = 0; st == SB_OK && i < NQ; i++) {
-		double mx = -INFINITY, sum = 0;
-		for (int j = 0; j < NK; j++) {
-			double s = 0;
-			for (int x = 0; x < hd; x++)
-				s += (double)ATT_IN(scale * q[i * hd + x]) * ATT_IN(kv[j * hd + x]);
-			p[j] = s;
-			mx = s > mx ? s : mx;
-		}
-		for (int j = 0; j < NK; j++)
-			sum += (p[j] = exp(p[j] - mx));
-		for (int x = 0; x < hd; x++) {
-			double w = 0;
-			for (int j = 0; j < NK; j++)
-				w += (mma ? sb_cl_mma_round((float)p[j], 0) : p[j]) *
-				     (double)ATT_IN(kv[nkf + j * hd + x]);
-			w /= sum;
-			d2 += (o[i * hd + x] - w) * (o[i * hd + x] - w);
-			w2 += w * w;
-		}
-	}
-#undef ATT_IN
-	*err = st == SB_OK ? sqrt(d2 / (w2 > 0 ? w2 : 1)) : 0;
-	if (st == SB_OK && !(*err < (mma ? 1e-2 : 1e-5)))
-		st = SB_ERR_DEVICE;
-	sb_cl_check_close(&ck);
-	free(p);
-	return st;
-}
-
-/* attention_mma.cl's program for heads of hd values (16, 32, 64), built and checked at its
- * first use on the device; 0 when it does not build there or computes something else (logged;
- * the fp32 kernel runs instead) */
-static int attention_mma_ready(sb_bdev *c, int hd)
-{
-	const int w = hd == 16 ? 0 : hd == 32 ? 1 : 2;
-	if (c->attm_k[w] || c->attm_tried[w])
-		return c->attm_k[w] != NULL;
-	c->attm_tried[w] = 1;
-	char opts[128];
-	snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DATT_HD=%d %s", hd, sb_cl_mma_options(c->mma));
-	sb_status st = sb_cl_device_build(c->dev, "attention_mma", (const char *)attention_mma_cl,
-	                                  opts, &c->attm_prog[w], NULL);
-	if (st == SB_OK)
-		st = sb_cl_device_kernel(c->dev, c->attm_prog[w], "attention_mma", &c->attm_k[w]);
-	double err = 0;
-	if (st == SB_OK && (st = attention_check(c, hd, 1, &err)) == SB_OK)
-		return 1;
-	if (c->attm_k[w])
-		clReleaseKernel(c->attm_k[w]);
-	c->attm_k[w] = NULL;
-	if (c->attm_prog[w])
-		clReleaseProgram(c->attm_prog[w]);
-	c->attm_prog[w] = NULL;
-	if (st == SB_ERR_NOMEM || st == SB_ERR_DEVICE_OOM || st == SB_ERR_DEVICE_LOST) {
-		c->attm_tried[w] = 0; /* memory that was short once: tried again next time */
-		c->st = st;
-		return 0;
-	}
-	sb_log(c->log, SB_LOG_WARNING, "bf16 attention on the tensor cores %s on %s: in fp32 "
-	       "instead", err > 0 ? "is wrong (relative error against the host's above 1e-2)"
-	                          : "does not build or its launch is refused",
-	       sb_cl_device_props(c->dev)->label);
-	return 0;
-}
-
-/* Attention in one launch on the tensor cores, bf16 (attention_mma.cl), heads of 16, 32, 64 */
-static void attention_mma(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
-                          int nk, int heads, int hd, float scale, sb_dv o, int ldo, int batch,
-                          long sq, long skv, long so)
-{
-	kargs a = {c, c->attm_k[hd == 16 ? 0 : hd == 32 ? 1 : 2], K_ATTENTION_MMA, 0.0, 0,
-	           CL_SUCCESS};
-	attention_args(&a, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv, so);
-	const size_t g[3] = {(size_t)(nq + 63) / 64 * 128, (size_t)heads, (size_t)batch},
-	             l[3] = {128, 1, 1};
-	sb_cl_run(&a, 3, g, l);
-}
-
-/* Attention in one launch for heads of up to 64 values (attention.cl: the scores stay in
- * registers), the kernel for the smallest head size that holds hd. */
-static void attention_fused(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
-                            int nk, int heads, int hd, float scale, sb_dv o, int ldo, int batch,
-                            long sq, long skv, long so)
-{
-	const int which = hd <= 16 ? 0 : hd <= 32 ? 1 : 2;
-	kargs a = {c, c->att_k[which], K_ATTENTION_16 + which, 0.0, 0, CL_SUCCESS};
-	attention_args(&a, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv, so);
-	const size_t g[3] = {(size_t)nq, (size_t)heads, (size_t)batch}, l[3] = {64, 1, 1};
-	sb_cl_run(&a, 3, g, l);
-}
-
-/* Attention as two strided-batched products around a softmax, every head of a group of items
- * at once (the scores, heads x nq x nk floats an item, in a buffer the device keeps for it,
- * never more than SCORES_MAX floats: long sequences go a few items at a time): three launches
- * a group. */
-#define SCORES_MAX ((size_t)32 << 20)
-
-static void attention_split(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
-                            int nk, int heads, int hd, float scale, sb_dv o, int ldo, int batch,
-                            long sq, long skv, long so)
-{
-	const size_t item = (size_t)heads * nq * nk;
-	int group = item >= SCORES_MAX ? 1 : (int)(SCORES_MAX / item);
-	group = group < batch ? group : batch;
-	const size_t need = item * (size_t)group;
-	if (c->att_n < need) {
-		if (c->att)
-			clReleaseMemObject(c->att);
-		c->att = NULL;
-		c->att_n = 0;
-		sb_status st = sb_cl_device_alloc(c->dev, sizeof(float) * need, CL_MEM_READ_WRITE,
-		                                  &c->att);
-		if (st != SB_OK) {
-			c->st = st;
-			return;
-		}
-		c->att_n = need;
-	}
-	sb_bbuf sbuf = {c->att, need};
-	const sb_dv s = {&sbuf, 0};
-	for (int b0 = 0; b0 < batch; b0 += group) {
-		const int nb = batch - b0 < group ? batch - b0 : group;
-		const sb_dv qb = sb_dv_at(q, (size_t)b0 * sq), kb = sb_dv_at(k, (size_t)b0 * skv),
-		            vb = sb_dv_at(v, (size_t)b0 * skv), ob = sb_dv_at(o, (size_t)b0 * so);
-		const long hs = (long)nq * nk;
-		if (nb <= heads) { /* a launch per item, its heads batched */
-			op_gemm(c, nq, nk, hd, scale, qb, ldq, hd, kb, ldkv, hd, 1, 0.f, s, nk, hs, heads, nb,
-			        sq, skv, (long)item);
-			op_softmax(c, s, (size_t)heads * nq * nb, nk);
-			op_gemm(c, nq, hd, nk, 1.f, s, nk, hs, vb, ldkv, hd, 0, 0.f, ob, ldo, hd, heads, nb,
-			        (long)item, skv, so);
-			continue;
-		}
-		/* many short sequences (an axial transformer's): a launch per head, its items batched */
-		op_gemm(c, nq, nk, hd, scale, qb, ldq, sq, kb, ldkv, skv, 1, 0.f, s, nk, (long)item, nb,
-		        heads, hd, hd, hs);
-		op_softmax(c, s, (size_t)heads * nq * nb, nk);
-		op_gemm(c, nq, hd, nk, 1.f, s, nk, (long)item, vb, ldkv, skv, 0, 0.f, ob, ldo, so, nb,
-		        heads, hs, hd, hd);
-	}
-}
-
-/* Under measuring, attention in one pass serves a device only once it has passed its check
- * there (each of its kernels against the host, in double precision; one wait): 1 right, 0 not
- * (warned once; the caller leaves it out), -1 not known (c->st: the device failed meanwhile,
- * asked again next pass). */
-static int fused_usable(sb_bdev *c)
-{
-	if (c->att_checked)
-		return c->att_checked > 0;
-	if (!attention_ready(c)) { /* logged, and left out of the measured ways */
-		c->att_checked = -1;
-		return 0;
-	}
-	const double t0 = sb_now();
-	double worst = 0, e = 0;
-	sb_status st = SB_OK;
-	for (int hd = 16; hd <= 64 && st == SB_OK; hd *= 2) { /* attention_16, _32, _64 */
-		st = attention_check(c, hd, 0, &e);
-		worst = e > worst ? e : worst;
-	}
-	if (st == SB_ERR_NOMEM || st == SB_ERR_DEVICE_OOM || st == SB_ERR_DEVICE_LOST ||
-	    c->st != SB_OK) {
-		sb_cl_fail(c, st != SB_OK ? st : c->st); /* the device's state, not the kernel's */
-		return -1;
-	}
-	const char *label = sb_cl_device_props(c->dev)->label;
-	c->att_checked = st == SB_OK ? 1 : -1;
-	if (st == SB_OK)
-		sb_log(c->log, SB_LOG_INFO, "attention in one pass passed its check on %s (relative "
-		       "error %.1e, %.2f s)", label, worst, sb_now() - t0);
-	else if (worst > 0)
-		sb_log(c->log, SB_LOG_WARNING, "attention in one pass gave wrong results on %s "
-		       "(relative error %.1e against the host's): as two products around a softmax",
-		       label, worst);
-	else
-		sb_log(c->log, SB_LOG_WARNING, "attention in one pass cannot run on %s: as two "
-		       "products around a softmax", label);
-	return c->att_checked > 0;
-}
-
-/* Under measuring (cl_gemm_pick.h): attention's way for this shape, after the timed runs its
- * shape still needs, on the measuring queue into a scratch output. The two products' way runs
- * its products through their paths as they stand, timing none of them (c->timing). */
-static int measured_attention(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
-                              int nk, int heads, int hd, float scale, sb_dv o, int ldo,
-                              int batch, long sq, long skv, long so)
-{
-	sb_cl_pick *p = c->att_pick;
-	const sb_cl_shape s = {{nq, nk, hd, heads, batch, sb_cl_gemm_flags(q, ldq, sq, k, ldkv, skv,
-	                                                                   o, ldo, so)}};
-	const int may_time = !c->profiling && !c->timing;
-	int want = 0, slot = -1;
-	int way = sb_cl_pick_path(p, &s, may_time, &want, &slot);
-	if (way == SB_CL_ATT_FUSED || want >> SB_CL_ATT_FUSED & 1) {
-		const int ok = fused_usable(c);
-		if (ok < 0)
-			return way; /* the pass has failed */
-		if (!ok) { /* dropped here, or already when it did not build (attention_ready) */
-			sb_cl_pick_drop(p, SB_CL_ATT_FUSED);
-			way = sb_cl_pick_path(p, &s, may_time, &want, &slot);
-			want &= ~(1 << SB_CL_ATT_FUSED);
-		}
-	}
-	if (!want || c->st != SB_OK)
-		return way;
-	/* O's extent: the scratch output keeps its strides and its alignment */
-	const size_t lead = o.off % 4;
-	const size_t floats = lead + (size_t)(batch - 1) * (size_t)so + (size_t)(nq - 1) * ldo +
-	                      (size_t)heads * hd;
-	sb_dv S;
-	cl_command_queue tq = sb_cl_pick_begin(c, p, slot, floats, &S);
-	if (!tq)
-		return way;
-	S.off = lead;
-	cl_command_queue main = c->q;
-	c->q = tq;
-	c->timing = 1;
-	for (int j = 0; j < 2 && c->st == SB_OK; j++) {
-		if (!(want >> j & 1))
-			continue;
-		sb_cl_pick_mark(p);
-		(j == SB_CL_ATT_FUSED ? attention_fused : attention_split)(c, q, ldq, k, v, ldkv, nq, nk,
-		                                                           heads, hd, scale, S, ldo,
-		                                                           batch, sq, skv, so);
-		if (c->st != SB_OK) { /* as a product's timed run (measured_path) */
-			sb_log(c->log, SB_LOG_INFO, "a timed attention %s failed (%s): measured without it",
-			       j == SB_CL_ATT_FUSED ? "in one pass" : "as products", sb_status_str(c->st));
-			if (c->st != SB_ERR_DEVICE_LOST)
-				c->st = SB_OK;
-			sb_cl_pick_failed(p, slot, j);
-		} else {
-			sb_cl_pick_timed(p, slot, j);
-		}
-	}
-	c->timing = 0;
-	c->q = main;
-	sb_cl_pick_end(c, p);
-	return sb_cl_pick_path(p, &s, 0, &want, &slot);
-}
-
-/* Attention in one pass (attention_fused) where the device is set to or measured it faster for
- * the shape and the heads are small enough, else as two products around a softmax. */
-static void op_attention(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
-                         int nk, int heads, int hd, float scale, sb_dv o, int ldo, int batch,
-                         long sq, long skv, long so)
-{
-	if (nq <= 0 || nk <= 0 || heads <= 0 || batch <= 0 || c->st != SB_OK ||
-	    sb_cl_ops_ready(c) != SB_OK)
-		return;
-	/* bf16: its two products on the tensor cores, as the products' way would run them */
-	if (c->want_bf16 && !c->mma_tried) {
-		const sb_status st = bf16_products(c);
-		if (st != SB_OK) {
-			c->st = st;
-			return;
-		}
-	}
-	const int fits = hd <= 64 && hd % 4 == 0; /* attention.cl's heads */
-	if (c->want_bf16 && c->mma && c->att_fused && (hd == 16 || hd == 32 || hd == 64) &&
-	    attention_mma_ready(c, hd)) {
-		attention_mma(c, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv,
-		              so);
-		return;
-	}
-	int fused = c->att_fused;
-	if (fits && c->att_pick && !c->want_bf16) {
-		fused = measured_attention(c, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch,
-		                           sq, skv, so) == SB_CL_ATT_FUSED;
-		if (c->st != SB_OK)
-			return;
-	}
-	if (fused && fits && attention_ready(c)) {
-		attention_fused(c, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv,
-		                so);
-		return;
-	}
-	attention_split(c, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv, so);
 }
 
 static void op_rmsnorm(sb_bdev *c, sb_dv x, sb_dv out, size_t n, int D, sb_dv w)
@@ -1285,7 +913,7 @@ static void op_head_gate(sb_bdev *c, sb_dv x, int ldx, sb_dv g, int ldg, size_t 
 const sb_ops sb_cl_ops = {
 	op_gemm, op_zero, op_copy, op_bias_act, op_fill_bias, op_bias_cols, op_add, op_scale_add,
 	op_glu, op_glu_add, op_groupnorm, op_groupnorm_tokens, op_layernorm, op_softmax,
-	op_transpose, op_rows_tokens, op_add_row_channel, op_im2col, op_convtr, op_attention,
+	op_transpose, op_rows_tokens, op_add_row_channel, op_im2col, op_convtr, sb_cl_op_attention,
 	op_rmsnorm, op_rope, op_head_gate, sb_cl_op_stft, sb_cl_op_istft, sb_cl_op_moments,
 	sb_cl_op_standardise, sb_cl_op_gather, sb_cl_op_cmul,
 };

@@ -115,6 +115,29 @@ void sb_cl_check_close(sb_cl_check *k);
  * into dst (blocking; 'what' names the read). */
 sb_status sb_cl_check_result(sb_bdev *c, cl_mem m, size_t n, float *dst, const char *what);
 
+/* The first bf16 product on this device (--precision bf16): opens the tensor-core kernel where
+ * the device has it (cl_ops.c). Only running out of host memory is a failure. */
+sb_status sb_cl_bf16_products(sb_bdev *c);
+
+/* Timed runs of one operation on a device that measures it per shape (cl_gemm_pick.h;
+ * cl_ops.c): run(c, path, out, op) enqueues path 'path' of the operation 'op' on c->q, its
+ * output 'out' (a scratch output of 'floats' floats, the operation's own output's first
+ * 'lead' skipped to keep its alignment), and returns SB_ERR_UNSUPPORTED when the path refuses
+ * the shape (it is dropped), else c's status. Each path of 'want' runs once on the measuring
+ * queue, ordered between c's work before and after; a run the device could not take is that
+ * shape's loss of the path; one that leaned on an undecided product or a product path's check
+ * is not counted; a lost device or host memory is the pass's failure. */
+typedef sb_status (*sb_cl_timed_fn)(sb_bdev *c, int path, sb_dv out, const void *op);
+void sb_cl_time_paths(sb_bdev *c, struct sb_cl_pick *p, int slot, int want, size_t lead,
+                      size_t floats, sb_cl_timed_fn run, const void *op);
+
+/* attention (cl_attention.c): how a device runs it, set with its operations (SB_OK or
+ * SB_ERR_NOMEM), and the operation */
+sb_status sb_cl_attention_setup(sb_bdev *c);
+void sb_cl_op_attention(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq, int nk,
+                        int heads, int hd, float scale, sb_dv o, int ldo, int batch, long sq,
+                        long skv, long so);
+
 /* the norms' statistics in slices (cl_ops.c): returns the slices G of each batch item */
 int sb_cl_part_stats(sb_bdev *c, sb_dv x, long stride, long n, int batch);
 

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-sb_status sb_cl_attention_setup(sb_bdev *c)
+void sb_cl_attention_setup(sb_bdev *c)
 {
 	cl_device_type type = 0;
 	clGetDeviceInfo(sb_cl_device_id(c->dev), CL_DEVICE_TYPE, sizeof type, &type, NULL);
@@ -37,13 +37,19 @@ sb_status sb_cl_attention_setup(sb_bdev *c)
 	const char *att = getenv("SB_CL_ATTENTION");
 	c->att_fused = att && !strcmp(att, "fused") ? 1 : att && !strcmp(att, "split") ? 0
 	               : pocl_cpu || nvidia_gpu;
-	const int measure = att && *att ? !strcmp(att, "auto")
-	                    : dp->type == SB_DEV_GPU_DISCRETE || dp->type == SB_DEV_GPU_INTEGRATED ||
-	                      dp->type == SB_DEV_ACCELERATOR;
 	c->att_local = type & CL_DEVICE_TYPE_CPU ? 0 : 1;
 	const char *al = getenv("SB_CL_ATT_LOCAL"); /* a test's override */
 	if (al && (!strcmp(al, "0") || !strcmp(al, "1")))
 		c->att_local = atoi(al);
+}
+
+sb_status sb_cl_attention_measure(sb_bdev *c)
+{
+	const sb_device_props *dp = sb_cl_device_props(c->dev);
+	const char *att = getenv("SB_CL_ATTENTION");
+	const int measure = att && *att ? !strcmp(att, "auto")
+	                    : dp->type == SB_DEV_GPU_DISCRETE || dp->type == SB_DEV_GPU_INTEGRATED ||
+	                      dp->type == SB_DEV_ACCELERATOR;
 	if (!measure)
 		return SB_OK;
 	/* the file is named by the one-pass kernels and what the products' way runs (the softmax,
@@ -324,8 +330,6 @@ static int fused_usable(sb_bdev *c)
 	}
 	const char *label = sb_cl_device_props(c->dev)->label;
 	c->att_checked = st == SB_OK ? 1 : -1;
-	if (st != SB_OK)
-		c->att_fused = 0; /* nor where the pick is not asked (bf16 without tensor cores) */
 	if (st == SB_OK)
 		sb_log(c->log, SB_LOG_INFO, "attention in one pass passed its check on %s (relative "
 		       "error %.1e, %.2f s)", label, worst, sb_now() - t0);
@@ -427,6 +431,13 @@ void sb_cl_op_attention(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv
 		                           sq, skv, so) == SB_CL_ATT_FUSED;
 		if (c->st != SB_OK)
 			return;
+	}
+	if (fused && fits && c->att_pick) { /* where measured, one pass runs only once checked
+	                                       there, in any precision */
+		const int ok = fused_usable(c);
+		if (ok < 0)
+			return;
+		fused = ok;
 	}
 	if (fused && fits && attention_ready(c)) {
 		attention_fused(c, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv,

@@ -1,7 +1,7 @@
 /* The OpenCL backend (backend.h): any device an OpenCL driver offers (NVIDIA, AMD, Intel, PoCL
  * on a CPU). The device itself (context, in-order queue, kernel cache, error mapping, fault
  * injection) is cl_device.c; the operations are cl_ops.c on the kernels of ops.cl (matrix
- * products through CLBlast, cl_blas.c); the built-in separator's operation group is
+ * products through CLBlast, cl_blas.c; attention in cl_attention.c); the built-in separator's operation group is
  * cl_classic.c on classic.cl.
  *
  * Threads: a device is used by one thread at a time (the worker that opened it).

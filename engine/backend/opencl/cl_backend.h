@@ -1,5 +1,5 @@
 /* Inside the OpenCL backend: the device and buffer structs its files share (cl_backend.c,
- * cl_ops.c, cl_signal.c, cl_classic.c, cl_enum.c). Nothing outside backend/opencl includes this.
+ * cl_ops.c, cl_signal.c, cl_attention.c, cl_classic.c, cl_enum.c). Nothing outside backend/opencl includes this.
  */
 #ifndef SB_CL_BACKEND_H
 #define SB_CL_BACKEND_H
@@ -49,7 +49,7 @@ struct sb_bdev {
 	int att_local;          /* attention.cl's tiles through local memory (a GPU) */
 	cl_program att_prog;    /* attention.cl, built at the first attention in one pass */
 	cl_kernel att_k[3];     /* its kernels for heads of up to 16, 32 and 64 values */
-	cl_mem att;             /* attention scores (op_attention) */
+	cl_mem att;             /* attention scores (the products' way, cl_attention.c) */
 	size_t att_n;
 	cl_mem tw;              /* the FFTs' twiddles, exp(-2 pi i m / 8192), m < 4096 */
 	sb_cl_gemm_kind gemm;   /* CLBlast, the own kernel or the tiled one (cl_blas.h); when

@@ -48,6 +48,7 @@ typedef struct {
 	int kind;            /* the path decided, -1 while it is measured */
 	int kept;            /* decided by measuring (goes to the file) */
 	int runs[PATHS];     /* timed runs enqueued */
+	int tried[PATHS];    /* runs discarded since the last collect (sb_cl_pick_discard) */
 	int got[PATHS];      /* of them, read back */
 	double best[PATHS];  /* the fastest read, seconds; 0 when none gave a time */
 } entry;
@@ -362,7 +363,7 @@ int sb_cl_pick_path(sb_cl_pick *p, const sb_cl_shape *s, int may_time, int *time
 	if (!may_time || p->off)
 		return p->def;
 	for (int k = 0; k < p->op->npaths; k++)
-		if (p->paths >> k & 1 && e->runs[k] < RUNS)
+		if (p->paths >> k & 1 && e->runs[k] + e->tried[k] < RUNS)
 			*time_now |= 1 << k;
 	*slot = (int)(e - p->e);
 	return p->def;
@@ -389,18 +390,12 @@ cl_command_queue sb_cl_pick_begin(sb_bdev *c, sb_cl_pick *p, int slot, size_t fl
 			return NULL;
 		}
 	}
-	if (p->scratch.n < floats) {
+	const int fresh = p->scratch.n < floats;
+	if (fresh) {
 		cl_mem m = NULL;
 		const size_t n = floats < ((size_t)1 << 20) ? (size_t)1 << 20 : floats;
 		if (sb_cl_device_alloc(p->dev, n * sizeof(float), CL_MEM_READ_WRITE, &m) != SB_OK) {
 			e->kind = p->def; /* no memory to spare for it now: the default, not kept */
-			return NULL;
-		}
-		const float zero = 0.f;
-		if (clEnqueueFillBuffer(p->tq, m, &zero, sizeof zero, 0, n * sizeof(float), 0, NULL,
-		                        NULL) != CL_SUCCESS) {
-			clReleaseMemObject(m);
-			give_up(p, "its scratch output cannot be cleared", 0);
 			return NULL;
 		}
 		if (p->scratch.m)
@@ -428,6 +423,12 @@ cl_command_queue sb_cl_pick_begin(sb_bdev *c, sb_cl_pick *p, int slot, size_t fl
 	clReleaseEvent(m);
 	if (err != CL_SUCCESS) {
 		give_up(p, sb_cl_error_name(err), 0);
+		return NULL;
+	}
+	const float zero = 0.f; /* a new scratch output cleared, after the barrier: the device's */
+	if (fresh && clEnqueueFillBuffer(p->tq, p->scratch.m, &zero, sizeof zero, 0,
+	                                 p->scratch.n * sizeof(float), 0, NULL, NULL) != CL_SUCCESS) {
+		give_up(p, "its scratch output cannot be cleared", 0);
 		return NULL;
 	}
 	scratch->buf = &p->scratch;
@@ -488,8 +489,9 @@ void sb_cl_pick_failed(sb_cl_pick *p, int slot, int k)
 	p->open = NULL;
 }
 
-void sb_cl_pick_discard(sb_cl_pick *p)
+void sb_cl_pick_discard(sb_cl_pick *p, int slot, int k)
 {
+	p->e[slot].tried[k]++;
 	if (p->open)
 		clReleaseEvent(p->open);
 	p->open = NULL;
@@ -569,6 +571,8 @@ void sb_cl_pick_collect(sb_bdev *c, sb_cl_pick *p)
 		clReleaseEvent(r->e1);
 	}
 	p->nr = left;
+	for (int i = 0; i < p->n; i++) /* a discarded run may be tried again from the next pass */
+		memset(p->e[i].tried, 0, sizeof p->e[i].tried);
 	int decided = 0, counts[PATHS] = {0};
 	for (int i = 0; i < p->n; i++) {
 		entry *e = &p->e[i];

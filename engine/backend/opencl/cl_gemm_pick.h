@@ -1,7 +1,8 @@
 /* The path chosen per shape by measuring the paths on the device itself, for two operations:
  * the fp32 matrix products (what SB_CL_GEMM means when it is unset on a GPU or an accelerator,
  * or "auto" on any device, cl_blas.h) and attention (SB_CL_ATTENTION the same way: in one pass
- * or as two products around a softmax, cl_ops.c). One sb_cl_pick per operation per device.
+ * or as two products around a softmax, cl_attention.c). One sb_cl_pick per operation per
+ * device.
  * Nothing outside backend/opencl includes this.
  *
  * WHY: which of CLBlast, the own kernel (ops.cl) and the tiled kernel (gemm.cl) is fastest
@@ -18,7 +19,7 @@
  * batch and the operands' alignment; an attention's query rows, keys, head size, heads, batch
  * and alignment), the operation itself runs through the default path (products: CLBlast where
  * the build has it, else the own kernel; attention: what the driver was measured to run best,
- * cl_ops.c). Before it, each candidate path runs the same operation again into a scratch
+ * cl_attention.c). Before it, each candidate path runs the same operation again into a scratch
  * output, on a second queue of the device that records times. Events order the two queues: the
  * candidates start when the pass's work before them has ended, and the pass's next work starts
  * when they have, so each timed run has the device to itself and the host never waits. A run's
@@ -29,7 +30,8 @@
  * the extra runs. A timed run of attention's products' way counts only once every product it
  * ran was decided and checked (sb_cl_pick_provisional): until then its time is not the way's
  * own, and its products are measured inside it (on their own measuring queue, ordered after
- * the attention's), so attention's shapes are decided after their products'.
+ * the attention's), so attention's shapes are decided after their products'. A discarded run
+ * is tried again, at most RUNS times a pass.
  *
  * KEPT: the decisions go to products-HASH.txt and attention-HASH.txt in the kernel cache's
  * folder (cl_device.h), the hash over the device and its driver, the kernels' sources,
@@ -52,7 +54,8 @@
  * 1 GiB (it keeps the default; the scratch output is freed once no shape is being measured),
  * and any shape while the device profiles its operations (bench --profile: every operation
  * waits there). A timed run that cannot be enqueued (memory for CLBlast's own buffers, say)
- * leaves that path out of its shape's choice; it fails the pass only when the device is lost.
+ * leaves that path out of its shape's choice; it fails the pass only when the device is lost
+ * or the host's memory ran out (cl_ops.h: sb_cl_time_paths).
  * A driver that gives no times for the markers turns the measuring off (logged): its shapes keep
  * the default, and are kept so (a new driver gets a file of its own); a queue or a marker
  * refused turns it off for this process only.
@@ -106,9 +109,9 @@ void sb_cl_pick_end(sb_bdev *c, sb_cl_pick *p);
 /* A timed run of 'path' that could not be enqueued (after sb_cl_pick_mark): the shape is
  * measured without it. */
 void sb_cl_pick_failed(sb_cl_pick *p, int slot, int path);
-/* A run after sb_cl_pick_mark that does not count (its time is not the path's own, or the
- * pass failed): forgotten, the shape is timed again later. */
-void sb_cl_pick_discard(sb_cl_pick *p);
+/* A run of 'path' after sb_cl_pick_mark that does not count (its time is not the path's own,
+ * or the pass failed): forgotten, and the shape's path timed again, up to RUNS tries a pass. */
+void sb_cl_pick_discard(sb_cl_pick *p, int slot, int path);
 /* How many times so far a shape not yet decided was given the default (sb_cl_pick_path): a
  * run built on these operations counts only when this did not change during it. */
 long sb_cl_pick_provisional(const sb_cl_pick *p);

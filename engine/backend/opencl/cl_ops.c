@@ -348,10 +348,17 @@ void sb_cl_time_paths(sb_bdev *c, struct sb_cl_pick *p, int slot, int want, size
 		const int tried = c->paths_tried;
 		sb_cl_pick_mark(p);
 		const sb_status st = run(c, j, S, op);
+		const int leaned = (c->pick && sb_cl_pick_provisional(c->pick) != provisional) ||
+		                   c->paths_tried != tried;
 		if (st == SB_ERR_UNSUPPORTED) {
 			sb_cl_pick_drop(p, j); /* CLBlast refused the shape (logged) */
 		} else if (c->st == SB_ERR_DEVICE_LOST || c->st == SB_ERR_NOMEM) {
-			sb_cl_pick_discard(p); /* the pass's failure, not the path's */
+			sb_cl_pick_discard(p, slot, j); /* the pass's failure, not the path's */
+		} else if (leaned) {
+			/* a failure may be the unsettled work's (memory for a default's buffers beside
+			 * the scratch outputs), not the path's: tried again */
+			c->st = SB_OK;
+			sb_cl_pick_discard(p, slot, j);
 		} else if (c->st != SB_OK) {
 			/* a timed run that could not be enqueued (memory for CLBlast's own buffers beside
 			 * the scratch output, say) is this shape's loss of that path, not the pass's */
@@ -359,9 +366,6 @@ void sb_cl_time_paths(sb_bdev *c, struct sb_cl_pick *p, int slot, int want, size
 			       sb_cl_pick_name(p, j), sb_status_str(c->st));
 			c->st = SB_OK;
 			sb_cl_pick_failed(p, slot, j);
-		} else if ((c->pick && sb_cl_pick_provisional(c->pick) != provisional) ||
-		           c->paths_tried != tried) {
-			sb_cl_pick_discard(p);
 		} else {
 			sb_cl_pick_timed(p, slot, j);
 		}
@@ -819,6 +823,7 @@ sb_status sb_cl_ops_ready(sb_bdev *c)
 		return st;
 	}
 	c->prog = prog;
+	sb_cl_attention_setup(c); /* before anything below can fail */
 	c->gemm = sb_cl_gemm_choose(c->dev);
 	if (c->gemm == SB_CL_GEMM_TILED && !tiled_ready(c, "the own kernel instead")) {
 		if (c->st != SB_OK)
@@ -856,7 +861,7 @@ sb_status sb_cl_ops_ready(sb_bdev *c)
 			return st;
 		}
 	}
-	st = sb_cl_attention_setup(c);
+	st = sb_cl_attention_measure(c);
 	if (st != SB_OK) {
 		sb_cl_fail(c, st);
 		return st;

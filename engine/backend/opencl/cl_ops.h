@@ -1,4 +1,5 @@
-/* What the files of the OpenCL backend's operations share (cl_ops.c, cl_signal.c): launching
+/* What the files of the OpenCL backend's operations share (cl_ops.c, cl_signal.c,
+ * cl_attention.c): launching
  * a kernel of ops.cl, with its arguments set in order and the first error kept; the norms'
  * statistics in slices; and the signal operations, which the sb_ops table names. Nothing
  * outside backend/opencl includes this.
@@ -131,9 +132,11 @@ typedef sb_status (*sb_cl_timed_fn)(sb_bdev *c, int path, sb_dv out, const void 
 void sb_cl_time_paths(sb_bdev *c, struct sb_cl_pick *p, int slot, int want, size_t lead,
                       size_t floats, sb_cl_timed_fn run, const void *op);
 
-/* attention (cl_attention.c): how a device runs it, set with its operations (SB_OK or
- * SB_ERR_NOMEM), and the operation */
-sb_status sb_cl_attention_setup(sb_bdev *c);
+/* attention (cl_attention.c), set up with the device's operations: how it runs (setup), and
+ * whether it is measured per shape, once the products' path is chosen (measure: SB_OK or
+ * SB_ERR_NOMEM); and the operation */
+void sb_cl_attention_setup(sb_bdev *c);
+sb_status sb_cl_attention_measure(sb_bdev *c);
 void sb_cl_op_attention(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq, int nk,
                         int heads, int hd, float scale, sb_dv o, int ldo, int batch, long sq,
                         long skv, long so);

@@ -19,10 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-void sb_cl_attention_setup(sb_bdev *c)
+void sb_cl_attention_setup(sb_bdev *c, cl_device_type type)
 {
-	cl_device_type type = 0;
-	clGetDeviceInfo(sb_cl_device_id(c->dev), CL_DEVICE_TYPE, sizeof type, &type, NULL);
 	/* Until a shape is measured (or where nothing is): one pass where it was measured faster
 	 * (bench/gpu/README.md), on PoCL's CPU device (a RoFormer chunk 11.4 -> 8.8 s, an HTDemucs
 	 * segment 25.4 -> 22.4 s) and on NVIDIA's driver (H100: an ep_317 chunk 0.479 -> 0.405 s);
@@ -45,12 +43,7 @@ void sb_cl_attention_setup(sb_bdev *c)
 
 sb_status sb_cl_attention_measure(sb_bdev *c)
 {
-	const sb_device_props *dp = sb_cl_device_props(c->dev);
-	const char *att = getenv("SB_CL_ATTENTION");
-	const int measure = att && *att ? !strcmp(att, "auto")
-	                    : dp->type == SB_DEV_GPU_DISCRETE || dp->type == SB_DEV_GPU_INTEGRATED ||
-	                      dp->type == SB_DEV_ACCELERATOR;
-	if (!measure)
+	if (!sb_cl_measured(sb_cl_device_props(c->dev), "SB_CL_ATTENTION"))
 		return SB_OK;
 	/* the file is named by the one-pass kernels and what the products' way runs (the softmax,
 	 * the own kernel; how the products are chosen), and by how one pass is built */

@@ -309,7 +309,12 @@ sb_cl_gemm_kind sb_cl_gemm_choose(sb_cl_device *d)
 
 int sb_cl_gemm_measured(const sb_device_props *p)
 {
-	const char *env = getenv("SB_CL_GEMM");
+	return sb_cl_measured(p, "SB_CL_GEMM");
+}
+
+int sb_cl_measured(const sb_device_props *p, const char *var)
+{
+	const char *env = getenv(var);
 	if (env && *env)
 		return !strcmp(env, "auto");
 	const sb_device_type t = p->type;

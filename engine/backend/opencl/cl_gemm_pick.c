@@ -436,11 +436,17 @@ cl_command_queue sb_cl_pick_begin(sb_bdev *c, sb_cl_pick *p, int slot, size_t fl
 	return p->tq;
 }
 
-void sb_cl_pick_mark(sb_cl_pick *p)
+/* mark()'s marker, its run not recorded (a new mark, a run failed or discarded) */
+static void release_open(sb_cl_pick *p)
 {
 	if (p->open)
 		clReleaseEvent(p->open);
 	p->open = NULL;
+}
+
+void sb_cl_pick_mark(sb_cl_pick *p)
+{
+	release_open(p);
 	if (clEnqueueMarkerWithWaitList(p->tq, 0, NULL, &p->open) != CL_SUCCESS)
 		p->open = NULL;
 }
@@ -484,17 +490,13 @@ void sb_cl_pick_failed(sb_cl_pick *p, int slot, int k)
 	entry *e = &p->e[slot];
 	e->runs[k] = e->got[k] = RUNS; /* done, with no time: never this shape's choice */
 	e->best[k] = 0.0;
-	if (p->open)
-		clReleaseEvent(p->open);
-	p->open = NULL;
+	release_open(p);
 }
 
 void sb_cl_pick_discard(sb_cl_pick *p, int slot, int k)
 {
 	p->e[slot].tried[k]++;
-	if (p->open)
-		clReleaseEvent(p->open);
-	p->open = NULL;
+	release_open(p);
 }
 
 long sb_cl_pick_provisional(const sb_cl_pick *p)

@@ -823,7 +823,7 @@ sb_status sb_cl_ops_ready(sb_bdev *c)
 		return st;
 	}
 	c->prog = prog;
-	sb_cl_attention_setup(c); /* before anything below can fail */
+	sb_cl_attention_setup(c, type); /* before anything below can fail */
 	c->gemm = sb_cl_gemm_choose(c->dev);
 	if (c->gemm == SB_CL_GEMM_TILED && !tiled_ready(c, "the own kernel instead")) {
 		if (c->st != SB_OK)

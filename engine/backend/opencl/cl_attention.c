@@ -62,34 +62,48 @@ sb_status sb_cl_attention_measure(sb_bdev *c)
 	return st;
 }
 
-/* attention.cl's program and kernels, built at the first call; 0 when they do not build on
- * the device (logged): its attention takes the products' way from then on */
-static int attention_ready(sb_bdev *c)
+/* attention.cl's kernel for heads of up to 16 << w values (attention_16, _32, _64), built at
+ * its first call: on a GPU from a program of its own (the head size a constant of the build,
+ * so that a row stays in registers: attention.cl), on a CPU driver from one program holding
+ * all three. 0 when it does not build on the device (logged): its attention takes the
+ * products' way from then on, at every head size. */
+static int attention_ready(sb_bdev *c, int w)
 {
-	if (c->att_prog)
+	if (c->att_k[w])
 		return 1;
-	char opts[64];
-	snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DATT_LOCAL=%d", c->att_local);
-	sb_status st = sb_cl_device_build(c->dev, "attention", (const char *)attention_cl, opts,
-	                                  &c->att_prog, NULL);
-	for (int i = 0; i < 3 && st == SB_OK; i++)
-		st = sb_cl_device_kernel(c->dev, c->att_prog, sb_cl_op_names[K_ATTENTION_16 + i],
-		                         &c->att_k[i]);
+	const int p = c->att_local ? w : 0;
+	char opts[64] = "-cl-std=CL1.2 -DATT_LOCAL=0";
+	if (c->att_local)
+		snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DATT_LOCAL=1 -DATT_HD=%d", 16 << w);
+	sb_status st = SB_OK;
+	if (!c->att_prog[p])
+		st = sb_cl_device_build(c->dev, "attention", (const char *)attention_cl, opts,
+		                        &c->att_prog[p], NULL);
+	if (st == SB_OK)
+		st = sb_cl_device_kernel(c->dev, c->att_prog[p], sb_cl_op_names[K_ATTENTION_16 + w],
+		                         &c->att_k[w]);
 	if (st == SB_OK)
 		return 1;
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 3; i++) {
 		if (c->att_k[i])
 			clReleaseKernel(c->att_k[i]);
+		if (c->att_prog[i])
+			clReleaseProgram(c->att_prog[i]);
+	}
 	memset(c->att_k, 0, sizeof c->att_k);
-	if (c->att_prog)
-		clReleaseProgram(c->att_prog);
-	c->att_prog = NULL;
+	memset(c->att_prog, 0, sizeof c->att_prog);
 	c->att_fused = 0;
 	if (c->att_pick)
 		sb_cl_pick_drop(c->att_pick, SB_CL_ATT_FUSED);
 	sb_log(c->log, SB_LOG_WARNING, "attention in one pass does not build on %s: as two "
 	       "products around a softmax instead", sb_cl_device_props(c->dev)->label);
 	return 0;
+}
+
+/* the kernel of attention.cl that runs heads of hd values: the smallest that holds them */
+static int att_which(int hd)
+{
+	return hd <= 16 ? 0 : hd <= 32 ? 1 : 2;
 }
 
 /* the arguments of attention.cl's and attention_mma.cl's kernels (the same list) */
@@ -238,7 +252,7 @@ static void attention_fused(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int 
                             int nk, int heads, int hd, float scale, sb_dv o, int ldo, int batch,
                             long sq, long skv, long so)
 {
-	const int which = hd <= 16 ? 0 : hd <= 32 ? 1 : 2;
+	const int which = att_which(hd);
 	kargs a = {c, c->att_k[which], K_ATTENTION_16 + which, 0.0, 0, CL_SUCCESS};
 	attention_args(&a, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv, so);
 	const size_t g[3] = {(size_t)nq, (size_t)heads, (size_t)batch}, l[3] = {64, 1, 1};
@@ -305,10 +319,11 @@ static int fused_usable(sb_bdev *c)
 {
 	if (c->att_checked)
 		return c->att_checked > 0;
-	if (!attention_ready(c)) { /* logged, and left out of the measured ways */
-		c->att_checked = -1;
-		return 0;
-	}
+	for (int w = 0; w < 3; w++)
+		if (!attention_ready(c, w)) { /* logged, and left out of the measured ways */
+			c->att_checked = -1;
+			return 0;
+		}
 	const double t0 = sb_now();
 	double worst = 0, e = 0; /* e: the last check's error (0 when it could not run) */
 	sb_status st = SB_OK;
@@ -432,7 +447,7 @@ void sb_cl_op_attention(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv
 			return;
 		fused = ok;
 	}
-	if (fused && fits && attention_ready(c)) {
+	if (fused && fits && attention_ready(c, att_which(hd))) {
 		attention_fused(c, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv,
 		                so);
 		return;

@@ -65,11 +65,12 @@ static void cl_close(sb_bdev *d)
 			clReleaseKernel(d->k[i]);
 	if (d->prog)
 		clReleaseProgram(d->prog);
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 3; i++) {
 		if (d->att_k[i])
 			clReleaseKernel(d->att_k[i]);
-	if (d->att_prog)
-		clReleaseProgram(d->att_prog);
+		if (d->att_prog[i])
+			clReleaseProgram(d->att_prog[i]);
+	}
 	sb_cl_pick_free(d->pick);
 	sb_cl_pick_free(d->att_pick);
 	sb_cl_tiled_free(d->tiled);

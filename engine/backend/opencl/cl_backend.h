@@ -47,8 +47,11 @@ struct sb_bdev {
 	int att_checked;        /* attention in one pass checked on this device before its first
 	                           use there (measuring): 1 right, -1 wrong or refused, 0 not yet */
 	int att_local;          /* attention.cl's tiles through local memory (a GPU) */
-	cl_program att_prog;    /* attention.cl, built at the first attention in one pass */
-	cl_kernel att_k[3];     /* its kernels for heads of up to 16, 32 and 64 values */
+	cl_program att_prog[3]; /* attention.cl on a GPU for heads of up to 16, 32 and 64
+	                           values, each built at its first attention in one pass (all
+	                           three at once where the way is measured, to check them); on a
+	                           CPU driver one program, [0], for the three */
+	cl_kernel att_k[3];     /* attention_16, _32, _64 */
 	cl_mem att;             /* attention scores (the products' way, cl_attention.c) */
 	size_t att_n;
 	cl_mem tw;              /* the FFTs' twiddles, exp(-2 pi i m / 8192), m < 4096 */

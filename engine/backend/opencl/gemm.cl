@@ -159,15 +159,18 @@ void gemm_tiled(int M, int N, int K, float alpha,
 #undef LOAD
 #undef STORE
 
+	/* every index of acc a constant (both loops unrolled, no early exit): indexed at run time
+	 * here, as it was, clang's NVPTX output kept an item's whole block in local memory (128
+	 * bytes at 8 x 4; at 8 x 8 every product's sum went through it; tools/cl_kernels.sh) */
+#pragma unroll
 	for (int i = 0; i < WM; i++) {
 		const int gm = row0 + (i / 4) * DM * 4 + ty * 4 + i % 4;
-		if (gm >= M)
-			break; /* rows grow with i */
-		__global float *c = C + (long)gm * ldc;
+#pragma unroll
 		for (int j4 = 0; j4 < QN; j4++) {
 			const int gn = col0 + j4 * DN * 4 + tx * 4;
-			if (gn >= N)
-				break;
+			if (gm >= M || gn >= N)
+				continue;
+			__global float *c = C + (long)gm * ldc;
 			const float4 r = alpha * (float4)(acc[i][4 * j4], acc[i][4 * j4 + 1],
 			                                  acc[i][4 * j4 + 2], acc[i][4 * j4 + 3]);
 			if (vc && gn + 4 <= N) {

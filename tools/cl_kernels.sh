@@ -43,33 +43,35 @@ fails=0
 echo "| kernel | built as | AMD gfx906: VGPRs, scratch | AMD gfx1030: VGPRs, scratch |" \
      "NVPTX sm_80: local memory |"
 echo "|---|---|---|---|---|"
+# build NAME OUT LIBCLC TARGET-OPTIONS...: the job's source and options ($src, $opts) for one
+# target; a build that fails is counted, its first errors shown
+build() {
+	local name=$1 out=$2 lib=$3
+	shift 3
+	if ! "$CLANG" -cl-std=CL1.2 "$@" -Xclang -finclude-default-header \
+		-Xclang -mlink-builtin-bitcode -Xclang "$lib" -O3 -S "${opts[@]}" "$src" \
+		-o "$out" 2> "$out.err"; then
+		echo "$label (${opts[*]}): does not build for $name:" >&2
+		grep -m3 error "$out.err" >&2
+		fails=$((fails + 1))
+		rm -f "$out"
+	fi
+}
 # job LABEL SOURCE HOT TARGETS DEFINES...: HOT: amd, nvidia, all or none (where no scratch
 # and no local memory are allowed); TARGETS: amd, nvidia or all (where the kernel runs)
 job() {
 	local label=$1 src=$2 hot=$3 targets=$4
 	shift 4
-	local n=$((++jobs)) t
-	for t in gfx906 gfx1030; do
-		[ "$targets" = nvidia ] && continue
-		if ! "$CLANG" -cl-std=CL1.2 -target amdgcn-amd-amdhsa -mcpu=$t -nogpulib \
-			-Xclang -finclude-default-header -Xclang -mlink-builtin-bitcode \
-			-Xclang "$CLC/amdgcn--amdhsa.bc" -O3 -S "$@" "$src" \
-			-o "$TMP/$n.$t.s" 2> "$TMP/$n.$t.err"; then
-			echo "$label ($*): does not build for $t:" >&2
-			grep -m3 error "$TMP/$n.$t.err" >&2
-			fails=$((fails + 1))
-			continue
-		fi
-	done
+	local opts=("$@") n=$((++jobs)) t
+	if [ "$targets" != nvidia ]; then
+		for t in gfx906 gfx1030; do
+			build "$t" "$TMP/$n.$t.s" "$CLC/amdgcn--amdhsa.bc" \
+				-target amdgcn-amd-amdhsa -mcpu=$t -nogpulib
+		done
+	fi
 	if [ "$targets" != amd ]; then
-		if ! "$CLANG" -cl-std=CL1.2 -target nvptx64-nvidia-nvcl -march=sm_80 \
-			-Xclang -finclude-default-header -Xclang -mlink-builtin-bitcode \
-			-Xclang "$CLC/nvptx64--nvidiacl.bc" -O3 -S "$@" "$src" \
-			-o "$TMP/$n.ptx" 2> "$TMP/$n.nv.err"; then
-			echo "$label ($*): does not build for sm_80:" >&2
-			grep -m3 error "$TMP/$n.nv.err" >&2
-			fails=$((fails + 1))
-		fi
+		build sm_80 "$TMP/$n.ptx" "$CLC/nvptx64--nvidiacl.bc" \
+			-target nvptx64-nvidia-nvcl -march=sm_80
 	fi
 	# one row per kernel: AMD's from the .amdhsa_kernel blocks, NVPTX's from the depots
 	# (a depot in a function the kernels call counts for every kernel of the file)
@@ -79,7 +81,7 @@ job() {
 			-e 's/^.*\.entry \([A-Za-z0-9_]*\)(.*$/\1/p' |
 		sort -u)
 	if [ -z "$kernels" ]; then # built, yet nothing this script can read: not a pass
-		echo "$label ($*): no kernel found in the compiler's output" >&2
+		echo "$label (${opts[*]}): no kernel found in the compiler's output" >&2
 		fails=$((fails + 1))
 	fi
 	local k

@@ -202,7 +202,7 @@ static sb_status attention_check(sb_bdev *c, int hd, int mma, double *err)
  * the fp32 kernel runs instead) */
 static int attention_mma_ready(sb_bdev *c, int hd)
 {
-	const int w = hd == 16 ? 0 : hd == 32 ? 1 : 2;
+	const int w = att_which(hd);
 	if (c->attm_k[w] || c->attm_tried[w])
 		return c->attm_k[w] != NULL;
 	c->attm_tried[w] = 1;
@@ -238,8 +238,7 @@ static void attention_mma(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ld
                           int nk, int heads, int hd, float scale, sb_dv o, int ldo, int batch,
                           long sq, long skv, long so)
 {
-	kargs a = {c, c->attm_k[hd == 16 ? 0 : hd == 32 ? 1 : 2], K_ATTENTION_MMA, 0.0, 0,
-	           CL_SUCCESS};
+	kargs a = {c, c->attm_k[att_which(hd)], K_ATTENTION_MMA, 0.0, 0, CL_SUCCESS};
 	attention_args(&a, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv, so);
 	const size_t g[3] = {(size_t)(nq + 63) / 64 * 128, (size_t)heads, (size_t)batch},
 	             l[3] = {128, 1, 1};

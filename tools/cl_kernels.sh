@@ -133,7 +133,9 @@ for hd in 16 32 64; do
 done
 # gemm.cl at cl_gemm_tiled.c's tilings: NVIDIA's row, then every other vendor's big and small
 # (built with -cl-mad-enable, as cl_gemm_tiled.c builds it)
-job "gemm.cl 128x64x16, 8x4 an item (NVIDIA)" "$TMP/gemm.cl" nvidia all \
+job "gemm.cl 128x128x8, 8x8 an item (NVIDIA)" "$TMP/gemm.cl" nvidia all \
+	-cl-mad-enable -DTM=128 -DTN=128 -DTK=8 -DWM=8 -DWN=8
+job "gemm.cl 128x64x16, 8x4 an item (NVIDIA, small)" "$TMP/gemm.cl" nvidia all \
 	-cl-mad-enable -DTM=128 -DTN=64 -DTK=16 -DWM=8 -DWN=4
 job "gemm.cl 64x64x16, 4x4 (others)" "$TMP/gemm.cl" all all \
 	-cl-mad-enable -DTM=64 -DTN=64 -DTK=16 -DWM=4 -DWN=4

@@ -21,6 +21,7 @@
  */
 #include "../bench_usage.h"
 #include "../dev_report.h"
+#include "models/pace_keep.h"
 #include "../null_sink.h"
 #include "backend/backend.h"
 #include "core/thread_pool.h"
@@ -215,17 +216,29 @@ int main(int argc, char **argv)
 	null_sink ns = {.sink = {.n_stems = SB_N_STEMS, .channels = 2, .write = null_write}};
 	ns.sink.impl = &ns;
 	dev_report dr = {0};
+	/* several devices: their paces from earlier runs, as the job runner keeps them
+	 * (models/pace_keep.h), and what this song measured kept for the next */
+	double pace[8] = {0};
+	int paces_known = 0;
+	if (set.n > 1 && set.n <= 8) {
+		sb_pace_keep_load("htdemucs", batch, dev, (int)set.n, pace);
+		for (size_t i = 0; i < set.n; i++)
+			paces_known += pace[i] > 0;
+	}
 	/* as the job engine runs a song: the devices stay open and the model keeps its weights on
 	 * them after the call (freed with the model, outside the timings), so the song ends
 	 * without waiting for a pass another device won (place.h: sb_place_drain) */
 	sb_run_ctx ctx = {.log = &log, .threads = threads, .progress = progress, .dev = dev,
 	                  .n_dev = (int)set.n, .batch = batch, .progress_user = &dr,
-	                  .device_report = dev_report_take, .keep = (1u << set.n) - 1};
+	                  .device_report = dev_report_take, .keep = (1u << set.n) - 1,
+	                  .pace = set.n > 1 && set.n <= 8 ? pace : NULL};
 	t0 = sb_now();
 	c0 = cpu_seconds();
 	const sb_status st = sb_model_separate(m, &ctx, src, &ns.sink);
 	const double song_s = sb_now() - t0;
 	const double song_cpu = cpu_seconds() - c0;
+	if (set.n > 1 && set.n <= 8 && st == SB_OK)
+		sb_pace_keep_save("htdemucs", batch, dev, (int)set.n, pace, &log);
 	fprintf(stderr, "\n");
 	src->close(src);
 	free(song);
@@ -245,6 +258,12 @@ int main(int argc, char **argv)
 	if (dr.done > 0)
 		printf(", \"dev0_busy_s\": %.3f, \"dev0_wait_ms_per_segment\": %.2f", dr.busy_s,
 		       1e3 * dr.wait_s / (double)dr.done);
+	if (set.n > 1) {
+		printf(", \"paces_kept_before\": %d, \"segments_per_device\": [", paces_known);
+		for (size_t i = 0; i < set.n && i < 8; i++)
+			printf("%s%ld", i ? ", " : "", dr.units[i]);
+		printf("]");
+	}
 	if (prof_s > 0)
 		printf(", \"profiled_segment_s\": %.4f, \"gemm_s\": %.4f, \"gemm_gflop\": %.1f, "
 		       "\"gemm_gflops\": %.1f, \"launches_per_segment\": %.1f", prof_s / batch,

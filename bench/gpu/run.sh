@@ -39,10 +39,20 @@ set -u -o pipefail
 if [ "${1:-}" = all ]; then
 	rc=0
 	t0=$(date +%s)
-	for s in "check" "gemm" "demucs ${2:-180}" "share ${2:-180}" "roformer 60" "cpu 30"; do
-		echo "== run.sh $s ($(( $(date +%s) - t0 )) s in)"
+	# (STEPS: the steps and their order, first the ones that must come back; DEADLINE: seconds
+	# the whole call may take, so a step that would run past it is cut short and the call's
+	# files still come back)
+	steps=${STEPS:-"check|gemm|demucs ${2:-180}|share ${2:-180}|roformer 60|cpu 30"}
+	IFS='|' read -r -a steps <<< "$steps"
+	for s in "${steps[@]}"; do
+		left=$(( ${DEADLINE:-100000} - ($(date +%s) - t0) ))
+		[ "$left" -gt 20 ] || { echo "== run.sh $s: skipped, the deadline is near"; rc=1; continue; }
+		lim=${STEP_S:-240}
+		[ "$lim" -le "$left" ] || lim=$left
+		echo "== run.sh $s ($(( $(date +%s) - t0 )) s in, at most $lim s)"
 		# a step that hangs (a kernel never run on this GPU before) must not take the call
-		REPEAT=${REPEAT:-3} timeout -k 15 "${STEP_S:-240}" "$0" $s || rc=1
+		# shellcheck disable=SC2086
+		REPEAT=${REPEAT:-3} timeout -k 5 "$lim" "$0" $s || rc=1
 	done
 	echo "== all done in $(( $(date +%s) - t0 )) s"
 	exit $rc
@@ -184,8 +194,9 @@ demucs)
 	# (auto: the default on a GPU, each shape's fastest fp32 product path and attention's way
 	# measured on the device; first from nothing, its measuring in the warm-up and the first
 	# passes, then with what it kept)
-	for run in clblast:fused own:fused tiled:fused auto-first:auto auto:auto tf32:fused \
-		clblast:split own:bf16; do
+	# (DEMUCS_RUNS: a shorter list of these, where a call's time is short)
+	for run in ${DEMUCS_RUNS:-clblast:fused own:fused tiled:fused auto-first:auto auto:auto \
+		tf32:fused clblast:split own:bf16}; do
 		g=${run%:*} a=${run#*:} p=fp32
 		[ "$a" = bf16 ] && a=fused p=bf16
 		[ "$g" = auto-first ] && g=auto && rm -f "$XDG_CACHE_HOME"/stembridge/products-*.txt \
@@ -218,7 +229,17 @@ share)
 	# before that (every core, no lower priority: "allcores")
 	secs=${2:-180}
 	model=/tmp/sb-htdemucs-full.safetensors
-	for dev in "$gpu:1:" "$gpu:2:" "$gpu:4:" "$gpu,cpu:1:" "$gpu,cpu:1:allcores"; do
+	# (SHARE_RUNS: a shorter list, "b1 b2 b4 cpu kept allcores", where a call's time is short;
+	# cpu: GPU + CPU with no pace known, so the CPU measures itself on a first segment; kept:
+	# the same again with the paces the first kept, as the next job would)
+	export SB_PACE_FILE=/tmp/sbpaces.txt
+	for dev in ${SHARE_RUNS:-b1 b2 b4 cpu kept allcores}; do
+		case $dev in
+		b*) dev="$gpu:${dev#b}:" ;;
+		cpu) dev="$gpu,cpu:1:" && rm -f "$SB_PACE_FILE" ;;
+		kept) dev="$gpu,cpu:1:kept" ;;
+		allcores) dev="$gpu,cpu:1:allcores" && rm -f "$SB_PACE_FILE" ;;
+		esac
 		how=${dev##*:} dev=${dev%:*}
 		d=${dev%:*} b=${dev##*:}
 		m="--model $model" t="" nice=""
@@ -266,7 +287,10 @@ roformer)
 	# a chunk on each product path, attention in one pass (NVIDIA's default), the first one's
 	# output dumped for PyTorch's comparison; then CLBlast with attention as products (split)
 	# (auto: as in step demucs, first from nothing, then with what it kept)
-	for run in clblast:fused own:fused tiled:fused auto-first:auto auto:auto clblast:split; do
+	# (RF_RUNS, RF_SONGS: shorter lists of these, where a call's time is short; the dump for
+	# PyTorch's comparison comes from clblast:fused, so keep it first)
+	for run in ${RF_RUNS:-clblast:fused own:fused tiled:fused auto-first:auto auto:auto \
+		clblast:split}; do
 		g=${run%:*} a=${run#*:}
 		[ "$g" = auto-first ] && g=auto && rm -f "$XDG_CACHE_HOME"/stembridge/products-*.txt \
 			"$XDG_CACHE_HOME"/stembridge/attention-*.txt
@@ -291,7 +315,7 @@ roformer)
 	cat "$R/roformer-gpu-chunk-tf32-profile.txt" "$R/roformer-gpu-chunk-tf32.json"
 	# songs: CLBlast, the own kernel, each shape's fastest (the default), tf32 and bf16 on the
 	# tensor cores
-	for g in clblast own auto tf32 bf16; do
+	for g in ${RF_SONGS:-clblast own auto tf32 bf16}; do
 		p=fp32
 		[ $g = bf16 ] && p=bf16
 		SB_CL_GEMM=${g/bf16/own} sb "$C/bin/bench_roformer" "$M.safetensors" --device "$gpu" \

@@ -25,5 +25,5 @@ int sb_pace_take(double mine, double units, const sb_pace_other *others, int n,
 	if (soonest < 0)
 		return 1; /* alone */
 	const double t = mine * units;
-	return t <= soonest || t <= waiting / rate;
+	return t <= soonest || (t <= waiting / rate && 1.0 / mine >= SB_PACE_MIN_SHARE * rate);
 }

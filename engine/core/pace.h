@@ -8,15 +8,24 @@
  *     every device works), or
  *   - it would finish the piece no later than the soonest other device could (that device's
  *     time left on what it runs, plus the piece), or
- *   - no later than the other devices, at their pace, would drain all the work waiting.
+ *   - no later than the other devices, at their pace, would drain all the work waiting, and
+ *     its rate is at least SB_PACE_MIN_SHARE of theirs together.
  * Else it leaves the piece to the others: a slow device beside a fast one works only while
  * that makes the whole sooner, so adding a device never makes a job slower.
+ *
+ * The floor: a device working beside others slows them (the same memory, the host thread that
+ * feeds them, the cores). On the H100 machine the CPU's threads beside the GPU made the GPU's
+ * segments 8-14 % slower while the CPU, at a 25th of its rate, gave it 4-6 %: a device whose
+ * rate is under a sixth of the others' gives less than it costs them, so it only takes a piece
+ * it would finish before any of them could (a stuck device, the others all busy).
  *
  * A device past its own pace on what it runs is taken to need as long again as it has run
  * (sb_pace_left), so a device stuck on a piece (a hung driver) stops holding the others back.
  */
 #ifndef SB_PACE_H
 #define SB_PACE_H
+
+#define SB_PACE_MIN_SHARE (1.0 / 6)
 
 typedef struct {
 	double pace;       /* its seconds a unit, 0 unknown */

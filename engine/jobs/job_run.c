@@ -12,6 +12,7 @@
 #include "io/resample.h"
 #include "io/stem_writer.h"
 #include "io/temp_file.h"
+#include "models/pace_keep.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -487,6 +488,13 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 	 * from the CPU it is the model's, and the job fails. */
 	int64_t chunk = 0;
 	int oom_retries = 0;
+	/* several devices: each one's pace on this model from earlier jobs (pace_keep.h) */
+	double pace[SB_JOB_MAX_DEVICES] = {0}, kept[SB_JOB_MAX_DEVICES] = {0};
+	const int keep_pace = pl.n > 1 && pl.n <= SB_JOB_MAX_DEVICES;
+	if (keep_pace) {
+		sb_pace_keep_load(model->info.name, env->batch, pl.dev, pl.n, pace);
+		memcpy(kept, pace, sizeof kept);
+	}
 	for (;;) {
 		sb_run_ctx ctx = {
 			.log = log,
@@ -505,11 +513,21 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 			.bf16 = spec->bf16,
 			/* a composite's parts keep nothing on the devices: the next part needs the room */
 			.keep = env->keep && n_parts <= 1 ? kept_devices(&pl) : 0,
+			.pace = keep_pace && pl.n > 1 ? pace : NULL, /* not the CPU after a fallback */
 		};
 		use_devices(&ps, &pl);
 		report(&ps, SB_JOB_RUNNING, ps.lo, "separating");
 		model_ran = 1;
 		st = sb_model_separate(model, &ctx, model_src, model_sink);
+		if (keep_pace && pl.n > 1 && st == SB_OK) {
+			sb_pace_keep_save(model->info.name, env->batch, pl.dev, pl.n, pace, log);
+			/* a device its kept pace left out says so (the manifest's events) */
+			for (int i = 0; i < pl.n; i++)
+				if (kept[i] > 0 && ps.p.devices[i].done == 0)
+					event(&ev, log, SB_LOG_INFO, "%s took no part: at its pace from an "
+					      "earlier job (%.2f s a piece of the song) the others finish "
+					      "sooner without it", pl.dev[i].props->label, kept[i]);
+		}
 		if (st == SB_OK && rsink)
 			st = sb_resample_sink_finish(rsink);
 		const int nonfinite = st == SB_ERR_NONFINITE;

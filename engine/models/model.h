@@ -55,6 +55,12 @@ typedef struct {
 	                                  model, jobs/model_keep.h): the model may keep its weights
 	                                  placed there for the next call; 0: place them for this
 	                                  call only */
+	double *pace;                  /* n_dev entries, or NULL: each device's seconds a unit on
+	                                  this model from earlier jobs (0 unknown), where the
+	                                  sharing rule starts (core/pace.h), so that a device too
+	                                  slow to help need not run a piece to find out; a model
+	                                  that shares its work writes back what it measured
+	                                  (models/pace_keep.h keeps them in a file) */
 } sb_run_ctx;
 
 typedef struct {

@@ -530,6 +530,9 @@ sb_status sb_share_run(const sb_share_ops *ops, void *user, const sb_run_ctx *ct
 	for (int i = 0; i < s.n_w; i++) {
 		w[i].s = &s;
 		w[i].dev = i;
+		/* a pace from earlier jobs: the rule's start until this job measures one */
+		if (ctx->pace && s.n_w > 1 && ctx->pace[i] > 0)
+			w[i].per_task = ctx->pace[i];
 	}
 	if (s.n_w > 1) {
 		/* a CPU behind a GPU API computes on the same cores as the native CPU: the rate rule
@@ -583,6 +586,10 @@ sb_status sb_share_run(const sb_share_ops *ops, void *user, const sb_run_ctx *ct
 		       "%ld finished first there", ops->who, s.backups, s.backups == 1 ? "" : "s",
 		       s.backups_won);
 	st = s.err;
+	/* what each device measured (a run that lost its race: at least that slow) */
+	for (int i = 0; ctx->pace && s.n_w > 1 && i < s.n_w; i++)
+		if (w[i].per_task > 0)
+			ctx->pace[i] = w[i].per_task;
 	if (st == SB_OK && s.units_done < s.units_total)
 		st = s.last_dev_err != SB_OK ? s.last_dev_err : SB_ERR_DEVICE;
 	pthread_mutex_unlock(&s.lock);

@@ -524,7 +524,9 @@ def group_share_slow(tmp):
     rate, frames = 44100, 44100 * 40
     inp = os.path.join(tmp, "song.wav")
     wavio.write_wav(inp, wavio.test_signal(frames, 2, rate, seed=5), 2, rate, fmt="float")
-    env = {"POCL_DEVICES": "pthread pthread"}
+    # the devices' paces kept in a file of the test's own, empty at first
+    paces = os.path.join(tmp, "paces.txt")
+    env = {"POCL_DEVICES": "pthread pthread", "SB_PACE_FILE": paces}
     alone, both = os.path.join(tmp, "alone"), os.path.join(tmp, "both")
     t0 = time.monotonic()
     p = run(["separate", inp, "-o", alone, "--model", model, "--device", "cpu", "-q"], env=env)
@@ -555,6 +557,33 @@ def group_share_slow(tmp):
             a = wavio.read_wav(os.path.join(both, "song", s + ".wav"))[0]
             b = wavio.read_wav(os.path.join(alone, "song", s + ".wav"))[0]
             check(a == b, f"{s}: the shared run's stems are not the fast device's")
+    # the next job knows both paces from this one: the slow device takes no part (not even a
+    # first segment to measure itself, which slows a fast GPU's whole song on a real machine),
+    # and the manifest says why
+    kept = open(paces).read() if os.path.exists(paces) else ""
+    check("\tpthread" in kept and "\tCPU (" in kept, f"no pace kept for each device: {kept!r}")
+    again = os.path.join(tmp, "again")
+    p = run(["separate", inp, "-o", again, "--model", model, "--device", "cpu,opencl:0", "-q"],
+            env=slow)
+    if check(p.returncode == 0, f"cpu + slow opencl:0 again: exit {p.returncode}: {p.stderr}"):
+        m = json.load(open(os.path.join(again, "song", "manifest.json")))
+        devs = {d["id"]: d for d in m["device"]["devices"]}
+        check(devs.get("opencl:0", {}).get("segments") == 0,
+              f"segments per device with the paces kept {m['device']['devices']}")
+        check(any("took no part" in e and "pthread" in e for e in m["events"]),
+              f"no event says the slow device took no part: {m['events']}")
+        for s in STEMS:
+            a = wavio.read_wav(os.path.join(again, "song", s + ".wav"))[0]
+            b = wavio.read_wav(os.path.join(alone, "song", s + ".wav"))[0]
+            check(a == b, f"{s}: the second shared run's stems are not the fast device's")
+    # a damaged paces file is no pace known: the job runs as the first did and rewrites it
+    with open(paces, "w") as f:
+        f.write("garbage\n-1 0 x\ty\nnan 0 htdemucs-mini\tCPU (2 threads)\n12 0 trunc")
+    p = run(["separate", inp, "-o", os.path.join(tmp, "damaged"), "--model", model, "--device",
+             "cpu,opencl:0", "-q"], env=slow)
+    check(p.returncode == 0, f"with a damaged paces file: exit {p.returncode}: {p.stderr}")
+    kept = open(paces).read()
+    check("garbage" not in kept and "\tpthread" in kept, f"the damaged file stayed: {kept!r}")
 
 
 def group_share_held(tmp):

@@ -283,10 +283,11 @@ sb_status sb_cl_pick_open(sb_bdev *c, sb_cl_pick_op op, int paths, int def, cons
 	/* a new driver, new kernels (the sources hashed into the file's name), another tiling, a
 	 * new CLBlast or new tuning for it: measured again */
 	const char *tile = getenv("SB_CL_TILE"), *tiled = sb_cl_tiled_source();
-	char opts[512];
-	snprintf(opts, sizeof opts, "%s v1, paths %d, %s tuned %d, SB_CL_TILE=%s%s%s", p->op->tag,
-	         p->paths, sb_cl_gemm_name(SB_CL_GEMM_CLBLAST), sb_cl_blas_tuned_kernels(c->dev),
-	         tile ? tile : "", *also ? ", " : "", also);
+	char opts[768], table[256];
+	sb_cl_tiled_table(table, sizeof table);
+	snprintf(opts, sizeof opts, "%s v1, paths %d, %s tuned %d, SB_CL_TILE=%s, tilings %s%s%s",
+	         p->op->tag, p->paths, sb_cl_gemm_name(SB_CL_GEMM_CLBLAST),
+	         sb_cl_blas_tuned_kernels(c->dev), tile ? tile : "", table, *also ? ", " : "", also);
 	const size_t nk = strlen(kernels), nt = strlen(tiled);
 	char *sources = malloc(nk + nt + 1);
 	if (!sources) {

@@ -16,17 +16,22 @@ typedef struct {
 } tiling;
 
 /* Tilings by vendor, the first match wins. NVIDIA's is measured on an H100 (bench/gpu, step
- * gemm, 2026-11-26, bench/gpu/README.md): 128 x 64 tiles of 8 x 4 an item, on every shape,
- * 20.7 TFLOP/s over HTDemucs's products where the usual SGEMM choice (128 x 128 of 8 x 8, and
- * 64 x 64 below a tile per compute unit) gave 14.1; its 126 tiles of the encoder's product beat
- * 64 x 64's 252 there (18.7 against 16.6), so it has no small tiling. The default, unmeasured,
- * is a moderate one that fits any OpenCL 1.2 GPU's 32 KiB. PoCL (a CPU) runs the default: its
- * point there is correctness. */
+ * gemm, 2026-11-27, bench/gpu/README.md), each shape's best of the two: 128 x 128 tiles of 8 x 8
+ * an item with K by 8 where there are at least a tile per compute unit and both sides fill a
+ * tile (HTDemucs's 2688x2048x512 25.4 TFLOP/s against 22.4, 2048x2048x512 30.1 against 23.9,
+ * its attention scores 27.1 against 24.6; the RoFormer's four products over 49,662 tokens
+ * 28.8-31.1 against 26.2-27.1), 128 x 64 of 8 x 4 with K by 16 elsewhere (the encoder's
+ * 384x2688x1536, 63 wide tiles for 132 compute units: 18.7 against 13.9; attention's P V, 64
+ * columns: 16.5 against 10.2). The usual SGEMM choice (128 x 128 x 16 of 8 x 8, 64 x 64 below a
+ * tile per compute unit) gave 16.0 over HTDemucs's five where this pair gives 22 (their best
+ * per shape). The default, unmeasured, is a moderate one that fits any OpenCL 1.2 GPU's
+ * 32 KiB. PoCL (a CPU) runs the default: its point there is correctness. */
 static const struct {
 	const char *vendor; /* a substring of CL_DEVICE_VENDOR; NULL: any */
-	tiling big, small;  /* small: for fewer big tiles than compute units; zeros: none */
+	tiling big, small;  /* small: for fewer big tiles than compute units, or a side of the
+	                       product within half a big tile; zeros: none */
 } table[] = {
-	{"NVIDIA", {128, 64, 16, 8, 4}, {0, 0, 0, 0, 0}},
+	{"NVIDIA", {128, 128, 8, 8, 8}, {128, 64, 16, 8, 4}},
 	{NULL, {64, 64, 16, 4, 4}, {32, 32, 16, 4, 4}},
 };
 
@@ -156,7 +161,8 @@ sb_status sb_cl_tiled_open(sb_bdev *c, sb_cl_tiled **out)
 	                  t->t[0].tm, t->t[0].tn, t->t[0].tk, t->t[0].wm, t->t[0].wn);
 	if (t->n == 2)
 		snprintf(t->desc + at, sizeof t->desc - (size_t)at, ", %dx%dx%d (%dx%d) below %u "
-		         "tiles", t->t[1].tm, t->t[1].tn, t->t[1].tk, t->t[1].wm, t->t[1].wn, t->cus);
+		         "tiles or a side within half a tile", t->t[1].tm, t->t[1].tn, t->t[1].tk,
+		         t->t[1].wm, t->t[1].wn, t->cus);
 	*out = t;
 	return SB_OK;
 }
@@ -178,11 +184,31 @@ int sb_cl_gemm_flags(sb_dv A, int lda, long sa, sb_dv B, int ldb, long sb, sb_dv
 	return aligned4(A, lda, sa) | aligned4(B, ldb, sb) << 1 | aligned4(C, ldc, sc) << 2;
 }
 
+/* 1: the small tiling serves M x N (batch items): the big one would leave compute units idle,
+ * or use half a tile or less along a side the small one covers in fewer */
+static int take_small(const sb_cl_tiled *t, int M, int N, int batch)
+{
+	const tiling *b = &t->t[0], *s = &t->t[1];
+	return t->n == 2 && (tiles(b, M, N, batch) < (long)t->cus ||
+	                     (N <= b->tn / 2 && s->tn < b->tn) || (M <= b->tm / 2 && s->tm < b->tm));
+}
+
+void sb_cl_tiled_table(char *buf, size_t len)
+{
+	int at = 0;
+	for (size_t i = 0; i < sizeof table / sizeof table[0] && at >= 0 && (size_t)at < len; i++) {
+		const tiling *b = &table[i].big, *s = &table[i].small;
+		at += snprintf(buf + at, len - (size_t)at, "%s %d,%d,%d,%d,%d;%d,%d,%d,%d,%d ",
+		               table[i].vendor ? table[i].vendor : "*", b->tm, b->tn, b->tk, b->wm,
+		               b->wn, s->tm, s->tn, s->tk, s->wm, s->wn);
+	}
+}
+
 void sb_cl_tiled_gemm(sb_bdev *c, sb_cl_tiled *t, int M, int N, int K, float alpha, sb_dv A,
                       int lda, long sa, sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C,
                       int ldc, long sc, int batch)
 {
-	const int w = t->n == 2 && tiles(&t->t[0], M, N, batch) < (long)t->cus;
+	const int w = take_small(t, M, N, batch);
 	const tiling *g = &t->t[w];
 	const int flags = sb_cl_gemm_flags(A, lda, sa, B, ldb, sb, C, ldc, sc);
 	kargs a = {c, t->k[w], K_GEMM, 0.0, 0, CL_SUCCESS};

@@ -24,6 +24,9 @@ sb_status sb_cl_tiled_open(sb_bdev *c, sb_cl_tiled **out);
 void sb_cl_tiled_free(sb_cl_tiled *t);
 /* gemm.cl's source (for the names of files kept per kernel version) */
 const char *sb_cl_tiled_source(void);
+/* The table of tilings in words (the products' measured choices are kept under it: a new
+ * table measures them again). */
+void sb_cl_tiled_table(char *buf, size_t len);
 /* "tiled kernel 128x128x16 (8x8 an item), 64x64x16 (4x4) for small products" */
 const char *sb_cl_tiled_describe(const sb_cl_tiled *t);
 

@@ -1,6 +1,7 @@
-/* What the first device of a song did (and how many units each finished), from the model's device reports (sb_run_ctx's
+/* What the first device of a song did, from the model's device reports (sb_run_ctx's
  * device_report; the last report of a device holds its totals): the seconds it ran its units
- * and the seconds it sat between them, waiting for the file's reading and writing. */
+ * and the seconds it sat between them, waiting for the file's reading and writing; and the
+ * units each device finished. */
 #ifndef SB_BENCH_DEV_REPORT_H
 #define SB_BENCH_DEV_REPORT_H
 

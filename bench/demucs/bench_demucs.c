@@ -21,11 +21,11 @@
  */
 #include "../bench_usage.h"
 #include "../dev_report.h"
-#include "models/pace_keep.h"
 #include "../null_sink.h"
 #include "backend/backend.h"
 #include "core/thread_pool.h"
 #include "models/demucs/demucs.h"
+#include "models/pace_keep.h"
 #include "random_model.h"
 
 #include <math.h>
@@ -218,12 +218,14 @@ int main(int argc, char **argv)
 	dev_report dr = {0};
 	/* several devices: their paces from earlier runs, as the job runner keeps them
 	 * (models/pace_keep.h), and what this song measured kept for the next */
-	double pace[8] = {0};
+	sb_pace_entry pace[8];
+	char pace_job[256];
 	int paces_known = 0;
+	sb_pace_keep_job(pace_job, sizeof pace_job, "htdemucs", bf16, threads, batch);
 	if (set.n > 1 && set.n <= 8) {
-		sb_pace_keep_load("htdemucs", batch, dev, (int)set.n, pace);
+		sb_pace_keep_load(pace_job, dev, (int)set.n, pace, &log);
 		for (size_t i = 0; i < set.n; i++)
-			paces_known += pace[i] > 0;
+			paces_known += pace[i].kept > 0;
 	}
 	/* as the job engine runs a song: the devices stay open and the model keeps its weights on
 	 * them after the call (freed with the model, outside the timings), so the song ends
@@ -238,7 +240,7 @@ int main(int argc, char **argv)
 	const double song_s = sb_now() - t0;
 	const double song_cpu = cpu_seconds() - c0;
 	if (set.n > 1 && set.n <= 8 && st == SB_OK)
-		sb_pace_keep_save("htdemucs", batch, dev, (int)set.n, pace, &log);
+		sb_pace_keep_save(pace_job, dev, (int)set.n, pace, &log);
 	fprintf(stderr, "\n");
 	src->close(src);
 	free(song);

@@ -46,7 +46,11 @@ if [ "${1:-}" = all ]; then
 	IFS='|' read -r -a steps <<< "$steps"
 	for s in "${steps[@]}"; do
 		left=$(( ${DEADLINE:-100000} - ($(date +%s) - t0) ))
-		[ "$left" -gt 20 ] || { echo "== run.sh $s: skipped, the deadline is near"; rc=1; continue; }
+		if [ "$left" -le 20 ]; then
+			echo "== run.sh $s: skipped, the deadline is near"
+			rc=1
+			continue
+		fi
 		lim=${STEP_S:-240}
 		[ "$lim" -le "$left" ] || lim=$left
 		echo "== run.sh $s ($(( $(date +%s) - t0 )) s in, at most $lim s)"

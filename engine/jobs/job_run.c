@@ -489,12 +489,14 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 	int64_t chunk = 0;
 	int oom_retries = 0;
 	/* several devices: each one's pace on this model from earlier jobs (pace_keep.h) */
-	double pace[SB_JOB_MAX_DEVICES] = {0}, kept[SB_JOB_MAX_DEVICES] = {0};
-	const int keep_pace = pl.n > 1 && pl.n <= SB_JOB_MAX_DEVICES;
-	if (keep_pace) {
-		sb_pace_keep_load(model->info.name, env->batch, pl.dev, pl.n, pace);
-		memcpy(kept, pace, sizeof kept);
-	}
+	sb_pace_entry pace[SB_JOB_MAX_DEVICES];
+	char pace_job[256];
+	sb_pace_keep_job(pace_job, sizeof pace_job, model->info.name, spec->bf16, env->cpu_threads,
+	                 env->batch);
+	/* a composite's parts run other models on the same devices: none of theirs is kept */
+	const int keep_pace = pl.n > 1 && pl.n <= SB_JOB_MAX_DEVICES && n_parts <= 1;
+	if (keep_pace)
+		sb_pace_keep_load(pace_job, pl.dev, pl.n, pace, log);
 	for (;;) {
 		sb_run_ctx ctx = {
 			.log = log,
@@ -520,13 +522,13 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 		model_ran = 1;
 		st = sb_model_separate(model, &ctx, model_src, model_sink);
 		if (keep_pace && pl.n > 1 && st == SB_OK) {
-			sb_pace_keep_save(model->info.name, env->batch, pl.dev, pl.n, pace, log);
+			sb_pace_keep_save(pace_job, pl.dev, pl.n, pace, log);
 			/* a device its kept pace left out says so (the manifest's events) */
 			for (int i = 0; i < pl.n; i++)
-				if (kept[i] > 0 && ps.p.devices[i].done == 0)
+				if (pace[i].kept > 0 && pace[i].runs == 0)
 					event(&ev, log, SB_LOG_INFO, "%s took no part: at its pace from an "
 					      "earlier job (%.2f s a piece of the song) the others finish "
-					      "sooner without it", pl.dev[i].props->label, kept[i]);
+					      "sooner without it", pl.dev[i].props->label, pace[i].kept);
 		}
 		if (st == SB_OK && rsink)
 			st = sb_resample_sink_finish(rsink);

@@ -58,6 +58,7 @@ static sb_status separate(sb_model *m, const sb_run_ctx *ctx, sb_source *in, sb_
 		share sh = {ctx, i, c->n};
 		sb_run_ctx pc = *ctx;
 		pc.keep = 0; /* nothing of a part stays on the devices: the next part needs the room */
+		pc.pace = NULL; /* a part's units are not another's */
 		pc.progress = part_progress;
 		pc.progress_user = &sh;
 		char which[128];

@@ -32,6 +32,16 @@ typedef struct {
 	const char *reason;            /* in words when dropped */
 } sb_device_report;
 
+/* One device's pace on a job's model (seconds a unit: a segment or a chunk) */
+typedef struct {
+	double kept;                   /* in: from earlier jobs, 0 unknown */
+	int skips;                     /* in: jobs in a row it has sat out since it was measured */
+	double measured;               /* out: this job's, its first run left out (kernel builds,
+	                                  weights placed); a run it lost counts as "at least"; 0
+	                                  when it finished nothing past its first run */
+	long runs;                     /* out: runs it began, lost ones included (0: no part) */
+} sb_pace_entry;
+
 typedef struct {
 	const sb_logger *log;
 	const atomic_int *cancel;      /* non-zero: stop; may be NULL */
@@ -55,12 +65,12 @@ typedef struct {
 	                                  model, jobs/model_keep.h): the model may keep its weights
 	                                  placed there for the next call; 0: place them for this
 	                                  call only */
-	double *pace;                  /* n_dev entries, or NULL: each device's seconds a unit on
-	                                  this model from earlier jobs (0 unknown), where the
-	                                  sharing rule starts (core/pace.h), so that a device too
-	                                  slow to help need not run a piece to find out; a model
-	                                  that shares its work writes back what it measured
-	                                  (models/pace_keep.h keeps them in a file) */
+	sb_pace_entry *pace;           /* n_dev entries, or NULL: each device's pace on this model
+	                                  from earlier jobs, where the sharing rule starts
+	                                  (core/pace.h), so that a device too slow to help need
+	                                  not run a piece to find out; a model that shares its
+	                                  work fills in what this job measured (models/pace_keep.h
+	                                  keeps them in a file) */
 } sb_run_ctx;
 
 typedef struct {

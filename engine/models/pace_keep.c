@@ -1,34 +1,42 @@
 /* Each device's pace on a model, kept between jobs (pace_keep.h). */
 #include "models/pace_keep.h"
 
-#include "io/temp_file.h"
+#include "io/keep_file.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#define LINE_MAX_LEN 1024
+#define FILE_MAX ((long)1 << 18)
+#define LINE_LEN 1024
+
+typedef struct {
+	char *line[SB_PACE_KEEP_MAX]; /* the file's lines, newline removed */
+	int n;
+} lines;
 
 /* The file's path (SB_PACE_FILE, else in the cache folder); 0 when there is none. */
 static int keep_path(char *buf, size_t len)
 {
-	const char *f = getenv("SB_PACE_FILE"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-	int n;
+	const char *f = getenv("SB_PACE_FILE");
 	if (f && *f)
-		n = snprintf(buf, len, "%s", f);
-	else if (x && x[0] == '/')
-		n = snprintf(buf, len, "%s/stembridge/paces.txt", x);
-	else if (h && h[0] == '/')
-		n = snprintf(buf, len, "%s/.cache/stembridge/paces.txt", h);
-	else
-		return 0;
-	return n > 0 && (size_t)n < len;
+		return snprintf(buf, len, "%s", f) < (int)len;
+	char dir[4000];
+	return sb_cache_dir(dir, sizeof dir) && snprintf(buf, len, "%s/paces.txt", dir) < (int)len;
 }
 
-/* One line read: its pace, batch and "model\tlabel" key; 0 when it does not read so. */
-static int parse(const char *line, double *pace, int *batch, const char **key)
+void sb_pace_keep_job(char *buf, size_t len, const char *model, int bf16, int threads, int batch)
+{
+	snprintf(buf, len, "%s %s threads %d batch %d", model, bf16 ? "bf16" : "fp32", threads,
+	         batch);
+	for (char *p = buf; *p; p++)
+		if (*p == '\t' || *p == '\n')
+			*p = ' ';
+}
+
+/* One line read: its pace, skips, and "job\tdevice key"; 0 when it does not read so. */
+static int parse(const char *line, double *pace, int *skips, const char **key)
 {
 	char *end = NULL;
 	errno = 0;
@@ -36,124 +44,173 @@ static int parse(const char *line, double *pace, int *batch, const char **key)
 	if (errno || end == line || *end != ' ' || !(p > 0) || p > 1e6)
 		return 0;
 	const char *b = end + 1;
-	const long bt = strtol(b, &end, 10);
-	if (end == b || *end != ' ' || bt < 0 || bt > 1 << 20)
+	const long k = strtol(b, &end, 10);
+	if (end == b || *end != ' ' || k < 0 || k >= SB_PACE_KEEP_SKIPS)
 		return 0;
-	if (!strchr(end + 1, '\t'))
+	const char *tab = strchr(end + 1, '\t');
+	if (!tab || tab == end + 1 || !tab[1] || strchr(tab + 1, '\t'))
 		return 0;
 	*pace = p;
-	*batch = (int)bt;
+	*skips = (int)k;
 	*key = end + 1;
 	return 1;
 }
 
-static int same_key(const char *key, const char *model, const char *label)
+static int same_key(const char *key, const char *job, const char *dev)
 {
-	const size_t m = strlen(model);
-	return !strncmp(key, model, m) && key[m] == '\t' && !strcmp(key + m + 1, label);
+	const size_t m = strlen(job);
+	return !strncmp(key, job, m) && key[m] == '\t' && !strcmp(key + m + 1, dev);
 }
 
-/* Reads the file's lines (newline removed) into a list; n lines. */
-static char **read_lines(const char *path, int *n)
+static void free_lines(lines *l)
 {
-	*n = 0;
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return NULL;
-	char **lines = calloc(SB_PACE_KEEP_MAX, sizeof *lines);
-	char buf[LINE_MAX_LEN];
-	while (lines && *n < SB_PACE_KEEP_MAX && fgets(buf, sizeof buf, f)) {
-		const size_t l = strlen(buf);
-		if (l == 0 || buf[l - 1] != '\n')
-			continue; /* too long, or the last line cut short: skipped */
-		buf[l - 1] = '\0';
-		lines[*n] = strdup(buf);
-		if (lines[*n])
-			(*n)++;
+	for (int i = 0; i < l->n; i++)
+		free(l->line[i]);
+	l->n = 0;
+}
+
+/* The file's lines into l: 1 when it was whole or absent; 0 (l empty) when it is damaged,
+ * with *why. */
+static int read_lines(const char *path, lines *l, char *why, size_t why_len)
+{
+	l->n = 0;
+	FILE *f = sb_keep_open(path, FILE_MAX);
+	if (!f) {
+		snprintf(why, why_len, "%s", strerror(errno));
+		return errno == ENOENT;
 	}
+	char buf[LINE_LEN];
+	int bad = 0;
+	while (!bad && fgets(buf, sizeof buf, f)) {
+		const size_t len = strlen(buf);
+		double p;
+		int k;
+		const char *key;
+		bad = len == 0 || buf[len - 1] != '\n'; /* too long, cut short, or not text */
+		if (!bad)
+			buf[len - 1] = '\0';
+		bad = bad || !parse(buf, &p, &k, &key);
+		if (!bad && l->n == SB_PACE_KEEP_MAX) { /* the oldest goes */
+			free(l->line[0]);
+			memmove(l->line, l->line + 1, sizeof l->line[0] * (SB_PACE_KEEP_MAX - 1));
+			l->n--;
+		}
+		if (!bad && !(l->line[l->n] = strdup(buf)))
+			break;
+		l->n += !bad;
+	}
+	bad = bad || ferror(f);
 	fclose(f);
-	return lines;
+	if (bad) {
+		free_lines(l);
+		snprintf(why, why_len, "not a file of paces");
+	}
+	return !bad;
 }
 
-static void free_lines(char **lines, int n)
+void sb_pace_keep_load(const char *job, const sb_exec *dev, int n, sb_pace_entry *pace,
+                       const sb_logger *log)
 {
-	for (int i = 0; i < n; i++)
-		free(lines[i]);
-	free(lines);
-}
-
-void sb_pace_keep_load(const char *model, int batch, const sb_exec *dev, int n, double *pace)
-{
-	for (int i = 0; i < n; i++)
-		pace[i] = 0;
-	char path[4096];
-	if (n < 2 || !model || !keep_path(path, sizeof path))
+	memset(pace, 0, sizeof *pace * (size_t)(n > 0 ? n : 0));
+	char path[4096], why[128];
+	if (n < 2 || !keep_path(path, sizeof path))
 		return;
-	int nl = 0;
-	char **lines = read_lines(path, &nl);
-	for (int k = 0; k < nl; k++) {
+	lines l;
+	if (!read_lines(path, &l, why, sizeof why))
+		sb_log(log, SB_LOG_INFO, "ignoring %s (%s): every device's pace measured again", path,
+		       why);
+	for (int k = 0; k < l.n; k++) {
 		double p;
-		int b;
+		int sk;
 		const char *key;
-		if (!parse(lines[k], &p, &b, &key) || b != batch)
-			continue;
+		parse(l.line[k], &p, &sk, &key);
 		for (int i = 0; i < n; i++)
-			if (dev[i].props && same_key(key, model, dev[i].props->label))
-				pace[i] = p; /* the last line wins: the newest */
+			if (dev[i].props && same_key(key, job, dev[i].props->key)) {
+				pace[i].kept = p; /* the last line wins: the newest */
+				pace[i].skips = sk;
+			}
 	}
-	free_lines(lines, nl);
+	free_lines(&l);
 }
 
-void sb_pace_keep_save(const char *model, int batch, const sb_exec *dev, int n,
-                       const double *pace, const sb_logger *log)
+typedef struct {
+	const char *path, *job;
+	const sb_exec *dev;
+	int n;
+	const sb_pace_entry *pace;
+	lines l;
+} saving;
+
+/* a device's line after this job: its pace and skips; 0 when it has none */
+static int outcome(const sb_pace_entry *e, double *p, int *skips)
+{
+	if (e->measured > 0) {
+		*p = e->measured;
+		*skips = 0;
+	} else if (e->kept > 0 && e->runs == 0) {
+		*p = e->kept;
+		*skips = e->skips + 1; /* sat it out: a skip older */
+	} else {
+		*p = e->kept;
+		*skips = e->skips;
+	}
+	return *p > 0 && *skips < SB_PACE_KEEP_SKIPS;
+}
+
+static int ours(const saving *sv, const char *key)
+{
+	for (int i = 0; i < sv->n; i++)
+		if (sv->dev[i].props && same_key(key, sv->job, sv->dev[i].props->key))
+			return 1;
+	return 0;
+}
+
+static void reread(void *user)
+{
+	saving *sv = user;
+	char why[128];
+	read_lines(sv->path, &sv->l, why, sizeof why); /* a damaged file has nothing to keep */
+}
+
+static int write_paces(FILE *f, void *user)
+{
+	saving *sv = user;
+	int room = SB_PACE_KEEP_MAX - sv->n, others = 0;
+	for (int k = 0; k < sv->l.n; k++) {
+		double p;
+		int sk;
+		const char *key;
+		others += parse(sv->l.line[k], &p, &sk, &key) && !ours(sv, key);
+	}
+	for (int k = 0; k < sv->l.n; k++) {
+		double p;
+		int sk;
+		const char *key;
+		if (!parse(sv->l.line[k], &p, &sk, &key) || ours(sv, key))
+			continue;
+		if (others-- > room) /* the oldest go */
+			continue;
+		fprintf(f, "%s\n", sv->l.line[k]);
+	}
+	for (int i = 0; i < sv->n; i++) {
+		double p;
+		int sk;
+		const char *key = sv->dev[i].props ? sv->dev[i].props->key : "";
+		if (*key && !strpbrk(key, "\t\n") && outcome(&sv->pace[i], &p, &sk))
+			fprintf(f, "%.6g %d %s\t%s\n", p, sk, sv->job, key);
+	}
+	return 0;
+}
+
+void sb_pace_keep_save(const char *job, const sb_exec *dev, int n, const sb_pace_entry *pace,
+                       const sb_logger *log)
 {
 	char path[4096];
-	int any = 0;
-	for (int i = 0; i < n; i++)
-		any |= pace[i] > 0 && dev[i].props;
-	if (n < 2 || !any || !model || strchr(model, '\t') || strchr(model, '\n') ||
-	    !keep_path(path, sizeof path))
+	if (n < 2 || !keep_path(path, sizeof path))
 		return;
-	int nl = 0;
-	char **lines = read_lines(path, &nl);
-	/* the lines of other devices, models and batches stay (the oldest go past the limit) */
-	char **keep = calloc(SB_PACE_KEEP_MAX, sizeof *keep);
-	int nk = 0;
-	for (int k = 0; keep && k < nl; k++) {
-		double p;
-		int b;
-		const char *key;
-		if (!parse(lines[k], &p, &b, &key))
-			continue;
-		int ours = 0;
-		for (int i = 0; i < n && b == batch && !ours; i++)
-			ours = pace[i] > 0 && dev[i].props && same_key(key, model, dev[i].props->label);
-		if (!ours)
-			keep[nk++] = lines[k];
-	}
-	const int room = SB_PACE_KEEP_MAX - n, skip = nk > room ? nk - room : 0;
-	sb_temp t = {.fd = -1};
-	FILE *f = NULL;
-	int ok = keep && sb_make_parents(path) == 0 && sb_temp_create(path, &t) == 0 &&
-	         (f = fdopen(dup(t.fd), "w")) != NULL;
-	for (int k = skip; ok && k < nk; k++)
-		ok = fprintf(f, "%s\n", keep[k]) > 0;
-	for (int i = 0; ok && i < n; i++)
-		if (pace[i] > 0 && dev[i].props && !strchr(dev[i].props->label, '\n'))
-			ok = fprintf(f, "%.6g %d %s\t%s\n", pace[i], batch, model, dev[i].props->label) > 0;
-	if (f)
-		ok = fclose(f) == 0 && ok;
-	ok = ok && sb_place_file(t.path, path, 1) == 0;
-	const int e = errno;
-	if (t.fd >= 0) {
-		if (!ok)
-			sb_temp_discard(&t);
-		else
-			sb_temp_close(&t);
-	}
-	if (!ok)
+	saving sv = {path, job, dev, n, pace, {{0}, 0}};
+	if (sb_keep_save(path, reread, write_paces, &sv, log) != 0)
 		sb_log(log, SB_LOG_INFO, "the devices' paces were not kept in %s: %s", path,
-		       strerror(e));
-	free(keep);
-	free_lines(lines, nl);
+		       strerror(errno));
+	free_lines(&sv.l);
 }

@@ -3,32 +3,42 @@
  * to find that out, slowing them all the while (on the H100 machine that first CPU segment
  * lasted most of a song the GPU alone finished in 1.4 s).
  *
- * The file: $SB_PACE_FILE, else $XDG_CACHE_HOME/stembridge/paces.txt (else ~/.cache/stembridge;
- * removing it forgets every pace), a line a device
- * and model: "<seconds a unit> <batch> <model>\t<device label>". A line that does not read so
- * is skipped; a missing or unreadable file is no pace known. Written to a temporary name and
- * renamed (io/temp_file.h), so a reader never sees half of it; two processes saving at once
- * keep the last one's lines. At most SB_PACE_KEEP_MAX lines, the newest.
+ * The file: $SB_PACE_FILE, else paces.txt in the cache folder (io/keep_file.h; delete it to
+ * measure every device again); a line a device and job: "<seconds a unit> <skips> <job>\t<the
+ * device's key>", the job being the model, precision, threads and batch
+ * (sb_pace_keep_job). A damaged file is ignored (every pace measured again) and rewritten
+ * whole. Written under a lock, to a temporary name, renamed (io/keep_file.h). At most
+ * SB_PACE_KEEP_MAX lines, the newest.
  *
- * Only for several devices (one alone has nothing to share): sb_pace_keep_load fills
- * ctx-ready paces, sb_pace_keep_save records what the run measured (models/share.c writes
- * them back into sb_run_ctx.pace).
+ * A device that sits a job out is not measured in it, so its kept pace ages: after
+ * SB_PACE_KEEP_SKIPS jobs in a row left without it the line goes, and the next job measures it
+ * again (a faster driver, a machine less loaded than when it was measured).
  *
- * Threads: any; nothing here holds state. Two threads saving at once keep one's lines.
+ * Only for several devices (one alone has nothing to share).
+ *
+ * Threads: any; nothing here holds state.
  */
 #ifndef SB_PACE_KEEP_H
 #define SB_PACE_KEEP_H
 
 #include "backend/backend.h"
+#include "models/model.h"
 #include "sb_common.h"
 
 #define SB_PACE_KEEP_MAX 256
+#define SB_PACE_KEEP_SKIPS 8
 
-/* pace[i] = the kept seconds a unit of dev[i] on model at batch, 0 when none. */
-void sb_pace_keep_load(const char *model, int batch, const sb_exec *dev, int n, double *pace);
-/* Records pace[i] > 0 for dev[i] (the others' lines stay). Failures are logged at INFO and
- * change nothing else: a pace is a hint. */
-void sb_pace_keep_save(const char *model, int batch, const sb_exec *dev, int n,
-                       const double *pace, const sb_logger *log);
+/* The job's part of a line's key. */
+void sb_pace_keep_job(char *buf, size_t len, const char *model, int bf16, int threads,
+                      int batch);
+/* pace[i].kept and .skips for dev[i] from the file; everything else zeroed. */
+void sb_pace_keep_load(const char *job, const sb_exec *dev, int n, sb_pace_entry *pace,
+                       const sb_logger *log);
+/* Records the job's outcome: a device measured gets its new pace, one that sat the job out
+ * its kept pace a skip older (gone after SB_PACE_KEEP_SKIPS), one that ran without a
+ * measurement its line as it was; the other devices' and jobs' lines stay. Failures are logged
+ * at INFO and change nothing else: a pace is a hint. */
+void sb_pace_keep_save(const char *job, const sb_exec *dev, int n, const sb_pace_entry *pace,
+                       const sb_logger *log);
 
 #endif

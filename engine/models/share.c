@@ -71,7 +71,14 @@ struct worker {
 	double busy;
 	double wait;          /* between the end of one run and the start of its next */
 	double ran_until;     /* when its last run ended, 0 before its first */
-	double per_task;      /* measured seconds per unit, 0 before the first */
+	double per_task;      /* measured seconds per unit, 0 before the first (or kept from an
+	                         earlier job: ctx->pace) */
+	double kept;          /* its pace from earlier jobs (ctx->pace), 0 unknown */
+	long runs;            /* runs begun, backups and lost ones included */
+	double steady_busy;   /* seconds of its finished runs but the first it began */
+	long steady_done;     /* their units */
+	double lost_per;      /* the longest run it lost, seconds a unit: at least that slow */
+	int declined;         /* the sharing rule left it out, said once */
 	int leaving;
 	pthread_t thread;
 	int started;
@@ -299,6 +306,7 @@ static sb_status run_unlocked(sched *s, worker *w, task *t, double *dt)
 		w->buf_n = w->buf ? need : 0;
 	}
 	w->cur = t;
+	w->runs++;
 	w->cur_since = sb_now();
 	if (w->ran_until > 0)
 		w->wait += w->cur_since - w->ran_until;
@@ -335,9 +343,18 @@ static void finished(sched *s, worker *w, task *t, double dt)
 	const sb_run_ctx *ctx = s->ctx;
 	won(s, w, t);
 	t->blk->n_done++;
+	if (w->runs > 1) { /* the first run a device begins pays its kernel builds and weights */
+		w->steady_busy += dt;
+		w->steady_done += t->blk->units;
+	}
 	w->done += t->blk->units;
 	w->busy += dt;
-	w->per_task = w->busy / (double)w->done;
+	/* its pace: past its first run once it has one; until then a kept pace stands, else the
+	 * first run's (kernel builds and all: slower than it will be) */
+	if (w->steady_done > 0)
+		w->per_task = w->steady_busy / (double)w->steady_done;
+	else if (!(w->kept > 0))
+		w->per_task = w->busy / (double)w->done;
 	s->units_done += t->blk->units;
 	const sb_status st = s->host ? SB_OK : commit(s);
 	if (st != SB_OK)
@@ -413,10 +430,16 @@ static void *worker_main(void *arg)
 			}
 			if (!sb_pace_take(w->per_task, t->blk->units, others, n,
 			                  (double)s->units_untaken)) {
-				sb_log(ctx->log, SB_LOG_INFO, "%s leaves the last %lld %ss to the faster "
-				       "devices (%.2f s a %s here)", props->label,
-				       (long long)s->units_untaken, s->ops->unit, w->per_task, s->ops->unit);
-				break;
+				/* it waits rather than leaves: a device that fails hands its work back, and
+				 * with fewer others the rule may give this one work again */
+				if (!w->declined)
+					sb_log(ctx->log, SB_LOG_INFO, "%s leaves %lld %ss to the faster devices "
+					       "(%.2f s a %s %s)", props->label, (long long)s->units_untaken,
+					       s->ops->unit, w->per_task, s->ops->unit,
+					       w->runs ? "here" : "from an earlier job");
+				w->declined = 1;
+				pthread_cond_wait(&s->cond, &s->lock);
+				continue;
 			}
 		}
 		t->taken = 1;
@@ -434,6 +457,8 @@ static void *worker_main(void *arg)
 			const double per = dt / t->blk->units;
 			if (w->per_task < per && w->done == 0)
 				w->per_task = per;
+			if (w->lost_per < per)
+				w->lost_per = per;
 			free_block_if_idle(s, t->blk);
 			if (device_failure(st) && s->n_w > 1) {
 				report(s, w, st, "failed on work another device had already finished");
@@ -531,8 +556,8 @@ sb_status sb_share_run(const sb_share_ops *ops, void *user, const sb_run_ctx *ct
 		w[i].s = &s;
 		w[i].dev = i;
 		/* a pace from earlier jobs: the rule's start until this job measures one */
-		if (ctx->pace && s.n_w > 1 && ctx->pace[i] > 0)
-			w[i].per_task = ctx->pace[i];
+		if (ctx->pace && s.n_w > 1 && ctx->pace[i].kept > 0)
+			w[i].per_task = w[i].kept = ctx->pace[i].kept;
 	}
 	if (s.n_w > 1) {
 		/* a CPU behind a GPU API computes on the same cores as the native CPU: the rate rule
@@ -586,10 +611,12 @@ sb_status sb_share_run(const sb_share_ops *ops, void *user, const sb_run_ctx *ct
 		       "%ld finished first there", ops->who, s.backups, s.backups == 1 ? "" : "s",
 		       s.backups_won);
 	st = s.err;
-	/* what each device measured (a run that lost its race: at least that slow) */
-	for (int i = 0; ctx->pace && s.n_w > 1 && i < s.n_w; i++)
-		if (w[i].per_task > 0)
-			ctx->pace[i] = w[i].per_task;
+	/* what each device measured past its first run (a run it lost: at least that slow) */
+	for (int i = 0; ctx->pace && s.n_w > 1 && i < s.n_w; i++) {
+		ctx->pace[i].runs = w[i].runs;
+		ctx->pace[i].measured = w[i].steady_done > 0 ? w[i].steady_busy / (double)w[i].steady_done
+		                        : w[i].done == 0 ? w[i].lost_per : 0;
+	}
 	if (st == SB_OK && s.units_done < s.units_total)
 		st = s.last_dev_err != SB_OK ? s.last_dev_err : SB_ERR_DEVICE;
 	pthread_mutex_unlock(&s.lock);

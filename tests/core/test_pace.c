@@ -32,6 +32,8 @@ int main(void)
 	      "took one of 1000 segments");
 	CHECK(sb_pace_take(6 * gpu * 0.99, 1, &busy_gpu, 1, 31), "a device at a sixth of the GPU's "
 	      "rate left 31 segments to it");
+	CHECK(!sb_pace_take(6 * gpu * 1.01, 1, &busy_gpu, 1, 31), "a device just under a sixth of "
+	      "the GPU's rate took one of 31 segments");
 	CHECK(!sb_pace_take(cpu, 1, &busy_gpu, 1, 1), "the CPU took the last segment");
 	/* the fast device always takes */
 	const sb_pace_other busy_cpu = {cpu, sb_pace_left(cpu, 1, 0.5)};
@@ -43,10 +45,12 @@ int main(void)
 	/* two GPUs and a device at a third of one's rate, pieces of 4 units: the rate of all the
 	 * others counts (a sixth of theirs together: it still works on a long queue) */
 	const sb_pace_other two[2] = {{gpu, 0}, {gpu, 0}};
-	CHECK(sb_pace_take(3 * gpu, 4, two, 2, 40), "a device at a third of a GPU's rate left 4 of "
-	      "40 units to two GPUs (they need 1.6 s to drain them, it 0.96 s for its 4)");
-	CHECK(!sb_pace_take(3 * gpu, 4, two, 2, 8), "a device at a third of a GPU's rate took 4 of "
-	      "the last 8 units beside two GPUs (they drain them in 0.32 s, it needs 0.96 s)");
+	CHECK(sb_pace_take(2.9 * gpu, 4, two, 2, 40), "a device at a 2.9th of a GPU's rate left 4 "
+	      "of 40 units to two GPUs (they need 1.6 s to drain them, it 0.93 s for its 4)");
+	CHECK(!sb_pace_take(2.9 * gpu, 4, two, 2, 8), "a device at a 2.9th of a GPU's rate took 4 "
+	      "of the last 8 units beside two GPUs (they drain them in 0.32 s, it needs 0.93 s)");
+	CHECK(!sb_pace_take(3.1 * gpu, 4, two, 2, 40), "a device just under a sixth of two GPUs' "
+	      "rate took 4 of 40 units beside them");
 	CHECK(!sb_pace_take(cpu, 4, two, 2, 400), "the CPU took 4 of 400 units beside two GPUs");
 	printf("pace: %d failure(s)\n", failures);
 	return failures ? 1 : 0;

@@ -36,6 +36,8 @@ void sb_cl_prof_end(sb_bdev *c, int id, double t0, double flops)
 	c->prof_flops[id] += flops;
 }
 
+static int wait_way(const sb_bdev *d);
+
 static sb_status cl_open(const sb_device_props *dev, const sb_open_opts *o, const sb_logger *log,
                          sb_bdev **out)
 {
@@ -51,6 +53,7 @@ static sb_status cl_open(const sb_device_props *dev, const sb_open_opts *o, cons
 	}
 	d->q = sb_cl_device_queue(d->dev);
 	d->log = sb_cl_device_logger(d->dev);
+	d->wait_way = wait_way(d);
 	*out = d;
 	return SB_OK;
 }
@@ -110,16 +113,16 @@ static int cl_row_tile(const sb_bdev *d)
 	return 0; /* every row in one launch: launches are what a GPU pays for */
 }
 
-/* Segments a pass on a GPU: launches and the host's part are paid once a pass, so a GPU with
- * the memory for it runs 4 (measured on an H100: 2.76 s a song against 2.95 s at 1), one
- * with less 2; a model that runs out of memory falls back to 1. A CPU through OpenCL (PoCL) gains nothing: 1 (bench/demucs/README.md). */
+/* Segments or chunks a pass: 1 on every OpenCL device. Batching paid on the H100 while each
+ * pass had host round trips (2.76 s a song at B = 4 against 2.95 s, cb2b333); with the whole
+ * pass on the device it no longer does (2026-11-27, one sitting, 6de0717): a 180 s HTDemucs song
+ * 1.11-1.14 s at B = 1, 1.09-1.11 s at 2, 1.28-1.46 s at 4; a 30 s BS-RoFormer song 4.24 s at 1,
+ * 4.75 at 2, 4.92 at 4 (bf16 2.45 at 1, 2.67 at 4). A CPU through OpenCL (PoCL) gains nothing
+ * either (bench/demucs/README.md). --batch still asks for more. */
 static int cl_batch(const sb_bdev *d)
 {
-	const sb_device_props *p = sb_cl_device_props(d->dev);
-	if (p->type != SB_DEV_GPU_DISCRETE && p->type != SB_DEV_GPU_INTEGRATED)
-		return 1;
-	const uint64_t gib = (uint64_t)1 << 30;
-	return p->global_mem >= 12 * gib ? 4 : p->global_mem >= 6 * gib ? 2 : 1;
+	(void)d;
+	return 1;
 }
 
 static sb_status cl_alloc(sb_bdev *d, size_t floats, sb_bbuf **out)
@@ -280,12 +283,14 @@ static void CL_CALLBACK pass_ended(cl_event ev, cl_int status, void *user)
 /* How a pass's end is waited for, SB_CL_WAIT=callback|poll|finish, else by the device:
  *   callback: the host sleeps until the driver's callback on the pass's marker (a CPU driver:
  *             a poll would take the cores the pass computes on);
- *   poll:     the marker's status read every 50 us (a GPU: on the H100 NVIDIA's callback
- *             cost about 6 ms a segment, a 180 s HTDemucs song 1.39 s with it against 1.20-1.25
- *             s polled and 1.25-1.26 s through clFinish, one sitting, bench/gpu/README.md);
+ *   poll:     the marker's status read every 50 us (about 100 with the kernel's timer slack;
+ *             a GPU: on the H100 NVIDIA's callback cost about 6 ms a segment, a 180 s HTDemucs
+ *             song 1.39 s with it against 1.20-1.25 s polled and 1.25-1.26 s through clFinish,
+ *             one sitting, bench/gpu/README.md);
  *   finish:   clFinish, the stop flags not looked at (for comparison only). */
 enum { WAIT_CALLBACK, WAIT_POLL, WAIT_FINISH };
 
+/* read once, at the device's opening */
 static int wait_way(const sb_bdev *d)
 {
 	const char *e = getenv("SB_CL_WAIT");
@@ -295,6 +300,9 @@ static int wait_way(const sb_bdev *d)
 		return WAIT_POLL;
 	if (e && !strcmp(e, "finish"))
 		return WAIT_FINISH;
+	if (e && *e)
+		sb_log(d->log, SB_LOG_WARNING, "SB_CL_WAIT='%s' is none of 'callback', 'poll', "
+		       "'finish': ignored", e);
 	const sb_device_props *p = sb_cl_device_props(d->dev);
 	return p->type == SB_DEV_OPENCL_CPU ? WAIT_CALLBACK : WAIT_POLL;
 }
@@ -353,7 +361,7 @@ static sb_status cl_drain(sb_bdev *d, const atomic_int *const *stop, int n)
 	int flags = 0;
 	for (int i = 0; i < n; i++)
 		flags |= stop[i] != NULL;
-	const int way = wait_way(d);
+	const int way = d->wait_way;
 	if (!flags || d->profiling || d->st != SB_OK || way == WAIT_FINISH)
 		return cl_finish(d);
 	if (sb_stop_set(stop, n))

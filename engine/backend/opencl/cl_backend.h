@@ -70,6 +70,7 @@ struct sb_bdev {
 	cl_kernel attm_k[3];
 	int attm_tried[3];
 	int profiling;
+	int wait_way;           /* how a pass's end is waited for (cl_backend.c: wait_way) */
 	long prof_calls[P_COUNT];
 	double prof_s[P_COUNT], prof_flops[P_COUNT];
 };

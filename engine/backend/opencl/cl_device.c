@@ -11,6 +11,7 @@
 #include "backend/opencl/cl_gemm_pick.h" /* and attention's */
 #include "backend/opencl/cl_internal.h"
 
+#include "io/keep_file.h"
 #include "io/temp_file.h"
 
 #include <errno.h>
@@ -449,39 +450,6 @@ static uint64_t fnv1a_str(uint64_t h, const char *s)
 	return fnv1a(h, s, strlen(s) + 1); /* the NUL keeps "ab"+"c" apart from "a"+"bc" */
 }
 
-static int mkdir_p(const char *path)
-{
-	char buf[4096];
-	if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
-		return 0;
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-			return 0;
-		*p = '/';
-	}
-	return mkdir(buf, 0755) == 0 || errno == EEXIST;
-}
-
-/* $XDG_CACHE_HOME/stembridge, else $HOME/.cache/stembridge (XDG: a relative value is
- * ignored). 0 when neither is usable. */
-static int cache_dir(char *buf, size_t len)
-{
-	const char *x = getenv("XDG_CACHE_HOME");
-	int n;
-	if (x && x[0] == '/') {
-		n = snprintf(buf, len, "%s/stembridge", x);
-	} else {
-		const char *h = getenv("HOME");
-		if (!h || h[0] != '/')
-			return 0;
-		n = snprintf(buf, len, "%s/.cache/stembridge", h);
-	}
-	return n > 0 && (size_t)n < len && mkdir_p(buf);
-}
-
 static void dev_str(cl_device_id dev, cl_device_info what, char *buf, size_t len)
 {
 	buf[0] = '\0';
@@ -495,7 +463,7 @@ int sb_cl_device_cache_file(const sb_cl_device *d, const char *tag, const char *
                             const char *options, const char *ext, char *path, size_t len)
 {
 	char dir[3800], version[256];
-	if (!cache_dir(dir, sizeof dir))
+	if (!sb_cache_dir(dir, sizeof dir))
 		return 0;
 	dev_str(d->dev, CL_DEVICE_VERSION, version, sizeof version);
 	uint64_t h = 0xcbf29ce484222325ull;

@@ -2,14 +2,12 @@
 #include "backend/opencl/cl_gemm_pick.h"
 
 #include "backend/opencl/cl_gemm_tiled.h"
-#include "io/temp_file.h"
+#include "io/keep_file.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #define RUNS 3          /* timed runs of each path before a shape is decided */
@@ -155,7 +153,7 @@ static int parse_line(const op_info *op, const char *line, sb_cl_shape *s, int *
  * are). 1 when the file was whole or absent; 0 with *why when it is damaged or unreadable. */
 static int read_kept(sb_cl_pick *p, const char *path, char *why, size_t why_len)
 {
-	FILE *f = fopen(path, "r");
+	FILE *f = sb_keep_open(path, FILE_MAX);
 	if (!f) {
 		const int err = errno;
 		snprintf(why, why_len, "%s", strerror(err));
@@ -214,56 +212,36 @@ static void load(sb_cl_pick *p)
 		       p->op->what, sb_cl_device_props(p->dev)->label, p->n, p->path);
 }
 
-/* Writes every kept decision under a temporary name and renames it over the file. Another
- * process (or another device of this one with the same name and driver) may have kept shapes
- * since this one read the file: under a lock on PATH.lock they are read in first, so no
- * writer drops another's. */
+/* sb_keep_save's two steps: what another process kept since is read in first under the lock,
+ * so no writer drops another's; then every kept decision */
+static void reread(void *user)
+{
+	sb_cl_pick *p = user;
+	char why[128];
+	read_kept(p, p->path, why, sizeof why); /* a damaged file has nothing to keep */
+}
+
+static int write_kept(FILE *f, void *user)
+{
+	const sb_cl_pick *p = user;
+	fprintf(f, "# stembridge: the fastest fp32 path of the %s for each shape on %s, measured "
+	        "there (delete to measure again)\n# %s path\n", p->op->what,
+	        sb_cl_device_props(p->dev)->name, p->op->fields);
+	for (int i = 0; i < p->n; i++) {
+		const entry *e = &p->e[i];
+		const int *v = e->s.v;
+		if (e->kept)
+			fprintf(f, "%d %d %d %d %d %d %s\n", v[0], v[1], v[2], v[3], v[4], v[5],
+			        p->op->word[e->kind]);
+	}
+	return 0;
+}
+
 static void save(sb_cl_pick *p)
 {
-	if (!p->path[0])
-		return;
-	char dir[4096], lock[4200], why[128];
-	sb_dir_of(p->path, dir, sizeof dir);
-	snprintf(lock, sizeof lock, "%s.lock", p->path);
-	const int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (lfd >= 0)
-		flock(lfd, LOCK_EX);
-	read_kept(p, p->path, why, sizeof why); /* a damaged file has nothing to keep */
-	sb_temp_clean_stale(dir, p->log);
-	sb_temp t;
-	int ok = sb_temp_create(p->path, &t) == 0;
-	if (ok) {
-		const int fd = dup(t.fd);
-		FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-		if (!f && fd >= 0)
-			close(fd);
-		ok = f != NULL;
-		if (ok) {
-			fprintf(f, "# stembridge: the fastest fp32 path of the %s for each shape on %s, "
-			        "measured there (delete to measure again)\n# %s path\n", p->op->what,
-			        sb_cl_device_props(p->dev)->name, p->op->fields);
-			for (int i = 0; i < p->n; i++) {
-				const entry *e = &p->e[i];
-				const int *v = e->s.v;
-				if (e->kept)
-					fprintf(f, "%d %d %d %d %d %d %s\n", v[0], v[1], v[2], v[3], v[4], v[5],
-					        p->op->word[e->kind]);
-			}
-			ok = fflush(f) == 0 && !ferror(f);
-			ok = fclose(f) == 0 && ok;
-		}
-		if (ok && rename(t.path, p->path) == 0)
-			t.path[0] = '\0';
-		else
-			ok = 0;
-		sb_temp_discard(&t);
-	}
-	const int err = errno;
-	if (lfd >= 0)
-		close(lfd); /* and with it the lock */
-	if (!ok)
+	if (p->path[0] && sb_keep_save(p->path, reread, write_kept, p, p->log) != 0)
 		sb_log(p->log, SB_LOG_WARNING, "cannot keep the measured %s in %s: %s (measured again "
-		       "next time)", p->op->what, p->path, strerror(err));
+		       "next time)", p->op->what, p->path, strerror(errno));
 }
 
 /* ---- open, free ---- */

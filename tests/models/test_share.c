@@ -11,6 +11,9 @@
  *   badread  reading the input failing ends the file with that error
  *   cancel   a cancel during a run ends the file with SB_ERR_CANCELLED
  *   lost     a device lost mid-file: the other finishes it, every block committed in order
+ *   benched  a device whose kept pace is under a sixth of the other's (core/pace.h) runs
+ *            nothing beside it, and says so in its measured pace; when the fast one is lost
+ *            mid-file, the benched one takes the file over
  * Run: test_share CASE */
 #include "../check.h"
 #include "models/share.h"
@@ -176,7 +179,7 @@ static void log_fn(void *user, sb_log_level level, const char *msg)
 	fprintf(stderr, "  log: %s\n", msg);
 }
 
-static sb_status run(fake *f, int n_dev)
+static sb_status run_paced(fake *f, int n_dev, sb_pace_entry *pace)
 {
 	static sb_device_props props[SB_SHARE_MAX_DEVS];
 	sb_exec dev[SB_SHARE_MAX_DEVS];
@@ -190,8 +193,14 @@ static sb_status run(fake *f, int n_dev)
 	static atomic_int cancel;
 	atomic_store(&cancel, 0);
 	f->cancel = &cancel;
-	const sb_run_ctx ctx = {.log = &log, .cancel = &cancel, .dev = dev, .n_dev = n_dev};
+	const sb_run_ctx ctx = {.log = &log, .cancel = &cancel, .dev = dev, .n_dev = n_dev,
+	                        .pace = pace};
 	return sb_share_run(&ops, f, &ctx, (int64_t)f->n_blocks * f->n_tasks); /* a unit a task */
+}
+
+static sb_status run(fake *f, int n_dev)
+{
+	return run_paced(f, n_dev, NULL);
 }
 
 static void fake_init(fake *f, int n_blocks, int n_tasks)
@@ -259,8 +268,29 @@ int main(int argc, char **argv)
 		st = run(&f, 2);
 		CHECK(st == SB_OK, "status %s", sb_status_str(st));
 		check_in_order(&f, 12);
+	} else if (!strcmp(c, "benched")) {
+		/* kept paces: device 0 at 2 ms a task (its runs take about that), device 1 at 1 s */
+		sb_pace_entry pace[2] = {{.kept = 0.002}, {.kept = 1.0}};
+		fake_init(&f, 12, 1);
+		st = run_paced(&f, 2, pace);
+		CHECK(st == SB_OK, "status %s", sb_status_str(st));
+		check_in_order(&f, 12);
+		CHECK(f.dev_runs[1] == 0 && pace[1].runs == 0 && pace[1].measured == 0,
+		      "the benched device ran %d tasks (runs %ld, measured %g)", f.dev_runs[1],
+		      pace[1].runs, pace[1].measured);
+		CHECK(pace[0].runs == 12 && pace[0].measured > 0, "the fast device: runs %ld, "
+		      "measured %g", pace[0].runs, pace[0].measured);
+		/* the fast device lost at its second run: the benched one finishes the file */
+		sb_pace_entry again[2] = {{.kept = 0.002}, {.kept = 1.0}};
+		fake_init(&f, 12, 1);
+		f.lose_dev = 0;
+		st = run_paced(&f, 2, again);
+		CHECK(st == SB_OK, "fast device lost: status %s", sb_status_str(st));
+		check_in_order(&f, 12);
+		CHECK(f.dev_runs[1] >= 11, "the benched device ran %d of 12 tasks after the fast one was "
+		      "lost", f.dev_runs[1]);
 	} else {
-		fprintf(stderr, "usage: test_share overlap|order|diskfull|badread|cancel|lost\n");
+		fprintf(stderr, "usage: test_share overlap|order|diskfull|badread|cancel|lost|benched\n");
 		return 2;
 	}
 	printf("share %s: %d failure(s)\n", c, failures);

@@ -50,17 +50,24 @@ FILE *sb_keep_open(const char *path, long max_bytes)
 	return f;
 }
 
-int sb_keep_save(const char *path, void (*reread)(void *user), int (*write)(FILE *f, void *user),
+int sb_keep_save(const char *path, int (*reread)(void *user), int (*write)(FILE *f, void *user),
                  void *user, const sb_logger *log)
 {
-	char dir[4096], lock[4200];
+	char dir[4096], lock[4200], made[4096];
 	sb_dir_of(path, dir, sizeof dir);
+	snprintf(made, sizeof made, "%s", path);
+	sb_make_parents(made); /* a failure shows at the temporary file */
 	snprintf(lock, sizeof lock, "%s.lock", path);
 	const int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 	if (lfd >= 0)
 		flock(lfd, LOCK_EX);
-	if (reread)
-		reread(user);
+	if (reread && reread(user) != 0) {
+		const int err = errno;
+		if (lfd >= 0)
+			close(lfd);
+		errno = err;
+		return -1;
+	}
 	sb_temp_clean_stale(dir, log);
 	sb_temp t;
 	int ok = sb_temp_create(path, &t) == 0;

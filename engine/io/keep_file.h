@@ -26,9 +26,10 @@ int sb_cache_dir(char *buf, size_t len);
  * (EFBIG). */
 FILE *sb_keep_open(const char *path, long max_bytes);
 
-/* Writes PATH whole (above): reread(user) under the lock (may be NULL), then write(f, user),
+/* Writes PATH whole (above), its folders made: reread(user) under the lock (may be NULL; -1
+ * with errno: the file could not be read now, and is left as it is), then write(f, user),
  * which returns 0 when it wrote everything. 0, or -1 with errno. */
-int sb_keep_save(const char *path, void (*reread)(void *user), int (*write)(FILE *f, void *user),
+int sb_keep_save(const char *path, int (*reread)(void *user), int (*write)(FILE *f, void *user),
                  void *user, const sb_logger *log);
 
 #endif

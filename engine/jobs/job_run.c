@@ -525,7 +525,7 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 			sb_pace_keep_save(pace_job, pl.dev, pl.n, pace, log);
 			/* a device its kept pace left out says so (the manifest's events) */
 			for (int i = 0; i < pl.n; i++)
-				if (pace[i].kept > 0 && pace[i].runs == 0)
+				if (pace[i].kept > 0 && pace[i].runs == 0 && pace[i].declined)
 					event(&ev, log, SB_LOG_INFO, "%s took no part: at its pace from an "
 					      "earlier job (%.2f s a piece of the song) the others finish "
 					      "sooner without it", pl.dev[i].props->label, pace[i].kept);

@@ -40,6 +40,7 @@ typedef struct {
 	                                  weights placed); a run it lost counts as "at least"; 0
 	                                  when it finished nothing past its first run */
 	long runs;                     /* out: runs it began, lost ones included (0: no part) */
+	int declined;                  /* out: the sharing rule left work to the others */
 } sb_pace_entry;
 
 typedef struct {

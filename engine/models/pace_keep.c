@@ -69,15 +69,18 @@ static void free_lines(lines *l)
 	l->n = 0;
 }
 
-/* The file's lines into l: 1 when it was whole or absent; 0 (l empty) when it is damaged,
- * with *why. */
+/* The file's lines into l: 1 when it was whole or absent; 0 (l empty) when it is damaged or
+ * not a file of ours (a folder, a FIFO, too large), with *why; -1 (l empty, errno) when it
+ * could not be read now (permissions, no memory): nothing to go by, nothing to overwrite. */
 static int read_lines(const char *path, lines *l, char *why, size_t why_len)
 {
 	l->n = 0;
 	FILE *f = sb_keep_open(path, FILE_MAX);
 	if (!f) {
-		snprintf(why, why_len, "%s", strerror(errno));
-		return errno == ENOENT;
+		const int err = errno;
+		snprintf(why, why_len, "%s", strerror(err));
+		errno = err;
+		return err == ENOENT ? 1 : err == EINVAL || err == EFBIG || err == EISDIR ? 0 : -1;
 	}
 	char buf[LINE_LEN];
 	int bad = 0;
@@ -95,12 +98,23 @@ static int read_lines(const char *path, lines *l, char *why, size_t why_len)
 			memmove(l->line, l->line + 1, sizeof l->line[0] * (SB_PACE_KEEP_MAX - 1));
 			l->n--;
 		}
-		if (!bad && !(l->line[l->n] = strdup(buf)))
-			break;
+		if (!bad && !(l->line[l->n] = strdup(buf))) {
+			fclose(f);
+			free_lines(l);
+			snprintf(why, why_len, "%s", strerror(ENOMEM));
+			errno = ENOMEM;
+			return -1;
+		}
 		l->n += !bad;
 	}
-	bad = bad || ferror(f);
+	const int unreadable = ferror(f);
 	fclose(f);
+	if (unreadable) {
+		free_lines(l);
+		snprintf(why, why_len, "it cannot be read");
+		errno = EIO;
+		return -1;
+	}
 	if (bad) {
 		free_lines(l);
 		snprintf(why, why_len, "not a file of paces");
@@ -116,7 +130,7 @@ void sb_pace_keep_load(const char *job, const sb_exec *dev, int n, sb_pace_entry
 	if (n < 2 || !keep_path(path, sizeof path))
 		return;
 	lines l;
-	if (!read_lines(path, &l, why, sizeof why))
+	if (read_lines(path, &l, why, sizeof why) != 1)
 		sb_log(log, SB_LOG_INFO, "ignoring %s (%s): every device's pace measured again", path,
 		       why);
 	for (int k = 0; k < l.n; k++) {
@@ -147,9 +161,9 @@ static int outcome(const sb_pace_entry *e, double *p, int *skips)
 	if (e->measured > 0) {
 		*p = e->measured;
 		*skips = 0;
-	} else if (e->kept > 0 && e->runs == 0) {
+	} else if (e->kept > 0 && e->runs == 0 && e->declined) {
 		*p = e->kept;
-		*skips = e->skips + 1; /* sat it out: a skip older */
+		*skips = e->skips + 1; /* left out by the rule: a skip older */
 	} else {
 		*p = e->kept;
 		*skips = e->skips;
@@ -165,11 +179,13 @@ static int ours(const saving *sv, const char *key)
 	return 0;
 }
 
-static void reread(void *user)
+/* what another process kept since; a damaged file has nothing to keep, one that cannot be
+ * read now must not be overwritten */
+static int reread(void *user)
 {
 	saving *sv = user;
 	char why[128];
-	read_lines(sv->path, &sv->l, why, sizeof why); /* a damaged file has nothing to keep */
+	return read_lines(sv->path, &sv->l, why, sizeof why) < 0 ? -1 : 0;
 }
 
 static int write_paces(FILE *f, void *user)
@@ -206,8 +222,11 @@ void sb_pace_keep_save(const char *job, const sb_exec *dev, int n, const sb_pace
                        const sb_logger *log)
 {
 	char path[4096];
-	if (n < 2 || !keep_path(path, sizeof path))
-		return;
+	int ran = 0;
+	for (int i = 0; i < n; i++)
+		ran |= pace[i].runs > 0;
+	if (n < 2 || !ran || !keep_path(path, sizeof path))
+		return; /* nothing was shared (a silent file): nothing learnt */
 	saving sv = {path, job, dev, n, pace, {{0}, 0}};
 	if (sb_keep_save(path, reread, write_paces, &sv, log) != 0)
 		sb_log(log, SB_LOG_INFO, "the devices' paces were not kept in %s: %s", path,

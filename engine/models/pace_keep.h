@@ -10,9 +10,10 @@
  * whole. Written under a lock, to a temporary name, renamed (io/keep_file.h). At most
  * SB_PACE_KEEP_MAX lines, the newest.
  *
- * A device that sits a job out is not measured in it, so its kept pace ages: after
- * SB_PACE_KEEP_SKIPS jobs in a row left without it the line goes, and the next job measures it
- * again (a faster driver, a machine less loaded than when it was measured).
+ * A device the sharing rule leaves out of a job is not measured in it, so its kept pace ages:
+ * after SB_PACE_KEEP_SKIPS jobs in a row without it the line goes, and the next job measures it
+ * again (a faster driver, a machine less loaded than when it was measured). A job that shared
+ * nothing (a silent file) changes no line.
  *
  * Only for several devices (one alone has nothing to share).
  *
@@ -34,10 +35,10 @@ void sb_pace_keep_job(char *buf, size_t len, const char *model, int bf16, int th
 /* pace[i].kept and .skips for dev[i] from the file; everything else zeroed. */
 void sb_pace_keep_load(const char *job, const sb_exec *dev, int n, sb_pace_entry *pace,
                        const sb_logger *log);
-/* Records the job's outcome: a device measured gets its new pace, one that sat the job out
- * its kept pace a skip older (gone after SB_PACE_KEEP_SKIPS), one that ran without a
- * measurement its line as it was; the other devices' and jobs' lines stay. Failures are logged
- * at INFO and change nothing else: a pace is a hint. */
+/* Records the job's outcome: a device measured gets its new pace, one the rule left out its
+ * kept pace a skip older (gone after SB_PACE_KEEP_SKIPS), any other its line as it was; the
+ * other devices' and jobs' lines stay. A file that cannot be read now is left alone. Failures
+ * are logged at INFO and change nothing else: a pace is a hint. */
 void sb_pace_keep_save(const char *job, const sb_exec *dev, int n, const sb_pace_entry *pace,
                        const sb_logger *log);
 

@@ -438,7 +438,10 @@ static void *worker_main(void *arg)
 					       s->ops->unit, w->per_task, s->ops->unit,
 					       w->runs ? "here" : "from an earlier job");
 				w->declined = 1;
-				pthread_cond_wait(&s->cond, &s->lock);
+				/* woken by every change; and looks again now and then, as a device that is
+				 * stuck on its piece counts as slower the longer it runs (core/pace.h) */
+				const struct timespec until = sb_deadline(CLOCK_REALTIME, 100);
+				pthread_cond_timedwait(&s->cond, &s->lock, &until);
 				continue;
 			}
 		}
@@ -593,6 +596,7 @@ sb_status sb_share_run(const sb_share_ops *ops, void *user, const sb_run_ctx *ct
 			pthread_mutex_lock(&s.lock);
 			s.active--;
 			w[i].leaving = 1;
+			wake(&s); /* a device waiting beside it may take its share now */
 			pthread_mutex_unlock(&s.lock);
 			sb_log(log, SB_LOG_WARNING, "%s: no thread for %s; it sits this one out", ops->who,
 			       ctx->dev[i].props->label);
@@ -613,9 +617,15 @@ sb_status sb_share_run(const sb_share_ops *ops, void *user, const sb_run_ctx *ct
 	st = s.err;
 	/* what each device measured past its first run (a run it lost: at least that slow) */
 	for (int i = 0; ctx->pace && s.n_w > 1 && i < s.n_w; i++) {
-		ctx->pace[i].runs = w[i].runs;
-		ctx->pace[i].measured = w[i].steady_done > 0 ? w[i].steady_busy / (double)w[i].steady_done
-		                        : w[i].done == 0 ? w[i].lost_per : 0;
+		const worker *v = &w[i];
+		sb_pace_entry *e = &ctx->pace[i];
+		e->runs = v->runs;
+		e->declined = v->declined;
+		/* past its first run; else its first run's, slower than it will be, where nothing
+		 * better is kept; a run it lost: at least that slow */
+		e->measured = v->steady_done > 0 ? v->steady_busy / (double)v->steady_done
+		              : v->done > 0      ? (v->kept > 0 ? 0 : v->busy / (double)v->done)
+		              : v->lost_per > 0  ? fmax(v->lost_per, v->kept) : 0;
 	}
 	if (st == SB_OK && s.units_done < s.units_total)
 		st = s.last_dev_err != SB_OK ? s.last_dev_err : SB_ERR_DEVICE;

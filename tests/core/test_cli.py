@@ -553,8 +553,6 @@ def group_share_slow(tmp):
               "it waited for the slow device")
         check(devs.get("opencl:0", {}).get("segments") == 0 and devs.get("cpu", {}).get(
               "segments", 0) > 0, f"segments per device {m['device']['devices']}")
-        check(not any("took no part" in e for e in m["events"]),
-              f"a device took no part with no pace kept: {m['events']}")
         for s in STEMS:
             a = wavio.read_wav(os.path.join(both, "song", s + ".wav"))[0]
             b = wavio.read_wav(os.path.join(alone, "song", s + ".wav"))[0]

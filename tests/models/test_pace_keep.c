@@ -1,8 +1,9 @@
 /* The devices' paces kept between jobs (models/pace_keep.h), as a user's jobs meet them: a job's
- * measured paces read back by the next, a device that sits jobs out measured again after
- * SB_PACE_KEEP_SKIPS of them, another job's lines left alone, a damaged, oversized or
- * not-a-file paces file taken as no pace known and rewritten, a folder that cannot be written
- * changing nothing. */
+ * measured paces read back by the next, a device the rule leaves out measured again after
+ * SB_PACE_KEEP_SKIPS such jobs, a job that shared nothing changing nothing, another job's lines
+ * left alone, the oldest lines going past SB_PACE_KEEP_MAX, a damaged, oversized or
+ * not-a-file paces file taken as no pace known (a damaged one rewritten whole), a place that
+ * cannot be written changing nothing and saying so. */
 #include "../check.h"
 #include "models/pace_keep.h"
 
@@ -26,10 +27,28 @@ static char *slurp(const char *path)
 	return buf;
 }
 
-static void entry(sb_pace_entry *e, double measured, long runs)
+static void entry(sb_pace_entry *e, double measured, long runs, int declined)
 {
 	e->measured = measured;
 	e->runs = runs;
+	e->declined = declined;
+}
+
+static char logged[4096];
+
+static void log_fn(void *user, sb_log_level level, const char *msg)
+{
+	(void)user;
+	(void)level;
+	snprintf(logged + strlen(logged), sizeof logged - strlen(logged), "%s\n", msg);
+}
+
+static int count_lines(const char *text)
+{
+	int n = 0;
+	for (; *text; text++)
+		n += *text == '\n';
+	return n;
 }
 
 int main(void)
@@ -54,22 +73,29 @@ int main(void)
 	CHECK(p[0].kept == 0 && p[1].kept == 0, "paces %g %g with no file", p[0].kept, p[1].kept);
 
 	/* a job measures both; the next reads them back; the bf16 job's lines are its own */
-	entry(&p[0], 0.035, 31);
-	entry(&p[1], 1.3, 1);
+	entry(&p[0], 0.035, 31, 0);
+	entry(&p[1], 1.3, 1, 1);
 	sb_pace_keep_save(job, dev, 2, p, NULL);
 	sb_pace_entry q[2] = {{0}};
-	entry(&q[0], 0.02, 31);
-	entry(&q[1], 0.9, 2);
+	entry(&q[0], 0.02, 31, 0);
+	entry(&q[1], 0.9, 2, 0);
 	sb_pace_keep_save(other, dev, 2, q, NULL);
 	sb_pace_keep_load(job, dev, 2, p, NULL);
 	CHECK(p[0].kept == 0.035 && p[1].kept == 1.3 && p[1].skips == 0,
 	      "kept %g %g (skips %d), want 0.035 1.3 (0): %s", p[0].kept, p[1].kept, p[1].skips,
 	      slurp(path));
 
-	/* the CPU sits jobs out: its line ages, and goes after SB_PACE_KEEP_SKIPS of them */
+	/* a job that shared nothing (a silent file): no line changes */
+	entry(&p[0], 0, 0, 0);
+	entry(&p[1], 0, 0, 0);
+	sb_pace_keep_save(job, dev, 2, p, NULL);
+	sb_pace_keep_load(job, dev, 2, p, NULL);
+	CHECK(p[1].kept == 1.3 && p[1].skips == 0, "a job that shared nothing aged the CPU's line: "
+	      "skips %d", p[1].skips);
+	/* the rule leaves the CPU out: its line ages, and goes after SB_PACE_KEEP_SKIPS jobs */
 	for (int k = 1; k <= SB_PACE_KEEP_SKIPS; k++) {
-		entry(&p[0], 0.036, 31);
-		entry(&p[1], 0, 0);
+		entry(&p[0], 0.036, 31, 0);
+		entry(&p[1], 0, 0, 1);
 		sb_pace_keep_save(job, dev, 2, p, NULL);
 		sb_pace_keep_load(job, dev, 2, p, NULL);
 		if (k < SB_PACE_KEEP_SKIPS)
@@ -79,8 +105,8 @@ int main(void)
 	CHECK(p[1].kept == 0 && p[0].kept == 0.036, "after %d jobs without it the CPU's pace is "
 	      "still kept (%g), or the GPU's is lost (%g)", SB_PACE_KEEP_SKIPS, p[1].kept, p[0].kept);
 	/* a device that ran without a measurement keeps its line as it was */
-	entry(&p[0], 0, 1);
-	entry(&p[1], 0, 0);
+	entry(&p[0], 0, 1, 0);
+	entry(&p[1], 0, 0, 0);
 	sb_pace_keep_save(job, dev, 2, p, NULL);
 	sb_pace_keep_load(job, dev, 2, p, NULL);
 	CHECK(p[0].kept == 0.036 && p[0].skips == 0, "one run, no measurement: kept %g skips %d",
@@ -96,18 +122,33 @@ int main(void)
 	                     "0.5 99 htdemucs fp32 threads 0 batch 1\tcpu\n"};
 	for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
 		FILE *f = fopen(path, "w");
-		fprintf(f, "0.5 0 %s\tcpu\n%s", job, bad[b]);
+		fprintf(f, "0.7 0 %s\tcpu\n0.5 0 %s\tcpu\n%s", other, job, bad[b]);
 		fclose(f);
 		sb_pace_keep_load(job, dev, 2, p, NULL);
 		CHECK(p[0].kept == 0 && p[1].kept == 0, "damaged file %zu read as paces %g %g", b,
 		      p[0].kept, p[1].kept);
 	}
-	entry(&p[0], 0.04, 31);
-	entry(&p[1], 0, 0);
+	/* rewritten whole: another job's line before the damage goes too */
+	entry(&p[0], 0.04, 31, 0);
+	entry(&p[1], 0, 0, 0);
 	sb_pace_keep_save(job, dev, 2, p, NULL);
 	const char *now = slurp(path);
-	CHECK(strstr(now, "\topencl|NVIDIA") && !strstr(now, "99 htdemucs") && !strstr(now, "0.5 0"),
-	      "the damaged file was not rewritten: %s", now);
+	CHECK(strstr(now, "\topencl|NVIDIA") && !strstr(now, "99 htdemucs") && !strstr(now, "0.5 0") &&
+	      !strstr(now, "0.7 0"), "the damaged file was not rewritten whole: %s", now);
+	/* the oldest lines go past SB_PACE_KEEP_MAX, the job's own stay */
+	FILE *g = fopen(path, "w");
+	for (int i = 0; i < SB_PACE_KEEP_MAX; i++)
+		fprintf(g, "0.5 0 model-%d fp32 threads 0 batch 1\tcpu\n", i);
+	fclose(g);
+	entry(&p[0], 0.04, 31, 0);
+	entry(&p[1], 1.2, 2, 0);
+	sb_pace_keep_save(job, dev, 2, p, NULL);
+	now = slurp(path);
+	CHECK(count_lines(now) == SB_PACE_KEEP_MAX && !strstr(now, " model-0 ") &&
+	      !strstr(now, " model-1 ") && strstr(now, " model-2 ") &&
+	      strstr(now, "1.2 0 htdemucs fp32"), "%d lines after a save to a full file; the oldest "
+	      "gone and the job's own there: %s", count_lines(now), strstr(now, "model-25") ?
+	      "" : now);
 	/* a file over the size limit, a folder, a FIFO: no pace, no hang */
 	FILE *f = fopen(path, "w");
 	for (int i = 0; i < 20000; i++)
@@ -120,16 +161,29 @@ int main(void)
 	sb_pace_keep_load(job, dev, 2, p, NULL);
 	CHECK(p[0].kept == 0 && p[1].kept == 0, "a FIFO read as paces");
 	unlink(path);
+	/* a folder where the file should be: nothing read, nothing written over it, said */
+	CHECK(mkdir(path, 0755) == 0, "mkdir");
+	sb_pace_keep_load(job, dev, 2, p, NULL);
+	CHECK(p[0].kept == 0 && p[1].kept == 0, "a folder read as paces");
+	const sb_logger log = {log_fn, NULL};
+	logged[0] = '\0';
+	entry(&p[0], 0.04, 31, 0);
+	sb_pace_keep_save(job, dev, 2, p, &log);
+	struct stat st;
+	CHECK(stat(path, &st) == 0 && S_ISDIR(st.st_mode) && strstr(logged, "not kept"),
+	      "a save over a folder: %s", logged);
+	rmdir(path);
 	/* a folder that cannot be written (as root every folder can: a path under a file) */
 	char under[300];
 	snprintf(under, sizeof under, "%s/file", dir);
 	fclose(fopen(under, "w"));
 	snprintf(path, sizeof path, "%s/file/paces.txt", dir);
 	setenv("SB_PACE_FILE", path, 1);
-	entry(&p[0], 0.04, 31);
-	sb_pace_keep_save(job, dev, 2, p, NULL);
-	sb_pace_keep_load(job, dev, 2, p, NULL);
-	CHECK(p[0].kept == 0, "a pace kept under a file: %g", p[0].kept);
+	entry(&p[0], 0.04, 31, 0);
+	logged[0] = '\0';
+	sb_pace_keep_save(job, dev, 2, p, &log);
+	CHECK(strstr(logged, "not kept") != NULL, "a save that cannot be written said nothing");
+	CHECK(strlen(slurp(under)) == 0, "the file in the way was written: %s", slurp(under));
 	char cmd[300];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	CHECK(system(cmd) == 0, "rm");

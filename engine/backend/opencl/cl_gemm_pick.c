@@ -214,11 +214,12 @@ static void load(sb_cl_pick *p)
 
 /* sb_keep_save's two steps: what another process kept since is read in first under the lock,
  * so no writer drops another's; then every kept decision */
-static void reread(void *user)
+static int reread(void *user)
 {
 	sb_cl_pick *p = user;
 	char why[128];
 	read_kept(p, p->path, why, sizeof why); /* a damaged file has nothing to keep */
+	return 0;
 }
 
 static int write_kept(FILE *f, void *user)

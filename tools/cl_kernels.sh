@@ -35,6 +35,7 @@ if [ -z "$CLANG" ] || [ ! -f "$CLC/amdgcn--amdhsa.bc" ] ||
 fi
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
+cat "$SRC/gemm_rows.cl" "$SRC/ops.cl" > "$TMP/ops.cl"
 cat "$SRC/gemm_rows.cl" "$SRC/gemm.cl" > "$TMP/gemm.cl"
 cat "$SRC/gemm_rows.cl" "$SRC/mma.cl" > "$TMP/mma.cl"
 cat "$SRC/gemm_rows.cl" "$SRC/mma.cl" "$SRC/attention_mma.cl" > "$TMP/attention_mma.cl"
@@ -126,7 +127,7 @@ job() {
 	done
 }
 jobs=0
-job "ops.cl, RED_WG=256" "$SRC/ops.cl" all all -DRED_WG=256
+job "ops.cl, RED_WG=256" "$TMP/ops.cl" all all -DRED_WG=256
 job "classic.cl" "$SRC/classic.cl" none all
 for hd in 16 32 64; do
 	job "attention.cl, ATT_HD=$hd, GPU form" "$SRC/attention.cl" all all -DATT_LOCAL=1 -DATT_HD=$hd

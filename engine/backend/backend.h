@@ -34,7 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SB_BACKEND_API 6
+#define SB_BACKEND_API 7
 
 /* 1 when one of the n stop flags (NULL entries skipped) is set: what drain() and a model's
  * pass look at between their steps */
@@ -73,8 +73,18 @@ typedef struct {
 	long sc, sf, st, sri;
 } sb_stft;
 
-/* GELU: 0.5 x (1 + erf(x / sqrt 2)); TANH (bias_act and bias_cols only): tanh x */
+/* GELU: 0.5 x (1 + erf(x / sqrt 2)); TANH (bias_act, bias_cols and gemm_bias only): tanh x */
 enum { SB_ACT_NONE = 0, SB_ACT_GELU = 1, SB_ACT_TANH = 2 };
+
+/* What gemm_bias adds to a product's every element and the activation after it: for item i of
+ * the first batch level, b[i bs + r] for row r (cols = 0: a convolution's output channels) or
+ * b[i bs + c] for column c (cols = 1: nn.Linear's features on token rows); bs = 0: one bias
+ * for every item */
+typedef struct {
+	sb_dv b;
+	long bs;
+	int cols, act;
+} sb_bias;
 
 /* The operations the models are written in. Each one is defined by its arithmetic here; every
  * backend computes it within float rounding of the CPU backend (tests/backend/test_ops.c).
@@ -186,6 +196,13 @@ typedef struct {
 	 * (o re, o im) at o + b so + 2 i = (a re c re - a im c im, a re c im + a im c re) with a at
 	 * a + b sa + 2 i and c at c + 2 i (the same for every item); o may be a */
 	void (*cmul)(sb_bdev *d, sb_dv a, long sa, sb_dv c, sb_dv o, long so, size_t n, int batch);
+	/* gemm, then each element v of every C_ij at row r, column c:
+	 * v = act(v + e->b[i e->bs + (e->cols ? c : r)]); the same as gemm followed by bias_act or
+	 * bias_cols on each item, in one pass where the backend can (a GPU's product writes C
+	 * once: a launch and a pass over C fewer, issue #24) */
+	void (*gemm_bias)(sb_bdev *d, int M, int N, int K, float alpha, sb_dv A, int lda, long sa,
+	                  sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C, int ldc, long sc,
+	                  int batch, int batch2, long sa2, long sb2, long sc2, const sb_bias *e);
 } sb_ops;
 
 /* The built-in separator's per-chunk work (models/classic/classic.h steps 1-6 and the inverse

@@ -232,10 +232,14 @@ static long up4(long x, int align)
 	return align ? (x + 3) / 4 * 4 : x;
 }
 
+/* gemm_bias's epilogues for case_gemm_at: none (plain gemm), a bias per row, per column, or
+ * per column with a bias of each item's own (bs), each with an activation */
+enum { EP_NONE, EP_ROWS, EP_COLS, EP_COLS_ITEMS };
+
 /* align: which of A (1), B (2), C (4) have leading dimensions, strides and offsets that are
  * multiples of 4 floats (a GPU kernel's float4 paths); the others are odd */
-static void case_gemm_at(run *r, int M, int N, int K, int tb, int batch, int batch2, int pad,
-                         int share_a, int align, float beta)
+static void case_gemm_ep(run *r, int M, int N, int K, int tb, int batch, int batch2, int pad,
+                         int share_a, int align, float beta, int ep, int act)
 {
 	const int al_a = align & 1, al_b = align & 2, al_c = align & 4;
 	const int lda = (int)up4(K + pad, al_a), ldb = (int)up4((tb ? K : N) + pad, al_b),
@@ -247,12 +251,17 @@ static void case_gemm_at(run *r, int M, int N, int K, int tb, int batch, int bat
 	const size_t na = (size_t)(share_a ? (long)M * lda : sa2 * batch2),
 	             nb = (size_t)(sb2 * batch2), nc = (size_t)(sc2 * batch2);
 	const float alpha = 0.7f;
+	/* the bias: M or N values, or N for each item at a stride of N + 3 */
+	const long bs = ep == EP_COLS_ITEMS ? N + 3 : 0;
+	const size_t nbias = ep == EP_ROWS ? (size_t)M : (size_t)(bs * batch + N);
 	float *A = rnd(na, 1), *B = rnd(nb, 1), *C = rnd(nc, 1), *got = malloc(sizeof(float) * nc);
+	float *bias = rnd(nbias, 1);
 	double *want = dup_d(C, nc);
 	for (int j = 0; j < batch2; j++)
 		for (int i = 0; i < batch; i++) {
 			const float *a = A + i * sa + j * sa2, *b = B + i * sb + j * sb2;
 			double *c = want + i * sc + j * sc2;
+			const float *bi = bias + i * bs;
 			for (int m = 0; m < M; m++)
 				for (int n = 0; n < N; n++) {
 					double s = 0;
@@ -262,7 +271,12 @@ static void case_gemm_at(run *r, int M, int N, int K, int tb, int batch, int bat
 						                           : b[(size_t)k * ldb + n]);
 						s += (double)x * y;
 					}
-					c[(size_t)m * ldc + n] = alpha * s + beta * c[(size_t)m * ldc + n];
+					double v = alpha * s + beta * c[(size_t)m * ldc + n];
+					if (ep != EP_NONE)
+						v += ep == EP_ROWS ? bi[m] : bi[n];
+					c[(size_t)m * ldc + n] = act == SB_ACT_GELU   ? gelu(v)
+					                         : act == SB_ACT_TANH ? tanh(v)
+					                                              : v;
 				}
 		}
 	r->a->off = al_a ? 8 : 5;
@@ -271,24 +285,39 @@ static void case_gemm_at(run *r, int M, int N, int K, int tb, int batch, int bat
 	sb_dv dB = put(r->a, B, nb);
 	r->a->off = al_c ? 8 : 5;
 	sb_dv dC = put(r->a, C, nc);
+	r->a->off = 3;
+	const sb_bias e = {put(r->a, bias, nbias), bs, ep != EP_ROWS, act};
 	r->a->off = 5;
-	if (!r->a->failed)
+	if (!r->a->failed && ep == EP_NONE)
 		ops(r)->gemm(dv(r), M, N, K, alpha, dA, lda, sa, dB, ldb, sb, tb, beta, dC, ldc, sc,
 		             batch, batch2, sa2, sb2, sc2);
+	else if (!r->a->failed)
+		ops(r)->gemm_bias(dv(r), M, N, K, alpha, dA, lda, sa, dB, ldb, sb, tb, beta, dC, ldc,
+		                  sc, batch, batch2, sa2, sb2, sc2, &e);
 	memcpy(got, C, sizeof(float) * nc);
 	get(r->a, got, dC, nc);
 	sb_status st = done(r->a);
-	char shape[64];
-	snprintf(shape, sizeof shape, "%dx%dx%d%s b%dx%d%s%s%s%s", M, N, K, tb ? " tB" : "", batch,
-	         batch2, pad ? " pad" : "", share_a ? " A0" : "", align ? " v" : "",
-	         beta == 0.f ? " b0" : "");
-	judge(r, "gemm", shape, st, got, want, nc, 2e-6 * sqrt((double)K) + 1e-6);
+	char shape[96];
+	static const char *const eps[] = {"", " +rows", " +cols", " +cols of each item"};
+	snprintf(shape, sizeof shape, "%dx%dx%d%s b%dx%d%s%s%s%s%s%s", M, N, K, tb ? " tB" : "",
+	         batch, batch2, pad ? " pad" : "", share_a ? " A0" : "", align ? " v" : "",
+	         beta == 0.f ? " b0" : "", eps[ep],
+	         act == SB_ACT_GELU ? " gelu" : act == SB_ACT_TANH ? " tanh" : "");
+	judge(r, ep == EP_NONE ? "gemm" : "gemm_bias", shape, st, got, want, nc,
+	      2e-6 * sqrt((double)K) + 1e-6);
 	arena_free(r->a);
 	free(A);
 	free(B);
 	free(C);
+	free(bias);
 	free(got);
 	free(want);
+}
+
+static void case_gemm_at(run *r, int M, int N, int K, int tb, int batch, int batch2, int pad,
+                         int share_a, int align, float beta)
+{
+	case_gemm_ep(r, M, N, K, tb, batch, batch2, pad, share_a, align, beta, EP_NONE, 0);
 }
 
 static void case_gemm(run *r, int M, int N, int K, int tb, int batch, int batch2, int pad,
@@ -1091,6 +1120,16 @@ static void all_cases(run *r)
 		case_gemm_at(r, 1, 300, 64, 1, 1, 1, 0, 0, 7, 0.3f);
 		case_gemm_at(r, 300, 1, 70, 0, 1, 1, 0, 0, 7, 0.3f);
 		case_gemm_at(r, 3, 5, 2, 0, 2, 1, 0, 0, 7, 0.3f);
+		/* gemm_bias: the epilogue after each path's product, on its float4 stores and its
+		 * ragged edges, with beta (a tap added to the ones before), batches of both levels
+		 * and a bias of each item's own */
+		case_gemm_ep(r, 130, 260, 37, 0, 1, 1, 0, 0, 7, 0.f, EP_ROWS, SB_ACT_GELU);
+		case_gemm_ep(r, 129, 67, 45, 0, 3, 2, 1, 0, 3, 0.3f, EP_ROWS, SB_ACT_NONE);
+		case_gemm_ep(r, 264, 520, 96, 1, 1, 1, 0, 0, 7, 0.f, EP_COLS, SB_ACT_GELU);
+		case_gemm_ep(r, 70, 133, 64, 1, 2, 2, 2, 0, 6, 1.f, EP_COLS, SB_ACT_NONE);
+		case_gemm_ep(r, 37, 45, 70, 1, 3, 1, 0, 1, 0, 0.f, EP_COLS_ITEMS, SB_ACT_TANH);
+		case_gemm_ep(r, 24, 17, 40, 1, 4, 1, 0, 0, 5, 0.f, EP_COLS_ITEMS, SB_ACT_NONE);
+		case_gemm_ep(r, 200, 128, 256, 0, 2, 1, 0, 1, 7, 0.f, EP_ROWS, SB_ACT_TANH);
 	}
 	if (wanted("attention")) {
 		case_attention(r, 37, 37, 3, 8, 1, 1, 0);

@@ -78,12 +78,16 @@ static inline void prof_add(sb_bdev *d, int op, double t0, double flops)
 	d->flops[op] += flops;
 }
 
-/* the operations table (cpu_ops.c) and the two operations built on matrix products
+/* the operations table (cpu_ops.c) and the three operations built on matrix products
  * (cpu_products.c), which it names */
 extern const sb_ops sb_cpu_ops;
 void sb_cpu_op_gemm(sb_bdev *d, int M, int N, int K, float alpha, sb_dv A, int lda, long sa,
                     sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C, int ldc, long sc,
                     int batch, int batch2, long sa2, long sb2, long sc2);
+void sb_cpu_op_gemm_bias(sb_bdev *d, int M, int N, int K, float alpha, sb_dv A, int lda,
+                         long sa, sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C, int ldc,
+                         long sc, int batch, int batch2, long sa2, long sb2, long sc2,
+                         const sb_bias *e);
 void sb_cpu_op_attention(sb_bdev *d, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
                          int nk, int heads, int hd, float scale, sb_dv o, int ldo, int batch,
                          long sq, long skv, long so);

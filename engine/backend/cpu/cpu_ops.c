@@ -653,5 +653,5 @@ const sb_ops sb_cpu_ops = {
 	op_scale_add, op_glu, op_glu_add, op_groupnorm, op_groupnorm_tokens, op_layernorm,
 	op_softmax, op_transpose, op_rows_tokens, op_add_row_channel, op_im2col, op_convtr,
 	sb_cpu_op_attention, op_rmsnorm, op_rope, op_head_gate, op_stft, op_istft, op_moments,
-	op_standardise, op_gather, op_cmul,
+	op_standardise, op_gather, op_cmul, sb_cpu_op_gemm_bias,
 };

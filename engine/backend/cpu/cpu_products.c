@@ -18,38 +18,105 @@ typedef struct {
 	const float *A, *B;
 	float *C;
 	long sa, sb, sc;
+	const float *bias; /* gemm_bias's, NULL for none */
+	long bs;
+	int cols, act;
 } gemm_job;
 
+/* gemm_bias's epilogue on rows r0 .. r1 of item i */
+static void bias_rows(const gemm_job *j, int64_t i, int64_t r0, int64_t r1)
+{
+	float *C = j->C + i * j->sc;
+	const float *bias = j->bias + i * j->bs;
+	for (int64_t r = r0; r < r1; r++) {
+		float *p = C + r * j->ldc;
+		if (j->cols) {
+			if (j->act == SB_ACT_GELU)
+				sb_vbias_gelu_cols(p, j->N, bias);
+			else if (j->act == SB_ACT_TANH)
+				sb_vbias_tanh_cols(p, j->N, bias);
+			else
+				for (int c = 0; c < j->N; c++)
+					p[c] += bias[c];
+		} else if (j->act == SB_ACT_GELU) {
+			sb_vbias_gelu(p, j->N, bias[r]);
+		} else if (j->act == SB_ACT_TANH) {
+			sb_vbias_tanh(p, j->N, bias[r]);
+		} else {
+			for (int c = 0; c < j->N; c++)
+				p[c] += bias[r];
+		}
+	}
+}
+
+/* whole items on one thread, each item's epilogue while its C is in this core's cache */
 static void k_gemm_items(void *v, int64_t b, int64_t e, int wk)
 {
 	gemm_job *j = v;
-	for (int64_t i = b; i < e; i++)
+	for (int64_t i = b; i < e; i++) {
 		sb_sgemm(j->ws[wk], 0, j->tb, j->M, j->N, j->K, j->alpha, j->A + i * j->sa, j->lda,
 		         j->B + i * j->sb, j->ldb, j->beta, j->C + i * j->sc, j->ldc);
+		if (j->bias)
+			bias_rows(j, i, 0, j->M);
+	}
 }
 
-void sb_cpu_op_gemm(sb_bdev *d, int M, int N, int K, float alpha, sb_dv A, int lda, long sa,
-                    sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C, int ldc, long sc,
-                    int batch, int batch2, long sa2, long sb2, long sc2)
+typedef struct {
+	const gemm_job *j;
+	int64_t i;
+} bias_item;
+
+static void k_bias_item(void *v, int64_t b, int64_t e, int wk)
+{
+	(void)wk;
+	const bias_item *t = v;
+	bias_rows(t->j, t->i, b, e);
+}
+
+static void gemm_epi(sb_bdev *d, int M, int N, int K, float alpha, sb_dv A, int lda, long sa,
+                     sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C, int ldc, long sc,
+                     int batch, int batch2, long sa2, long sb2, long sc2, const sb_bias *e)
 {
 	if (M <= 0 || N <= 0 || batch <= 0 || batch2 <= 0)
 		return;
 	const double t0 = prof_t0(d);
 	for (int j = 0; j < batch2; j++) {
-		gemm_job g = {d->ws, M, N, K, lda, ldb, ldc, tb, alpha, beta, P(A) + j * sa2, P(B) + j * sb2,
-		              P(C) + j * sc2, sa, sb, sc};
+		gemm_job g = {d->ws, M, N, K, lda, ldb, ldc, tb, alpha, beta, P(A) + j * sa2,
+		              P(B) + j * sb2, P(C) + j * sc2, sa, sb, sc, e ? P(e->b) : NULL,
+		              e ? e->bs : 0, e ? e->cols : 0, e ? e->act : 0};
 		if (batch >= d->threads && batch > 1) {
 			/* products too small to be worth a wake-up run on this thread */
 			const int64_t mnk = (int64_t)M * N * K, small = 4 * 65536;
 			sb_pool_for(d->pool, batch, mnk < small ? (small + mnk - 1) / mnk : 1, k_gemm_items,
 			            &g);
 		} else {
-			for (int i = 0; i < batch; i++)
-				sb_sgemm_par(d->pool, d->ws, 0, tb, M, N, K, alpha, g.A + i * sa, lda, g.B + i * sb, ldb,
-				             beta, g.C + i * sc, ldc);
+			for (int i = 0; i < batch; i++) {
+				sb_sgemm_par(d->pool, d->ws, 0, tb, M, N, K, alpha, g.A + i * sa, lda,
+				             g.B + i * sb, ldb, beta, g.C + i * sc, ldc);
+				bias_item t = {&g, i};
+				if (g.bias)
+					sb_pool_for(d->pool, M, N >= 65536 ? 1 : 65536 / N, k_bias_item, &t);
+			}
 		}
 	}
 	prof_add(d, OP_GEMM, t0, 2.0 * M * N * K * batch * batch2);
+}
+
+void sb_cpu_op_gemm(sb_bdev *d, int M, int N, int K, float alpha, sb_dv A, int lda, long sa,
+                    sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C, int ldc, long sc,
+                    int batch, int batch2, long sa2, long sb2, long sc2)
+{
+	gemm_epi(d, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc, batch, batch2, sa2,
+	         sb2, sc2, NULL);
+}
+
+void sb_cpu_op_gemm_bias(sb_bdev *d, int M, int N, int K, float alpha, sb_dv A, int lda,
+                         long sa, sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C, int ldc,
+                         long sc, int batch, int batch2, long sa2, long sb2, long sc2,
+                         const sb_bias *e)
+{
+	gemm_epi(d, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc, batch, batch2, sa2,
+	         sb2, sc2, e);
 }
 
 /* ---- attention: tasks of one head and a block of queries, each on one thread, so that the

@@ -112,12 +112,13 @@ int sb_cl_mma_emulate_asked(void)
 /* one product on tiling w */
 static void launch(sb_bdev *c, const sb_cl_mma *m, int w, int M, int N, int K, float alpha,
                    sb_dv A, int lda, long sa, sb_dv B, int ldb, long sb, int tb, float beta,
-                   sb_dv C, int ldc, long sc, int batch)
+                   sb_dv C, int ldc, long sc, int batch, const sb_bias *e)
 {
 	const tiling *g = &m->t[w];
 	kargs a = {c, m->k[w], K_GEMM, 0.0, 0, CL_SUCCESS};
 	a_gemm(&a, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc);
 	a_i32(&a, sb_cl_gemm_flags(A, lda, sa, B, ldb, sb, C, ldc, sc));
+	a_ep(&a, e, C);
 	const size_t gs[3] = {(size_t)(N + g->bn - 1) / g->bn * 128,
 	                      (size_t)(M + g->bm - 1) / g->bm, (size_t)batch};
 	const size_t l[3] = {128, 1, 1};
@@ -159,7 +160,7 @@ static sb_status check_products(sb_bdev *c, const sb_cl_mma *m, double *worst)
 			          ldc = al ? N + PAD : N + 1;
 			const size_t off = al ? 0 : 1;
 			launch(c, m, w, M, N, K, 1.f, (sb_dv){&ba, off}, lda, 0, (sb_dv){&bb, off}, ldb,
-			       0, tb, 0.f, (sb_dv){&bc, off}, ldc, 0, 1);
+			       0, tb, 0.f, (sb_dv){&bc, off}, ldc, 0, 1, NULL);
 			st = sb_cl_check_result(c, bc.m, nc, hc, "reading the tensor-core check");
 			double e = 0, ref = 0;
 			for (int i = 0; st == SB_OK && i < M; i++)
@@ -266,10 +267,10 @@ sb_status sb_cl_mma_open(sb_bdev *c, int emulate, int tf32, sb_cl_mma **out)
 
 void sb_cl_mma_gemm(sb_bdev *c, sb_cl_mma *m, int M, int N, int K, float alpha, sb_dv A, int lda,
                     long sa, sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C, int ldc,
-                    long sc, int batch)
+                    long sc, int batch, const sb_bias *e)
 {
 	const long big = (long)((M + m->t[0].bm - 1) / m->t[0].bm) *
 	                 ((N + m->t[0].bn - 1) / m->t[0].bn) * batch;
 	launch(c, m, m->n == 2 && big < (long)m->cus, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb,
-	       beta, C, ldc, sc, batch);
+	       beta, C, ldc, sc, batch, e);
 }

@@ -48,6 +48,6 @@ float sb_cl_mma_round(float x, int tf32);
  * enqueued on c's queue through sb_cl_run (failures kept in c). */
 void sb_cl_mma_gemm(sb_bdev *c, sb_cl_mma *m, int M, int N, int K, float alpha, sb_dv A, int lda,
                     long sa, sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C, int ldc,
-                    long sc, int batch);
+                    long sc, int batch, const sb_bias *e);
 
 #endif

@@ -34,7 +34,7 @@ static const op_info ops[] = {
 	[SB_CL_PICK_PRODUCTS] = {"products", "matrix products", "M N K B-transposed batch alignment",
 	                         3, {"own", "clblast", "tiled"},
 	                         {SB_CL_GEMM_CLBLAST, SB_CL_GEMM_OWN, SB_CL_GEMM_TILED},
-	                         {1, 1, 0, 0, 1, 0}, {LIMIT, LIMIT, LIMIT, 1, LIMIT, 7}, 0},
+	                         {1, 1, 0, 0, 1, 0}, {LIMIT, LIMIT, LIMIT, 1, LIMIT, 15}, 0},
 	[SB_CL_PICK_ATTENTION] = {"attention", "attention", "query-rows keys head-size heads batch "
 	                          "alignment", 2, {"split", "fused"},
 	                          {SB_CL_ATT_FUSED, SB_CL_ATT_SPLIT, 0},

@@ -75,8 +75,8 @@ typedef enum { SB_CL_PICK_PRODUCTS, SB_CL_PICK_ATTENTION } sb_cl_pick_op;
 enum { SB_CL_ATT_SPLIT = 0, SB_CL_ATT_FUSED = 1 };
 
 /* What decides a path: a product's M, N, K, B transposed (0, 1), batch and the operands'
- * alignment (sb_cl_gemm_flags); an attention's query rows, keys, head size, heads, batch
- * items and the alignment of Q, K and O (sb_cl_gemm_flags) */
+ * alignment (sb_cl_gemm_flags; plus 8 with gemm_bias's epilogue); an attention's query rows,
+ * keys, head size, heads, batch items and the alignment of Q, K and O (sb_cl_gemm_flags) */
 typedef struct {
 	int v[6];
 } sb_cl_shape;

@@ -209,7 +209,7 @@ void sb_cl_tiled_table(char *buf, size_t len)
 
 void sb_cl_tiled_gemm(sb_bdev *c, sb_cl_tiled *t, int M, int N, int K, float alpha, sb_dv A,
                       int lda, long sa, sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C,
-                      int ldc, long sc, int batch)
+                      int ldc, long sc, int batch, const sb_bias *e)
 {
 	const int w = take_small(t, M, N, batch);
 	const tiling *g = &t->t[w];
@@ -217,6 +217,7 @@ void sb_cl_tiled_gemm(sb_bdev *c, sb_cl_tiled *t, int M, int N, int K, float alp
 	kargs a = {c, t->k[w], K_GEMM, 0.0, 0, CL_SUCCESS};
 	a_gemm(&a, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc);
 	a_i32(&a, flags);
+	a_ep(&a, e, C);
 	const size_t dn = (size_t)(g->tn / g->wn), dm = (size_t)(g->tm / g->wm);
 	const size_t gs[3] = {(size_t)(N + g->tn - 1) / g->tn * dn,
 	                      (size_t)(M + g->tm - 1) / g->tm * dm, (size_t)batch};

@@ -33,7 +33,7 @@ const char *sb_cl_tiled_describe(const sb_cl_tiled *t);
 /* As cl_blas.h's sb_cl_sgemm, enqueued on c's queue through sb_cl_run (failures kept in c). */
 void sb_cl_tiled_gemm(sb_bdev *c, sb_cl_tiled *t, int M, int N, int K, float alpha, sb_dv A,
                       int lda, long sa, sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C,
-                      int ldc, long sc, int batch);
+                      int ldc, long sc, int batch, const sb_bias *e);
 
 /* gemm.cl's and mma.cl's flags: 1, 2, 4 when A, B, C have every row 16-byte aligned in every
  * batch item (float4 reads and writes) */

@@ -27,8 +27,8 @@ const char *const sb_cl_op_names[P_COUNT] = {
 	"gn_apply", "gn_apply_tokens", "layernorm", "softmax_rows", "scale_add", "transpose",
 	"ften_to_tokens", "tokens_to_ften", "add_freq_emb", "im2col_time", "convtr_gather",
 	"rmsnorm", "rope", "head_gate", "stft_frames", "istft_frames", "istft_ola",
-	"moments_final", "standardise", "gather_cols", "cmul", "attention_16", "attention_32",
-	"attention_64", "attention_mma",
+	"moments_final", "standardise", "gather_cols", "cmul", "bias_items", "attention_16",
+	"attention_32", "attention_64", "attention_mma",
 	"upload", "download", "copy", "zero", "finish",
 };
 
@@ -99,11 +99,26 @@ sb_status sb_cl_bf16_products(sb_bdev *c)
 	return SB_OK;
 }
 
-/* One fp32 product through path k on c->q. SB_ERR_UNSUPPORTED when CLBlast refused it
- * (logged); any other failure is kept in c. */
+/* gemm_bias's epilogue as a pass of its own, after a product that has none (CLBlast's) */
+static void bias_items(sb_bdev *c, int M, int N, sb_dv C, int ldc, long sc, int batch,
+                       const sb_bias *e)
+{
+	kargs a = args(c, K_BIAS_ITEMS);
+	a_db(&a, C);
+	a_i32(&a, M);
+	a_i32(&a, N);
+	a_i32(&a, ldc);
+	a_i64(&a, sc);
+	a_ep(&a, e, C);
+	const size_t g[3] = {(size_t)N, (size_t)M, (size_t)batch}, l[3] = {64, 1, 1};
+	sb_cl_run(&a, 3, g, l);
+}
+
+/* One fp32 product through path k on c->q, with gemm_bias's epilogue e (NULL: none).
+ * SB_ERR_UNSUPPORTED when CLBlast refused it (logged); any other failure is kept in c. */
 static sb_status gemm_path(sb_bdev *c, sb_cl_gemm_kind k, int M, int N, int K, float alpha,
                            sb_dv A, int lda, long sa, sb_dv B, int ldb, long sb, int tb,
-                           float beta, sb_dv C, int ldc, long sc, int batch)
+                           float beta, sb_dv C, int ldc, long sc, int batch, const sb_bias *e)
 {
 	if (k == SB_CL_GEMM_CLBLAST) {
 		const double t0 = sb_cl_prof_begin(c);
@@ -113,15 +128,18 @@ static sb_status gemm_path(sb_bdev *c, sb_cl_gemm_kind k, int M, int N, int K, f
 		sb_cl_prof_end(c, K_GEMM, t0, 2.0 * M * N * K * batch);
 		if (st != SB_OK && st != SB_ERR_UNSUPPORTED)
 			sb_cl_fail(c, st);
+		if (st == SB_OK && e)
+			bias_items(c, M, N, C, ldc, sc, batch, e);
 		return st == SB_ERR_UNSUPPORTED ? st : SB_OK;
 	}
 	if (k == SB_CL_GEMM_TILED) {
 		sb_cl_tiled_gemm(c, c->tiled, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc,
-		                 sc, batch);
+		                 sc, batch, e);
 		return SB_OK;
 	}
 	kargs a = args(c, K_GEMM);
 	a_gemm(&a, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc);
+	a_ep(&a, e, C);
 	const size_t g[3] = {(size_t)(N + 63) / 64 * 16, (size_t)(M + 63) / 64 * 16, (size_t)batch};
 	const size_t l[3] = {16, 16, 1};
 	a.flops = 2.0 * M * N * K * batch;
@@ -244,7 +262,7 @@ static sb_status path_right(sb_bdev *c, sb_cl_gemm_kind k, double *worst)
 			break;
 		}
 		if (gemm_path(c, k, m, n, kk, alpha, (sb_dv){&ba, off}, lda, sa, (sb_dv){&bb, off}, ldb,
-		              sb, tb, beta, (sb_dv){&bc, off}, ldc, sc, batch) != SB_OK)
+		              sb, tb, beta, (sb_dv){&bc, off}, ldc, sc, batch, NULL) != SB_OK)
 			st = SB_ERR_DEVICE; /* refused */
 		if (st == SB_OK)
 			st = sb_cl_check_result(c, bc.m, nc, hc, "reading a product path's check");
@@ -389,24 +407,30 @@ typedef struct {
 	int ldc;
 	long sc;
 	int batch;
+	const sb_bias *e;
 } gemm_op;
 
+/* a timed run: the path with its epilogue, as the pass would run it (CLBlast's as a pass of
+ * its own, counted against it) */
 static sb_status gemm_timed(sb_bdev *c, int path, sb_dv out, const void *op)
 {
 	const gemm_op *g = op;
 	return gemm_path(c, (sb_cl_gemm_kind)path, g->M, g->N, g->K, g->alpha, g->A, g->lda, g->sa,
-	                 g->B, g->ldb, g->sb, g->tb, g->beta, out, g->ldc, g->sc, g->batch);
+	                 g->B, g->ldb, g->sb, g->tb, g->beta, out, g->ldc, g->sc, g->batch, g->e);
 }
 
 /* Under measuring (cl_gemm_pick.h): the path this product takes, after the timed runs of the
  * candidates its shape still needs, on the measuring queue into a scratch output. */
 static sb_cl_gemm_kind measured_path(sb_bdev *c, int M, int N, int K, float alpha, sb_dv A,
                                      int lda, long sa, sb_dv B, int ldb, long sb, int tb,
-                                     float beta, sb_dv C, int ldc, long sc, int batch)
+                                     float beta, sb_dv C, int ldc, long sc, int batch,
+                                     const sb_bias *e)
 {
 	sb_cl_pick *p = c->pick;
-	const sb_cl_shape s = {{M, N, K, tb, batch, sb_cl_gemm_flags(A, lda, sa, B, ldb, sb, C, ldc,
-	                                                             sc)}};
+	/* a product with an epilogue is a shape of its own (8 in the alignment's field): CLBlast
+	 * runs it as a pass more */
+	const sb_cl_shape s = {{M, N, K, tb, batch,
+	                        sb_cl_gemm_flags(A, lda, sa, B, ldb, sb, C, ldc, sc) | (e ? 8 : 0)}};
 	int want = 0, slot = -1;
 	const int may_time = !c->profiling;
 	sb_cl_gemm_kind k = (sb_cl_gemm_kind)sb_cl_pick_path(p, &s, may_time, &want, &slot);
@@ -428,14 +452,14 @@ static sb_cl_gemm_kind measured_path(sb_bdev *c, int M, int N, int K, float alph
 	const size_t lead = C.off % 4;
 	const size_t floats = lead + (size_t)(batch - 1) * (size_t)(sc > 0 ? sc : 0) +
 	                      (size_t)(M - 1) * (size_t)ldc + (size_t)N;
-	const gemm_op op = {M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, ldc, sc, batch};
+	const gemm_op op = {M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, ldc, sc, batch, e};
 	sb_cl_time_paths(c, p, slot, want, lead, floats, gemm_timed, &op);
 	return (sb_cl_gemm_kind)sb_cl_pick_path(p, &s, 0, &want, &slot); /* one may be dropped */
 }
 
 static void gemm_one(sb_bdev *c, int M, int N, int K, float alpha, sb_dv A, int lda, long sa,
                      sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C, int ldc, long sc,
-                     int batch)
+                     int batch, const sb_bias *e)
 {
 	if (c->want_bf16 && !c->mma_tried) {
 		const sb_status st = sb_cl_bf16_products(c);
@@ -446,19 +470,19 @@ static void gemm_one(sb_bdev *c, int M, int N, int K, float alpha, sb_dv A, int 
 	}
 	if (c->want_bf16 && c->mma) {
 		sb_cl_mma_gemm(c, c->mma, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc,
-		               batch);
+		               batch, e);
 		return;
 	}
 	if (c->gemm == SB_CL_GEMM_TF32) {
 		sb_cl_mma_gemm(c, c->tf32, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc,
-		               batch);
+		               batch, e);
 		return;
 	}
 	const sb_cl_gemm_kind k = c->pick ? measured_path(c, M, N, K, alpha, A, lda, sa, B, ldb, sb,
-	                                                  tb, beta, C, ldc, sc, batch)
+	                                                  tb, beta, C, ldc, sc, batch, e)
 	                                  : c->gemm;
 	if (c->st != SB_OK ||
-	    gemm_path(c, k, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc, batch) ==
+	    gemm_path(c, k, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc, batch, e) ==
 	        SB_OK)
 		return;
 	/* CLBlast refused (logged): the own kernel from now on, still on this device; under
@@ -467,19 +491,21 @@ static void gemm_one(sb_bdev *c, int M, int N, int K, float alpha, sb_dv A, int 
 	if (c->pick) {
 		sb_cl_pick_drop(c->pick, SB_CL_GEMM_CLBLAST);
 		c->gemm = measured_path(c, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc,
-		                        batch);
+		                        batch, e);
 		if (c->st != SB_OK)
 			return;
 	}
 	sb_log(c->log, SB_LOG_WARNING, "matrix products through the %s from now on",
 	       sb_cl_gemm_name(c->gemm));
-	gemm_path(c, c->gemm, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc, batch);
+	gemm_path(c, c->gemm, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc, batch,
+	          e);
 }
 
 /* the second batch level: one strided-batched product per item of it */
-static void op_gemm(sb_bdev *c, int M, int N, int K, float alpha, sb_dv A, int lda, long sa,
-                    sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C, int ldc, long sc,
-                    int batch, int batch2, long sa2, long sb2, long sc2)
+static void op_gemm_bias(sb_bdev *c, int M, int N, int K, float alpha, sb_dv A, int lda,
+                         long sa, sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C, int ldc,
+                         long sc, int batch, int batch2, long sa2, long sb2, long sc2,
+                         const sb_bias *e)
 {
 	if (M <= 0 || N <= 0 || batch <= 0 || batch2 <= 0 || c->st != SB_OK)
 		return;
@@ -488,7 +514,15 @@ static void op_gemm(sb_bdev *c, int M, int N, int K, float alpha, sb_dv A, int l
 	for (int j = 0; j < batch2 && c->st == SB_OK; j++)
 		gemm_one(c, M, N, K, alpha, sb_dv_at(A, (size_t)(j * sa2)), lda, sa,
 		         sb_dv_at(B, (size_t)(j * sb2)), ldb, sb, tb, beta,
-		         sb_dv_at(C, (size_t)(j * sc2)), ldc, sc, batch);
+		         sb_dv_at(C, (size_t)(j * sc2)), ldc, sc, batch, e);
+}
+
+static void op_gemm(sb_bdev *c, int M, int N, int K, float alpha, sb_dv A, int lda, long sa,
+                    sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C, int ldc, long sc,
+                    int batch, int batch2, long sa2, long sb2, long sc2)
+{
+	op_gemm_bias(c, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc, batch, batch2,
+	             sa2, sb2, sc2, NULL);
 }
 
 static void op_bias_act(sb_bdev *c, sb_dv x, size_t n, int C, int T, sb_dv b, int act)
@@ -920,5 +954,5 @@ const sb_ops sb_cl_ops = {
 	op_glu, op_glu_add, op_groupnorm, op_groupnorm_tokens, op_layernorm, op_softmax,
 	op_transpose, op_rows_tokens, op_add_row_channel, op_im2col, op_convtr, sb_cl_op_attention,
 	op_rmsnorm, op_rope, op_head_gate, sb_cl_op_stft, sb_cl_op_istft, sb_cl_op_moments,
-	sb_cl_op_standardise, sb_cl_op_gather, sb_cl_op_cmul,
+	sb_cl_op_standardise, sb_cl_op_gather, sb_cl_op_cmul, op_gemm_bias,
 };

@@ -96,6 +96,15 @@ static inline void a_gemm(kargs *a, int M, int N, int K, float alpha, sb_dv A, i
 	a_i64(a, sc);
 }
 
+/* The arguments the product kernels end with: gemm_bias's epilogue (gemm_rows.cl's epi), e
+ * NULL for none (C's buffer then stands in for the bias, which is never read) */
+static inline void a_ep(kargs *a, const sb_bias *e, sb_dv C)
+{
+	a_db(a, e ? e->b : C);
+	a_i64(a, e ? e->bs : 0);
+	a_i32(a, e ? (e->cols ? 2 : 1) | e->act << 2 : 0);
+}
+
 void sb_cl_run(kargs *a, cl_uint dims, const size_t *global, const size_t *local);
 
 /* The operands of a product kernel's check against the host (the tensor cores' before first

@@ -1,6 +1,7 @@
 /* The register-tiled matrix product (SB_CL_GEMM=tiled; cl_gemm_tiled.c builds and launches it):
  * C = alpha * A (M x K) * op(B) + beta * C, row-major, batched over dimension 2; tb = 0: B is
- * K x N, tb = 1: B is N x K. Offsets and batch strides count floats, as ops.cl's gemm.
+ * K x N, tb = 1: B is N x K; ep: gemm_bias's epilogue (gemm_rows.cl). Offsets and batch
+ * strides count floats, as ops.cl's gemm.
  *
  * The scheme of the fast SGEMMs of the CUDA and OpenCL literature (Nugteren's "Tutorial:
  * OpenCL SGEMM tuning for Kepler", myGEMM 6-10, and CLBlast's xgemm, which grew from it):
@@ -53,7 +54,8 @@ __kernel __attribute__((reqd_work_group_size(DN, DM, 1)))
 void gemm_tiled(int M, int N, int K, float alpha,
                 __global const float *A, ulong aoff, int lda, long sa,
                 __global const float *B, ulong boff, int ldb, long sb, int tb,
-                float beta, __global float *C, ulong coff, int ldc, long sc, int flags)
+                float beta, __global float *C, ulong coff, int ldc, long sc, int flags,
+                __global const float *bias, ulong biasoff, long bstride, int ep)
 {
 	const int tx = get_local_id(0), ty = get_local_id(1), lid = ty * DN + tx;
 	const int col0 = get_group_id(0) * TN, row0 = get_group_id(1) * TM;
@@ -61,6 +63,7 @@ void gemm_tiled(int M, int N, int K, float alpha,
 	A += aoff + bt * sa;
 	B += boff + bt * sb;
 	C += coff + bt * sc;
+	bias += biasoff + bt * bstride;
 	const int va = flags & 1, vb = flags & 2, vc = flags & 4;
 	__local float As[2][TK][LDAL];
 	__local float Bs[2][TK][LDBL];
@@ -175,12 +178,16 @@ void gemm_tiled(int M, int N, int K, float alpha,
 			                                  acc[i][4 * j4 + 2], acc[i][4 * j4 + 3]);
 			if (vc && gn + 4 <= N) {
 				__global float4 *p = (__global float4 *)(c + gn);
-				*p = beta != 0.f ? r + beta * *p : r;
+				float4 v = beta != 0.f ? r + beta * *p : r;
+				if (ep)
+					v = (float4)(epi(v.x, bias, ep, gm, gn), epi(v.y, bias, ep, gm, gn + 1),
+					             epi(v.z, bias, ep, gm, gn + 2), epi(v.w, bias, ep, gm, gn + 3));
+				*p = v;
 				continue;
 			}
 			for (int e = 0; e < 4 && gn + e < N; e++) {
 				const float x = e == 0 ? r.x : e == 1 ? r.y : e == 2 ? r.z : r.w;
-				c[gn + e] = beta != 0.f ? x + beta * c[gn + e] : x;
+				c[gn + e] = epi(beta != 0.f ? x + beta * c[gn + e] : x, bias, ep, gm, gn + e);
 			}
 		}
 	}

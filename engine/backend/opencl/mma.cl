@@ -183,7 +183,8 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 void gemm_mma(int M, int N, int K, float alpha,
               __global const float *A, ulong aoff, int lda, long sa,
               __global const float *B, ulong boff, int ldb, long sb, int tb,
-              float beta, __global float *C, ulong coff, int ldc, long sc, int flags)
+              float beta, __global float *C, ulong coff, int ldc, long sc, int flags,
+              __global const float *bias, ulong biasoff, long bstride, int ep)
 {
 	const int lid = get_local_id(0), warp = lid >> 5, lane = lid & 31;
 	const int g = lane >> 2, t = lane & 3;
@@ -193,6 +194,7 @@ void gemm_mma(int M, int N, int K, float alpha,
 	A += aoff + bt * sa;
 	B += boff + bt * sb;
 	C += coff + bt * sc;
+	bias += biasoff + bt * bstride;
 	const int va = flags & 1, vb = flags & 2;
 	/* 16-byte aligned: PUT4 stores uint4 (tf32) and uint2 (bf16) words into them */
 	__local uint As[2][BM][LDP] __attribute__((aligned(16)));
@@ -316,7 +318,8 @@ UNROLL
 				for (int q = 0; q < 2; q++) {
 					const float x = alpha * acc[i][j][e + q];
 					if (gn + q < N)
-						c[gn + q] = beta != 0.f ? x + beta * c[gn + q] : x;
+						c[gn + q] = epi(beta != 0.f ? x + beta * c[gn + q] : x, bias,
+						                ep, gm, gn + q);
 				}
 			}
 		}

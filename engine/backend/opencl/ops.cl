@@ -10,14 +10,16 @@
 #endif
 
 /* ---- C = alpha * A (M x K) * op(B) + beta * C, row-major, batched over dimension 2 ----
- * tb = 0: B is K x N; tb = 1: B is N x K. A 64 x 64 tile per work-group, 4 x 4 per item. */
+ * tb = 0: B is K x N; tb = 1: B is N x K. A 64 x 64 tile per work-group, 4 x 4 per item; ep:
+ * gemm_bias's epilogue (gemm_rows.cl). */
 #define TS 64
 #define TK 16
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void gemm(int M, int N, int K, float alpha,
           __global const float *A, ulong aoff, int lda, long sa,
           __global const float *B, ulong boff, int ldb, long sb, int tb,
-          float beta, __global float *C, ulong coff, int ldc, long sc)
+          float beta, __global float *C, ulong coff, int ldc, long sc,
+          __global const float *bias, ulong biasoff, long bstride, int ep)
 {
 	const int tx = get_local_id(0), ty = get_local_id(1);
 	const int col0 = get_group_id(0) * TS, row0 = get_group_id(1) * TS;
@@ -25,6 +27,7 @@ void gemm(int M, int N, int K, float alpha,
 	A += aoff + bt * sa;
 	B += boff + bt * sb;
 	C += coff + bt * sc;
+	bias += biasoff + bt * bstride;
 	__local float As[TK][TS + 1];
 	__local float Bs[TK][TS + 1];
 	float acc[4][4];
@@ -72,14 +75,10 @@ void gemm(int M, int N, int K, float alpha,
 			if (gn >= N)
 				continue;
 			const long at = (long)gm * ldc + gn;
-			C[at] = alpha * acc[i][j] + (beta != 0.f ? beta * C[at] : 0.f);
+			C[at] = epi(alpha * acc[i][j] + (beta != 0.f ? beta * C[at] : 0.f), bias, ep, gm,
+			            gn);
 		}
 	}
-}
-
-inline float gelu(float x)
-{
-	return 0.5f * x * (1.f + erf(x * 0.70710678118654752f));
 }
 
 inline float sigm(float x)
@@ -116,6 +115,19 @@ __kernel void bias_cols(__global float *x, ulong xoff, ulong n, int cols,
 		return;
 	const float v = x[xoff + i] + b[boff + i % (ulong)cols];
 	x[xoff + i] = act == 1 ? gelu(v) : act == 2 ? tanh(v) : v;
+}
+
+/* gemm_bias's epilogue after a product that has none (CLBlast's): items of M x N at ldc, sc;
+ * id 0 the column, 1 the row, 2 the item */
+__kernel void bias_items(__global float *C, ulong coff, int M, int N, int ldc, long sc,
+                         __global const float *bias, ulong biasoff, long bstride, int ep)
+{
+	const int c = get_global_id(0), r = get_global_id(1);
+	const long bt = get_global_id(2);
+	if (c >= N || r >= M)
+		return;
+	__global float *p = C + coff + bt * sc + (long)r * ldc + c;
+	*p = epi(*p, bias + biasoff + bt * bstride, ep, r, c);
 }
 
 __kernel void add(__global float *x, ulong xoff, __global const float *y, ulong yoff, ulong n)

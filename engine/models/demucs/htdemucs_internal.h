@@ -158,6 +158,11 @@ void hd_dften_free(sb_htdemucs_on *r, dften *x);
 void hd_gemm(sb_htdemucs_on *r, int M, int N, int K, float alpha, sb_dv a, int lda, long sa,
              sb_dv b, int ldb, long sb, int tb, float beta, sb_dv c, int ldc, long sc,
              int batch, int batch2, long sa2, long sb2, long sc2);
+/* hd_gemm with alpha 1, then act(C + bias) per row of each item (cols = 0: a convolution's
+ * output channels) or per column (cols = 1); bias is a weight (backend.h: gemm_bias) */
+void hd_gemm_bias(sb_htdemucs_on *r, int M, int N, int K, sb_dv a, int lda, long sa, sb_dv b,
+                  int ldb, long sb, int tb, float beta, sb_dv c, int ldc, long sc, int batch,
+                  int batch2, long sa2, long sb2, long sc2, const float *bias, int cols, int act);
 /* y [n][out] = x [n][in] W^T + b (nn.Linear), optional GELU */
 void hd_linear(sb_htdemucs_on *r, sb_dv x, size_t n, int in, const float *w,
                const float *b, int out, sb_dv y, int act);

@@ -17,19 +17,23 @@ static void dconv(sb_htdemucs_on *r, const hd_dconv *d, sb_dv x, int T, int batc
 	sb_dv z = buffer(r, (size_t)batch * zs);
 	for (int li = 0; li < d->depth; li++) {
 		const hd_dconv_layer *l = &d->l[li];
-		OP(r)->fill_bias(r->p.x.d, h, (size_t)batch * hs, H, T, weight(r, l->b1));
-		for (int k = 0; k < 3; k++) {
-			const int s = (k - 1) * l->dil;
+		/* the middle tap covers every column: it writes h with the bias, the others add */
+		for (int j = 0; j < 3; j++) {
+			const int k = (j + 1) % 3, s = (k - 1) * l->dil;
 			const int t0 = s < 0 ? -s : 0, t1 = s > 0 ? T - s : T;
-			hd_gemm(r, H, t1 - t0, C, 1.f, weight(r, l->w1 + (size_t)k * H * C), C, 0,
-			        sb_dv_at(x, (size_t)(t0 + s)), T, xs, 0, 1.f, sb_dv_at(h, (size_t)t0), T, hs,
-			        batch, 1, 0, 0, 0);
+			const sb_dv w = weight(r, l->w1 + (size_t)k * H * C),
+			            in = sb_dv_at(x, (size_t)(t0 + s));
+			if (k == 1)
+				hd_gemm_bias(r, H, T, C, w, C, 0, in, T, xs, 0, 0.f, h, T, hs, batch, 1, 0, 0, 0,
+				             l->b1, 0, SB_ACT_NONE);
+			else
+				hd_gemm(r, H, t1 - t0, C, 1.f, w, C, 0, in, T, xs, 0, 1.f,
+				        sb_dv_at(h, (size_t)t0), T, hs, batch, 1, 0, 0, 0);
 		}
 		OP(r)->groupnorm(r->p.x.d, h, hs, H, T, batch, weight(r, l->n1w), weight(r, l->n1b),
 		                 SB_ACT_GELU);
-		hd_gemm(r, 2 * C, T, H, 1.f, weight(r, l->w2), H, 0, h, T, hs, 0, 0.f, z, T, zs, batch, 1,
-		        0, 0, 0);
-		OP(r)->bias_act(r->p.x.d, z, (size_t)batch * zs, 2 * C, T, weight(r, l->b2), SB_ACT_NONE);
+		hd_gemm_bias(r, 2 * C, T, H, weight(r, l->w2), H, 0, h, T, hs, 0, 0.f, z, T, zs, batch, 1,
+		             0, 0, 0, l->b2, 0, SB_ACT_NONE);
 		OP(r)->groupnorm(r->p.x.d, z, zs, 2 * C, T, batch, weight(r, l->n2w), weight(r, l->n2b),
 		                 SB_ACT_NONE);
 		OP(r)->glu_add(r->p.x.d, x, xs, z, zs, C * T, T, weight(r, l->scale), batch);
@@ -61,17 +65,13 @@ void hd_enc_freq(sb_htdemucs_on *r, const hd_enc *l, const dften *in, dften *out
 		for (int f0 = 0; f0 < Fo; f0 += tile) {
 			const int nt = Fo - f0 < tile ? Fo - f0 : tile;
 			/* output row fo reads input rows 4 fo - 2 .. 4 fo + 5: one (8 cin x T) matrix */
-			hd_gemm(r, cout, T, 8 * cin, 1.f, weight(r, l->w), 8 * cin, 0, drow(in, b0, 4 * f0 - 2),
-			        T, 4L * cin * T, 0, 0.f, y, T, ys, nt, nb, 0, (long)ften_item(in),
-			        (long)nt * ys);
-			OP(r)->bias_act(r->p.x.d, y, (size_t)nb * nt * ys, cout, T, weight(r, l->b),
-			                SB_ACT_GELU);
+			hd_gemm_bias(r, cout, T, 8 * cin, weight(r, l->w), 8 * cin, 0,
+			             drow(in, b0, 4 * f0 - 2), T, 4L * cin * T, 0, 0.f, y, T, ys, nt, nb, 0,
+			             (long)ften_item(in), (long)nt * ys, l->b, 0, SB_ACT_GELU);
 			if (l->has_dconv)
 				dconv(r, &l->dc, y, T, nb * nt);
-			hd_gemm(r, 2 * cout, T, cout, 1.f, weight(r, l->rw), cout, 0, y, T, ys, 0, 0.f, z, T,
-			        2 * ys, nb * nt, 1, 0, 0, 0);
-			OP(r)->bias_act(r->p.x.d, z, (size_t)nb * nt * 2 * ys, 2 * cout, T, weight(r, l->rb),
-			                SB_ACT_NONE);
+			hd_gemm_bias(r, 2 * cout, T, cout, weight(r, l->rw), cout, 0, y, T, ys, 0, 0.f, z, T,
+			             2 * ys, nb * nt, 1, 0, 0, 0, l->rb, 0, SB_ACT_NONE);
 			for (int b = 0; b < nb; b++)
 				OP(r)->glu(r->p.x.d, sb_dv_at(z, (size_t)b * nt * 2 * ys), 2 * ys,
 				           drow(out, b0 + b, f0), ys, (int)ys, nt);
@@ -99,16 +99,21 @@ void hd_dec_freq(sb_htdemucs_on *r, const hd_dec *l, dften *x, const dften *skip
 	for (int b0 = 0; b0 < B; b0 += nb)
 		for (int f0 = 0; f0 < F; f0 += tile) {
 			const int nt = F - f0 < tile ? F - f0 : tile;
-			OP(r)->fill_bias(r->p.x.d, z, (size_t)nb * nt * zs, 2 * cin, T, weight(r, l->rb));
-			/* 3x3 rewrite: rows f-1..f+1 are one (3 cin x T) matrix, one product per time tap */
-			for (int dt = 0; dt < 3; dt++) {
-				const int s = dt - 1;
+			/* 3x3 rewrite: rows f-1..f+1 are one (3 cin x T) matrix, one product per time tap;
+			 * the middle one, over every column, writes z with the bias, the others add */
+			for (int j = 0; j < 3; j++) {
+				const int dt = (j + 1) % 3, s = dt - 1;
 				const int t0 = s < 0 ? -s : 0, t1 = s > 0 ? T - s : T;
-				hd_gemm(r, 2 * cin, t1 - t0, 3 * cin, 1.f,
-				        weight(r, l->rw + (size_t)dt * 2 * cin * 3 * cin), 3 * cin, 0,
-				        sb_dv_at(drow(x, b0, f0 - 1), (size_t)(t0 + s)), T, xs, 0, 1.f,
-				        sb_dv_at(z, (size_t)t0), T, zs, nt, nb, 0, (long)ften_item(x),
-				        (long)nt * zs);
+				const sb_dv w = weight(r, l->rw + (size_t)dt * 2 * cin * 3 * cin),
+				            in = sb_dv_at(drow(x, b0, f0 - 1), (size_t)(t0 + s));
+				if (dt == 1)
+					hd_gemm_bias(r, 2 * cin, T, 3 * cin, w, 3 * cin, 0, in, T, xs, 0, 0.f, z, T,
+					             zs, nt, nb, 0, (long)ften_item(x), (long)nt * zs, l->rb, 0,
+					             SB_ACT_NONE);
+				else
+					hd_gemm(r, 2 * cin, t1 - t0, 3 * cin, 1.f, w, 3 * cin, 0, in, T, xs, 0, 1.f,
+					        sb_dv_at(z, (size_t)t0), T, zs, nt, nb, 0, (long)ften_item(x),
+					        (long)nt * zs);
 			}
 			for (int b = 0; b < nb; b++)
 				OP(r)->glu(r->p.x.d, sb_dv_at(z, (size_t)b * nt * zs), zs, drow(&y, b0 + b, f0),
@@ -123,13 +128,11 @@ void hd_dec_freq(sb_htdemucs_on *r, const hd_dec *l, dften *x, const dften *skip
 	for (int ph = 0; ph < 4; ph++) {
 		const int g0 = (ph + 2) % 4, q0 = (g0 + 2) / 4;
 		const int count = (4 * F - g0 + 3) / 4;
-		hd_gemm(r, cout, T, 2 * cin, 1.f, weight(r, l->tw + (size_t)ph * cout * 2 * cin), 2 * cin,
-		        0, drow(&y, 0, q0 - 1), T, xs, 0, 0.f, drow(out, 0, g0), T, 4 * os, count, B, 0,
-		        (long)ften_item(&y), (long)ften_item(out));
+		hd_gemm_bias(r, cout, T, 2 * cin, weight(r, l->tw + (size_t)ph * cout * 2 * cin), 2 * cin,
+		             0, drow(&y, 0, q0 - 1), T, xs, 0, 0.f, drow(out, 0, g0), T, 4 * os, count, B,
+		             0, (long)ften_item(&y), (long)ften_item(out), l->tb, 0,
+		             l->last ? SB_ACT_NONE : SB_ACT_GELU);
 	}
-	for (int b = 0; b < B; b++)
-		OP(r)->bias_act(r->p.x.d, drow(out, b, 0), (size_t)4 * F * os, cout, T, weight(r, l->tb),
-		                l->last ? SB_ACT_NONE : SB_ACT_GELU);
 	hd_dften_free(r, &y);
 }
 
@@ -145,16 +148,14 @@ void hd_enc_time(sb_htdemucs_on *r, const hd_enc *l, sb_dv in, long lin, int B, 
 	for (int b = 0; b < B; b++)
 		OP(r)->im2col_k8s4(r->p.x.d, sb_dv_at(in, (size_t)b * cin * lin), lin, cin,
 		                   sb_dv_at(col, (size_t)b * cs), lout);
-	hd_gemm(r, cout, T, 8 * cin, 1.f, weight(r, l->w), 8 * cin, 0, col, T, cs, 0, 0.f, y, T, ys, B,
-	        1, 0, 0, 0);
+	hd_gemm_bias(r, cout, T, 8 * cin, weight(r, l->w), 8 * cin, 0, col, T, cs, 0, 0.f, y, T, ys, B,
+	             1, 0, 0, 0, l->b, 0, SB_ACT_GELU);
 	give_back(r, col);
-	OP(r)->bias_act(r->p.x.d, y, (size_t)B * ys, cout, T, weight(r, l->b), SB_ACT_GELU);
 	if (l->has_dconv)
 		dconv(r, &l->dc, y, T, B);
 	sb_dv z = buffer(r, (size_t)B * 2 * ys);
-	hd_gemm(r, 2 * cout, T, cout, 1.f, weight(r, l->rw), cout, 0, y, T, ys, 0, 0.f, z, T, 2 * ys, B,
-	        1, 0, 0, 0);
-	OP(r)->bias_act(r->p.x.d, z, (size_t)B * 2 * ys, 2 * cout, T, weight(r, l->rb), SB_ACT_NONE);
+	hd_gemm_bias(r, 2 * cout, T, cout, weight(r, l->rw), cout, 0, y, T, ys, 0, 0.f, z, T, 2 * ys,
+	             B, 1, 0, 0, 0, l->rb, 0, SB_ACT_NONE);
 	OP(r)->glu(r->p.x.d, z, 2 * ys, out, ys, (int)ys, B);
 	give_back(r, y);
 	give_back(r, z);
@@ -169,13 +170,18 @@ void hd_dec_time(sb_htdemucs_on *r, const hd_dec *l, sb_dv x, sb_dv skip, long l
 	const long xs = (long)cin * lin, zs = 2L * cin * lin, ps = 8L * cout * lin;
 	OP(r)->add(r->p.x.d, x, skip, (size_t)B * xs);
 	sb_dv z = buffer(r, (size_t)B * zs);
-	OP(r)->fill_bias(r->p.x.d, z, (size_t)B * zs, 2 * cin, T, weight(r, l->rb));
-	for (int k = 0; k < 3; k++) {
-		const int s = k - 1;
+	/* the middle tap, over every column, writes z with the bias; the others add */
+	for (int j = 0; j < 3; j++) {
+		const int k = (j + 1) % 3, s = k - 1;
 		const int t0 = s < 0 ? -s : 0, t1 = s > 0 ? T - s : T;
-		hd_gemm(r, 2 * cin, t1 - t0, cin, 1.f, weight(r, l->rw + (size_t)k * 2 * cin * cin), cin, 0,
-		        sb_dv_at(x, (size_t)(t0 + s)), T, xs, 0, 1.f, sb_dv_at(z, (size_t)t0), T, zs, B, 1,
-		        0, 0, 0);
+		const sb_dv w = weight(r, l->rw + (size_t)k * 2 * cin * cin),
+		            in = sb_dv_at(x, (size_t)(t0 + s));
+		if (k == 1)
+			hd_gemm_bias(r, 2 * cin, T, cin, w, cin, 0, in, T, xs, 0, 0.f, z, T, zs, B, 1, 0, 0, 0,
+			             l->rb, 0, SB_ACT_NONE);
+		else
+			hd_gemm(r, 2 * cin, t1 - t0, cin, 1.f, w, cin, 0, in, T, xs, 0, 1.f,
+			        sb_dv_at(z, (size_t)t0), T, zs, B, 1, 0, 0, 0);
 	}
 	sb_dv y = buffer(r, (size_t)B * xs);
 	OP(r)->glu(r->p.x.d, z, zs, y, xs, (int)xs, B);

@@ -80,12 +80,21 @@ void hd_gemm(sb_htdemucs_on *r, int M, int N, int K, float alpha, sb_dv a, int l
 		           batch2, sa2, sb2, sc2);
 }
 
+void hd_gemm_bias(sb_htdemucs_on *r, int M, int N, int K, sb_dv a, int lda, long sa, sb_dv b,
+                  int ldb, long sb, int tb, float beta, sb_dv c, int ldc, long sc, int batch,
+                  int batch2, long sa2, long sb2, long sc2, const float *bias, int cols, int act)
+{
+	if (M <= 0 || N <= 0 || batch <= 0 || batch2 <= 0 || pass_status(r) != SB_OK)
+		return;
+	const sb_bias e = {weight(r, bias), 0, cols, act};
+	r->p.o->gemm_bias(r->p.x.d, M, N, K, 1.f, a, lda, sa, b, ldb, sb, tb, beta, c, ldc, sc, batch,
+	                  batch2, sa2, sb2, sc2, &e);
+}
+
 /* y [n][out] = x [n][in] W^T + b (nn.Linear), optional GELU */
 void hd_linear(sb_htdemucs_on *r, sb_dv x, size_t n, int in, const float *w,
                const float *b, int out, sb_dv y, int act)
 {
-	hd_gemm(r, (int)n, out, in, 1.f, x, in, 0, weight(r, w), in, 0, 1, 0.f, y, out, 0, 1, 1, 0, 0,
-	        0);
-	if (pass_status(r) == SB_OK)
-		r->p.o->bias_cols(r->p.x.d, y, n * (size_t)out, out, weight(r, b), act);
+	hd_gemm_bias(r, (int)n, out, in, x, in, 0, weight(r, w), in, 0, 1, 0.f, y, out, 0, 1, 1, 0, 0,
+	             0, b, 1, act);
 }

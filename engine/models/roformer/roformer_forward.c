@@ -75,6 +75,16 @@ static void gemm(sb_roformer_on *r, int M, int N, int K, sb_dv a, int lda, sb_dv
 		             0);
 }
 
+/* the same, then act(c + b) with b per column (nn.Linear's bias) in the product's pass */
+static void linear(sb_roformer_on *r, int M, int N, int K, sb_dv a, int lda, sb_dv w, int ldw,
+                   float beta, sb_dv c, int ldc, sb_dv b, int act)
+{
+	const sb_bias e = {b, 0, 1, act};
+	if (M > 0 && N > 0 && OK(r))
+		r->p.o->gemm_bias(r->p.x.d, M, N, K, 1.f, a, lda, 0, w, ldw, 0, 1, beta, c, ldc, 0, 1, 1, 0,
+		                  0, 0, &e);
+}
+
 /* one transformer layer over all n tokens of x [n][dim]; time: sequences along frames */
 static void layer(sb_roformer_on *r, const rf_layer *L, sb_dv x, int B, int time)
 {
@@ -88,9 +98,11 @@ static void layer(sb_roformer_on *r, const rf_layer *L, sb_dv x, int B, int time
 	sb_dv qkv = sb_place_a(&r->p, n * ld);
 	sb_dv att = sb_place_a(&r->p, n * inner);
 	OP(r)->rmsnorm(r->p.x.d, x, h, n, dim, W(r, L->norm));
-	gemm(r, (int)n, ld, dim, h, dim, W(r, L->qkvg), dim, 0.f, qkv, ld);
 	if (net->gates)
-		OP(r)->bias_cols(r->p.x.d, qkv, n * ld, ld, W(r, L->qkvg_b), SB_ACT_NONE);
+		linear(r, (int)n, ld, dim, h, dim, W(r, L->qkvg), dim, 0.f, qkv, ld, W(r, L->qkvg_b),
+		       SB_ACT_NONE);
+	else
+		gemm(r, (int)n, ld, dim, h, dim, W(r, L->qkvg), dim, 0.f, qkv, ld);
 	/* rotary positions: a token's frame (time) or band (frequency), on q and k at once */
 	if (time) {
 		OP(r)->rope(r->p.x.d, qkv, n, ld, 2 * inner, hd, W(r, net->rope_t), nb, T);
@@ -119,10 +131,11 @@ static void layer(sb_roformer_on *r, const rf_layer *L, sb_dv x, int B, int time
 	/* feed-forward */
 	sb_dv f = sb_place_a(&r->p, n * net->hidden);
 	OP(r)->rmsnorm(r->p.x.d, x, h, n, dim, W(r, L->ff_norm));
-	gemm(r, (int)n, net->hidden, dim, h, dim, W(r, L->ff1), dim, 0.f, f, net->hidden);
-	OP(r)->bias_cols(r->p.x.d, f, n * net->hidden, net->hidden, W(r, L->ff1_b), SB_ACT_GELU);
-	gemm(r, (int)n, dim, net->hidden, f, net->hidden, W(r, L->ff2), net->hidden, 1.f, x, dim);
-	OP(r)->bias_cols(r->p.x.d, x, n * dim, dim, W(r, L->ff2_b), SB_ACT_NONE);
+	linear(r, (int)n, net->hidden, dim, h, dim, W(r, L->ff1), dim, 0.f, f, net->hidden,
+	       W(r, L->ff1_b), SB_ACT_GELU);
+	/* x += f W2^T + b2: the residual is the product's beta */
+	linear(r, (int)n, dim, net->hidden, f, net->hidden, W(r, L->ff2), net->hidden, 1.f, x, dim,
+	       W(r, L->ff2_b), SB_ACT_NONE);
 	sb_place_r(&r->p, f);
 	sb_place_r(&r->p, h);
 }
@@ -162,10 +175,10 @@ sb_status sb_roformer_forward(sb_roformer_on *r, int B, const float *in, float *
 	for (int k = 0; k < nb; k++) {
 		const sb_dv xk = sb_dv_at(dx, rows * net->off[k]);
 		OP(r)->rmsnorm(r->p.x.d, xk, xk, rows, net->din[k], W(r, net->split_norm + net->off[k]));
-		gemm(r, (int)rows, dim, net->din[k], xk, net->din[k], W(r, net->split_w[k]), net->din[k],
-		     0.f, sb_dv_at(x, (size_t)k * dim), nb * dim);
+		linear(r, (int)rows, dim, net->din[k], xk, net->din[k], W(r, net->split_w[k]),
+		       net->din[k], 0.f, sb_dv_at(x, (size_t)k * dim), nb * dim,
+		       sb_dv_at(W(r, net->split_b), (size_t)k * dim), SB_ACT_NONE);
 	}
-	OP(r)->bias_cols(r->p.x.d, x, rows * nb * dim, nb * dim, W(r, net->split_b), SB_ACT_NONE);
 	sb_place_r(&r->p, dx);
 	/* the axial transformer; with skip_connection each block's input adds every earlier
 	 * block's output (kept in 'store') */
@@ -216,11 +229,11 @@ sb_status sb_roformer_forward(sb_roformer_on *r, int B, const float *in, float *
 				const int last = l == nl - 1;
 				const int o = last ? 2 * din : net->mlp_hidden;
 				const sb_dv y = last ? z : (l % 2 ? h2 : h1);
+				/* band j's bias is the j-th o of the group's */
+				const sb_bias e = {W(r, mp->b[l]), o, 1, last ? SB_ACT_NONE : SB_ACT_TANH};
 				if (OK(r))
-					r->p.o->gemm(r->p.x.d, (int)rows, o, in, 1.f, a, lda, sa, W(r, mp->w[l]), in,
-					             (long)o * in, 1, 0.f, y, gn * o, o, gn, 1, 0, 0, 0);
-				OP(r)->bias_cols(r->p.x.d, y, rows * gn * o, gn * o, W(r, mp->b[l]),
-				                 last ? SB_ACT_NONE : SB_ACT_TANH);
+					r->p.o->gemm_bias(r->p.x.d, (int)rows, o, in, 1.f, a, lda, sa, W(r, mp->w[l]),
+					                  in, (long)o * in, 1, 0.f, y, gn * o, o, gn, 1, 0, 0, 0, &e);
 				a = y;
 				lda = gn * o;
 				sa = o;

@@ -22,6 +22,7 @@
 #include "../bench_usage.h"
 #include "../dev_report.h"
 #include "../null_sink.h"
+#include "../prof_products.h"
 #include "backend/backend.h"
 #include "core/thread_pool.h"
 #include "models/demucs/demucs.h"
@@ -190,6 +191,7 @@ int main(int argc, char **argv)
 		}
 		fprintf(stderr, "  %-18s %6s %10.2f %6.1f%%\n", "host and gaps", "",
 		        1e3 * (prof_s - dev_s), 100 * (prof_s - dev_s) / prof_s);
+		print_products(dev[0].be, dev[0].d, prof_s, 25);
 		dev[0].be->set_profiling(dev[0].d, 0);
 	}
 	sb_htdemucs_unplace(on);

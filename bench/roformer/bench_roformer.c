@@ -33,6 +33,7 @@
  */
 #include "../bench_usage.h"
 #include "../dev_report.h"
+#include "../prof_products.h"
 #include "../null_sink.h"
 #include "backend/backend.h"
 #include "convert/convert.h"
@@ -430,6 +431,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "counted from the config: %.1f GFLOP a chunk = linears %.1f + attention "
 		        "%.1f + band split %.1f + masks %.1f\n", gflop, 2e-9 * mac.linears,
 		        2e-9 * mac.attention, 2e-9 * mac.split, 2e-9 * mac.masks);
+		print_products(dev.be, dev.d, prof_s, 15);
 		dev.be->set_profiling(dev.d, 0);
 	}
 	snprintf(gemm_desc, sizeof gemm_desc, "%s", dev.be->describe(dev.d));

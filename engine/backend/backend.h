@@ -203,6 +203,11 @@ typedef struct {
 	void (*gemm_bias)(sb_bdev *d, int M, int N, int K, float alpha, sb_dv A, int lda, long sa,
 	                  sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C, int ldc, long sc,
 	                  int batch, int batch2, long sa2, long sb2, long sc2, const sb_bias *e);
+	/* groupnorm(z, zs, 2 C, T, batch, w, b, SB_ACT_NONE), then glu_add(x, xs, z, zs, C T, T,
+	 * scale, batch): DConv's last steps, where a GPU need not write the normalised z (issue
+	 * #24); z is scratch afterwards (its values are the backend's business) */
+	void (*gn_glu_add)(sb_bdev *d, sb_dv x, long xs, sb_dv z, long zs, int C, int T, sb_dv w,
+	                   sb_dv b, sb_dv scale, int batch);
 } sb_ops;
 
 /* The built-in separator's per-chunk work (models/classic/classic.h steps 1-6 and the inverse
@@ -235,6 +240,15 @@ typedef struct {
 	long calls;
 	double seconds, flops;
 } sb_prof_entry;
+
+/* A matrix product's entry of a device's profile, by shape and path (profile_products): M, N, K,
+ * B transposed, the first batch level, gemm_bias's epilogue (1) or none (0), and what ran it. */
+typedef struct {
+	int M, N, K, tb, batch, bias;
+	const char *path;
+	long calls;
+	double seconds, flops;
+} sb_prof_product;
 
 /* Arithmetic of a device's matrix products. bf16: inputs rounded to bf16, sums in fp32, every
  * other operation fp32; a backend that cannot says so once in the log and runs fp32. */
@@ -308,6 +322,10 @@ struct sb_backend {
 	 * "CLBlast 1.5.3"). precision() (optional: NULL means "fp32") says what they compute in. */
 	void (*set_profiling)(sb_bdev *d, int on);
 	int (*profile)(const sb_bdev *d, sb_prof_entry *out, int max);
+	/* Optional (NULL: the profile's "gemm" alone): the products of the profile by shape and
+	 * path, the slowest first, up to max; a shape past the backend's room counts in an entry
+	 * of M = 0 */
+	int (*profile_products)(const sb_bdev *d, sb_prof_product *out, int max);
 	const char *(*describe)(const sb_bdev *d);
 	const char *(*precision)(const sb_bdev *d);
 	/* Optional: the precision of the products from now on, for a device opened once and kept

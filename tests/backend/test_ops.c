@@ -477,6 +477,48 @@ static void case_groupnorm(run *r, int C, int T, int batch, int act)
 	free(want);
 }
 
+/* DConv's end: x += scale GLU(GroupNorm(z)) over items of z [2C][T] */
+static void case_gn_glu_add(run *r, int C, int T, int batch)
+{
+	const int CT = C * T;
+	const long zs = 2L * CT + 5, xs = CT + 3;
+	const size_t nz = (size_t)zs * batch, nx = (size_t)xs * batch;
+	float *z = rnd(nz, 2), *x = rnd(nx, 1), *w = rnd((size_t)2 * C, 1),
+	      *b = rnd((size_t)2 * C, 1), *sc = rnd((size_t)C, 1);
+	for (size_t i = 0; i < nz; i++)
+		z[i] += 0.5f; /* a mean to take out */
+	float *got = malloc(sizeof(float) * nx);
+	double *want = dup_d(x, nx);
+	for (int i = 0; i < batch; i++) {
+		double m, rs;
+		stats(z + i * zs, (size_t)2 * CT, 1, &m, &rs);
+		for (int e = 0; e < CT; e++) {
+			const int c = e / T, cg = c + C;
+			const double a = (z[i * zs + e] - m) * rs * w[c] + b[c],
+			             g = (z[i * zs + CT + e] - m) * rs * w[cg] + b[cg];
+			want[i * xs + e] = (double)x[i * xs + e] + (double)sc[c] * a * sigmoid(g);
+		}
+	}
+	sb_dv dz = put(r->a, z, nz), dx = put(r->a, x, nx), dw = put(r->a, w, (size_t)2 * C),
+	      db = put(r->a, b, (size_t)2 * C), ds = put(r->a, sc, (size_t)C);
+	if (!r->a->failed)
+		ops(r)->gn_glu_add(dv(r), dx, xs, dz, zs, C, T, dw, db, ds, batch);
+	memcpy(got, x, sizeof(float) * nx);
+	get(r->a, got, dx, nx);
+	sb_status st = done(r->a);
+	char shape[64];
+	snprintf(shape, sizeof shape, "%d x 2 %d x %d", batch, C, T);
+	judge(r, "gn_glu_add", shape, st, got, want, nx, 2e-6);
+	arena_free(r->a);
+	free(z);
+	free(x);
+	free(w);
+	free(b);
+	free(sc);
+	free(got);
+	free(want);
+}
+
 enum { N_TOKENS, N_LAYER, N_LAYER_INPLACE };
 static void case_norm_tokens(run *r, int kind, int rows, int D)
 {
@@ -1176,6 +1218,12 @@ static void all_cases(run *r)
 	case_groupnorm(r, 8, 40, 1, 1);
 	case_groupnorm(r, 48, 2000, 1, 1); /* one item split over threads */
 	case_groupnorm(r, 24, 300, 5, 0);  /* more items than threads */
+	/* items of several slices, but enough of them (twice a 2-core CPU's compute units) that
+	 * each is one slice whose statistics a GPU writes at once */
+	case_groupnorm(r, 48, 336, 9, 1);
+	case_gn_glu_add(r, 6, 40, 3);
+	case_gn_glu_add(r, 48, 336, 9);    /* one slice an item on a GPU's rule */
+	case_gn_glu_add(r, 48, 2000, 1);   /* one item in slices */
 	case_norm_tokens(r, N_TOKENS, 50, 24);
 	case_norm_tokens(r, N_TOKENS, 700, 192);
 	case_norm_tokens(r, N_LAYER, 30, 64);

@@ -648,10 +648,17 @@ static void op_cmul(sb_bdev *d, sb_dv a, long sa, sb_dv c, sb_dv o, long so, siz
 	prof_add(d, OP_CMUL, t0, 0);
 }
 
+static void op_gn_glu_add(sb_bdev *d, sb_dv x, long xs, sb_dv z, long zs, int C, int T, sb_dv w,
+                          sb_dv b, sb_dv scale, int batch)
+{
+	op_groupnorm(d, z, zs, 2 * C, T, batch, w, b, SB_ACT_NONE);
+	op_glu_add(d, x, xs, z, zs, C * T, T, scale, batch);
+}
+
 const sb_ops sb_cpu_ops = {
 	sb_cpu_op_gemm, op_zero, op_copy, op_bias_act, op_fill_bias, op_bias_cols, op_add,
 	op_scale_add, op_glu, op_glu_add, op_groupnorm, op_groupnorm_tokens, op_layernorm,
 	op_softmax, op_transpose, op_rows_tokens, op_add_row_channel, op_im2col, op_convtr,
 	sb_cpu_op_attention, op_rmsnorm, op_rope, op_head_gate, op_stft, op_istft, op_moments,
-	op_standardise, op_gather, op_cmul, sb_cpu_op_gemm_bias,
+	op_standardise, op_gather, op_cmul, sb_cpu_op_gemm_bias, op_gn_glu_add,
 };

@@ -36,6 +36,32 @@ void sb_cl_prof_end(sb_bdev *c, int id, double t0, double flops)
 	c->prof_flops[id] += flops;
 }
 
+void sb_cl_prof_product(sb_bdev *c, double t0, int M, int N, int K, int tb, int batch, int bias,
+                        const char *path)
+{
+	if (!c->profiling)
+		return;
+	clFinish(c->q);
+	const double s = sb_now() - t0;
+	sb_prof_product *e = NULL;
+	for (int i = 0; i < c->prof_shapes && !e; i++) {
+		sb_prof_product *x = &c->prof_shape[i];
+		if (x->M == M && x->N == N && x->K == K && x->tb == tb && x->batch == batch &&
+		    x->bias == bias && x->path == path)
+			e = x;
+	}
+	if (!e && c->prof_shapes < SB_CL_PROF_SHAPES) {
+		e = &c->prof_shape[c->prof_shapes++];
+		*e = (sb_prof_product){M, N, K, tb, batch, bias, path, 0, 0.0, 0.0};
+	} else if (!e) {
+		e = &c->prof_shape[SB_CL_PROF_SHAPES]; /* zeroed by set_profiling: M = 0 */
+		e->path = "(other shapes)";
+	}
+	e->calls++;
+	e->seconds += s;
+	e->flops += 2.0 * M * N * K * batch;
+}
+
 static int wait_way(const sb_bdev *d);
 
 static sb_status cl_open(const sb_device_props *dev, const sb_open_opts *o, const sb_logger *log,
@@ -402,6 +428,25 @@ static void cl_set_profiling(sb_bdev *d, int on)
 	memset(d->prof_calls, 0, sizeof d->prof_calls);
 	memset(d->prof_s, 0, sizeof d->prof_s);
 	memset(d->prof_flops, 0, sizeof d->prof_flops);
+	memset(d->prof_shape, 0, sizeof d->prof_shape);
+	d->prof_shapes = 0;
+}
+
+static int slower(const void *a, const void *b)
+{
+	const double x = ((const sb_prof_product *)a)->seconds,
+	             y = ((const sb_prof_product *)b)->seconds;
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static int cl_profile_products(const sb_bdev *d, sb_prof_product *out, int max)
+{
+	int n = 0;
+	for (int i = 0; i <= SB_CL_PROF_SHAPES && n < max; i++)
+		if (d->prof_shape[i].calls > 0)
+			out[n++] = d->prof_shape[i];
+	qsort(out, (size_t)n, sizeof *out, slower);
+	return n;
 }
 
 static int cl_profile(const sb_bdev *d, sb_prof_entry *out, int max)
@@ -471,6 +516,7 @@ const sb_backend sb_backend_opencl_impl = {
 	.classic = &sb_cl_classic_ops,
 	.set_profiling = cl_set_profiling,
 	.profile = cl_profile,
+	.profile_products = cl_profile_products,
 	.describe = cl_describe,
 	.precision = cl_precision,
 	.set_precision = cl_set_precision,

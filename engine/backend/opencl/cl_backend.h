@@ -19,12 +19,14 @@ enum {
 	K_GN_APPLY, K_GN_APPLY_TOKENS, K_LAYERNORM, K_SOFTMAX, K_SCALE_ADD, K_TRANSPOSE,
 	K_FTEN_TO_TOKENS, K_TOKENS_TO_FTEN, K_ADD_FREQ_EMB, K_IM2COL_TIME, K_CONVTR_GATHER,
 	K_RMSNORM, K_ROPE, K_HEAD_GATE, K_STFT_FRAMES, K_ISTFT_FRAMES, K_ISTFT_OLA,
-	K_MOMENTS_FINAL, K_STANDARDISE, K_GATHER, K_CMUL, K_BIAS_ITEMS, K_COUNT,
+	K_MOMENTS_FINAL, K_STANDARDISE, K_GATHER, K_CMUL, K_BIAS_ITEMS, K_GN_GLU_ADD, K_COUNT,
 	K_ATTENTION_16 = K_COUNT, K_ATTENTION_32, K_ATTENTION_64, /* attention.cl's */
 	K_ATTENTION_MMA,        /* attention_mma.cl's (bf16 on the tensor cores) */
 	P_UPLOAD, P_DOWNLOAD, P_COPY, P_ZERO, P_FINISH,
 	P_COUNT /* profile entries beyond kernels (finish: the waits a model asked for) */
 };
+
+#define SB_CL_PROF_SHAPES 192 /* product shapes a profile tells apart (HTDemucs: about 100) */
 
 struct sb_bdev {
 	sb_cl_device *dev;
@@ -73,6 +75,10 @@ struct sb_bdev {
 	int wait_way;           /* how a pass's end is waited for (cl_backend.c: wait_way) */
 	long prof_calls[P_COUNT];
 	double prof_s[P_COUNT], prof_flops[P_COUNT];
+	/* the profile's products by shape and path (profile_products); the last entry takes
+	 * every shape past the others */
+	sb_prof_product prof_shape[SB_CL_PROF_SHAPES + 1];
+	int prof_shapes;
 };
 
 extern const sb_ops sb_cl_ops;
@@ -86,6 +92,9 @@ sb_status sb_cl_ops_ready(sb_bdev *d);
 /* profiling around one step (cl_backend.c) */
 double sb_cl_prof_begin(sb_bdev *d);
 void sb_cl_prof_end(sb_bdev *d, int id, double t0, double flops);
+/* the same around a whole product (its launches, CLBlast's, its epilogue's pass), by shape */
+void sb_cl_prof_product(sb_bdev *d, double t0, int M, int N, int K, int tb, int batch, int bias,
+                        const char *path);
 /* the devices of the ICD loader, for the registry (cl_enum.c) */
 sb_status sb_cl_enumerate(const sb_logger *log, sb_device_props *out, size_t cap, size_t *n);
 

@@ -27,7 +27,8 @@ const char *const sb_cl_op_names[P_COUNT] = {
 	"gn_apply", "gn_apply_tokens", "layernorm", "softmax_rows", "scale_add", "transpose",
 	"ften_to_tokens", "tokens_to_ften", "add_freq_emb", "im2col_time", "convtr_gather",
 	"rmsnorm", "rope", "head_gate", "stft_frames", "istft_frames", "istft_ola",
-	"moments_final", "standardise", "gather_cols", "cmul", "bias_items", "attention_16",
+	"moments_final", "standardise", "gather_cols", "cmul", "bias_items", "gn_glu_add",
+	"attention_16",
 	"attention_32", "attention_64", "attention_mma",
 	"upload", "download", "copy", "zero", "finish",
 };
@@ -457,34 +458,39 @@ static sb_cl_gemm_kind measured_path(sb_bdev *c, int M, int N, int K, float alph
 	return (sb_cl_gemm_kind)sb_cl_pick_path(p, &s, 0, &want, &slot); /* one may be dropped */
 }
 
-static void gemm_one(sb_bdev *c, int M, int N, int K, float alpha, sb_dv A, int lda, long sa,
-                     sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C, int ldc, long sc,
-                     int batch, const sb_bias *e)
+/* the paths in the profile's products (sb_cl_gemm_kind, then bf16) */
+static const char *const path_word[] = {"own", "clblast", "tiled", "tf32", "bf16"};
+
+/* one product; returns the path that ran it (path_word), NULL when none did */
+static const char *gemm_run(sb_bdev *c, int M, int N, int K, float alpha, sb_dv A, int lda,
+                            long sa, sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C,
+                            int ldc, long sc, int batch, const sb_bias *e)
 {
 	if (c->want_bf16 && !c->mma_tried) {
 		const sb_status st = sb_cl_bf16_products(c);
 		if (st != SB_OK) {
 			c->st = st;
-			return;
+			return NULL;
 		}
 	}
 	if (c->want_bf16 && c->mma) {
 		sb_cl_mma_gemm(c, c->mma, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc,
 		               batch, e);
-		return;
+		return path_word[4];
 	}
 	if (c->gemm == SB_CL_GEMM_TF32) {
 		sb_cl_mma_gemm(c, c->tf32, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc,
 		               batch, e);
-		return;
+		return path_word[SB_CL_GEMM_TF32];
 	}
 	const sb_cl_gemm_kind k = c->pick ? measured_path(c, M, N, K, alpha, A, lda, sa, B, ldb, sb,
 	                                                  tb, beta, C, ldc, sc, batch, e)
 	                                  : c->gemm;
-	if (c->st != SB_OK ||
-	    gemm_path(c, k, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc, batch, e) ==
-	        SB_OK)
-		return;
+	if (c->st != SB_OK)
+		return NULL;
+	if (gemm_path(c, k, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc, batch, e) ==
+	    SB_OK)
+		return path_word[k];
 	/* CLBlast refused (logged): the own kernel from now on, still on this device; under
 	 * measuring, the next default of the paths left (checked at their first use) */
 	c->gemm = SB_CL_GEMM_OWN;
@@ -493,12 +499,24 @@ static void gemm_one(sb_bdev *c, int M, int N, int K, float alpha, sb_dv A, int 
 		c->gemm = measured_path(c, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc,
 		                        batch, e);
 		if (c->st != SB_OK)
-			return;
+			return NULL;
 	}
 	sb_log(c->log, SB_LOG_WARNING, "matrix products through the %s from now on",
 	       sb_cl_gemm_name(c->gemm));
 	gemm_path(c, c->gemm, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc, batch,
 	          e);
+	return path_word[c->gemm];
+}
+
+static void gemm_one(sb_bdev *c, int M, int N, int K, float alpha, sb_dv A, int lda, long sa,
+                     sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C, int ldc, long sc,
+                     int batch, const sb_bias *e)
+{
+	const double t0 = sb_cl_prof_begin(c);
+	const char *path = gemm_run(c, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc,
+	                            batch, e);
+	if (path)
+		sb_cl_prof_product(c, t0, M, N, K, tb, batch, e != NULL, path);
 }
 
 /* the second batch level: one strided-batched product per item of it */
@@ -622,10 +640,16 @@ static int norm_slices(const sb_bdev *c, long n)
 	return g < 1 ? 1 : g > 1024 ? 1024 : (int)g;
 }
 
-/* norm_part: G slices of each batch item's count, mean and M2 in c->parts; returns G */
-int sb_cl_part_stats(sb_bdev *c, sb_dv x, long stride, long n, int batch)
+/* norm_part: G slices of each batch item's count, mean and M2 in c->parts; returns G. With
+ * to_stats, where one slice an item is enough (items of one slice, or enough items to fill the
+ * device twice), a norm's mean and rstd go straight to c->stats: returns 0 (no norm_final). */
+int sb_cl_part_stats(sb_bdev *c, sb_dv x, long stride, long n, int batch, int to_stats)
 {
-	const int G = norm_slices(c, n);
+	const long cus = (long)sb_cl_device_props(c->dev)->compute_units;
+	int G = norm_slices(c, n);
+	const int final = to_stats && (G == 1 || batch >= 2 * (cus > 0 ? cus : 1));
+	if (final)
+		G = 1;
 	const size_t parts = (size_t)batch * (size_t)G;
 	if (c->st == SB_OK && c->parts_n < parts) {
 		if (c->parts)
@@ -646,15 +670,19 @@ int sb_cl_part_stats(sb_bdev *c, sb_dv x, long stride, long n, int batch)
 	a_i64(&a, n);
 	a_i32(&a, G);
 	a_mem(&a, c->parts);
+	a_mem(&a, final ? c->stats : c->parts); /* not written unless final */
+	a_i32(&a, final);
 	const size_t g = parts * c->red_wg, l = c->red_wg;
 	sb_cl_run(&a, 1, &g, &l);
-	return G;
+	return final ? 0 : G;
 }
 
 static void stats(sb_bdev *c, sb_dv x, long stride, long n, int batch)
 {
 	need_stats(c, (size_t)batch);
-	const int G = sb_cl_part_stats(c, x, stride, n, batch);
+	const int G = sb_cl_part_stats(c, x, stride, n, batch, 1);
+	if (G == 0)
+		return;
 	const size_t l = c->red_wg;
 	kargs f = args(c, K_NORM_FINAL);
 	a_mem(&f, c->parts);
@@ -678,6 +706,26 @@ static void op_groupnorm(sb_bdev *c, sb_dv x, long stride, int C, int T, int bat
 	a_db(&a, w);
 	a_db(&a, b);
 	a_i32(&a, act);
+	const size_t g[2] = {(size_t)CT, (size_t)batch}, l[2] = {256, 1};
+	sb_cl_run(&a, 2, g, l);
+}
+
+static void op_gn_glu_add(sb_bdev *c, sb_dv x, long xs, sb_dv z, long zs, int C, int T, sb_dv w,
+                          sb_dv b, sb_dv scale, int batch)
+{
+	const int CT = C * T;
+	stats(c, z, zs, 2L * CT, batch);
+	kargs a = args(c, K_GN_GLU_ADD);
+	a_db(&a, x);
+	a_i64(&a, xs);
+	a_db(&a, z);
+	a_i64(&a, zs);
+	a_i32(&a, CT);
+	a_i32(&a, T);
+	a_mem(&a, c->stats);
+	a_db(&a, w);
+	a_db(&a, b);
+	a_db(&a, scale);
 	const size_t g[2] = {(size_t)CT, (size_t)batch}, l[2] = {256, 1};
 	sb_cl_run(&a, 2, g, l);
 }
@@ -954,5 +1002,5 @@ const sb_ops sb_cl_ops = {
 	op_glu, op_glu_add, op_groupnorm, op_groupnorm_tokens, op_layernorm, op_softmax,
 	op_transpose, op_rows_tokens, op_add_row_channel, op_im2col, op_convtr, sb_cl_op_attention,
 	op_rmsnorm, op_rope, op_head_gate, sb_cl_op_stft, sb_cl_op_istft, sb_cl_op_moments,
-	sb_cl_op_standardise, sb_cl_op_gather, sb_cl_op_cmul, op_gemm_bias,
+	sb_cl_op_standardise, sb_cl_op_gather, sb_cl_op_cmul, op_gemm_bias, op_gn_glu_add,
 };

@@ -150,8 +150,9 @@ void sb_cl_op_attention(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv
                         int heads, int hd, float scale, sb_dv o, int ldo, int batch, long sq,
                         long skv, long so);
 
-/* the norms' statistics in slices (cl_ops.c): returns the slices G of each batch item */
-int sb_cl_part_stats(sb_bdev *c, sb_dv x, long stride, long n, int batch);
+/* the norms' statistics in slices (cl_ops.c): returns the slices G of each batch item, or 0
+ * when to_stats let it write a norm's mean and rstd to c->stats at once */
+int sb_cl_part_stats(sb_bdev *c, sb_dv x, long stride, long n, int batch, int to_stats);
 
 /* the signal operations (cl_signal.c) */
 void sb_cl_op_stft(sb_bdev *c, const sb_stft *g, sb_dv x, long xs, int ch, long L, sb_dv w,

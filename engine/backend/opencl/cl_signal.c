@@ -154,7 +154,7 @@ void sb_cl_op_moments(sb_bdev *c, sb_dv x, size_t n, sb_dv stats)
 {
 	if (n == 0 || c->st != SB_OK || sb_cl_ops_ready(c) != SB_OK)
 		return;
-	const int G = sb_cl_part_stats(c, x, 0, (long)n, 1);
+	const int G = sb_cl_part_stats(c, x, 0, (long)n, 1, 0);
 	kargs f = args(c, K_MOMENTS_FINAL);
 	a_mem(&f, c->parts);
 	a_i32(&f, G);

@@ -164,7 +164,9 @@ __kernel void glu_add(__global float *x, ulong xoff, long xstride, __global cons
 
 /* Mean and variance of a large tensor in one read, on every compute unit: each work-group
  * takes a slice of one batch item (G slices an item) and leaves its count, mean and M2 (the sum
- * of squared deviations); norm_final merges them. Within a work-item Welford's update, across
+ * of squared deviations); norm_final merges them. With one slice an item (items enough to fill
+ * the device, or items that small) a norm's mean and rstd are written at once ('stats'): no
+ * norm_final. Within a work-item Welford's update, across
  * work-items and slices Chan, Golub and LeVeque's pairwise merge ("Updating formulae and a
  * pairwise algorithm for computing sample variances", 1979): no cancellation however large the
  * mean is against the spread, as the two-pass form it replaces. */
@@ -231,7 +233,7 @@ static void merge_group(__local float *rn, __local float *rm, __local float *rq,
 
 __kernel __attribute__((reqd_work_group_size(RED_WG, 1, 1)))
 void norm_part(__global const float *x, ulong xoff, long stride, long n, int G,
-               __global float *part)
+               __global float *part, __global float *stats, int final)
 {
 	__local float rn[RED_WG], rm[RED_WG], rq[RED_WG];
 	const int l = get_local_id(0);
@@ -247,7 +249,10 @@ void norm_part(__global const float *x, ulong xoff, long stride, long n, int G,
 		cq += d * (v - cm);
 	}
 	merge_group(rn, rm, rq, l, cn, cm, cq);
-	if (l == 0) {
+	if (l == 0 && final) { /* G = 1: gid is the item */
+		stats[2 * gid] = rm[0];
+		stats[2 * gid + 1] = rsqrt((rn[0] > 0.f ? rq[0] / rn[0] : 0.f) + 1e-5f);
+	} else if (l == 0) {
 		part[3 * gid] = rn[0];
 		part[3 * gid + 1] = rm[0];
 		part[3 * gid + 2] = rq[0];
@@ -285,6 +290,25 @@ __kernel void gn_apply(__global float *x, ulong xoff, long stride, int CT, int T
 	__global float *p = x + xoff + bi * stride + e;
 	const float v = (*p - stats[2 * bi]) * stats[2 * bi + 1] * w[woff + c] + b[boff + c];
 	*p = act ? gelu(v) : v;
+}
+
+/* glu_add of GroupNorm(1)'s output, normalised as it is read: item bi of z [2C][T] with its
+ * stats and the channel affine w, b; x [C][T] += s[c] a sigmoid(g), a and g its two halves */
+__kernel void gn_glu_add(__global float *x, ulong xoff, long xstride, __global const float *z,
+                         ulong zoff, long zstride, int CT, int T, __global const float *stats,
+                         __global const float *w, ulong woff, __global const float *b, ulong boff,
+                         __global const float *s, ulong soff)
+{
+	const int e = get_global_id(0);
+	const long bi = get_global_id(1);
+	if (e >= CT)
+		return;
+	const int c = e / T, cg = c + CT / T;
+	const __global float *zz = z + zoff + bi * zstride;
+	const float m = stats[2 * bi], r = stats[2 * bi + 1];
+	const float a = (zz[e] - m) * r * w[woff + c] + b[boff + c];
+	const float g = (zz[CT + e] - m) * r * w[woff + cg] + b[boff + cg];
+	x[xoff + bi * xstride + e] += s[soff + c] * (a * sigm(g));
 }
 
 /* token GroupNorm(1, D) apply: x [n][D], one group, affine per column */

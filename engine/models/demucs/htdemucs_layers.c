@@ -34,9 +34,8 @@ static void dconv(sb_htdemucs_on *r, const hd_dconv *d, sb_dv x, int T, int batc
 		                 SB_ACT_GELU);
 		hd_gemm_bias(r, 2 * C, T, H, weight(r, l->w2), H, 0, h, T, hs, 0, 0.f, z, T, zs, batch, 1,
 		             0, 0, 0, l->b2, 0, SB_ACT_NONE);
-		OP(r)->groupnorm(r->p.x.d, z, zs, 2 * C, T, batch, weight(r, l->n2w), weight(r, l->n2b),
-		                 SB_ACT_NONE);
-		OP(r)->glu_add(r->p.x.d, x, xs, z, zs, C * T, T, weight(r, l->scale), batch);
+		OP(r)->gn_glu_add(r->p.x.d, x, xs, z, zs, C, T, weight(r, l->n2w), weight(r, l->n2b),
+		                  weight(r, l->scale), batch);
 	}
 	give_back(r, h);
 	give_back(r, z);

@@ -26,7 +26,6 @@ static void layer(sb_htdemucs_on *r, const hd_tlayer *L, sb_dv x, long n, int B,
 	const int D = net->dim, Hd = net->hidden, heads = net->cfg.t_heads;
 	const size_t all = (size_t)B * n;
 	sb_dv h = buffer(r, all * D);
-	sb_dv a = buffer(r, all * D);
 	OP(r)->layernorm(r->p.x.d, x, h, all, D, weight(r, L->n1w), weight(r, L->n1b));
 	if (!kv) {
 		sb_dv qkv = buffer(r, all * 3 * D);
@@ -48,20 +47,20 @@ static void layer(sb_htdemucs_on *r, const hd_tlayer *L, sb_dv x, long n, int B,
 		give_back(r, qb);
 		give_back(r, kvp);
 	}
-	hd_linear(r, h, all, D, L->out_w, L->out_b, D, a, SB_ACT_NONE);
-	OP(r)->scale_add(r->p.x.d, x, a, weight(r, L->g1), all * D, D);
+	/* x += g1 (h W^T + b): g1 is in W and b (load_tlayer), x the product's beta */
+	hd_gemm_bias(r, (int)all, D, D, h, D, 0, weight(r, L->out_w), D, 0, 1, 1.f, x, D, 0, 1, 1, 0,
+	             0, 0, L->out_b, 1, SB_ACT_NONE);
 	OP(r)->layernorm(r->p.x.d, x, h, all, D, weight(r, kv ? L->n3w : L->n2w),
 	                 weight(r, kv ? L->n3b : L->n2b));
 	sb_dv f = buffer(r, all * Hd);
 	hd_linear(r, h, all, D, L->l1w, L->l1b, Hd, f, SB_ACT_GELU);
-	hd_linear(r, f, all, Hd, L->l2w, L->l2b, D, a, SB_ACT_NONE);
-	OP(r)->scale_add(r->p.x.d, x, a, weight(r, L->g2), all * D, D);
+	hd_gemm_bias(r, (int)all, D, Hd, f, Hd, 0, weight(r, L->l2w), Hd, 0, 1, 1.f, x, D, 0, 1, 1, 0,
+	             0, 0, L->l2b, 1, SB_ACT_NONE);
 	for (int b = 0; b < B; b++)
 		OP(r)->groupnorm_tokens(r->p.x.d, sb_dv_at(x, (size_t)b * n * D), (size_t)n, D,
 		                        weight(r, L->now), weight(r, L->nob));
 	give_back(r, f);
 	give_back(r, h);
-	give_back(r, a);
 }
 
 /* transformer.py create_2d_sin_embedding, in float as the reference computes it */

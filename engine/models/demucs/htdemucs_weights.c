@@ -214,6 +214,16 @@ static void load_dec(loader *ld, hd_dec *l, int freq, int cin, int cout, int dco
 		load_dconv(ld, &l->dc, cin, base);
 }
 
+/* row o of w [rows][cols] and b[o] times g[o] */
+static void scale_rows(float *w, float *b, const float *g, int rows, int cols)
+{
+	for (int o = 0; o < rows; o++) {
+		for (int c = 0; c < cols; c++)
+			w[(size_t)o * cols + c] *= g[o];
+		b[o] *= g[o];
+	}
+}
+
 static void load_tlayer(loader *ld, hd_tlayer *L, int D, int Hd, int cross, const char *branch,
                         int i)
 {
@@ -241,6 +251,13 @@ static void load_tlayer(loader *ld, hd_tlayer *L, int D, int Hd, int cross, cons
 	L->nob = vec(ld, D, base, "norm_out.bias");
 	L->g1 = vec(ld, D, base, "gamma_1.scale");
 	L->g2 = vec(ld, D, base, "gamma_2.scale");
+	/* LayerScale folded into the linear layer before it: x + g (h W^T + b) is
+	 * x + h (g W)^T + g b, so the forward pass adds the product to x in the product's own pass
+	 * (gemm_bias with beta 1) with no pass of its own (issue #24: fewer launches) */
+	if (ld->status == SB_OK) {
+		scale_rows(L->out_w, L->out_b, L->g1, D, D);
+		scale_rows(L->l2w, L->l2b, L->g2, D, Hd);
+	}
 }
 
 static int cmp_str(const void *a, const void *b)

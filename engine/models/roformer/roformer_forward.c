@@ -175,10 +175,11 @@ sb_status sb_roformer_forward(sb_roformer_on *r, int B, const float *in, float *
 	for (int k = 0; k < nb; k++) {
 		const sb_dv xk = sb_dv_at(dx, rows * net->off[k]);
 		OP(r)->rmsnorm(r->p.x.d, xk, xk, rows, net->din[k], W(r, net->split_norm + net->off[k]));
-		linear(r, (int)rows, dim, net->din[k], xk, net->din[k], W(r, net->split_w[k]),
-		       net->din[k], 0.f, sb_dv_at(x, (size_t)k * dim), nb * dim,
-		       sb_dv_at(W(r, net->split_b), (size_t)k * dim), SB_ACT_NONE);
+		gemm(r, (int)rows, dim, net->din[k], xk, net->din[k], W(r, net->split_w[k]), net->din[k],
+		     0.f, sb_dv_at(x, (size_t)k * dim), nb * dim);
 	}
+	/* one pass for every band's bias (a pass a band where a product cannot take it) */
+	OP(r)->bias_cols(r->p.x.d, x, rows * nb * dim, nb * dim, W(r, net->split_b), SB_ACT_NONE);
 	sb_place_r(&r->p, dx);
 	/* the axial transformer; with skip_connection each block's input adds every earlier
 	 * block's output (kept in 'store') */

@@ -1,0 +1,34 @@
+/* The profile's matrix products by shape and path (backend.h: profile_products), the slowest
+ * first: which of a pass's products a device loses its time on, for bench_demucs and
+ * bench_roformer's --profile (issue #24: products near cuBLAS). */
+#ifndef SB_BENCH_PROF_PRODUCTS_H
+#define SB_BENCH_PROF_PRODUCTS_H
+
+#include "backend/backend.h"
+
+#include <stdio.h>
+
+static inline void print_products(const sb_backend *be, const sb_bdev *d, double prof_s, int top)
+{
+	sb_prof_product p[256];
+	const int n = be->profile_products ? be->profile_products(d, p, 256) : 0;
+	if (n <= 0)
+		return;
+	double s = 0;
+	for (int i = 0; i < n; i++)
+		s += p[i].seconds;
+	fprintf(stderr, "  the products by shape (%d of them, %.2f ms), the slowest %d:\n", n, 1e3 * s,
+	        n < top ? n : top);
+	fprintf(stderr, "  %-34s %-8s %6s %10s %7s %9s\n", "M x N x K, batch", "path", "calls", "ms",
+	        "share", "GFLOP/s");
+	for (int i = 0; i < n && i < top; i++) {
+		char shape[64] = "(other shapes)";
+		if (p[i].M > 0)
+			snprintf(shape, sizeof shape, "%dx%dx%d%s b%d%s", p[i].M, p[i].N, p[i].K,
+			         p[i].tb ? " tB" : "", p[i].batch, p[i].bias ? " +bias" : "");
+		fprintf(stderr, "  %-34s %-8s %6ld %10.3f %6.1f%% %9.1f\n", shape, p[i].path, p[i].calls,
+		        1e3 * p[i].seconds, 100 * p[i].seconds / prof_s, p[i].flops / p[i].seconds / 1e9);
+	}
+}
+
+#endif

@@ -73,7 +73,7 @@ typedef struct {
 	long sc, sf, st, sri;
 } sb_stft;
 
-/* GELU: 0.5 x (1 + erf(x / sqrt 2)); TANH (bias_act, bias_cols and gemm_bias only): tanh x */
+/* GELU: 0.5 x (1 + erf(x / sqrt 2)); TANH (bias_cols and gemm_bias only): tanh x */
 enum { SB_ACT_NONE = 0, SB_ACT_GELU = 1, SB_ACT_TANH = 2 };
 
 /* What gemm_bias adds to a product's every element and the activation after it: for item i of
@@ -103,21 +103,12 @@ typedef struct {
 	void (*zero)(sb_bdev *d, sb_dv x, size_t n);
 	/* dst[i] = src[i] for i < n (the ranges do not overlap) */
 	void (*copy)(sb_bdev *d, sb_dv dst, sb_dv src, size_t n);
-	/* x[i] = act(x[i] + b[(i / T) % C]) */
-	void (*bias_act)(sb_bdev *d, sb_dv x, size_t n, int C, int T, sb_dv b, int act);
-	/* x[i] = b[(i / T) % C] */
-	void (*fill_bias)(sb_bdev *d, sb_dv x, size_t n, int C, int T, sb_dv b);
 	/* x[i] = act(x[i] + b[i % cols]) */
 	void (*bias_cols)(sb_bdev *d, sb_dv x, size_t n, int cols, sb_dv b, int act);
 	/* x[i] += y[i] */
 	void (*add)(sb_bdev *d, sb_dv x, sb_dv y, size_t n);
-	/* x[i] += g[i % D] y[i] */
-	void (*scale_add)(sb_bdev *d, sb_dv x, sb_dv y, sb_dv g, size_t n, int D);
 	/* for each batch item b: o[b os + e] = z[b zs + e] sigmoid(z[b zs + CT + e]), e < CT */
 	void (*glu)(sb_bdev *d, sb_dv z, long zs, sb_dv o, long os, int CT, int batch);
-	/* x[b xs + e] += scale[e / T] GLU(z)[b zs + e], e < CT */
-	void (*glu_add)(sb_bdev *d, sb_dv x, long xs, sb_dv z, long zs, int CT, int T, sb_dv scale,
-	                int batch);
 	/* GroupNorm with one group over each batch item's C x T values at x + b stride, then
 	 * v = (v - mean) rstd w[c] + b[c], then act */
 	void (*groupnorm)(sb_bdev *d, sb_dv x, long stride, int C, int T, int batch, sb_dv w,
@@ -197,15 +188,16 @@ typedef struct {
 	 * a + b sa + 2 i and c at c + 2 i (the same for every item); o may be a */
 	void (*cmul)(sb_bdev *d, sb_dv a, long sa, sb_dv c, sb_dv o, long so, size_t n, int batch);
 	/* gemm, then each element v of every C_ij at row r, column c:
-	 * v = act(v + e->b[i e->bs + (e->cols ? c : r)]); the same as gemm followed by bias_act or
-	 * bias_cols on each item, in one pass where the backend can (a GPU's product writes C
-	 * once: a launch and a pass over C fewer, issue #24) */
+	 * v = act(v + e->b[i e->bs + (e->cols ? c : r)]), in the product's own pass where the
+	 * backend can (a GPU's product writes C once: no launch and no pass over C of its own,
+	 * issue #24) */
 	void (*gemm_bias)(sb_bdev *d, int M, int N, int K, float alpha, sb_dv A, int lda, long sa,
 	                  sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C, int ldc, long sc,
 	                  int batch, int batch2, long sa2, long sb2, long sc2, const sb_bias *e);
-	/* groupnorm(z, zs, 2 C, T, batch, w, b, SB_ACT_NONE), then glu_add(x, xs, z, zs, C T, T,
-	 * scale, batch): DConv's last steps, where a GPU need not write the normalised z (issue
-	 * #24); z is scratch afterwards (its values are the backend's business) */
+	/* DConv's last steps: z' = groupnorm(z, zs, 2 C, T, batch, w, b, SB_ACT_NONE), then for
+	 * each batch item b and e < C T: x[b xs + e] += scale[e / T] z'[e] sigmoid(z'[C T + e])
+	 * (z' at b zs), without a pass that writes z' where the backend can (issue #24); z is
+	 * scratch afterwards */
 	void (*gn_glu_add)(sb_bdev *d, sb_dv x, long xs, sb_dv z, long zs, int C, int T, sb_dv w,
 	                   sb_dv b, sb_dv scale, int batch);
 } sb_ops;

@@ -31,8 +31,8 @@
 
 /* in the order of the OP_ enum (cpu_internal.h) */
 static const char *const op_names[OP_COUNT] = {
-	"gemm", "zero", "copy", "bias_act", "fill_bias", "bias_cols", "add", "scale_add", "glu",
-	"glu_add", "groupnorm", "groupnorm_tokens", "layernorm", "softmax", "transpose",
+	"gemm", "zero", "copy", "bias_cols", "add", "glu", "glu_add", "groupnorm",
+	"groupnorm_tokens", "layernorm", "softmax", "transpose",
 	"rows_tokens", "add_row_channel", "im2col_k8s4", "convtr_k8s4", "attention", "upload",
 	"download", "rmsnorm", "rope", "head_gate", "stft", "istft", "moments", "standardise",
 	"gather", "cmul",

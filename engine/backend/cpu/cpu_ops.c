@@ -63,24 +63,6 @@ static void op_copy(sb_bdev *d, sb_dv dst, sb_dv src, size_t n)
 	pool_op(d, OP_COPY, (int64_t)n, EW_GRAIN, k_copy, &j);
 }
 
-/* per-channel rows of [..][C][T]: whole rows of T per call */
-static void k_bias_act(void *v, int64_t b, int64_t e, int w)
-{
-	(void)w;
-	ew *j = v;
-	for (int64_t r = b; r < e; r++) {
-		float *p = j->x + r * j->T;
-		const float bv = j->b[r % j->C];
-		if (j->act == SB_ACT_GELU)
-			sb_vbias_gelu(p, j->T, bv);
-		else if (j->act == SB_ACT_TANH)
-			sb_vbias_tanh(p, j->T, bv);
-		else
-			for (int t = 0; t < j->T; t++)
-				p[t] += bv;
-	}
-}
-
 /* the items per chunk that make a chunk worth waking a thread for (per_item values each) */
 static int64_t grain_for(int64_t per_item)
 {
@@ -89,30 +71,6 @@ static int64_t grain_for(int64_t per_item)
 }
 
 static int64_t rows_grain(int T) { return grain_for(T); }
-
-static void op_bias_act(sb_bdev *d, sb_dv x, size_t n, int C, int T, sb_dv b, int act)
-{
-	ew j = {.x = P(x), .b = P(b), .C = C, .T = T, .act = act};
-	pool_op(d, OP_BIAS_ACT, (int64_t)(n / (size_t)T), rows_grain(T), k_bias_act, &j);
-}
-
-static void k_fill_bias(void *v, int64_t b, int64_t e, int w)
-{
-	(void)w;
-	ew *j = v;
-	for (int64_t r = b; r < e; r++) {
-		float *p = j->x + r * j->T;
-		const float bv = j->b[r % j->C];
-		for (int t = 0; t < j->T; t++)
-			p[t] = bv;
-	}
-}
-
-static void op_fill_bias(sb_bdev *d, sb_dv x, size_t n, int C, int T, sb_dv b)
-{
-	ew j = {.x = P(x), .b = P(b), .C = C, .T = T};
-	pool_op(d, OP_FILL_BIAS, (int64_t)(n / (size_t)T), rows_grain(T), k_fill_bias, &j);
-}
 
 static void k_bias_cols(void *v, int64_t b, int64_t e, int w)
 {
@@ -151,24 +109,6 @@ static void op_add(sb_bdev *d, sb_dv x, sb_dv y, size_t n)
 	pool_op(d, OP_ADD, (int64_t)n, EW_GRAIN, k_add, &j);
 }
 
-static void k_scale_add(void *v, int64_t b, int64_t e, int w)
-{
-	(void)w;
-	ew *j = v;
-	for (int64_t r = b; r < e; r++) {
-		float *x = j->x + r * j->D;
-		const float *y = j->y + r * j->D;
-		for (int c = 0; c < j->D; c++)
-			x[c] += j->g[c] * y[c];
-	}
-}
-
-static void op_scale_add(sb_bdev *d, sb_dv x, sb_dv y, sb_dv g, size_t n, int D)
-{
-	ew j = {.x = P(x), .y = P(y), .g = P(g), .D = D};
-	pool_op(d, OP_SCALE_ADD, (int64_t)(n / (size_t)D), rows_grain(D), k_scale_add, &j);
-}
-
 /* GLU: index space batch * CT, split into whole items where there are enough */
 static void k_glu(void *v, int64_t b, int64_t e, int w)
 {
@@ -203,6 +143,7 @@ static void k_glu_add(void *v, int64_t b, int64_t e, int w)
 	}
 }
 
+/* x[b xs + e] += scale[e / T] GLU(z)[b zs + e], e < CT (gn_glu_add's second step) */
 static void op_glu_add(sb_bdev *d, sb_dv x, long xs, sb_dv z, long zs, int CT, int T,
                        sb_dv scale, int batch)
 {
@@ -656,8 +597,8 @@ static void op_gn_glu_add(sb_bdev *d, sb_dv x, long xs, sb_dv z, long zs, int C,
 }
 
 const sb_ops sb_cpu_ops = {
-	sb_cpu_op_gemm, op_zero, op_copy, op_bias_act, op_fill_bias, op_bias_cols, op_add,
-	op_scale_add, op_glu, op_glu_add, op_groupnorm, op_groupnorm_tokens, op_layernorm,
+	sb_cpu_op_gemm, op_zero, op_copy, op_bias_cols, op_add, op_glu, op_groupnorm,
+	op_groupnorm_tokens, op_layernorm,
 	op_softmax, op_transpose, op_rows_tokens, op_add_row_channel, op_im2col, op_convtr,
 	sb_cpu_op_attention, op_rmsnorm, op_rope, op_head_gate, op_stft, op_istft, op_moments,
 	op_standardise, op_gather, op_cmul, sb_cpu_op_gemm_bias, op_gn_glu_add,

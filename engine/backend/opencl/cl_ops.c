@@ -22,14 +22,12 @@
 #include <string.h>
 
 const char *const sb_cl_op_names[P_COUNT] = {
-	"gemm", "bias_act", "fill_bias", "bias_cols", "add", "glu", "glu_add", "norm_part",
-	"norm_final",
-	"gn_apply", "gn_apply_tokens", "layernorm", "softmax_rows", "scale_add", "transpose",
+	"gemm", "bias_cols", "add", "glu", "norm_part", "norm_final", "gn_apply",
+	"gn_apply_tokens", "layernorm", "softmax_rows", "transpose",
 	"ften_to_tokens", "tokens_to_ften", "add_freq_emb", "im2col_time", "convtr_gather",
 	"rmsnorm", "rope", "head_gate", "stft_frames", "istft_frames", "istft_ola",
 	"moments_final", "standardise", "gather_cols", "cmul", "bias_items", "gn_glu_add",
-	"attention_16",
-	"attention_32", "attention_64", "attention_mma",
+	"attention_16", "attention_32", "attention_64", "attention_mma",
 	"upload", "download", "copy", "zero", "finish",
 };
 
@@ -543,29 +541,6 @@ static void op_gemm(sb_bdev *c, int M, int N, int K, float alpha, sb_dv A, int l
 	             sa2, sb2, sc2, NULL);
 }
 
-static void op_bias_act(sb_bdev *c, sb_dv x, size_t n, int C, int T, sb_dv b, int act)
-{
-	kargs a = args(c, K_BIAS_ACT);
-	a_db(&a, x);
-	a_u64(&a, n);
-	a_i32(&a, C);
-	a_i32(&a, T);
-	a_db(&a, b);
-	a_i32(&a, act);
-	sb_cl_run(&a, 1, &n, NULL);
-}
-
-static void op_fill_bias(sb_bdev *c, sb_dv x, size_t n, int C, int T, sb_dv b)
-{
-	kargs a = args(c, K_FILL_BIAS);
-	a_db(&a, x);
-	a_u64(&a, n);
-	a_i32(&a, C);
-	a_i32(&a, T);
-	a_db(&a, b);
-	sb_cl_run(&a, 1, &n, NULL);
-}
-
 static void op_bias_cols(sb_bdev *c, sb_dv x, size_t n, int cols, sb_dv b, int act)
 {
 	kargs a = args(c, K_BIAS_COLS);
@@ -595,21 +570,6 @@ static void op_glu(sb_bdev *c, sb_dv z, long zstride, sb_dv out, long ostride, i
 	a_db(&a, out);
 	a_i64(&a, ostride);
 	a_i32(&a, CT);
-	const size_t g[2] = {(size_t)CT, (size_t)batch}, l[2] = {256, 1};
-	sb_cl_run(&a, 2, g, l);
-}
-
-static void op_glu_add(sb_bdev *c, sb_dv x, long xstride, sb_dv z, long zstride, int CT,
-                       int T, sb_dv scale, int batch)
-{
-	kargs a = args(c, K_GLU_ADD);
-	a_db(&a, x);
-	a_i64(&a, xstride);
-	a_db(&a, z);
-	a_i64(&a, zstride);
-	a_i32(&a, CT);
-	a_i32(&a, T);
-	a_db(&a, scale);
 	const size_t g[2] = {(size_t)CT, (size_t)batch}, l[2] = {256, 1};
 	sb_cl_run(&a, 2, g, l);
 }
@@ -710,8 +670,8 @@ static void op_groupnorm(sb_bdev *c, sb_dv x, long stride, int C, int T, int bat
 	sb_cl_run(&a, 2, g, l);
 }
 
-static void op_gn_glu_add(sb_bdev *c, sb_dv x, long xs, sb_dv z, long zs, int C, int T, sb_dv w,
-                          sb_dv b, sb_dv scale, int batch)
+static void op_gn_glu_add(sb_bdev *c, sb_dv x, long xs, sb_dv z, long zs, int C, int T,
+                          sb_dv w, sb_dv b, sb_dv scale, int batch)
 {
 	const int CT = C * T;
 	stats(c, z, zs, 2L * CT, batch);
@@ -763,17 +723,6 @@ static void op_softmax(sb_bdev *c, sb_dv x, size_t rows, int n)
 	a_i32(&a, n);
 	const size_t g = rows * c->red_wg, l = c->red_wg;
 	sb_cl_run(&a, 1, &g, &l);
-}
-
-static void op_scale_add(sb_bdev *c, sb_dv x, sb_dv y, sb_dv g, size_t n, int D)
-{
-	kargs a = args(c, K_SCALE_ADD);
-	a_db(&a, x);
-	a_db(&a, y);
-	a_db(&a, g);
-	a_u64(&a, n);
-	a_i32(&a, D);
-	sb_cl_run(&a, 1, &n, NULL);
 }
 
 static void op_transpose(sb_bdev *c, sb_dv in, sb_dv out, int R, int Cc)
@@ -998,8 +947,8 @@ static void op_head_gate(sb_bdev *c, sb_dv x, int ldx, sb_dv g, int ldg, size_t 
 }
 
 const sb_ops sb_cl_ops = {
-	op_gemm, op_zero, op_copy, op_bias_act, op_fill_bias, op_bias_cols, op_add, op_scale_add,
-	op_glu, op_glu_add, op_groupnorm, op_groupnorm_tokens, op_layernorm, op_softmax,
+	op_gemm, op_zero, op_copy, op_bias_cols, op_add, op_glu, op_groupnorm, op_groupnorm_tokens,
+	op_layernorm, op_softmax,
 	op_transpose, op_rows_tokens, op_add_row_channel, op_im2col, op_convtr, sb_cl_op_attention,
 	op_rmsnorm, op_rope, op_head_gate, sb_cl_op_stft, sb_cl_op_istft, sb_cl_op_moments,
 	sb_cl_op_standardise, sb_cl_op_gather, sb_cl_op_cmul, op_gemm_bias, op_gn_glu_add,

@@ -86,26 +86,6 @@ inline float sigm(float x)
 	return 1.f / (1.f + exp(-x));
 }
 
-/* x[i] = act(x[i] + b[(i / T) % C]) : per-channel bias of [..][C][T] tensors */
-__kernel void bias_act(__global float *x, ulong xoff, ulong n, int C, int T,
-                       __global const float *b, ulong boff, int act)
-{
-	const ulong i = get_global_id(0);
-	if (i >= n)
-		return;
-	const float v = x[xoff + i] + b[boff + (i / (ulong)T) % (ulong)C];
-	x[xoff + i] = act == 1 ? gelu(v) : act == 2 ? tanh(v) : v;
-}
-
-/* x[i] = b[(i / T) % C] */
-__kernel void fill_bias(__global float *x, ulong xoff, ulong n, int C, int T,
-                        __global const float *b, ulong boff)
-{
-	const ulong i = get_global_id(0);
-	if (i < n)
-		x[xoff + i] = b[boff + (i / (ulong)T) % (ulong)C];
-}
-
 /* x[i] = act(x[i] + b[i % cols]) : per-column bias of token rows */
 __kernel void bias_cols(__global float *x, ulong xoff, ulong n, int cols,
                         __global const float *b, ulong boff, int act)
@@ -147,19 +127,6 @@ __kernel void glu(__global const float *z, ulong zoff, long zstride, __global fl
 		return;
 	const __global float *zz = z + zoff + bi * zstride;
 	o[ooff + bi * ostride + e] = zz[e] * sigm(zz[CT + e]);
-}
-
-/* x += scale[c] * GLU(z), batch items of [C][T] and [2C][T] */
-__kernel void glu_add(__global float *x, ulong xoff, long xstride, __global const float *z,
-                      ulong zoff, long zstride, int CT, int T, __global const float *s,
-                      ulong soff)
-{
-	const int e = get_global_id(0);
-	const long bi = get_global_id(1);
-	if (e >= CT)
-		return;
-	const __global float *zz = z + zoff + bi * zstride;
-	x[xoff + bi * xstride + e] += s[soff + e / T] * (zz[e] * sigm(zz[CT + e]));
 }
 
 /* Mean and variance of a large tensor in one read, on every compute unit: each work-group
@@ -292,8 +259,8 @@ __kernel void gn_apply(__global float *x, ulong xoff, long stride, int CT, int T
 	*p = act ? gelu(v) : v;
 }
 
-/* glu_add of GroupNorm(1)'s output, normalised as it is read: item bi of z [2C][T] with its
- * stats and the channel affine w, b; x [C][T] += s[c] a sigmoid(g), a and g its two halves */
+/* x [C][T] += s[c] a sigmoid(g), a and g the halves of GroupNorm(1)'s output of z [2C][T],
+ * normalised as they are read: item bi with its stats and the channel affine w, b */
 __kernel void gn_glu_add(__global float *x, ulong xoff, long xstride, __global const float *z,
                          ulong zoff, long zstride, int CT, int T, __global const float *stats,
                          __global const float *w, ulong woff, __global const float *b, ulong boff,
@@ -366,15 +333,6 @@ void softmax_rows(__global float *x, ulong xoff, int n)
 	const float inv = 1.f / group_sum(red, l, s);
 	for (int i = l; i < n; i += RED_WG)
 		p[i] *= inv;
-}
-
-/* x += g[i % D] * y */
-__kernel void scale_add(__global float *x, ulong xoff, __global const float *y, ulong yoff,
-                        __global const float *g, ulong goff, ulong n, int D)
-{
-	const ulong i = get_global_id(0);
-	if (i < n)
-		x[xoff + i] += g[goff + i % (ulong)D] * y[yoff + i];
 }
 
 /* out[c][r] = in[r][c] for an R x Cc matrix */

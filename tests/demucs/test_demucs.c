@@ -203,7 +203,17 @@ static void transfers_case(const char *model, const char *io_name, const sb_exec
 		for (int i = 0; i < np; i++)
 			launches += p[i].calls;
 		launches -= up + down + wait;
+		/* the products by shape (--profile's table) account for every product of the pass */
+		sb_prof_product pp[256];
+		const int npp = cl->be->profile_products ? cl->be->profile_products(cl->d, pp, 256) : -1;
+		long by_shape = 0;
+		for (int i = 0; i < npp; i++)
+			by_shape += pp[i].calls;
+		const long products = prof_calls(cl, "gemm");
 		cl->be->set_profiling(cl->d, 0);
+		if (st == SB_OK && (npp <= 0 || by_shape != products))
+			FAIL("a pass of %d: %d product shapes with %ld calls in the profile, %ld products", B,
+			     npp, by_shape, products);
 		const double e = rel_l2(got, single, (size_t)n_out * B);
 		printf("pass of %d segment%s: %ld upload, %ld download, %ld wait, %ld launches "
 		       "(%.1f a segment), rel L2 to passes of one %.2e\n", B, B > 1 ? "s" : "", up, down,

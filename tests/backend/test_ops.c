@@ -232,9 +232,9 @@ static long up4(long x, int align)
 	return align ? (x + 3) / 4 * 4 : x;
 }
 
-/* gemm_bias's epilogues for case_gemm_at: none (plain gemm), a bias per row, per column, or
- * per column with a bias of each item's own (bs), each with an activation */
-enum { EP_NONE, EP_ROWS, EP_COLS, EP_COLS_ITEMS };
+/* gemm_bias's epilogues for case_gemm_ep: none (plain gemm), a bias per row, per column, or
+ * per column or row with a bias of each item's own (bs), each with an activation */
+enum { EP_NONE, EP_ROWS, EP_COLS, EP_COLS_ITEMS, EP_ROWS_ITEMS };
 
 /* align: which of A (1), B (2), C (4) have leading dimensions, strides and offsets that are
  * multiples of 4 floats (a GPU kernel's float4 paths); the others are odd */
@@ -251,9 +251,10 @@ static void case_gemm_ep(run *r, int M, int N, int K, int tb, int batch, int bat
 	const size_t na = (size_t)(share_a ? (long)M * lda : sa2 * batch2),
 	             nb = (size_t)(sb2 * batch2), nc = (size_t)(sc2 * batch2);
 	const float alpha = 0.7f;
-	/* the bias: M or N values, or N for each item at a stride of N + 3 */
-	const long bs = ep == EP_COLS_ITEMS ? N + 3 : 0;
-	const size_t nbias = ep == EP_ROWS ? (size_t)M : (size_t)(bs * batch + N);
+	/* the bias: M or N values, or M or N for each item at a stride of M + 2 or N + 3 */
+	const int rows = ep == EP_ROWS || ep == EP_ROWS_ITEMS;
+	const long bs = ep == EP_COLS_ITEMS ? N + 3 : ep == EP_ROWS_ITEMS ? M + 2 : 0;
+	const size_t nbias = (size_t)(bs * batch + (rows ? M : N));
 	float *A = rnd(na, 1), *B = rnd(nb, 1), *C = rnd(nc, 1), *got = malloc(sizeof(float) * nc);
 	float *bias = rnd(nbias, 1);
 	double *want = dup_d(C, nc);
@@ -273,7 +274,7 @@ static void case_gemm_ep(run *r, int M, int N, int K, int tb, int batch, int bat
 					}
 					double v = alpha * s + beta * c[(size_t)m * ldc + n];
 					if (ep != EP_NONE)
-						v += ep == EP_ROWS ? bi[m] : bi[n];
+						v += rows ? bi[m] : bi[n];
 					c[(size_t)m * ldc + n] = act == SB_ACT_GELU   ? gelu(v)
 					                         : act == SB_ACT_TANH ? tanh(v)
 					                                              : v;
@@ -286,7 +287,7 @@ static void case_gemm_ep(run *r, int M, int N, int K, int tb, int batch, int bat
 	r->a->off = al_c ? 8 : 5;
 	sb_dv dC = put(r->a, C, nc);
 	r->a->off = 3;
-	const sb_bias e = {put(r->a, bias, nbias), bs, ep != EP_ROWS, act};
+	const sb_bias e = {put(r->a, bias, nbias), bs, !rows, act};
 	r->a->off = 5;
 	if (!r->a->failed && ep == EP_NONE)
 		ops(r)->gemm(dv(r), M, N, K, alpha, dA, lda, sa, dB, ldb, sb, tb, beta, dC, ldc, sc,
@@ -298,7 +299,8 @@ static void case_gemm_ep(run *r, int M, int N, int K, int tb, int batch, int bat
 	get(r->a, got, dC, nc);
 	sb_status st = done(r->a);
 	char shape[96];
-	static const char *const eps[] = {"", " +rows", " +cols", " +cols of each item"};
+	static const char *const eps[] = {"", " +rows", " +cols", " +cols of each item",
+	                                  " +rows of each item"};
 	snprintf(shape, sizeof shape, "%dx%dx%d%s b%dx%d%s%s%s%s%s%s", M, N, K, tb ? " tB" : "",
 	         batch, batch2, pad ? " pad" : "", share_a ? " A0" : "", align ? " v" : "",
 	         beta == 0.f ? " b0" : "", eps[ep],
@@ -1152,6 +1154,8 @@ static void all_cases(run *r)
 		case_gemm_ep(r, 37, 45, 70, 1, 3, 1, 0, 1, 0, 0.f, EP_COLS_ITEMS, SB_ACT_TANH);
 		case_gemm_ep(r, 24, 17, 40, 1, 4, 1, 0, 0, 5, 0.f, EP_COLS_ITEMS, SB_ACT_NONE);
 		case_gemm_ep(r, 200, 128, 256, 0, 2, 1, 0, 1, 7, 0.f, EP_ROWS, SB_ACT_TANH);
+		case_gemm_ep(r, 67, 129, 45, 1, 3, 2, 0, 0, 7, 0.f, EP_ROWS_ITEMS, SB_ACT_GELU);
+		case_gemm_ep(r, 33, 19, 48, 0, 3, 2, 1, 0, 0, 0.3f, EP_COLS_ITEMS, SB_ACT_NONE);
 	}
 	if (wanted("attention")) {
 		case_attention(r, 37, 37, 3, 8, 1, 1, 0);

@@ -55,7 +55,7 @@ void sb_cl_prof_product(sb_bdev *c, double t0, int M, int N, int K, int tb, int 
 		*e = (sb_prof_product){M, N, K, tb, batch, bias, path, 0, 0.0, 0.0};
 	} else if (!e) {
 		e = &c->prof_shape[SB_CL_PROF_SHAPES]; /* zeroed by set_profiling: M = 0 */
-		e->path = "(other shapes)";
+		e->path = "-";
 	}
 	e->calls++;
 	e->seconds += s;
@@ -441,11 +441,14 @@ static int slower(const void *a, const void *b)
 
 static int cl_profile_products(const sb_bdev *d, sb_prof_product *out, int max)
 {
+	sb_prof_product all[SB_CL_PROF_SHAPES + 1];
 	int n = 0;
-	for (int i = 0; i <= SB_CL_PROF_SHAPES && n < max; i++)
+	for (int i = 0; i <= SB_CL_PROF_SHAPES; i++)
 		if (d->prof_shape[i].calls > 0)
-			out[n++] = d->prof_shape[i];
-	qsort(out, (size_t)n, sizeof *out, slower);
+			all[n++] = d->prof_shape[i];
+	qsort(all, (size_t)n, sizeof *all, slower); /* the slowest first, then the first max */
+	n = n < max ? n : max;
+	memcpy(out, all, sizeof *out * (size_t)(n > 0 ? n : 0));
 	return n;
 }
 

@@ -44,8 +44,8 @@ int sb_cl_mma_emulate_asked(void);
 float sb_cl_mma_round(float x, int tf32);
 
 /* As cl_blas.h's sb_cl_sgemm, with A and B rounded to bf16 (to nearest even) or tf32 (to
- * nearest, ties away) and fp32 sums;
- * enqueued on c's queue through sb_cl_run (failures kept in c). */
+ * nearest, ties away) and fp32 sums, then gemm_bias's epilogue e (NULL: none) as C is
+ * written; enqueued on c's queue through sb_cl_run (failures kept in c). */
 void sb_cl_mma_gemm(sb_bdev *c, sb_cl_mma *m, int M, int N, int K, float alpha, sb_dv A, int lda,
                     long sa, sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C, int ldc,
                     long sc, int batch, const sb_bias *e);

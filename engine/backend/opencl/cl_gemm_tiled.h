@@ -30,7 +30,8 @@ void sb_cl_tiled_table(char *buf, size_t len);
 /* "tiled kernel 128x128x16 (8x8 an item), 64x64x16 (4x4) for small products" */
 const char *sb_cl_tiled_describe(const sb_cl_tiled *t);
 
-/* As cl_blas.h's sb_cl_sgemm, enqueued on c's queue through sb_cl_run (failures kept in c). */
+/* As cl_blas.h's sb_cl_sgemm, then gemm_bias's epilogue e (NULL: none) as C is written;
+ * enqueued on c's queue through sb_cl_run (failures kept in c). */
 void sb_cl_tiled_gemm(sb_bdev *c, sb_cl_tiled *t, int M, int N, int K, float alpha, sb_dv A,
                       int lda, long sa, sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C,
                       int ldc, long sc, int batch, const sb_bias *e);

@@ -608,8 +608,10 @@ int sb_cl_part_stats(sb_bdev *c, sb_dv x, long stride, long n, int batch, int to
 	const long cus = (long)sb_cl_device_props(c->dev)->compute_units;
 	int G = norm_slices(c, n);
 	const int final = to_stats && (G == 1 || batch >= 2 * (cus > 0 ? cus : 1));
-	if (final)
+	if (final) {
 		G = 1;
+		need_stats(c, (size_t)batch);
+	}
 	const size_t parts = (size_t)batch * (size_t)G;
 	if (c->st == SB_OK && c->parts_n < parts) {
 		if (c->parts)

@@ -1,8 +1,7 @@
-/* OpenCL kernels of the backend operations (backend.h: sb_ops; cl_ops.c launches them). Every
- * buffer comes with an
- * offset in floats, so one weight buffer and a few activation buffers serve every layer.
- * Reductions (GroupNorm, LayerNorm, softmax) use one work-group per normalised group, with
- * two passes (mean, then the centred sum of squares), as the CPU path computes them.
+/* OpenCL kernels of the backend operations (backend.h: sb_ops; cl_ops.c launches them), after
+ * gemm_rows.cl (meson.build). Every buffer comes with an offset in floats, so one weight buffer
+ * and a few activation buffers serve every layer. LayerNorm and softmax use one work-group per
+ * row; GroupNorm's statistics come in slices merged without cancellation (norm_part, below).
  * Work-group sizes: GEMM 16 x 16, reductions RED_WG (a power of two, set at build time).
  */
 #ifndef RED_WG

@@ -84,6 +84,10 @@ extern const sb_ops sb_cpu_ops;
 void sb_cpu_op_gemm(sb_bdev *d, int M, int N, int K, float alpha, sb_dv A, int lda, long sa,
                     sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C, int ldc, long sc,
                     int batch, int batch2, long sa2, long sb2, long sc2);
+/* act(p[c] + b[c]) for c < n: a row's bias per column (bias_cols, gemm_bias); cpu_ops.c */
+void sb_cpu_bias_cols(float *p, int n, const float *b, int act);
+/* the items of per_item values each worth waking a pool thread for (cpu_ops.c) */
+int64_t sb_cpu_grain(int64_t per_item);
 void sb_cpu_op_gemm_bias(sb_bdev *d, int M, int N, int K, float alpha, sb_dv A, int lda,
                          long sa, sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C, int ldc,
                          long sc, int batch, int batch2, long sa2, long sb2, long sc2,

@@ -63,30 +63,32 @@ static void op_copy(sb_bdev *d, sb_dv dst, sb_dv src, size_t n)
 	pool_op(d, OP_COPY, (int64_t)n, EW_GRAIN, k_copy, &j);
 }
 
-/* the items per chunk that make a chunk worth waking a thread for (per_item values each) */
-static int64_t grain_for(int64_t per_item)
+int64_t sb_cpu_grain(int64_t per_item)
 {
 	const int64_t g = EW_GRAIN / (per_item > 0 ? per_item : 1);
 	return g > 0 ? g : 1;
 }
 
-static int64_t rows_grain(int T) { return grain_for(T); }
+static int64_t rows_grain(int T) { return sb_cpu_grain(T); }
+
+void sb_cpu_bias_cols(float *p, int n, const float *b, int act)
+{
+	if (act == SB_ACT_GELU) {
+		sb_vbias_gelu_cols(p, n, b);
+	} else if (act == SB_ACT_TANH) {
+		sb_vbias_tanh_cols(p, n, b);
+	} else {
+		for (int c = 0; c < n; c++)
+			p[c] += b[c];
+	}
+}
 
 static void k_bias_cols(void *v, int64_t b, int64_t e, int w)
 {
 	(void)w;
 	ew *j = v;
-	for (int64_t r = b; r < e; r++) {
-		float *p = j->x + r * j->D;
-		if (j->act == SB_ACT_GELU) {
-			sb_vbias_gelu_cols(p, j->D, j->b);
-		} else if (j->act == SB_ACT_TANH) {
-			sb_vbias_tanh_cols(p, j->D, j->b);
-		} else {
-			for (int c = 0; c < j->D; c++)
-				p[c] += j->b[c];
-		}
-	}
+	for (int64_t r = b; r < e; r++)
+		sb_cpu_bias_cols(j->x + r * j->D, j->D, j->b, j->act);
 }
 
 static void op_bias_cols(sb_bdev *d, sb_dv x, size_t n, int cols, sb_dv b, int act)
@@ -248,7 +250,7 @@ static void op_groupnorm(sb_bdev *d, sb_dv x, long stride, int C, int T, int bat
 	const double t0 = prof_t0(d);
 	if (batch >= d->threads) {
 		ew j = {.x = P(x), .xs = stride, .C = C, .T = T, .w = P(w), .b = P(b), .act = act};
-		sb_pool_for(d->pool, batch, grain_for((int64_t)C * T), k_gn_items, &j);
+		sb_pool_for(d->pool, batch, sb_cpu_grain((int64_t)C * T), k_gn_items, &j);
 	} else {
 		for (int i = 0; i < batch; i++)
 			gn_split(d, P(x) + (size_t)i * stride, C, T, P(w), P(b), act, C, C);
@@ -351,7 +353,7 @@ static void k_transpose(void *v, int64_t b, int64_t e, int wk)
 static void op_transpose(sb_bdev *d, sb_dv in, sb_dv out, int R, int C)
 {
 	tr_job j = {P(in), P(out), R, C};
-	pool_op(d, OP_TRANSPOSE, (R + 31) / 32, grain_for((int64_t)32 * C), k_transpose, &j);
+	pool_op(d, OP_TRANSPOSE, (R + 31) / 32, sb_cpu_grain((int64_t)32 * C), k_transpose, &j);
 }
 
 /* rows [F][C][T] <-> tokens [T F][C]: per row f, a C x T transpose into a strided target */
@@ -380,7 +382,7 @@ static void k_rows_tokens(void *v, int64_t b, int64_t e, int wk)
 static void op_rows_tokens(sb_bdev *d, sb_dv x, sb_dv o, int F, int C, int T, int back)
 {
 	rt_job j = {P(x), P(o), F, C, T, back};
-	pool_op(d, OP_ROWS_TOKENS, F, grain_for((int64_t)C * T), k_rows_tokens, &j);
+	pool_op(d, OP_ROWS_TOKENS, F, sb_cpu_grain((int64_t)C * T), k_rows_tokens, &j);
 }
 
 static void k_add_row_channel(void *v, int64_t b, int64_t e, int wk)
@@ -426,7 +428,7 @@ static void k_im2col(void *v, int64_t b, int64_t e, int wk)
 static void op_im2col(sb_bdev *d, sb_dv x, long lin, int cin, sb_dv col, long lout)
 {
 	conv_job j = {.x = P(x), .o = P(col), .lin = lin, .lout = lout, .cin = cin};
-	pool_op(d, OP_IM2COL, (int64_t)cin * 8, grain_for(lout), k_im2col, &j);
+	pool_op(d, OP_IM2COL, (int64_t)cin * 8, sb_cpu_grain(lout), k_im2col, &j);
 }
 
 static void k_convtr(void *v, int64_t b, int64_t e, int wk)
@@ -455,7 +457,7 @@ static void op_convtr(sb_bdev *d, sb_dv p, long lin, int cout, long length, sb_d
 {
 	conv_job j = {.p = P(p), .b = P(b), .o = P(o), .lin = lin, .length = length, .cout = cout,
 	              .act = act};
-	pool_op(d, OP_CONVTR, cout, grain_for(length), k_convtr, &j);
+	pool_op(d, OP_CONVTR, cout, sb_cpu_grain(length), k_convtr, &j);
 }
 
 /* ---- the RoFormers' operations ---- */

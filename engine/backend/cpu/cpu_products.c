@@ -31,13 +31,7 @@ static void bias_rows(const gemm_job *j, int64_t i, int64_t r0, int64_t r1)
 	for (int64_t r = r0; r < r1; r++) {
 		float *p = C + r * j->ldc;
 		if (j->cols) {
-			if (j->act == SB_ACT_GELU)
-				sb_vbias_gelu_cols(p, j->N, bias);
-			else if (j->act == SB_ACT_TANH)
-				sb_vbias_tanh_cols(p, j->N, bias);
-			else
-				for (int c = 0; c < j->N; c++)
-					p[c] += bias[c];
+			sb_cpu_bias_cols(p, j->N, bias, j->act);
 		} else if (j->act == SB_ACT_GELU) {
 			sb_vbias_gelu(p, j->N, bias[r]);
 		} else if (j->act == SB_ACT_TANH) {
@@ -95,7 +89,7 @@ static void gemm_epi(sb_bdev *d, int M, int N, int K, float alpha, sb_dv A, int 
 				             g.B + i * sb, ldb, beta, g.C + i * sc, ldc);
 				bias_item t = {&g, i};
 				if (g.bias)
-					sb_pool_for(d->pool, M, N >= 65536 ? 1 : 65536 / N, k_bias_item, &t);
+					sb_pool_for(d->pool, M, sb_cpu_grain(N), k_bias_item, &t);
 			}
 		}
 	}

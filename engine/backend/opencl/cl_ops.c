@@ -22,10 +22,9 @@
 #include <string.h>
 
 const char *const sb_cl_op_names[P_COUNT] = {
-	"gemm", "bias_cols", "add", "glu", "norm_part", "norm_final", "gn_apply",
-	"gn_apply_tokens", "layernorm", "softmax_rows", "transpose",
-	"ften_to_tokens", "tokens_to_ften", "add_freq_emb", "im2col_time", "convtr_gather",
-	"rmsnorm", "rope", "head_gate", "stft_frames", "istft_frames", "istft_ola",
+	"gemm", "add", "glu", "norm_part", "norm_final", "gn_apply", "gn_apply_tokens", "layernorm",
+	"softmax_rows", "transpose", "ften_to_tokens", "tokens_to_ften", "add_freq_emb",
+	"im2col_time", "convtr_gather", "rmsnorm", "rope", "head_gate", "stft_frames", "istft_frames", "istft_ola",
 	"moments_final", "standardise", "gather_cols", "cmul", "bias_items", "gn_glu_add",
 	"attention_16", "attention_32", "attention_64", "attention_mma",
 	"upload", "download", "copy", "zero", "finish",
@@ -111,6 +110,12 @@ static void bias_items(sb_bdev *c, int M, int N, sb_dv C, int ldc, long sc, int 
 	a_ep(&a, e, C);
 	const size_t g[3] = {(size_t)N, (size_t)M, (size_t)batch}, l[3] = {64, 1, 1};
 	sb_cl_run(&a, 3, g, l);
+}
+
+static void op_bias_cols(sb_bdev *c, sb_dv x, size_t n, int cols, sb_dv b, int act)
+{
+	const sb_bias e = {b, 0, 1, act};
+	bias_items(c, (int)(n / (size_t)cols), cols, x, cols, 0, 1, &e);
 }
 
 /* One fp32 product through path k on c->q, with gemm_bias's epilogue e (NULL: none).
@@ -541,17 +546,6 @@ static void op_gemm(sb_bdev *c, int M, int N, int K, float alpha, sb_dv A, int l
 	             sa2, sb2, sc2, NULL);
 }
 
-static void op_bias_cols(sb_bdev *c, sb_dv x, size_t n, int cols, sb_dv b, int act)
-{
-	kargs a = args(c, K_BIAS_COLS);
-	a_db(&a, x);
-	a_u64(&a, n);
-	a_i32(&a, cols);
-	a_db(&a, b);
-	a_i32(&a, act);
-	sb_cl_run(&a, 1, &n, NULL);
-}
-
 static void op_add(sb_bdev *c, sb_dv x, sb_dv y, size_t n)
 {
 	kargs a = args(c, K_ADD);
@@ -608,10 +602,10 @@ int sb_cl_part_stats(sb_bdev *c, sb_dv x, long stride, long n, int batch, int to
 	const long cus = (long)sb_cl_device_props(c->dev)->compute_units;
 	int G = norm_slices(c, n);
 	const int final = to_stats && (G == 1 || batch >= 2 * (cus > 0 ? cus : 1));
-	if (final) {
+	if (final)
 		G = 1;
-		need_stats(c, (size_t)batch);
-	}
+	if (to_stats)
+		need_stats(c, (size_t)batch); /* what norm_part or norm_final writes */
 	const size_t parts = (size_t)batch * (size_t)G;
 	if (c->st == SB_OK && c->parts_n < parts) {
 		if (c->parts)
@@ -641,7 +635,6 @@ int sb_cl_part_stats(sb_bdev *c, sb_dv x, long stride, long n, int batch, int to
 
 static void stats(sb_bdev *c, sb_dv x, long stride, long n, int batch)
 {
-	need_stats(c, (size_t)batch);
 	const int G = sb_cl_part_stats(c, x, stride, n, batch, 1);
 	if (G == 0)
 		return;

@@ -85,19 +85,8 @@ inline float sigm(float x)
 	return 1.f / (1.f + exp(-x));
 }
 
-/* x[i] = act(x[i] + b[i % cols]) : per-column bias of token rows */
-__kernel void bias_cols(__global float *x, ulong xoff, ulong n, int cols,
-                        __global const float *b, ulong boff, int act)
-{
-	const ulong i = get_global_id(0);
-	if (i >= n)
-		return;
-	const float v = x[xoff + i] + b[boff + i % (ulong)cols];
-	x[xoff + i] = act == 1 ? gelu(v) : act == 2 ? tanh(v) : v;
-}
-
-/* gemm_bias's epilogue after a product that has none (CLBlast's): items of M x N at ldc, sc;
- * id 0 the column, 1 the row, 2 the item */
+/* gemm_bias's epilogue after a product that has none (CLBlast's), and bias_cols (one item of
+ * rows x cols): items of M x N at ldc, sc; id 0 the column, 1 the row, 2 the item */
 __kernel void bias_items(__global float *C, ulong coff, int M, int N, int ldc, long sc,
                          __global const float *bias, ulong biasoff, long bstride, int ep)
 {

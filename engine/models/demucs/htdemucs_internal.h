@@ -60,9 +60,8 @@ typedef struct {
 	int cross;
 	float *n1w, *n1b, *n2w, *n2b, *n3w, *n3b; /* LayerNorms (norm3 only in cross layers) */
 	float *in_w, *in_b;                       /* [3D][D], [3D]: q, k, v projections */
-	float *out_w, *out_b;                     /* [D][D], [D], times g1 (load_tlayer) */
-	float *l1w, *l1b, *l2w, *l2b;             /* [Hd][D], [Hd], [D][Hd], [D]; l2 times g2 */
-	float *g1, *g2;                           /* LayerScale [D], in out_ and l2 */
+	float *out_w, *out_b;                     /* [D][D], [D], times gamma_1 (load_tlayer) */
+	float *l1w, *l1b, *l2w, *l2b;             /* [Hd][D], [Hd], [D][Hd], [D]; l2 times gamma_2 */
 	float *now, *nob;                         /* norm_out: GroupNorm(1, D) */
 } hd_tlayer;
 

@@ -47,7 +47,7 @@ static void layer(sb_htdemucs_on *r, const hd_tlayer *L, sb_dv x, long n, int B,
 		give_back(r, qb);
 		give_back(r, kvp);
 	}
-	/* x += g1 (h W^T + b): g1 is in W and b (load_tlayer), x the product's beta */
+	/* x += gamma_1 (h W^T + b): gamma_1 is in W and b (load_tlayer), x the product's beta */
 	hd_gemm_bias(r, (int)all, D, D, h, D, 0, weight(r, L->out_w), D, 0, 1, 1.f, x, D, 0, 1, 1, 0,
 	             0, 0, L->out_b, 1, SB_ACT_NONE);
 	OP(r)->layernorm(r->p.x.d, x, h, all, D, weight(r, kv ? L->n3w : L->n2w),

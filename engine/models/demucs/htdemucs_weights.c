@@ -249,14 +249,13 @@ static void load_tlayer(loader *ld, hd_tlayer *L, int D, int Hd, int cross, cons
 	}
 	L->now = vec(ld, D, base, "norm_out.weight");
 	L->nob = vec(ld, D, base, "norm_out.bias");
-	L->g1 = vec(ld, D, base, "gamma_1.scale");
-	L->g2 = vec(ld, D, base, "gamma_2.scale");
 	/* LayerScale folded into the linear layer before it: x + g (h W^T + b) is
 	 * x + h (g W)^T + g b, so the forward pass adds the product to x in the product's own pass
 	 * (gemm_bias with beta 1) with no pass of its own (issue #24: fewer launches) */
+	const float *g1 = vec(ld, D, base, "gamma_1.scale"), *g2 = vec(ld, D, base, "gamma_2.scale");
 	if (ld->status == SB_OK) {
-		scale_rows(L->out_w, L->out_b, L->g1, D, D);
-		scale_rows(L->l2w, L->l2b, L->g2, D, Hd);
+		scale_rows(L->out_w, L->out_b, g1, D, D);
+		scale_rows(L->l2w, L->l2b, g2, D, Hd);
 	}
 }
 

@@ -22,14 +22,14 @@ static inline void print_products(const sb_backend *be, const sb_bdev *d, double
 	}
 	fprintf(stderr, "  the products by shape (%d shapes%s, %.2f ms), the slowest %d:\n", shapes,
 	        shapes < n ? " and more" : "", 1e3 * s, n < top ? n : top);
-	fprintf(stderr, "  %-34s %-8s %6s %10s %7s %9s\n", "M x N x K, batch", "path", "calls", "ms",
+	fprintf(stderr, "  %-34s %-13s %6s %10s %7s %9s\n", "M x N x K, batch", "path", "calls", "ms",
 	        "share", "GFLOP/s");
 	for (int i = 0; i < n && i < top; i++) {
 		char shape[64] = "(other shapes)";
 		if (p[i].M > 0)
 			snprintf(shape, sizeof shape, "%dx%dx%d%s b%d%s", p[i].M, p[i].N, p[i].K,
 			         p[i].tb ? " tB" : "", p[i].batch, p[i].bias ? " +bias" : "");
-		fprintf(stderr, "  %-34s %-8s %6ld %10.3f %6.1f%% %9.1f\n", shape, p[i].path, p[i].calls,
+		fprintf(stderr, "  %-34s %-13s %6ld %10.3f %6.1f%% %9.1f\n", shape, p[i].path, p[i].calls,
 		        1e3 * p[i].seconds, 100 * p[i].seconds / prof_s,
 		        p[i].seconds > 0 ? p[i].flops / p[i].seconds / 1e9 : 0.0);
 	}

@@ -132,16 +132,21 @@ job "classic.cl" "$SRC/classic.cl" none all
 for hd in 16 32 64; do
 	job "attention.cl, ATT_HD=$hd, GPU form" "$SRC/attention.cl" all all -DATT_LOCAL=1 -DATT_HD=$hd
 done
-# gemm.cl at cl_gemm_tiled.c's tilings: NVIDIA's row, then every other vendor's big and small
+# gemm.cl at cl_gemm_tiled.c's tilings: NVIDIA's row, then every other vendor's big, small and
+# thin
 # (built with -cl-mad-enable, as cl_gemm_tiled.c builds it)
 job "gemm.cl 128x128x8, 8x8 an item (NVIDIA)" "$TMP/gemm.cl" nvidia all \
 	-cl-mad-enable -DTM=128 -DTN=128 -DTK=8 -DWM=8 -DWN=8
 job "gemm.cl 128x64x16, 8x4 an item (NVIDIA, small)" "$TMP/gemm.cl" nvidia all \
 	-cl-mad-enable -DTM=128 -DTN=64 -DTK=16 -DWM=8 -DWN=4
+job "gemm.cl 16x128x8, 4x8 an item (NVIDIA, thin)" "$TMP/gemm.cl" nvidia all \
+	-cl-mad-enable -DTM=16 -DTN=128 -DTK=8 -DWM=4 -DWN=8
 job "gemm.cl 64x64x16, 4x4 (others)" "$TMP/gemm.cl" all all \
 	-cl-mad-enable -DTM=64 -DTN=64 -DTK=16 -DWM=4 -DWN=4
 job "gemm.cl 32x32x16, 4x4 (others, small)" "$TMP/gemm.cl" all all \
 	-cl-mad-enable -DTM=32 -DTN=32 -DTK=16 -DWM=4 -DWN=4
+job "gemm.cl 16x64x16, 4x4 (others, thin)" "$TMP/gemm.cl" all all \
+	-cl-mad-enable -DTM=16 -DTN=64 -DTK=16 -DWM=4 -DWN=4
 job "gemm.cl 128x128x16, 8x8 (SB_CL_TILE)" "$TMP/gemm.cl" none all \
 	-cl-mad-enable -DTM=128 -DTN=128 -DTK=16 -DWM=8 -DWN=8
 # the tensor-core kernels run on NVIDIA only (their PTX inline; clang takes it spelt __asm__,

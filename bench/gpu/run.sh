@@ -12,7 +12,9 @@
 #   bench/gpu/run.sh gemm [SCALE=1]   products alone (issue #24): HTDemucs's three largest and
 #                               its two strided-batched attention products through CLBlast, the
 #                               own kernel, the tiled kernel and a few other tilings of it, and
-#                               bf16 on the tensor cores (mma, a few tilings), in TFLOP/s
+#                               bf16 on the tensor cores (mma, a few tilings), in TFLOP/s;
+#                               the RoFormer's products; HTDemucs's products of few rows
+#                               against the thin tiling's candidates (gemm-thin.jsonl)
 #                               (bench_cl_gemm; SCALE divides the sizes, for PoCL)
 #   bench/gpu/run.sh classic    the built-in model: bench_opencl, bench_jobs (issue #3)
 #   bench/gpu/run.sh demucs [SECONDS=180]    HTDemucs full size: Stembridge (CLBlast, own
@@ -186,6 +188,13 @@ gemm)
 		--scale "${2:-1}" --seconds 0.2 --tiles "${RF_TILES:-128,128,16,8,8/128,128,8,8,8}" \
 		--mma-tiles "${MMA_TILES:-128,128/64,128/64,64/128,64;128,64}" \
 		2>> "$R/gemm.log" | tee "$R/gemm-roformer.jsonl" || note "bench_cl_gemm (roformer)"
+	# HTDemucs's products of few rows (its frequency branch's convolutions of 6-48 channels over
+	# 336 frames, batched over up to 512 rows): the table's thin tiling against the others and
+	# the candidates for its row (6 shapes x 8 paths x 0.2 s: about 15 s)
+	sb "$C/bin/bench_cl_gemm" --device "$gpu" --model thin --gemm clblast,own,tiled \
+		--scale "${2:-1}" --seconds 0.2 \
+		--tiles "${THIN_TILES:-128,64,16,8,4/16,128,16,4,4/8,128,8,4,4/32,128,8,4,8/16,64,16,4,4}" \
+		2>> "$R/gemm.log" | tee "$R/gemm-thin.jsonl" || note "bench_cl_gemm (thin)"
 	tail -n 5 "$R/gemm.log"
 	;;
 demucs)

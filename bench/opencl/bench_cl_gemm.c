@@ -5,7 +5,8 @@
  * over 2688 tokens, laid out as the backend's attention runs them), in TFLOP/s.
  *
  *   bench_cl_gemm [--device opencl:N] [--gemm clblast,own,tiled,mma] [--tiles T1/T2/...]
- *                 [--mma-tiles T1/T2/...] [--scale S] [--seconds S] [--model htdemucs|roformer]
+ *                 [--mma-tiles T1/T2/...] [--scale S] [--seconds S]
+ *                 [--model htdemucs|roformer|thin]
  *     --device  the device (default: the first GPU, else the first OpenCL device)
  *     --gemm    the product paths to time, in order (default clblast,own,tiled); mma is the
  *               device opened for bf16 products (--precision bf16: NVIDIA's tensor cores,
@@ -16,8 +17,11 @@
  *     --mma-tiles  more runs of the tensor-core kernel, one per "BM,BN" (SB_CL_MMA_TILE)
  *     --scale   divide every dimension by S (heads stay 8): a smoke test on PoCL
  *     --seconds time per shape and path, after one warm-up product (default 0.25)
- *     --model   whose shapes: HTDemucs's (default), or BS-RoFormer ep_317's (a layer's four
- *               products over a chunk's 49,662 tokens and a band's mask MLP)
+ *     --model   whose shapes: HTDemucs's (default), BS-RoFormer ep_317's (a layer's four
+ *               products over a chunk's 49,662 tokens and a band's mask MLP), or HTDemucs's
+ *               products of few rows or few sums (its frequency branch's convolutions over 336
+ *               frames, one weight for every frequency row of the batch; the gemm.cl thin
+ *               tiling's shapes)
  *
  * One JSON line per path and shape, then one per path for the whole set. Times are wall clock
  * around a run of products enqueued back to back and one wait, so launch costs count as they
@@ -74,6 +78,20 @@ static const shape roformer_shapes[] = {
 	{RF_TOKENS, 512, 2048, 1, 1, 0, 0, 0, 0, 0, 0, "roformer feed-forward out (x W^T)"},
 	{801, 2048, 512, 1, 1, 0, 0, 0, 0, 0, 0, "roformer mask MLP in, one band (x W^T)"},
 };
+/* HTDemucs (full size) per segment, the products of few rows or few sums the per-shape profile
+ * lists (bench_demucs --profile): a convolution's tap or phase over one frequency row's frames,
+ * batched over the rows with one weight for all (sa 0) */
+#define CONV(m, n, k, rows, what) {m, n, k, 0, rows, 0, 0, 0, 0, (long)(k) * (n), (long)(m) * (n), what}
+static const shape thin_shapes[] = {
+	CONV(6, 335, 48, 512, "DConv in, frequency layer 1 (a tap)"),
+	CONV(16, 336, 96, 512, "decoder out, frequency (a phase of the transposed convolution)"),
+	CONV(48, 336, 32, 512, "encoder in, frequency (the spectrogram's 4 channels x 8 taps)"),
+	CONV(12, 335, 96, 128, "DConv in, frequency layer 2 (a tap)"),
+	CONV(96, 336, 6, 512, "DConv out, frequency layer 1 (6 sums)"),
+	CONV(6, 85995, 48, 1, "DConv in, time layer 1 (a tap)"),
+};
+#undef CONV
+
 #define MAX_SHAPES 8
 static const shape *shapes = htdemucs_shapes;
 static size_t n_shapes = sizeof htdemucs_shapes / sizeof htdemucs_shapes[0];
@@ -89,6 +107,14 @@ static shape scaled(shape h, int s)
 	if (s <= 1)
 		return h;
 	const int hd = div_up(HD, s), tokens = div_up(TOKENS, s), d = HEADS * hd;
+	if (h.batch > 1 && h.sa == 0) { /* a convolution over rows: the rows stay */
+		h.M = div_up(h.M, s);
+		h.N = div_up(h.N, s);
+		h.K = div_up(h.K, s);
+		h.sb = (long)h.K * h.N;
+		h.sc = (long)h.M * h.N;
+		return h;
+	}
 	h.M = div_up(h.M, s);
 	h.N = h.batch > 1 && h.N == HD ? hd : div_up(h.N, s);
 	h.K = h.batch > 1 && h.K == HD ? hd : div_up(h.K, s);
@@ -259,15 +285,19 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
 			seconds = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--model") && i + 1 < argc &&
-		         (!strcmp(argv[i + 1], "htdemucs") || !strcmp(argv[i + 1], "roformer"))) {
+		         (!strcmp(argv[i + 1], "htdemucs") || !strcmp(argv[i + 1], "roformer") ||
+		          !strcmp(argv[i + 1], "thin"))) {
 			if (!strcmp(argv[++i], "roformer")) {
 				shapes = roformer_shapes;
 				n_shapes = sizeof roformer_shapes / sizeof roformer_shapes[0];
+			} else if (!strcmp(argv[i], "thin")) {
+				shapes = thin_shapes;
+				n_shapes = sizeof thin_shapes / sizeof thin_shapes[0];
 			}
 		} else {
 			fprintf(stderr, "usage: bench_cl_gemm [--device opencl:N] [--gemm clblast,own,tiled,mma] "
 			        "[--tiles T1/T2] [--mma-tiles T1/T2] [--scale S] [--seconds S] "
-			        "[--model htdemucs|roformer]\n");
+			        "[--model htdemucs|roformer|thin]\n");
 			return 2;
 		}
 	}

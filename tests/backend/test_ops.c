@@ -10,7 +10,7 @@
  * dimensions, and batches whose items share one weight (stride 0).
  *
  * usage: test_ops [--ops gemm,attention] [--expect PRODUCTS] [--expect-kernel NAME]
- *                 [--bf16 | --tf32]
+ *                 [--expect-path PATH] [--bf16 | --tf32]
  *   prints one line per backend, device and operation; exit 1 on a failure.
  *   POCL_DEVICES="pthread pthread" gives two OpenCL devices.
  *   --ops      only these operations' cases (gemm, attention), so a product kernel chosen by
@@ -19,6 +19,8 @@
  *              with PRODUCTS (the kernel the environment asked for really ran)
  *   --expect-kernel  every device outside the CPU backend must list NAME in its profile (the
  *              cases run profiled): a kernel the environment chose (SB_CL_ATTENTION) ran
+ *   --expect-path  the same for a path of the profile's products by shape (profile_products):
+ *              "tiled 16x64", the tiled kernel's thin tiling, took the products of few rows
  *   --bf16     devices opened for bf16 products (--precision bf16): the products' reference
  *              rounds A and B to bf16 (to nearest even) and sums exactly, so a device's
  *              error is its fp32 sums' alone; every device outside the CPU backend must say it
@@ -1156,6 +1158,12 @@ static void all_cases(run *r)
 		case_gemm_ep(r, 200, 128, 256, 0, 2, 1, 0, 1, 7, 0.f, EP_ROWS, SB_ACT_TANH);
 		case_gemm_ep(r, 67, 129, 45, 1, 3, 2, 0, 0, 7, 0.f, EP_ROWS_ITEMS, SB_ACT_GELU);
 		case_gemm_ep(r, 33, 19, 48, 0, 3, 2, 1, 0, 0, 0.3f, EP_COLS_ITEMS, SB_ACT_NONE);
+		/* products of few rows (a GPU's thin tiling): a DConv's first convolution, 6 channels
+		 * over ragged frames with one weight for every row of the batch, 12 rows unaligned,
+		 * and 48 rows with a tap added */
+		case_gemm_ep(r, 6, 335, 48, 0, 24, 1, 0, 1, 7, 0.f, EP_ROWS, SB_ACT_GELU);
+		case_gemm_at(r, 12, 336, 96, 0, 5, 1, 1, 1, 0, 0.3f);
+		case_gemm_ep(r, 48, 200, 72, 0, 3, 1, 0, 1, 7, 1.f, EP_ROWS, SB_ACT_NONE);
 	}
 	if (wanted("attention")) {
 		case_attention(r, 37, 37, 3, 8, 1, 1, 0);
@@ -1272,7 +1280,7 @@ static float *classic_chunk(const sb_exec *x, int nt, size_t *n_out, sb_status *
 
 int main(int argc, char **argv)
 {
-	const char *expect = NULL, *expect_kernel = NULL;
+	const char *expect = NULL, *expect_kernel = NULL, *expect_path = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--ops") && i + 1 < argc) {
 			only_ops = argv[++i];
@@ -1280,13 +1288,15 @@ int main(int argc, char **argv)
 			expect = argv[++i];
 		} else if (!strcmp(argv[i], "--expect-kernel") && i + 1 < argc) {
 			expect_kernel = argv[++i];
+		} else if (!strcmp(argv[i], "--expect-path") && i + 1 < argc) {
+			expect_path = argv[++i];
 		} else if (!strcmp(argv[i], "--bf16")) {
 			bf16_mode = 1;
 		} else if (!strcmp(argv[i], "--tf32")) {
 			tf32_mode = 1;
 		} else {
 			fprintf(stderr, "usage: test_ops [--ops gemm,attention] [--expect PRODUCTS] "
-			        "[--expect-kernel NAME] [--bf16 | --tf32]\n");
+			        "[--expect-kernel NAME] [--expect-path PATH] [--bf16 | --tf32]\n");
 			return 2;
 		}
 	}
@@ -1354,10 +1364,26 @@ int main(int argc, char **argv)
 		run r = {&a, d->id, i == 0 || bf16_mode || tf32_mode ? NULL : &cpu,
 		         i == 0 ? &cpu : &mine, 0};
 		rng = 12345u;
-		if (expect_kernel && x.be != sb_backend_cpu())
+		const int profiled = (expect_kernel || expect_path) && x.be != sb_backend_cpu();
+		if (profiled)
 			x.be->set_profiling(x.d, 1);
 		all_cases(&r);
-		if (expect_kernel && x.be != sb_backend_cpu()) {
+		if (profiled && expect_path) {
+			sb_prof_product p[256];
+			const int np = x.be->profile_products ? x.be->profile_products(x.d, p, 256) : 0;
+			long calls = 0;
+			for (int k = 0; k < np; k++)
+				if (p[k].path && !strcmp(p[k].path, expect_path)) {
+					printf("  %-9s %dx%dx%d b%d through %s\n", d->id, p[k].M, p[k].N, p[k].K,
+					       p[k].batch, expect_path);
+					calls += p[k].calls;
+				}
+			if (!calls) {
+				printf("  FAIL: %s ran no product through %s\n", d->id, expect_path);
+				failures++;
+			}
+		}
+		if (profiled && expect_kernel) {
 			sb_prof_entry p[64];
 			const int np = x.be->profile(x.d, p, 64);
 			long calls = 0;
@@ -1370,8 +1396,9 @@ int main(int argc, char **argv)
 				printf("  FAIL: %s never ran %s\n", d->id, expect_kernel);
 				failures++;
 			}
-			x.be->set_profiling(x.d, 0);
 		}
+		if (profiled)
+			x.be->set_profiling(x.d, 0);
 		const char *products = x.be->describe(x.d);
 		printf("  %-9s products through %s\n", d->id, products);
 		const char *prec = x.be->precision ? x.be->precision(x.d) : "fp32";

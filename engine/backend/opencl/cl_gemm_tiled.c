@@ -28,23 +28,34 @@ typedef struct {
  * OpenCL 1.2 GPU's 32 KiB; its small tiling takes products of a side within half a big tile too
  * (M or N of 32 or less), since 2026-11-27: unmeasured on any GPU but NVIDIA's, where more than
  * half of such a tile's work is thrown away. PoCL (a CPU) runs the default: its point there is
- * correctness. */
+ * correctness.
+ *
+ * The thin tiling (2026-11-27, not yet timed on a GPU) is for products of few rows: HTDemucs's
+ * convolutions of the frequency branch have 6 to 48 output channels (a DConv's first layer, the
+ * first encoder's) over 335 frames, batched over up to 512 rows, and a tile of 128 rows computed
+ * 6 useful of them (1.7 GFLOP/s on PoCL against 25-45 for the full tiles). It takes a product
+ * whose M is at most half the tiling it would have had, and which it pads less. K by 8 on
+ * NVIDIA: with K by 16 an item's prefetch of B (8 float4s) went to local memory in NVPTX
+ * (tools/cl_kernels.sh), as it did not at 8. */
 static const struct {
 	const char *vendor; /* a substring of CL_DEVICE_VENDOR; NULL: any */
 	tiling big, small;  /* small: for fewer big tiles than compute units, or a side of the
 	                       product within half a big tile; zeros: none */
+	tiling thin;        /* for products of few rows (take()); zeros: none */
 } table[] = {
-	{"NVIDIA", {128, 128, 8, 8, 8}, {128, 64, 16, 8, 4}},
-	{NULL, {64, 64, 16, 4, 4}, {32, 32, 16, 4, 4}},
+	{"NVIDIA", {128, 128, 8, 8, 8}, {128, 64, 16, 8, 4}, {16, 128, 8, 4, 8}},
+	{NULL, {64, 64, 16, 4, 4}, {32, 32, 16, 4, 4}, {16, 64, 16, 4, 4}},
 };
 
+#define NT 3 /* big, small, thin */
+
 struct sb_cl_tiled {
-	tiling t[2];      /* big, small */
-	int n;            /* 2, or 1 when SB_CL_TILE names one */
-	cl_program prog[2];
-	cl_kernel k[2];
+	tiling t[NT];     /* big, small, thin; tm 0: none */
+	cl_program prog[NT];
+	cl_kernel k[NT];
+	char word[NT][24]; /* the profile's path for each: "tiled 16x128" */
 	unsigned cus;     /* compute units: fewer big tiles than this take the small tiling */
-	char desc[160];
+	char desc[256];
 };
 
 static int items(const tiling *t)
@@ -89,7 +100,7 @@ void sb_cl_tiled_free(sb_cl_tiled *t)
 {
 	if (!t)
 		return;
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < NT; i++) {
 		if (t->k[i])
 			clReleaseKernel(t->k[i]);
 		if (t->prog[i])
@@ -120,27 +131,29 @@ sb_status sb_cl_tiled_open(sb_bdev *c, sb_cl_tiled **out)
 		row++;
 	t->t[0] = table[row].big;
 	t->t[1] = table[row].small;
-	t->n = table[row].small.tm > 0 ? 2 : 1;
+	t->t[2] = table[row].thin;
 	t->cus = p->compute_units ? p->compute_units : 1;
 	const char *env = getenv("SB_CL_TILE");
 	if (env && *env) {
-		tiling w[2] = {{0}, {0}};
-		const char *semi = strchr(env, ';');
-		const int n = semi ? 2 : 1;
+		tiling w[NT] = {{0}, {0}, {0}};
 		const char *why = NULL;
-		if (!parse_tiling(env, &w[0]) || (semi && !parse_tiling(semi + 1, &w[1])))
-			why = "not TM,TN,TK,WM,WN[;TM,TN,TK,WM,WN]";
-		for (int i = 0; !why && i < n; i++)
-			why = unfit(&w[i], max_wg, local_mem);
-		if (why) {
-			sb_log(c->log, SB_LOG_WARNING, "SB_CL_TILE='%s' ignored: %s", env, why);
-		} else {
-			t->t[0] = w[0];
-			t->t[1] = w[1];
-			t->n = n;
+		const char *at = env;
+		for (int i = 0; at && !why; i++) {
+			if (i == NT || !parse_tiling(at, &w[i]))
+				why = "not TM,TN,TK,WM,WN[;TM,TN,TK,WM,WN[;TM,TN,TK,WM,WN]]";
+			else
+				why = unfit(&w[i], max_wg, local_mem);
+			at = strchr(at, ';');
+			at = at ? at + 1 : NULL;
 		}
+		if (why)
+			sb_log(c->log, SB_LOG_WARNING, "SB_CL_TILE='%s' ignored: %s", env, why);
+		else
+			memcpy(t->t, w, sizeof w);
 	}
-	for (int i = 0; i < t->n; i++) {
+	for (int i = 0; i < NT; i++) {
+		if (t->t[i].tm <= 0)
+			continue;
 		const char *why = unfit(&t->t[i], max_wg, local_mem);
 		if (why) {
 			sb_log(c->log, SB_LOG_WARNING, "the tiled product's %dx%dx%d tiling does not fit "
@@ -159,13 +172,17 @@ sb_status sb_cl_tiled_open(sb_bdev *c, sb_cl_tiled **out)
 			sb_cl_tiled_free(t);
 			return st;
 		}
+		snprintf(t->word[i], sizeof t->word[i], "tiled %dx%d", t->t[i].tm, t->t[i].tn);
 	}
 	int at = snprintf(t->desc, sizeof t->desc, "tiled kernel %dx%dx%d (%dx%d an item)",
 	                  t->t[0].tm, t->t[0].tn, t->t[0].tk, t->t[0].wm, t->t[0].wn);
-	if (t->n == 2)
-		snprintf(t->desc + at, sizeof t->desc - (size_t)at, ", %dx%dx%d (%dx%d) below %u "
-		         "tiles or a side within half a tile", t->t[1].tm, t->t[1].tn, t->t[1].tk,
-		         t->t[1].wm, t->t[1].wn, t->cus);
+	if (t->t[1].tm > 0)
+		at += snprintf(t->desc + at, sizeof t->desc - (size_t)at, ", %dx%dx%d (%dx%d) below %u "
+		               "tiles or a side within half a tile", t->t[1].tm, t->t[1].tn,
+		               t->t[1].tk, t->t[1].wm, t->t[1].wn, t->cus);
+	if (t->t[2].tm > 0)
+		snprintf(t->desc + at, sizeof t->desc - (size_t)at, ", %dx%dx%d (%dx%d) for few rows",
+		         t->t[2].tm, t->t[2].tn, t->t[2].tk, t->t[2].wm, t->t[2].wn);
 	*out = t;
 	return SB_OK;
 }
@@ -187,31 +204,42 @@ int sb_cl_gemm_flags(sb_dv A, int lda, long sa, sb_dv B, int ldb, long sb, sb_dv
 	return aligned4(A, lda, sa) | aligned4(B, ldb, sb) << 1 | aligned4(C, ldc, sc) << 2;
 }
 
-/* 1: the small tiling serves M x N (batch items): the big one would leave compute units idle,
- * or use half a tile or less along a side the small one covers in fewer */
-static int take_small(const sb_cl_tiled *t, int M, int N, int batch)
+/* the values of an M x N product padded to whole tiles of t */
+static long padded(const tiling *t, int M, int N)
 {
-	const tiling *b = &t->t[0], *s = &t->t[1];
-	return t->n == 2 && (tiles(b, M, N, batch) < (long)t->cus ||
-	                     (N <= b->tn / 2 && s->tn < b->tn) || (M <= b->tm / 2 && s->tm < b->tm));
+	return (long)(M + t->tm - 1) / t->tm * t->tm * ((N + t->tn - 1) / t->tn * t->tn);
+}
+
+/* The tiling for M x N (batch items): the small one where the big one would leave compute units
+ * idle, or use half a tile or less along a side the small one covers in fewer; then the thin one
+ * where M is within half of that tiling's rows and the thin one pads the product less. */
+static int take(const sb_cl_tiled *t, int M, int N, int batch)
+{
+	const tiling *b = &t->t[0], *s = &t->t[1], *h = &t->t[2];
+	int w = s->tm > 0 && (tiles(b, M, N, batch) < (long)t->cus ||
+	                      (N <= b->tn / 2 && s->tn < b->tn) || (M <= b->tm / 2 && s->tm < b->tm));
+	if (h->tm > 0 && M <= t->t[w].tm / 2 && padded(h, M, N) < padded(&t->t[w], M, N))
+		w = 2;
+	return w;
 }
 
 void sb_cl_tiled_table(char *buf, size_t len)
 {
 	int at = 0;
 	for (size_t i = 0; i < sizeof table / sizeof table[0] && at >= 0 && (size_t)at < len; i++) {
-		const tiling *b = &table[i].big, *s = &table[i].small;
-		at += snprintf(buf + at, len - (size_t)at, "%s %d,%d,%d,%d,%d;%d,%d,%d,%d,%d ",
-		               table[i].vendor ? table[i].vendor : "*", b->tm, b->tn, b->tk, b->wm,
-		               b->wn, s->tm, s->tn, s->tk, s->wm, s->wn);
+		const tiling *b = &table[i].big, *s = &table[i].small, *h = &table[i].thin;
+		at += snprintf(buf + at, len - (size_t)at, "%s %d,%d,%d,%d,%d;%d,%d,%d,%d,%d;"
+		               "%d,%d,%d,%d,%d ", table[i].vendor ? table[i].vendor : "*", b->tm, b->tn,
+		               b->tk, b->wm, b->wn, s->tm, s->tn, s->tk, s->wm, s->wn, h->tm, h->tn,
+		               h->tk, h->wm, h->wn);
 	}
 }
 
-void sb_cl_tiled_gemm(sb_bdev *c, sb_cl_tiled *t, int M, int N, int K, float alpha, sb_dv A,
-                      int lda, long sa, sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C,
-                      int ldc, long sc, int batch, const sb_bias *e)
+const char *sb_cl_tiled_gemm(sb_bdev *c, sb_cl_tiled *t, int M, int N, int K, float alpha,
+                             sb_dv A, int lda, long sa, sb_dv B, int ldb, long sb, int tb,
+                             float beta, sb_dv C, int ldc, long sc, int batch, const sb_bias *e)
 {
-	const int w = take_small(t, M, N, batch);
+	const int w = take(t, M, N, batch);
 	const tiling *g = &t->t[w];
 	const int flags = sb_cl_gemm_flags(A, lda, sa, B, ldb, sb, C, ldc, sc);
 	kargs a = {c, t->k[w], K_GEMM, 0.0, 0, CL_SUCCESS};
@@ -224,4 +252,5 @@ void sb_cl_tiled_gemm(sb_bdev *c, sb_cl_tiled *t, int M, int N, int K, float alp
 	const size_t l[3] = {dn, dm, 1};
 	a.flops = 2.0 * M * N * K * batch;
 	sb_cl_run(&a, 3, gs, l);
+	return t->word[w];
 }

@@ -1,11 +1,13 @@
 /* The register-tiled matrix product of gemm.cl (SB_CL_GEMM=tiled, cl_blas.h): its tile sizes
  * per device, its programs and its launch. Nothing outside backend/opencl includes this.
  *
- * TILES: a device gets two tilings from a small table keyed by its vendor (cl_gemm_tiled.c):
+ * TILES: a device gets three tilings from a small table keyed by its vendor (cl_gemm_tiled.c):
  * a large one for products with enough tiles to fill the device, a small one for the rest
- * (fewer large tiles than compute units). SB_CL_TILE="TM,TN,TK,WM,WN" replaces the large one
- * and turns the small one off, and "TM,TN,TK,WM,WN;TM,TN,TK,WM,WN" names both: for benches
- * that compare tilings and for tests of one tiling. A tiling the device cannot run (its
+ * (fewer large tiles than compute units, or a side within half a large tile), and a thin one
+ * for products of few rows (HTDemucs's convolutions of 6 to 48 channels). SB_CL_TILE=
+ * "TM,TN,TK,WM,WN" replaces the large one and turns the others off; "...;..." names the large
+ * and the small, "...;...;..." all three: for benches that compare tilings and for tests of
+ * one tiling. A tiling the device cannot run (its
  * work-group or local memory too large) or that breaks gemm.cl's rules is logged and the
  * table's is kept.
  *
@@ -27,14 +29,16 @@ const char *sb_cl_tiled_source(void);
 /* The table of tilings in words (the products' measured choices are kept under it: a new
  * table measures them again). */
 void sb_cl_tiled_table(char *buf, size_t len);
-/* "tiled kernel 128x128x16 (8x8 an item), 64x64x16 (4x4) for small products" */
+/* "tiled kernel 128x128x8 (8x8 an item), 128x64x16 (8x4) below 132 tiles or a side within half
+ * a tile, 16x128x8 (4x8) for few rows" */
 const char *sb_cl_tiled_describe(const sb_cl_tiled *t);
 
 /* As cl_blas.h's sb_cl_sgemm, then gemm_bias's epilogue e (NULL: none) as C is written;
- * enqueued on c's queue through sb_cl_run (failures kept in c). */
-void sb_cl_tiled_gemm(sb_bdev *c, sb_cl_tiled *t, int M, int N, int K, float alpha, sb_dv A,
-                      int lda, long sa, sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C,
-                      int ldc, long sc, int batch, const sb_bias *e);
+ * enqueued on c's queue through sb_cl_run (failures kept in c). Returns the tiling's name for
+ * the profile ("tiled 16x128"), which lives as long as t. */
+const char *sb_cl_tiled_gemm(sb_bdev *c, sb_cl_tiled *t, int M, int N, int K, float alpha,
+                             sb_dv A, int lda, long sa, sb_dv B, int ldb, long sb, int tb,
+                             float beta, sb_dv C, int ldc, long sc, int batch, const sb_bias *e);
 
 /* gemm.cl's and mma.cl's flags: 1, 2, 4 when A, B, C have every row 16-byte aligned in every
  * batch item (float4 reads and writes) */

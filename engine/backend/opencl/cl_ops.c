@@ -118,12 +118,20 @@ static void op_bias_cols(sb_bdev *c, sb_dv x, size_t n, int cols, sb_dv b, int a
 	bias_items(c, (int)(n / (size_t)cols), cols, x, cols, 0, 1, &e);
 }
 
-/* One fp32 product through path k on c->q, with gemm_bias's epilogue e (NULL: none).
- * SB_ERR_UNSUPPORTED when CLBlast refused it (logged); any other failure is kept in c. */
+/* the paths in the profile's products (sb_cl_gemm_kind, then bf16; the tiled kernel names its
+ * tiling instead) */
+static const char *const path_word[] = {"own", "clblast", "tiled", "tf32", "bf16"};
+
+/* One fp32 product through path k on c->q, with gemm_bias's epilogue e (NULL: none); *ran (when
+ * not NULL) is set to the path's word for the profile. SB_ERR_UNSUPPORTED when CLBlast refused it
+ * (logged); any other failure is kept in c. */
 static sb_status gemm_path(sb_bdev *c, sb_cl_gemm_kind k, int M, int N, int K, float alpha,
                            sb_dv A, int lda, long sa, sb_dv B, int ldb, long sb, int tb,
-                           float beta, sb_dv C, int ldc, long sc, int batch, const sb_bias *e)
+                           float beta, sb_dv C, int ldc, long sc, int batch, const sb_bias *e,
+                           const char **ran)
 {
+	if (ran)
+		*ran = path_word[k];
 	if (k == SB_CL_GEMM_CLBLAST) {
 		const double t0 = sb_cl_prof_begin(c);
 		const sb_status st = sb_cl_sgemm(c->dev, c->q, M, N, K, alpha, A.buf->m, A.off, lda, sa,
@@ -137,8 +145,10 @@ static sb_status gemm_path(sb_bdev *c, sb_cl_gemm_kind k, int M, int N, int K, f
 		return st == SB_ERR_UNSUPPORTED ? st : SB_OK;
 	}
 	if (k == SB_CL_GEMM_TILED) {
-		sb_cl_tiled_gemm(c, c->tiled, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc,
-		                 sc, batch, e);
+		const char *w = sb_cl_tiled_gemm(c, c->tiled, M, N, K, alpha, A, lda, sa, B, ldb, sb,
+		                                 tb, beta, C, ldc, sc, batch, e);
+		if (ran)
+			*ran = w;
 		return SB_OK;
 	}
 	kargs a = args(c, K_GEMM);
@@ -228,8 +238,9 @@ void sb_cl_check_close(sb_cl_check *k)
 /* Before the own or the tiled kernel runs anything on a device that measures its paths (where
  * it may never have run: an AMD or Intel GPU), its products against the host's, in double
  * precision: both layouts of B, rows 16-byte aligned and not (the float4 and the plain reads
- * and writes), each on a small product (the tiled kernel's small tiling) and on a batch of two
- * accumulating into C (beta) with a large tile for every compute unit (its large tiling); and
+ * and writes), each on a small product (the tiled kernel's small tiling), on one of 6 rows (its
+ * thin tiling) and on a batch of two accumulating into C (beta) with a large tile for every
+ * compute unit (its large tiling); and
  * every float of C outside the products unchanged. SB_OK with *worst the largest relative L2
  * error; SB_ERR_DEVICE when the driver refused a launch; a failure of the device's own (memory,
  * a lost device) is also kept in c. Waits for the device. */
@@ -251,9 +262,10 @@ static sb_status path_right(sb_bdev *c, sb_cl_gemm_kind k, double *worst)
 	for (size_t i = 0; st == SB_OK && i < nc; i++) /* C before the products (beta) */
 		h0[i] = (float)((i * 2654435761u) >> 8 & 0xffff) / 32768.f - 1.f;
 	*worst = 0;
-	for (int cs = 0; st == SB_OK && cs < 8; cs++) {
-		const int big = cs >= 4, tb = cs & 1, al = !(cs & 2);
-		const int m = big ? BM : M, n = big ? BN : N, kk = big ? BK : K, batch = big ? 2 : 1;
+	for (int cs = 0; st == SB_OK && cs < 12; cs++) {
+		const int big = cs >= 4 && cs < 8, thin = cs >= 8, tb = cs & 1, al = !(cs & 2);
+		const int m = big ? BM : thin ? 6 : M, n = big ? BN : N, kk = big ? BK : K;
+		const int batch = big ? 2 : 1;
 		const int pad = al ? (big ? 0 : PAD) : 1;
 		const int lda = kk + pad, ldb = (tb ? kk : n) + pad, ldc = n + pad;
 		const size_t off = al ? 0 : 1;
@@ -266,7 +278,7 @@ static sb_status path_right(sb_bdev *c, sb_cl_gemm_kind k, double *worst)
 			break;
 		}
 		if (gemm_path(c, k, m, n, kk, alpha, (sb_dv){&ba, off}, lda, sa, (sb_dv){&bb, off}, ldb,
-		              sb, tb, beta, (sb_dv){&bc, off}, ldc, sc, batch, NULL) != SB_OK)
+		              sb, tb, beta, (sb_dv){&bc, off}, ldc, sc, batch, NULL, NULL) != SB_OK)
 			st = SB_ERR_DEVICE; /* refused */
 		if (st == SB_OK)
 			st = sb_cl_check_result(c, bc.m, nc, hc, "reading a product path's check");
@@ -420,7 +432,8 @@ static sb_status gemm_timed(sb_bdev *c, int path, sb_dv out, const void *op)
 {
 	const gemm_op *g = op;
 	return gemm_path(c, (sb_cl_gemm_kind)path, g->M, g->N, g->K, g->alpha, g->A, g->lda, g->sa,
-	                 g->B, g->ldb, g->sb, g->tb, g->beta, out, g->ldc, g->sc, g->batch, g->e);
+	                 g->B, g->ldb, g->sb, g->tb, g->beta, out, g->ldc, g->sc, g->batch, g->e,
+	                 NULL);
 }
 
 /* Under measuring (cl_gemm_pick.h): the path this product takes, after the timed runs of the
@@ -461,9 +474,6 @@ static sb_cl_gemm_kind measured_path(sb_bdev *c, int M, int N, int K, float alph
 	return (sb_cl_gemm_kind)sb_cl_pick_path(p, &s, 0, &want, &slot); /* one may be dropped */
 }
 
-/* the paths in the profile's products (sb_cl_gemm_kind, then bf16) */
-static const char *const path_word[] = {"own", "clblast", "tiled", "tf32", "bf16"};
-
 /* one product; returns the path that ran it (path_word), NULL when none did */
 static const char *gemm_run(sb_bdev *c, int M, int N, int K, float alpha, sb_dv A, int lda,
                             long sa, sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C,
@@ -491,9 +501,10 @@ static const char *gemm_run(sb_bdev *c, int M, int N, int K, float alpha, sb_dv 
 	                                  : c->gemm;
 	if (c->st != SB_OK)
 		return NULL;
-	if (gemm_path(c, k, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc, batch, e) ==
-	    SB_OK)
-		return path_word[k];
+	const char *ran = NULL;
+	if (gemm_path(c, k, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc, batch, e,
+	              &ran) == SB_OK)
+		return ran;
 	/* CLBlast refused (logged): the own kernel from now on, still on this device; under
 	 * measuring, the next default of the paths left (checked at their first use) */
 	c->gemm = SB_CL_GEMM_OWN;
@@ -507,8 +518,8 @@ static const char *gemm_run(sb_bdev *c, int M, int N, int K, float alpha, sb_dv 
 	sb_log(c->log, SB_LOG_WARNING, "matrix products through the %s from now on",
 	       sb_cl_gemm_name(c->gemm));
 	gemm_path(c, c->gemm, M, N, K, alpha, A, lda, sa, B, ldb, sb, tb, beta, C, ldc, sc, batch,
-	          e);
-	return path_word[c->gemm];
+	          e, &ran);
+	return ran;
 }
 
 static void gemm_one(sb_bdev *c, int M, int N, int K, float alpha, sb_dv A, int lda, long sa,

@@ -175,18 +175,22 @@ classic)
 	;;
 gemm)
 	# products alone, every path on the same data (vs_first: each path against CLBlast's
-	# results); the tilings beside the table's are the candidates for the H100's row
-	# (7 paths x 5 shapes x 0.2 s, plus a context and a kernel build a path: under a minute)
-	# (mma: bf16 on the tensor cores, --precision bf16, its default tiling then others)
+	# results); the tilings beside the table's are the candidates for the H100's row, two of
+	# 256 x 128 among them (16 paths x 5 shapes x 0.2 s, plus a context and a kernel build a
+	# path: about a minute) (mma: bf16 on the tensor cores, --precision bf16, its default tiling
+	# then others; tf32: its pair, then 64 x 64 and 128 x 64 each alone)
 	sb "$C/bin/bench_cl_gemm" --device "$gpu" --gemm clblast,own,tiled,mma,tf32 --scale "${2:-1}" \
-		--seconds 0.2 --tiles "${TILES:-128,128,16,8,8;64,64,16,4,4/128,128,8,8,8/64,128,16,4,8/64,64,16,4,4}" \
+		--seconds 0.2 --tiles "${TILES:-128,128,16,8,8;64,64,16,4,4/128,128,8,8,8/64,128,16,4,8/64,64,16,4,4/256,128,8,8,8/128,256,8,8,8}" \
 		--mma-tiles "${MMA_TILES:-128,128/64,128/64,64/128,64;128,64}" \
+		--tf32-tiles "${TF32_TILES:-64,64/128,64}" \
 		2> "$R/gemm.log" | tee "$R/gemm.jsonl" || note bench_cl_gemm
 	# the RoFormer's products (a layer's four over 49,662 tokens, a band's mask MLP): the product
 	# path of a RoFormer chunk is chosen from these and the chunk times of step roformer
 	sb "$C/bin/bench_cl_gemm" --device "$gpu" --model roformer --gemm clblast,own,tiled,mma,tf32 \
-		--scale "${2:-1}" --seconds 0.2 --tiles "${RF_TILES:-128,128,16,8,8/128,128,8,8,8}" \
+		--scale "${2:-1}" --seconds 0.2 \
+		--tiles "${RF_TILES:-128,128,16,8,8/128,128,8,8,8/256,128,8,8,8/128,256,8,8,8}" \
 		--mma-tiles "${MMA_TILES:-128,128/64,128/64,64/128,64;128,64}" \
+		--tf32-tiles "${TF32_TILES:-64,64/128,64}" \
 		2>> "$R/gemm.log" | tee "$R/gemm-roformer.jsonl" || note "bench_cl_gemm (roformer)"
 	# HTDemucs's products of few rows (its frequency branch's convolutions of 6-48 channels over
 	# 336 frames, batched over up to 512 rows): the table's thin tiling against the others and

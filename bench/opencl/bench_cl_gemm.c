@@ -5,7 +5,7 @@
  * over 2688 tokens, laid out as the backend's attention runs them), in TFLOP/s.
  *
  *   bench_cl_gemm [--device opencl:N] [--gemm clblast,own,tiled,mma] [--tiles T1/T2/...]
- *                 [--mma-tiles T1/T2/...] [--scale S] [--seconds S]
+ *                 [--mma-tiles T1/T2/...] [--tf32-tiles T1/T2/...] [--scale S] [--seconds S]
  *                 [--model htdemucs|roformer|thin]
  *     --device  the device (default: the first GPU, else the first OpenCL device)
  *     --gemm    the product paths to time, in order (default clblast,own,tiled); mma is the
@@ -15,6 +15,7 @@
  *     --tiles   more runs of the tiled kernel, one per tiling "TM,TN,TK,WM,WN" ('/' between
  *               them), each alone (SB_CL_TILE), e.g. 128,128,16,8,8/128,64,16,8,4
  *     --mma-tiles  more runs of the tensor-core kernel, one per "BM,BN" (SB_CL_MMA_TILE)
+ *     --tf32-tiles the same with tf32 inputs (SB_CL_GEMM=tf32)
  *     --scale   divide every dimension by S (heads stay 8): a smoke test on PoCL
  *     --seconds time per shape and path, after one warm-up product (default 0.25)
  *     --model   whose shapes: HTDemucs's (default), BS-RoFormer ep_317's (a layer's four
@@ -81,7 +82,8 @@ static const shape roformer_shapes[] = {
 /* HTDemucs (full size) per segment, the products of few rows or few sums the per-shape profile
  * lists (bench_demucs --profile): a convolution's tap or phase over one frequency row's frames,
  * batched over the rows with one weight for all (sa 0) */
-#define CONV(m, n, k, rows, what) {m, n, k, 0, rows, 0, 0, 0, 0, (long)(k) * (n), (long)(m) * (n), what}
+#define CONV(m, n, k, rows, what) \
+	{m, n, k, 0, rows, 0, 0, 0, 0, (long)(k) * (n), (long)(m) * (n), what}
 static const shape thin_shapes[] = {
 	CONV(6, 335, 48, 512, "DConv in, frequency layer 1 (a tap)"),
 	CONV(16, 336, 96, 512, "decoder out, frequency (a phase of the transposed convolution)"),
@@ -268,7 +270,8 @@ static int run_path(const sb_device_props *dev, const char *label, int scale, do
 
 int main(int argc, char **argv)
 {
-	const char *device = NULL, *gemms = "clblast,own,tiled", *tiles = "", *mma_tiles = "";
+	const char *device = NULL, *gemms = "clblast,own,tiled", *tiles = "", *mma_tiles = "",
+	           *tf32_tiles = "";
 	int scale = 1;
 	double seconds = 0.25;
 	for (int i = 1; i < argc; i++) {
@@ -280,6 +283,8 @@ int main(int argc, char **argv)
 			tiles = argv[++i];
 		else if (!strcmp(argv[i], "--mma-tiles") && i + 1 < argc)
 			mma_tiles = argv[++i];
+		else if (!strcmp(argv[i], "--tf32-tiles") && i + 1 < argc)
+			tf32_tiles = argv[++i];
 		else if (!strcmp(argv[i], "--scale") && i + 1 < argc)
 			scale = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
@@ -296,8 +301,8 @@ int main(int argc, char **argv)
 			}
 		} else {
 			fprintf(stderr, "usage: bench_cl_gemm [--device opencl:N] [--gemm clblast,own,tiled,mma] "
-			        "[--tiles T1/T2] [--mma-tiles T1/T2] [--scale S] [--seconds S] "
-			        "[--model htdemucs|roformer|thin]\n");
+			        "[--tiles T1/T2] [--mma-tiles T1/T2] [--tf32-tiles T1/T2] [--scale S] "
+			        "[--seconds S] [--model htdemucs|roformer|thin]\n");
 			return 2;
 		}
 	}
@@ -352,6 +357,14 @@ int main(int argc, char **argv)
 		unsetenv("SB_CL_GEMM");
 		setenv("SB_CL_MMA_TILE", t, 1);
 		failed |= run_path(dev, label, scale, seconds, &first, runs++ == 0, 1);
+	}
+	snprintf(buf, sizeof buf, "%s", tf32_tiles);
+	for (char *t = strtok_r(buf, "/", &save); t; t = strtok_r(NULL, "/", &save)) {
+		char label[96];
+		snprintf(label, sizeof label, "tf32:%s", t);
+		setenv("SB_CL_GEMM", "tf32", 1);
+		setenv("SB_CL_MMA_TILE", t, 1);
+		failed |= run_path(dev, label, scale, seconds, &first, runs++ == 0, 0);
 	}
 	for (size_t i = 0; i < n_shapes; i++)
 		free(first.c[i]);

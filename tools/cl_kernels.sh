@@ -133,8 +133,7 @@ for hd in 16 32 64; do
 	job "attention.cl, ATT_HD=$hd, GPU form" "$SRC/attention.cl" all all -DATT_LOCAL=1 -DATT_HD=$hd
 done
 # gemm.cl at cl_gemm_tiled.c's tilings: NVIDIA's row, then every other vendor's big, small and
-# thin
-# (built with -cl-mad-enable, as cl_gemm_tiled.c builds it)
+# thin (built with -cl-mad-enable, as cl_gemm_tiled.c builds it)
 job "gemm.cl 128x128x8, 8x8 an item (NVIDIA)" "$TMP/gemm.cl" nvidia all \
 	-cl-mad-enable -DTM=128 -DTN=128 -DTK=8 -DWM=8 -DWN=8
 job "gemm.cl 128x64x16, 8x4 an item (NVIDIA, small)" "$TMP/gemm.cl" nvidia all \

@@ -151,8 +151,10 @@ check)
 			tee "$R/check-mid-$g.txt" || note "opencl-mid ($g)"
 	done
 	# the tiled kernel's products and attention against the C reference, with the table's
-	# tilings for the GPU (both: the small one serves the small products)
+	# tilings for the GPU (all three: the small one serves the small products, the thin one
+	# the products of few rows, which must take it)
 	SB_CL_GEMM=tiled sb "$C/bin/test_ops" --ops gemm,attention --expect "tiled kernel" \
+		--expect-path "tiled 16x" \
 		> "$R/check-ops-tiled.txt" 2>&1 || note "test_ops (tiled)"
 	tail -n 3 "$R/check-ops-tiled.txt"
 	# attention in one pass (its local-memory form, never run on a GPU before) against the
@@ -180,7 +182,8 @@ gemm)
 	# path: about a minute) (mma: bf16 on the tensor cores, --precision bf16, its default tiling
 	# then others; tf32: its pair, then 64 x 64 and 128 x 64 each alone)
 	sb "$C/bin/bench_cl_gemm" --device "$gpu" --gemm clblast,own,tiled,mma,tf32 --scale "${2:-1}" \
-		--seconds 0.2 --tiles "${TILES:-128,128,16,8,8;64,64,16,4,4/128,128,8,8,8/64,128,16,4,8/64,64,16,4,4/256,128,8,8,8/128,256,8,8,8}" \
+		--seconds 0.2 \
+		--tiles "${TILES:-128,128,16,8,8;64,64,16,4,4/128,128,8,8,8/64,128,16,4,8/64,64,16,4,4/256,128,8,8,8/128,256,8,8,8}" \
 		--mma-tiles "${MMA_TILES:-128,128/64,128/64,64/128,64;128,64}" \
 		--tf32-tiles "${TF32_TILES:-64,64/128,64}" \
 		2> "$R/gemm.log" | tee "$R/gemm.jsonl" || note bench_cl_gemm

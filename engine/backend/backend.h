@@ -234,7 +234,8 @@ typedef struct {
 } sb_prof_entry;
 
 /* A matrix product's entry of a device's profile, by shape and path (profile_products): M, N, K,
- * B transposed, the first batch level, gemm_bias's epilogue (1) or none (0), and what ran it. */
+ * B transposed, the first batch level, gemm_bias's epilogue (1) or none (0), and what ran it
+ * (a string the device owns: read it before the device closes). */
 typedef struct {
 	int M, N, K, tb, batch, bias;
 	const char *path;

@@ -7,9 +7,8 @@
  * for products of few rows (HTDemucs's convolutions of 6 to 48 channels). SB_CL_TILE=
  * "TM,TN,TK,WM,WN" replaces the large one and turns the others off; "...;..." names the large
  * and the small, "...;...;..." all three: for benches that compare tilings and for tests of
- * one tiling. A tiling the device cannot run (its
- * work-group or local memory too large) or that breaks gemm.cl's rules is logged and the
- * table's is kept.
+ * one tiling. A tiling the device cannot run (its work-group or local memory too large) or
+ * that breaks gemm.cl's rules is logged and the table's is kept.
  *
  * Threads: as the device (one job at a time).
  */

@@ -474,7 +474,8 @@ static sb_cl_gemm_kind measured_path(sb_bdev *c, int M, int N, int K, float alph
 	return (sb_cl_gemm_kind)sb_cl_pick_path(p, &s, 0, &want, &slot); /* one may be dropped */
 }
 
-/* one product; returns the path that ran it (path_word), NULL when none did */
+/* one product; returns the path that ran it (path_word; the tiled kernel's tiling, "tiled
+ * 16x128"), NULL when none did */
 static const char *gemm_run(sb_bdev *c, int M, int N, int K, float alpha, sb_dv A, int lda,
                             long sa, sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C,
                             int ldc, long sc, int batch, const sb_bias *e)

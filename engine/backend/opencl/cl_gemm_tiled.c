@@ -33,11 +33,10 @@ typedef struct {
  * The thin tiling (2026-11-27, not yet timed on a GPU) is for products of few rows: HTDemucs's
  * convolutions of the frequency branch have 6 to 48 output channels (a DConv's first layer, the
  * first encoder's) over 335 frames, batched over up to 512 rows, and a tile of 128 rows computed
- * 6 useful of them (1.4-5 GFLOP/s on PoCL, full-size model, against 29-50 for the
- * transformer's products). It takes a product
- * whose M is at most half the tiling it would have had, and which it pads less. K by 8 on
- * NVIDIA: with K by 16 an item's prefetch of B (8 float4s) went to local memory in NVPTX
- * (tools/cl_kernels.sh), as it did not at 8. */
+ * 6 useful of them (1.4-5 GFLOP/s on PoCL, full-size model, against 29-50 for the transformer's
+ * products). It takes a product whose M is at most half the tiling it would have had, and which
+ * it pads less. K by 8 on NVIDIA: at 16 an item's prefetch of B (8 float4s) went to local
+ * memory in NVPTX (tools/cl_kernels.sh), at 8 it does not. */
 static const struct {
 	const char *vendor; /* a substring of CL_DEVICE_VENDOR; NULL: any */
 	tiling big, small;  /* small: for fewer big tiles than compute units, or a side of the

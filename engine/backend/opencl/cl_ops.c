@@ -240,10 +240,9 @@ void sb_cl_check_close(sb_cl_check *k)
  * precision: both layouts of B, rows 16-byte aligned and not (the float4 and the plain reads
  * and writes), each on a small product (the tiled kernel's small tiling), on one of 6 rows (its
  * thin tiling) and on a batch of two accumulating into C (beta) with a large tile for every
- * compute unit (its large tiling); and
- * every float of C outside the products unchanged. SB_OK with *worst the largest relative L2
- * error; SB_ERR_DEVICE when the driver refused a launch; a failure of the device's own (memory,
- * a lost device) is also kept in c. Waits for the device. */
+ * compute unit (its large tiling); and every float of C outside the products unchanged. SB_OK
+ * with *worst the largest relative L2 error; SB_ERR_DEVICE when the driver refused a launch; a
+ * failure of the device's own (memory, a lost device) is also kept in c. Waits for the device. */
 static sb_status path_right(sb_bdev *c, sb_cl_gemm_kind k, double *worst)
 {
 	enum { M = 70, N = 90, K = 100, PAD = 4, BN = 1152, BK = 40 };

@@ -2,6 +2,7 @@
  * backend/meson.build); the CPU backend comes first and is always there. */
 #include "backend/backend_impl.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 extern const sb_backend sb_backend_cpu_impl;
@@ -73,5 +74,47 @@ int sb_prof_collect(const long *calls, const double *secs, const double *flops,
 			}
 			out[at] = (sb_prof_entry){names[i], calls[i], secs[i], flops[i]};
 		}
+	return n;
+}
+
+void sb_prof_shape_add(sb_prof_shapes *t, int M, int N, int K, int tb, int batch, int bias,
+                       const char *path, double seconds)
+{
+	sb_prof_product *e = NULL;
+	for (int i = 0; i < t->n && !e; i++) {
+		sb_prof_product *x = &t->e[i];
+		if (x->M == M && x->N == N && x->K == K && x->tb == tb && x->batch == batch &&
+		    x->bias == bias && x->path == path)
+			e = x;
+	}
+	if (!e && t->n < SB_PROF_SHAPES) {
+		e = &t->e[t->n++];
+		*e = (sb_prof_product){M, N, K, tb, batch, bias, path, 0, 0.0, 0.0};
+	} else if (!e) {
+		e = &t->e[SB_PROF_SHAPES]; /* M stays 0 */
+		e->path = "-";
+	}
+	e->calls++;
+	e->seconds += seconds;
+	e->flops += 2.0 * M * N * K * batch;
+}
+
+static int slower(const void *a, const void *b)
+{
+	const double x = ((const sb_prof_product *)a)->seconds,
+	             y = ((const sb_prof_product *)b)->seconds;
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+int sb_prof_shapes_collect(const sb_prof_shapes *t, sb_prof_product *out, int max)
+{
+	sb_prof_product all[SB_PROF_SHAPES + 1];
+	int n = 0;
+	for (int i = 0; i <= SB_PROF_SHAPES; i++)
+		if (t->e[i].calls > 0)
+			all[n++] = t->e[i];
+	qsort(all, (size_t)n, sizeof *all, slower); /* the slowest first, then the first max */
+	n = n < max ? n : max;
+	memcpy(out, all, sizeof *out * (size_t)(n > 0 ? n : 0));
 	return n;
 }

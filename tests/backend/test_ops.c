@@ -1364,11 +1364,34 @@ int main(int argc, char **argv)
 		run r = {&a, d->id, i == 0 || bf16_mode || tf32_mode ? NULL : &cpu,
 		         i == 0 ? &cpu : &mine, 0};
 		rng = 12345u;
-		const int profiled = (expect_kernel || expect_path) && x.be != sb_backend_cpu();
+		/* the CPU's cases run profiled too: its products by shape must add up to its products */
+		const int cpu_shapes = x.be == sb_backend_cpu() && x.be->profile_products &&
+		                       wanted("gemm");
+		const int profiled = ((expect_kernel || expect_path) && x.be != sb_backend_cpu()) ||
+		                     cpu_shapes;
 		if (profiled)
 			x.be->set_profiling(x.d, 1);
 		all_cases(&r);
-		if (profiled && expect_path) {
+		if (cpu_shapes) {
+			sb_prof_entry p[64];
+			const int np = x.be->profile(x.d, p, 64);
+			double gemm = 0, by_shape = 0;
+			for (int k = 0; k < np; k++)
+				if (!strcmp(p[k].name, "gemm"))
+					gemm = p[k].flops;
+			sb_prof_product pp[256];
+			const int npp = x.be->profile_products(x.d, pp, 256);
+			for (int k = 0; k < npp; k++)
+				by_shape += pp[k].flops;
+			printf("  %-9s products by shape: %d shapes, %.4g of the profile's %.4g MFLOP\n",
+			       d->id, npp, by_shape / 1e6, gemm / 1e6);
+			if (npp <= 0 || !(fabs(by_shape - gemm) <= 1e-9 * gemm)) {
+				printf("  FAIL: %s's products by shape do not add up to its products\n", d->id);
+				failures++;
+			}
+		}
+		const int other = x.be != sb_backend_cpu(); /* what --expect-* asks of a device */
+		if (profiled && other && expect_path) {
 			sb_prof_product p[256];
 			const int np = x.be->profile_products ? x.be->profile_products(x.d, p, 256) : 0;
 			long calls = 0;
@@ -1383,7 +1406,7 @@ int main(int argc, char **argv)
 				failures++;
 			}
 		}
-		if (profiled && expect_kernel) {
+		if (profiled && other && expect_kernel) {
 			sb_prof_entry p[64];
 			const int np = x.be->profile(x.d, p, 64);
 			long calls = 0;

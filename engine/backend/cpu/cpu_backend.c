@@ -44,11 +44,17 @@ static void set_profiling(sb_bdev *d, int on)
 	memset(d->calls, 0, sizeof d->calls);
 	memset(d->secs, 0, sizeof d->secs);
 	memset(d->flops, 0, sizeof d->flops);
+	memset(&d->shapes, 0, sizeof d->shapes);
 }
 
 static int profile(const sb_bdev *d, sb_prof_entry *out, int max)
 {
 	return sb_prof_collect(d->calls, d->secs, d->flops, op_names, OP_COUNT, out, max);
+}
+
+static int profile_products(const sb_bdev *d, sb_prof_product *out, int max)
+{
+	return sb_prof_shapes_collect(&d->shapes, out, max);
 }
 
 static const char *describe(const sb_bdev *d)
@@ -298,6 +304,7 @@ const sb_backend sb_backend_cpu_impl = {
 	.classic = &sb_cpu_classic_ops,
 	.set_profiling = set_profiling,
 	.profile = profile,
+	.profile_products = profile_products,
 	.describe = describe,
 	.precision = precision,
 	.details = details,

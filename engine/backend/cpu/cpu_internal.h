@@ -3,7 +3,7 @@
 #ifndef SB_CPU_INTERNAL_H
 #define SB_CPU_INTERNAL_H
 
-#include "backend/backend.h"
+#include "backend/backend_impl.h"
 #include "backend/cpu/gemm.h"
 #include "core/thread_pool.h"
 
@@ -51,6 +51,7 @@ struct sb_bdev {
 	int profiling;
 	long calls[OP_COUNT];
 	double secs[OP_COUNT], flops[OP_COUNT];
+	sb_prof_shapes shapes;  /* the profile's products by shape and path */
 	const sb_logger *log;
 	float *att;             /* attention scores, one block per thread */
 	size_t att_n;

@@ -74,11 +74,12 @@ static void gemm_epi(sb_bdev *d, int M, int N, int K, float alpha, sb_dv A, int 
 	if (M <= 0 || N <= 0 || batch <= 0 || batch2 <= 0)
 		return;
 	const double t0 = prof_t0(d);
+	const int items = batch >= d->threads && batch > 1;
 	for (int j = 0; j < batch2; j++) {
 		gemm_job g = {d->ws, M, N, K, lda, ldb, ldc, tb, alpha, beta, P(A) + j * sa2,
 		              P(B) + j * sb2, P(C) + j * sc2, sa, sb, sc, e ? P(e->b) : NULL,
 		              e ? e->bs : 0, e ? e->cols : 0, e ? e->act : 0};
-		if (batch >= d->threads && batch > 1) {
+		if (items) {
 			/* products too small to be worth a wake-up run on this thread */
 			const int64_t mnk = (int64_t)M * N * K, small = 4 * 65536;
 			sb_pool_for(d->pool, batch, mnk < small ? (small + mnk - 1) / mnk : 1, k_gemm_items,
@@ -93,6 +94,12 @@ static void gemm_epi(sb_bdev *d, int M, int N, int K, float alpha, sb_dv A, int 
 			}
 		}
 	}
+	/* by shape, one entry a product of the second batch level (as OpenCL runs them); "items":
+	 * a thread an item, "split": each item's product over the threads */
+	const double each = d->profiling ? (sb_now() - t0) / batch2 : 0.0;
+	for (int j = 0; d->profiling && j < batch2; j++)
+		sb_prof_shape_add(&d->shapes, M, N, K, tb, batch, e != NULL, items ? "items" : "split",
+		                  each);
 	prof_add(d, OP_GEMM, t0, 2.0 * M * N * K * batch * batch2);
 }
 

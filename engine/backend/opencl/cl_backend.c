@@ -42,24 +42,7 @@ void sb_cl_prof_product(sb_bdev *c, double t0, int M, int N, int K, int tb, int 
 	if (!c->profiling)
 		return;
 	clFinish(c->q);
-	const double s = sb_now() - t0;
-	sb_prof_product *e = NULL;
-	for (int i = 0; i < c->prof_shapes && !e; i++) {
-		sb_prof_product *x = &c->prof_shape[i];
-		if (x->M == M && x->N == N && x->K == K && x->tb == tb && x->batch == batch &&
-		    x->bias == bias && x->path == path)
-			e = x;
-	}
-	if (!e && c->prof_shapes < SB_CL_PROF_SHAPES) {
-		e = &c->prof_shape[c->prof_shapes++];
-		*e = (sb_prof_product){M, N, K, tb, batch, bias, path, 0, 0.0, 0.0};
-	} else if (!e) {
-		e = &c->prof_shape[SB_CL_PROF_SHAPES]; /* zeroed by set_profiling: M = 0 */
-		e->path = "-";
-	}
-	e->calls++;
-	e->seconds += s;
-	e->flops += 2.0 * M * N * K * batch;
+	sb_prof_shape_add(&c->prof_shapes, M, N, K, tb, batch, bias, path, sb_now() - t0);
 }
 
 static int wait_way(const sb_bdev *d);
@@ -428,28 +411,12 @@ static void cl_set_profiling(sb_bdev *d, int on)
 	memset(d->prof_calls, 0, sizeof d->prof_calls);
 	memset(d->prof_s, 0, sizeof d->prof_s);
 	memset(d->prof_flops, 0, sizeof d->prof_flops);
-	memset(d->prof_shape, 0, sizeof d->prof_shape);
-	d->prof_shapes = 0;
-}
-
-static int slower(const void *a, const void *b)
-{
-	const double x = ((const sb_prof_product *)a)->seconds,
-	             y = ((const sb_prof_product *)b)->seconds;
-	return x < y ? 1 : x > y ? -1 : 0;
+	memset(&d->prof_shapes, 0, sizeof d->prof_shapes);
 }
 
 static int cl_profile_products(const sb_bdev *d, sb_prof_product *out, int max)
 {
-	sb_prof_product all[SB_CL_PROF_SHAPES + 1];
-	int n = 0;
-	for (int i = 0; i <= SB_CL_PROF_SHAPES; i++)
-		if (d->prof_shape[i].calls > 0)
-			all[n++] = d->prof_shape[i];
-	qsort(all, (size_t)n, sizeof *all, slower); /* the slowest first, then the first max */
-	n = n < max ? n : max;
-	memcpy(out, all, sizeof *out * (size_t)(n > 0 ? n : 0));
-	return n;
+	return sb_prof_shapes_collect(&d->prof_shapes, out, max);
 }
 
 static int cl_profile(const sb_bdev *d, sb_prof_entry *out, int max)

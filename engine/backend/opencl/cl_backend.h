@@ -25,8 +25,6 @@ enum {
 	P_COUNT /* profile entries beyond kernels (finish: the waits a model asked for) */
 };
 
-#define SB_CL_PROF_SHAPES 192 /* product shapes a profile tells apart (HTDemucs: about 100) */
-
 struct sb_bdev {
 	sb_cl_device *dev;
 	cl_command_queue q;
@@ -74,10 +72,7 @@ struct sb_bdev {
 	int wait_way;           /* how a pass's end is waited for (cl_backend.c: wait_way) */
 	long prof_calls[P_COUNT];
 	double prof_s[P_COUNT], prof_flops[P_COUNT];
-	/* the profile's products by shape and path (profile_products); the last entry takes
-	 * every shape past the others */
-	sb_prof_product prof_shape[SB_CL_PROF_SHAPES + 1];
-	int prof_shapes;
+	sb_prof_shapes prof_shapes; /* the profile's products by shape and path */
 };
 
 extern const sb_ops sb_cl_ops;

@@ -342,29 +342,26 @@ int main(int argc, char **argv)
 		unsetenv("SB_CL_MMA_TILE");
 		failed |= run_path(dev, g, scale, seconds, &first, runs++ == 0, mma);
 	}
-	snprintf(buf, sizeof buf, "%s", tiles);
-	for (char *t = strtok_r(buf, "/", &save); t; t = strtok_r(NULL, "/", &save)) {
-		char label[96];
-		snprintf(label, sizeof label, "tiled:%s", t);
-		setenv("SB_CL_GEMM", "tiled", 1);
-		setenv("SB_CL_TILE", t, 1);
-		failed |= run_path(dev, label, scale, seconds, &first, runs++ == 0, 0);
-	}
-	snprintf(buf, sizeof buf, "%s", mma_tiles);
-	for (char *t = strtok_r(buf, "/", &save); t; t = strtok_r(NULL, "/", &save)) {
-		char label[96];
-		snprintf(label, sizeof label, "mma:%s", t);
-		unsetenv("SB_CL_GEMM");
-		setenv("SB_CL_MMA_TILE", t, 1);
-		failed |= run_path(dev, label, scale, seconds, &first, runs++ == 0, 1);
-	}
-	snprintf(buf, sizeof buf, "%s", tf32_tiles);
-	for (char *t = strtok_r(buf, "/", &save); t; t = strtok_r(NULL, "/", &save)) {
-		char label[96];
-		snprintf(label, sizeof label, "tf32:%s", t);
-		setenv("SB_CL_GEMM", "tf32", 1);
-		setenv("SB_CL_MMA_TILE", t, 1);
-		failed |= run_path(dev, label, scale, seconds, &first, runs++ == 0, 0);
+	/* more runs of one path at other tilings, each alone: the tiled kernel's (SB_CL_TILE), the
+	 * tensor cores' in bf16 and in tf32 (SB_CL_MMA_TILE) */
+	const struct {
+		const char *list, *label, *gemm, *var; /* gemm NULL: SB_CL_GEMM unset */
+		int bf16;
+	} more[] = {{tiles, "tiled", "tiled", "SB_CL_TILE", 0},
+	            {mma_tiles, "mma", NULL, "SB_CL_MMA_TILE", 1},
+	            {tf32_tiles, "tf32", "tf32", "SB_CL_MMA_TILE", 0}};
+	for (size_t m = 0; m < sizeof more / sizeof more[0]; m++) {
+		snprintf(buf, sizeof buf, "%s", more[m].list);
+		for (char *t = strtok_r(buf, "/", &save); t; t = strtok_r(NULL, "/", &save)) {
+			char label[96];
+			snprintf(label, sizeof label, "%s:%s", more[m].label, t);
+			if (more[m].gemm)
+				setenv("SB_CL_GEMM", more[m].gemm, 1);
+			else
+				unsetenv("SB_CL_GEMM");
+			setenv(more[m].var, t, 1);
+			failed |= run_path(dev, label, scale, seconds, &first, runs++ == 0, more[m].bf16);
+		}
 	}
 	for (size_t i = 0; i < n_shapes; i++)
 		free(first.c[i]);

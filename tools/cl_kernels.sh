@@ -131,6 +131,7 @@ job "ops.cl, RED_WG=256" "$TMP/ops.cl" all all -DRED_WG=256
 job "classic.cl" "$SRC/classic.cl" none all
 for hd in 16 32 64; do
 	job "attention.cl, ATT_HD=$hd, GPU form" "$SRC/attention.cl" all all -DATT_LOCAL=1 -DATT_HD=$hd
+	job "attention_tiles.cl, ATT_HD=$hd" "$SRC/attention_tiles.cl" all all -DATT_HD=$hd
 done
 # gemm.cl at cl_gemm_tiled.c's tilings: NVIDIA's row, then every other vendor's big, small and
 # thin (built with -cl-mad-enable, as cl_gemm_tiled.c builds it)
@@ -156,9 +157,11 @@ for tf in 0 1; do
 			-DBM=$bm -DBN=64 -DMMA_PTX=1 -DMMA_TF32=$tf -DMMA_BREAK=0 -DSB_ASM=__asm__
 	done
 done
-for hd in 16 32 64; do
-	job "attention_mma.cl, ATT_HD=$hd" "$TMP/attention_mma.cl" nvidia nvidia \
-		-DATT_HD=$hd -DMMA_PTX=1 -DSB_ASM=__asm__
+for tf in 0 1; do
+	for hd in 16 32 64; do
+		job "attention_mma.cl, ATT_HD=$hd, MMA_TF32=$tf" "$TMP/attention_mma.cl" nvidia nvidia \
+			-DATT_HD=$hd -DMMA_PTX=1 -DMMA_TF32=$tf -DSB_ASM=__asm__
+	done
 done
 echo
 if [ $CHECK = 1 ]; then

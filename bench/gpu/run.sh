@@ -128,12 +128,14 @@ nvidia-smi --query-gpu=name,clocks.max.sm,memory.total,driver_version --format=c
 
 case "$step" in
 check)
-	# bf16 and tf32 on the tensor cores (mma.cl's inline PTX, never run on a GPU before this
-	# call): its products against the C reference with the inputs rounded the same way, then
-	# the stems' change from fp32 on the mid golden model and the demo clip
+	# bf16 and tf32 on the tensor cores (mma.cl's and attention_mma.cl's inline PTX; tf32's
+	# attention never run on a GPU before this call): the products and attention against the
+	# C reference with the inputs rounded the same way, then the stems' change from fp32 on the
+	# mid golden model and the demo clip
 	for p in bf16 tf32; do
-		SB_CL_GEMM=$([ $p = tf32 ] && echo tf32) sb "$C/bin/test_ops" --ops gemm --$p \
-			--expect "tensor cores, $p" > "$R/check-ops-$p.txt" 2>&1 ||
+		SB_CL_GEMM=$([ $p = tf32 ] && echo tf32) sb "$C/bin/test_ops" --ops gemm,attention \
+			--$p --expect "tensor cores, $p" --expect-kernel attention_mma \
+			> "$R/check-ops-$p.txt" 2>&1 ||
 			note "test_ops ($p on the tensor cores)"
 		tail -n 3 "$R/check-ops-$p.txt"
 		sb "$PY" bench/cpu/precision.py "$C/bin/stembridge" "$C/golden/htdemucs-mid.safetensors" \
@@ -164,6 +166,12 @@ check)
 	tail -n 3 "$R/check-ops-attention.txt"
 	SB_CL_ATTENTION=fused sb "$C/bin/test_demucs" "$C/golden" opencl-mid 2>&1 |
 		tee "$R/check-mid-attention.txt" || note "opencl-mid (attention in one pass)"
+	# attention by tiles (never run on a GPU before this call) the same two ways
+	SB_CL_ATTENTION=tiles sb "$C/bin/test_ops" --ops attention --expect-kernel attention_tiles \
+		> "$R/check-ops-attention-tiles.txt" 2>&1 || note "test_ops (attention by tiles)"
+	tail -n 3 "$R/check-ops-attention-tiles.txt"
+	SB_CL_ATTENTION=tiles sb "$C/bin/test_demucs" "$C/golden" opencl-mid 2>&1 |
+		tee "$R/check-mid-attention-tiles.txt" || note "opencl-mid (attention by tiles)"
 	sb "$C/bin/test_demucs" "$C/golden" opencl-full 2>&1 | tee "$R/check-full.txt" ||
 		note opencl-full
 	sb "$C/bin/test_opencl" > "$R/check-classic.txt" 2>&1 || note test_opencl
@@ -214,9 +222,10 @@ demucs)
 	# (auto: the default on a GPU, each shape's fastest fp32 product path and attention's way
 	# measured on the device; first from nothing, its measuring in the warm-up and the first
 	# passes, then with what it kept)
+	# (tiled:tiles: attention by tiles, the third way a GPU measures, forced)
 	# (DEMUCS_RUNS: a shorter list of these, where a call's time is short)
-	for run in ${DEMUCS_RUNS:-clblast:fused own:fused tiled:fused auto-first:auto auto:auto \
-		tf32:fused clblast:split own:bf16}; do
+	for run in ${DEMUCS_RUNS:-clblast:fused own:fused tiled:fused tiled:tiles auto-first:auto \
+		auto:auto tf32:fused clblast:split own:bf16}; do
 		g=${run%:*} a=${run#*:} p=fp32
 		[ "$a" = bf16 ] && a=fused p=bf16
 		[ "$g" = auto-first ] && g=auto && rm -f "$XDG_CACHE_HOME"/stembridge/products-*.txt \
@@ -224,7 +233,7 @@ demucs)
 		m="--model $model"
 		[ -e "$model" ] || m="--write-model $model"
 		f=demucs-${run%:*}
-		[ "$a" = split ] && f=$f-split
+		[ "$a" = split ] || [ "$a" = tiles ] && f=$f-$a
 		[ $p = bf16 ] && f=demucs-bf16
 		SB_CL_ATTENTION=$a sb "$C/bin/bench_demucs" "$C/golden/released-shapes.json" $m \
 			--device "$gpu" --gemm $g --precision $p --repeat "$REPEAT" --seconds "$secs" \
@@ -309,13 +318,13 @@ roformer)
 	# (auto: as in step demucs, first from nothing, then with what it kept)
 	# (RF_RUNS, RF_SONGS: shorter lists of these, where a call's time is short; the dump for
 	# PyTorch's comparison comes from clblast:fused, so keep it first)
-	for run in ${RF_RUNS:-clblast:fused own:fused tiled:fused auto-first:auto auto:auto \
-		clblast:split}; do
+	for run in ${RF_RUNS:-clblast:fused own:fused tiled:fused tiled:tiles auto-first:auto \
+		auto:auto clblast:split}; do
 		g=${run%:*} a=${run#*:}
 		[ "$g" = auto-first ] && g=auto && rm -f "$XDG_CACHE_HOME"/stembridge/products-*.txt \
 			"$XDG_CACHE_HOME"/stembridge/attention-*.txt
 		f=roformer-gpu-chunk-${run%:*}
-		[ "$a" = split ] && f=$f-split
+		[ "$a" = split ] || [ "$a" = tiles ] && f=$f-$a
 		dump=""
 		[ "$run" = clblast:fused ] && dump="--dump $W/dump"
 		SB_CL_GEMM=$g SB_CL_ATTENTION=$a sb "$C/bin/bench_roformer" "$M.safetensors" \

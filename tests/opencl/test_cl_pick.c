@@ -19,15 +19,16 @@
  *     keep the default and are kept so: the next process measures nothing;
  *   - with profiling on (bench --profile), nothing is measured;
  *   - without SB_CL_GEMM=auto a CPU driver is not measured (CLBlast, as before), and a GPU is.
- * And attention's two ways (in one pass, or two products around a softmax), measured per shape
- * the same way (the default on a GPU; SB_CL_ATTENTION=auto here, on any device):
+ * And attention's three ways (in one pass, by tiles, or two products around a softmax),
+ * measured per shape the same way (the default on a GPU; SB_CL_ATTENTION=auto here, on any
+ * device):
  *   - the outputs are right while measured and after (against the host's, in double precision,
  *     1e-5 relative: heads of 16, 32 and 64, more items than heads, an output that starts 3
  *     floats in with rows 5 floats apart), nothing beside them changes;
- *   - with one way's timed runs counted 50 times (tune-slow:split, tune-slow:fused) every shape
- *     takes the other, kept in attention-HASH.txt, and a new process times nothing;
- *   - one pass that gives wrong results (tune-wrong:fused) is reported and left out, where
- *     measured and where kept;
+ *   - with two ways' timed runs counted 50 times (tune-slow:split, :fused, :tiles) every shape
+ *     takes the third, kept in attention-HASH.txt, and a new process times nothing;
+ *   - one pass or tiles that give wrong results (tune-wrong:fused, tune-wrong:tiles) are
+ *     reported and left out, where measured and where kept;
  *   - with the products measured too (SB_CL_GEMM=auto), the products' way is timed on its
  *     products' own choice: attention is decided only after them, and the products it runs
  *     are measured and kept (the own kernel, with the other two slowed);
@@ -511,8 +512,10 @@ int main(int argc, char **argv)
 	const struct {
 		const char *faults, *word, *name;
 	} ways[] = {
-		{"opencl:0:tune-slow:split", "fused", "attention in one pass"},
-		{"opencl:0:tune-slow:fused", "split", "attention as two products and a softmax"},
+		{"opencl:0:tune-slow:split,opencl:0:tune-slow:tiles", "fused", "attention in one pass"},
+		{"opencl:0:tune-slow:split,opencl:0:tune-slow:fused", "tiles", "attention by tiles"},
+		{"opencl:0:tune-slow:fused,opencl:0:tune-slow:tiles", "split",
+		 "attention as two products and a softmax"},
 	};
 	for (size_t w = 0; w < sizeof ways / sizeof ways[0]; w++) {
 		forget();
@@ -535,16 +538,28 @@ int main(int argc, char **argv)
 	CHECK(runs == 0, "the kept attention choices were measured again (%ld timed runs)", runs);
 	snprintf(want, sizeof want, "attention as two products and a softmax for %d", NA);
 	CHECK(strstr(desc, want) != NULL, "the kept attention choices were not used: %s", desc);
-	/* one pass that gives wrong results: left out, measured or kept */
+	/* one pass, or tiles, that give wrong results: left out, measured or kept */
 	forget();
-	setenv("SB_FAULT_INJECT", "opencl:0:tune-wrong:fused,opencl:0:tune-slow:split", 1);
+	setenv("SB_FAULT_INJECT", "opencl:0:tune-wrong:fused,opencl:0:tune-wrong:tiles,"
+	       "opencl:0:tune-slow:split", 1);
 	runs = session(dev, 4, 0, "attention, wrong", desc, sizeof desc);
-	CHECK(strstr(log_text, "attention in one pass gave wrong results") != NULL, "a wrong "
+	CHECK(strstr(log_text, "attention in one pass gave wrong results") != NULL &&
+	      strstr(log_text, "attention by tiles gave wrong results") != NULL, "a wrong "
 	      "attention is not reported:\n%s", log_text);
-	CHECK(kept_count("fused", &lines) <= 0 && !strstr(desc, "one pass"), "a wrong attention "
-	      "was chosen: %s", desc); /* one way left: nothing measured, nothing kept */
+	CHECK(kept_count("fused", &lines) <= 0 && kept_count("tiles", &lines) <= 0 &&
+	      !strstr(desc, "one pass") && !strstr(desc, "tiles"), "a wrong attention was chosen: "
+	      "%s", desc); /* one way left: nothing measured, nothing kept */
 	forget();
-	setenv("SB_FAULT_INJECT", "opencl:0:tune-slow:split", 1);
+	setenv("SB_FAULT_INJECT", "opencl:0:tune-wrong:tiles,opencl:0:tune-slow:split", 1);
+	runs = session(dev, 4, 0, "attention, tiles wrong", desc, sizeof desc);
+	CHECK(strstr(log_text, "attention by tiles gave wrong results") != NULL, "wrong tiles are "
+	      "not reported:\n%s", log_text);
+	snprintf(want, sizeof want, "attention in one pass for %d", NA);
+	CHECK(kept_count("fused", &lines) == NA && lines == NA && strstr(desc, want) != NULL,
+	      "with tiles wrong and the products' way slowed, attention is '%s' (%d of %d kept "
+	      "shapes in one pass), want '%s'", desc, kept_count("fused", &lines), lines, want);
+	forget();
+	setenv("SB_FAULT_INJECT", "opencl:0:tune-slow:split,opencl:0:tune-slow:tiles", 1);
 	session(dev, 4, 0, "attention, fused kept", desc, sizeof desc);
 	setenv("SB_FAULT_INJECT", "opencl:0:tune-wrong:fused", 1);
 	runs = session(dev, 2, 0, "attention, wrong kept", desc, sizeof desc);
@@ -557,8 +572,8 @@ int main(int argc, char **argv)
 	tag = "products";
 	forget();
 	setenv("SB_CL_GEMM", "auto", 1);
-	setenv("SB_FAULT_INJECT", "opencl:0:tune-slow:fused,opencl:0:tune-slow:clblast,"
-	       "opencl:0:tune-slow:tiled", 1);
+	setenv("SB_FAULT_INJECT", "opencl:0:tune-slow:fused,opencl:0:tune-slow:tiles,"
+	       "opencl:0:tune-slow:clblast,opencl:0:tune-slow:tiled", 1);
 	sb_exec x;
 	const int opened = sb_exec_open(dev, NULL, &logger, &x) == SB_OK;
 	CHECK(opened, "both measured: %s does not open", dev->id);

@@ -1,26 +1,36 @@
 /* Attention in one pass on the tensor cores, bf16 (--precision bf16 on an NVIDIA GPU: the
- * attention's two products get the products' arithmetic, as the CPU's bf16 runs them). Built
- * after gemm_rows.cl and mma.cl, whose rounding, MMA() and emulation it uses (cl_ops.c:
- * attention_mma_ready); attention.cl is the fp32 form of the same scheme.
+ * attention's two products get the products' arithmetic, as the CPU's bf16 runs them) or tf32
+ * (MMA_TF32=1: SB_CL_GEMM=tf32, whose products run there too). Built after gemm_rows.cl and
+ * mma.cl, whose rounding, MMA() and emulation it uses (cl_attention.c: attention_mma_ready);
+ * attention.cl is the fp32 form of the same scheme.
  *
  * THE SCHEME (FlashAttention-2's, Dao 2023, on mma.sync): a work-group of 4 warps holds 64
  * query rows of one head of one item, 16 rows a warp, its query as A fragments in registers
  * (the scale applied before rounding). Keys and values stream 64 rows at a time through local
- * memory as bf16 words: the keys as rows along the head (B of S = Q K^T), the values
- * transposed, pairs of keys along each of the head's columns (B of O = P V). A warp's 16 x 64
+ * memory as words (bf16 pairs or tf32): the keys as rows along the head (B of S = Q K^T), the
+ * values transposed, keys along each of the head's columns (B of O = P V). A warp's 16 x 64
  * scores stay in its registers; the row's running maximum and sum (reduced over the 4 lanes
  * that hold a row, by shuffles) rescale the output when the maximum grows. The scores'
- * accumulators are already laid out as the next product's A fragments: those of key tiles 2j
- * and 2j + 1, rounded and packed, are the A registers of keys 16j .. 16j + 15.
+ * accumulators are already laid out as the next product's A fragments: a lane holds keys
+ * 2t and 2t + 1 of each tile of 8. In bf16 those of key tiles 2j and 2j + 1, rounded and
+ * packed, are the A registers of keys 16j .. 16j + 15. In tf32 a tile is one k-step of 8 whose
+ * A registers want keys t and t + 4: the step takes its keys in the order 0 2 4 6 1 3 5 7
+ * instead (k t is key 2t, k t + 4 is key 2t + 1), and reads the values' rows in that order.
  *
  * ATT_HD: the head size (16, 32 or 64), a constant, so that everything stays in registers.
  * Grid: (ceil(nq / 64) * 128, heads, items), work-groups of 128.
  */
 #define AQ 64                   /* query rows a work-group */
 #define AK 64                   /* keys a block */
-#define AHW (ATT_HD / 2)        /* words of a key row */
+#define KSTEP (8 * KPW)         /* k of an instruction: 16 in bf16, 8 in tf32 */
+#define AHW (ATT_HD / KPW)      /* words of a key row */
 #define KLD (AHW + 4)           /* its local row, padded: the fragments' reads in 32 banks */
-#define VLD (AK / 2 + 4)        /* a value column's local row: pairs of keys */
+#if MMA_TF32
+#define VLD (AK + 8) /* a value column's local row: a key a word; a lane reads 2 (uint2), a
+                      * half-warp's 16 then fall in 32 banks */
+#else
+#define VLD (AK / 2 + 4) /* a value column's local row: pairs of keys */
+#endif
 
 #if MMA_PTX
 /* x from the lane lane ^ m of the warp */
@@ -50,6 +60,16 @@ inline uint pack2(float lo, float hi)
 	return bf16(lo) | bf16(hi) << 16;
 }
 
+/* word i of a row of k (its 16 bf16 or 8 tf32), scaled and rounded */
+inline uint qword(const __global float *r, float s, int i)
+{
+#if MMA_TF32
+	return tf32(s * r[i]);
+#else
+	return pack2(s * r[2 * i], s * r[2 * i + 1]);
+#endif
+}
+
 static inline void attention_mma_rows(__global const float *q, int ldq, __global const float *k,
                                       __global const float *v, int ldkv, int nq, int nk,
                                       float scale, __global float *o, int ldo,
@@ -61,17 +81,17 @@ static inline void attention_mma_rows(__global const float *q, int ldq, __global
 	const int r0 = get_group_id(0) * AQ + 16 * warp; /* this warp's first row */
 	(void)xs;
 	(void)sx;
-	/* the query's A fragments: rows g and g + 8, k pairs t and t + 4 of each 16 of the head */
-	uint qa[ATT_HD / 16][4];
+	/* the query's A fragments: rows g and g + 8, words t and t + 4 of each k-step */
+	uint qa[ATT_HD / KSTEP][4];
 UNROLL
-	for (int kk = 0; kk < ATT_HD / 16; kk++)
+	for (int kk = 0; kk < ATT_HD / KSTEP; kk++)
 UNROLL
 		for (int rr = 0; rr < 2; rr++) {
 			const int row = r0 + g + 8 * rr;
-			const __global float *qr = q + (long)(row < nq ? row : nq - 1) * ldq + 16 * kk;
+			const __global float *qr = q + (long)(row < nq ? row : nq - 1) * ldq + KSTEP * kk;
 			const float s = row < nq ? scale : 0.f;
-			qa[kk][rr] = pack2(s * qr[2 * t], s * qr[2 * t + 1]);
-			qa[kk][rr + 2] = pack2(s * qr[2 * t + 8], s * qr[2 * t + 9]);
+			qa[kk][rr] = qword(qr, s, t);
+			qa[kk][rr + 2] = qword(qr, s, t + 4);
 		}
 	float acc[ATT_HD / 8][4];
 UNROLL
@@ -82,14 +102,18 @@ UNROLL
 	float mx[2] = {-INFINITY, -INFINITY}, sum[2] = {0.f, 0.f}; /* rows g, g + 8 */
 	for (int k0 = 0; k0 < nk; k0 += AK) {
 		barrier(CLK_LOCAL_MEM_FENCE);
-		/* keys: a row of the head as AHW words; values: two keys' rows into AHW x 4 words
-		 * of the transposed block */
+		/* keys: a row of the head as AHW words; values: two keys' rows into 4 columns of
+		 * the transposed block */
 		for (int u = lid; u < AK * ATT_HD / 4; u += 128) {
 			const int key = u / (ATT_HD / 4), c = 4 * (u % (ATT_HD / 4));
 			const float4 x = k0 + key < nk ? vload4(0, k + (long)(k0 + key) * ldkv + c)
 			                               : (float4)(0.f);
+#if MMA_TF32
+			*(__local uint4 *)(Ks + key * KLD + c) = pack4(x);
+#else
 			Ks[key * KLD + c / 2] = pack2(x.x, x.y);
 			Ks[key * KLD + c / 2 + 1] = pack2(x.z, x.w);
+#endif
 		}
 		/* a warp's 32 units: 16 pairs of keys by 2 groups of 4 columns, so that two lanes
 		 * read 32 bytes of a row and the transposed stores fall in 32 banks */
@@ -100,10 +124,17 @@ UNROLL
 			const float4 x0 = k1 < nk ? vload4(0, v + (long)k1 * ldkv + c) : (float4)(0.f);
 			const float4 x1 = k1 + 1 < nk ? vload4(0, v + (long)(k1 + 1) * ldkv + c)
 			                              : (float4)(0.f);
+#if MMA_TF32
+			*(__local uint2 *)(Vt + c * VLD + 2 * p) = (uint2)(tf32(x0.x), tf32(x1.x));
+			*(__local uint2 *)(Vt + (c + 1) * VLD + 2 * p) = (uint2)(tf32(x0.y), tf32(x1.y));
+			*(__local uint2 *)(Vt + (c + 2) * VLD + 2 * p) = (uint2)(tf32(x0.z), tf32(x1.z));
+			*(__local uint2 *)(Vt + (c + 3) * VLD + 2 * p) = (uint2)(tf32(x0.w), tf32(x1.w));
+#else
 			Vt[c * VLD + p] = pack2(x0.x, x1.x);
 			Vt[(c + 1) * VLD + p] = pack2(x0.y, x1.y);
 			Vt[(c + 2) * VLD + p] = pack2(x0.z, x1.z);
 			Vt[(c + 3) * VLD + p] = pack2(x0.w, x1.w);
+#endif
 		}
 		barrier(CLK_LOCAL_MEM_FENCE);
 		/* S = Q K^T: 8 tiles of 8 keys, each 4 floats a lane (rows g, g, g+8, g+8; keys 2t,
@@ -115,7 +146,7 @@ UNROLL
 			for (int e = 0; e < 4; e++)
 				s[j][e] = 0.f;
 UNROLL
-			for (int kk = 0; kk < ATT_HD / 16; kk++)
+			for (int kk = 0; kk < ATT_HD / KSTEP; kk++)
 				MMA(s[j], qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3],
 				    Ks[(8 * j + g) * KLD + 8 * kk + t], Ks[(8 * j + g) * KLD + 8 * kk + t + 4]);
 		}
@@ -155,6 +186,20 @@ UNROLL
 UNROLL
 			for (int e = 0; e < 4; e++)
 				acc[d][e] *= corr[e >> 1];
+#if MMA_TF32
+		/* O += P V: key tile j is a k-step, its keys in the order 0 2 4 6 1 3 5 7 (k t is key
+		 * 2t, k t + 4 key 2t + 1), which the values' reads follow */
+UNROLL
+		for (int j = 0; j < AK / 8; j++) {
+			const uint a0 = tf32(s[j][0]), a1 = tf32(s[j][2]), a2 = tf32(s[j][1]),
+			           a3 = tf32(s[j][3]);
+UNROLL
+			for (int d = 0; d < ATT_HD / 8; d++) {
+				const uint2 b = *(__local const uint2 *)(Vt + (8 * d + g) * VLD + 8 * j + 2 * t);
+				MMA(acc[d], a0, a1, a2, a3, b.x, b.y);
+			}
+		}
+#else
 		/* O += P V: the scores of key tiles 2j, 2j + 1 are the A fragment of keys 16j.. */
 UNROLL
 		for (int j = 0; j < AK / 16; j++) {
@@ -166,6 +211,7 @@ UNROLL
 				MMA(acc[d], a0, a1, a2, a3, Vt[(8 * d + g) * VLD + 8 * j + t],
 				    Vt[(8 * d + g) * VLD + 8 * j + t + 4]);
 		}
+#endif
 	}
 UNROLL
 	for (int rr = 0; rr < 2; rr++) {

@@ -1,8 +1,10 @@
 /* Attention on an OpenCL device (backend.h: attention): in one pass (attention.cl, after
- * FlashAttention: a tile's scores stay in registers with a running softmax), as two
- * strided-batched products around a softmax (the scores in a buffer the device keeps), or in
- * bf16 on NVIDIA's tensor cores (attention_mma.cl). Which of the first two runs a shape is
- * measured on a GPU (cl_gemm_pick.h), fixed per driver elsewhere; SB_CL_ATTENTION overrides.
+ * FlashAttention: a tile's scores stay in registers with a running softmax, a query row a
+ * work-item), by tiles (attention_tiles.cl: the same, a work-group's 64 rows shared by its
+ * items as a product's tile is), as two strided-batched products around a softmax (the scores
+ * in a buffer the device keeps), or in bf16 or tf32 on NVIDIA's tensor cores
+ * (attention_mma.cl). Which of the first three runs a shape is measured on a GPU
+ * (cl_gemm_pick.h), fixed per driver elsewhere; SB_CL_ATTENTION overrides.
  */
 #include "backend/opencl/cl_ops.h"
 
@@ -12,6 +14,7 @@
 
 #include "attention_cl.h"     /* generated: attention.cl's source */
 #include "attention_mma_cl.h" /* generated: gemm_rows.cl + mma.cl + attention_mma.cl */
+#include "attention_tiles_cl.h" /* generated: attention_tiles.cl's source */
 #include "ops_cl.h"           /* generated: the kernels' source (the softmax, the own product) */
 
 #include <math.h>
@@ -30,11 +33,12 @@ void sb_cl_attention_setup(sb_bdev *c, cl_device_type type)
 	const int pocl_cpu = strstr(dp->platform, "Portable Computing Language") != NULL &&
 	                     (type & CL_DEVICE_TYPE_CPU);
 	const int nvidia_gpu = strstr(dp->platform, "NVIDIA") != NULL && (type & CL_DEVICE_TYPE_GPU);
-	/* SB_CL_ATTENTION: "split" or "fused" (a bench's choice), "auto" (measured per shape on
-	 * any device); unset, measured on a GPU or an accelerator */
+	/* SB_CL_ATTENTION: "split", "fused" or "tiles" (a bench's choice), "auto" (measured per
+	 * shape on any device); unset, measured on a GPU or an accelerator */
 	const char *att = getenv("SB_CL_ATTENTION");
-	c->att_fused = att && !strcmp(att, "fused") ? 1 : att && !strcmp(att, "split") ? 0
-	               : pocl_cpu || nvidia_gpu;
+	c->att_tiles = att && !strcmp(att, "tiles");
+	c->att_fused = att && !strcmp(att, "fused") ? 1
+	               : att && (!strcmp(att, "split") || c->att_tiles) ? 0 : pocl_cpu || nvidia_gpu;
 	c->att_local = type & CL_DEVICE_TYPE_CPU ? 0 : 1;
 	const char *al = getenv("SB_CL_ATT_LOCAL"); /* a test's override */
 	if (al && (!strcmp(al, "0") || !strcmp(al, "1")))
@@ -47,17 +51,20 @@ sb_status sb_cl_attention_measure(sb_bdev *c)
 		return SB_OK;
 	/* the file is named by the one-pass kernels and what the products' way runs (the softmax,
 	 * the own kernel; how the products are chosen), and by how one pass is built */
-	const size_t na = strlen((const char *)attention_cl), no = strlen((const char *)ops_cl);
-	char *src = malloc(na + no + 1), also[160];
+	const size_t na = strlen((const char *)attention_cl), no = strlen((const char *)ops_cl),
+	             nt = strlen((const char *)attention_tiles_cl);
+	char *src = malloc(na + nt + no + 1), also[160];
 	if (!src)
 		return SB_ERR_NOMEM;
 	memcpy(src, attention_cl, na);
-	memcpy(src + na, ops_cl, no + 1);
+	memcpy(src + na, attention_tiles_cl, nt);
+	memcpy(src + na + nt, ops_cl, no + 1);
 	snprintf(also, sizeof also, "products %s, ATT_LOCAL %d",
 	         c->pick ? "measured" : sb_cl_gemm_name(c->gemm), c->att_local);
 	const sb_status st = sb_cl_pick_open(c, SB_CL_PICK_ATTENTION, 1 << SB_CL_ATT_SPLIT |
-	                                     1 << SB_CL_ATT_FUSED, c->att_fused ? SB_CL_ATT_FUSED
-	                                     : SB_CL_ATT_SPLIT, src, also, &c->att_pick);
+	                                     1 << SB_CL_ATT_FUSED | 1 << SB_CL_ATT_TILES,
+	                                     c->att_fused ? SB_CL_ATT_FUSED : SB_CL_ATT_SPLIT, src,
+	                                     also, &c->att_pick);
 	free(src);
 	return st;
 }
@@ -65,8 +72,8 @@ sb_status sb_cl_attention_measure(sb_bdev *c)
 /* attention.cl's kernel for heads of up to 16 << w values (attention_16, _32, _64), built at
  * its first call: on a GPU from a program of its own (the head size a constant of the build,
  * so that a row stays in registers: attention.cl), on a CPU driver from one program holding
- * all three. 0 when it does not build on the device (logged): its attention takes the
- * products' way from then on, at every head size. */
+ * all three. 0 when it does not build on the device (logged): its attention takes another way
+ * from then on (the products' where nothing is measured), at every head size. */
 static int attention_ready(sb_bdev *c, int w)
 {
 	if (c->att_k[w])
@@ -95,8 +102,63 @@ static int attention_ready(sb_bdev *c, int w)
 	c->att_fused = 0;
 	if (c->att_pick)
 		sb_cl_pick_drop(c->att_pick, SB_CL_ATT_FUSED);
-	sb_log(c->log, SB_LOG_WARNING, "attention in one pass does not build on %s: as two "
-	       "products around a softmax instead", sb_cl_device_props(c->dev)->label);
+	sb_log(c->log, SB_LOG_WARNING, "attention in one pass does not build on %s: %s instead",
+	       sb_cl_device_props(c->dev)->label,
+	       c->att_pick ? "another way" : "as two products around a softmax");
+	return 0;
+}
+
+/* attention_tiles.cl's kernel for heads of up to 16 << w values, from a program of its own
+ * (the head size a constant of the build), built at its first call. 0 when it does not build
+ * on the device, or would not launch there (work-groups of 128, up to 47 KB of local memory:
+ * a device of 32 KB cannot hold it), logged: attention takes another way from then on, at
+ * every head size. */
+static int tiles_ready(sb_bdev *c, int w)
+{
+	if (c->attt_k[w])
+		return 1;
+	if (c->attt_checked < 0)
+		return 0;
+	char opts[64];
+	snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DATT_HD=%d", 16 << w);
+	sb_status st = sb_cl_device_build(c->dev, "attention_tiles",
+	                                  (const char *)attention_tiles_cl, opts, &c->attt_prog[w],
+	                                  NULL);
+	if (st == SB_OK)
+		st = sb_cl_device_kernel(c->dev, c->attt_prog[w], sb_cl_op_names[K_ATTENTION_TILES],
+		                         &c->attt_k[w]);
+	const char *why = "does not build";
+	if (st == SB_OK) {
+		cl_device_id id = sb_cl_device_id(c->dev);
+		size_t wg = 0;
+		cl_ulong used = 0, have = 0;
+		if (clGetKernelWorkGroupInfo(c->attt_k[w], id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg,
+		                             NULL) != CL_SUCCESS ||
+		    clGetKernelWorkGroupInfo(c->attt_k[w], id, CL_KERNEL_LOCAL_MEM_SIZE, sizeof used,
+		                             &used, NULL) != CL_SUCCESS ||
+		    clGetDeviceInfo(id, CL_DEVICE_LOCAL_MEM_SIZE, sizeof have, &have, NULL) !=
+		        CL_SUCCESS)
+			why = "cannot be asked what it needs";
+		else if (wg < 128 || used > have)
+			why = "needs more than the device has (work-groups of 128, its local memory)";
+		else
+			return 1;
+	}
+	for (int i = 0; i < 3; i++) {
+		if (c->attt_k[i])
+			clReleaseKernel(c->attt_k[i]);
+		if (c->attt_prog[i])
+			clReleaseProgram(c->attt_prog[i]);
+	}
+	memset(c->attt_k, 0, sizeof c->attt_k);
+	memset(c->attt_prog, 0, sizeof c->attt_prog);
+	c->attt_checked = -1;
+	c->att_tiles = 0;
+	if (c->att_pick)
+		sb_cl_pick_drop(c->att_pick, SB_CL_ATT_TILES);
+	sb_log(c->log, SB_LOG_WARNING, "attention by tiles %s on %s: %s instead", why,
+	       sb_cl_device_props(c->dev)->label, c->att_pick ? "another way"
+	       : c->att_fused ? "in one pass" : "as two products around a softmax");
 	return 0;
 }
 
@@ -106,7 +168,8 @@ static int att_which(int hd)
 	return hd <= 16 ? 0 : hd <= 32 ? 1 : 2;
 }
 
-/* the arguments of attention.cl's and attention_mma.cl's kernels (the same list) */
+/* the arguments of attention.cl's, attention_tiles.cl's and attention_mma.cl's kernels (the
+ * same list) */
 static void attention_args(kargs *a, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq, int nk,
                            int heads, int hd, float scale, sb_dv o, int ldo, int batch, long sq,
                            long skv, long so)
@@ -128,22 +191,30 @@ static void attention_args(kargs *a, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldk
 	a->flops = 4.0 * nq * nk * hd * heads * batch;
 }
 
-static void attention_mma(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
-                          int nk, int heads, int hd, float scale, sb_dv o, int ldo, int batch,
-                          long sq, long skv, long so);
+static void attention_mma(sb_bdev *c, int tf32, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv,
+                          int nq, int nk, int heads, int hd, float scale, sb_dv o, int ldo,
+                          int batch, long sq, long skv, long so);
 
 static void attention_fused(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
                             int nk, int heads, int hd, float scale, sb_dv o, int ldo, int batch,
                             long sq, long skv, long so);
 
+static void attention_tiles(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
+                            int nk, int heads, int hd, float scale, sb_dv o, int ldo, int batch,
+                            long sq, long skv, long so);
+
 /* One attention of 70 query rows over 100 keys (two blocks, ragged) on the device against the
- * host, as the products are checked before first use (cl_gemm_mma.c): in bf16 on the tensor
- * cores ('mma': the kernel's shuffles and its scores turned into the next product's fragments
- * are what this adds to the products' check), or in fp32 in one pass (attention.cl, on a device
- * that measures it against the products' way, which may never have run it). *err: the
- * relative error (bf16: the rounding of the weights at each block's maximum, about 1e-3). */
-static sb_status attention_check(sb_bdev *c, int hd, int mma, double *err)
+ * host, as the products are checked before first use (cl_gemm_mma.c): on the tensor cores
+ * (ATT_BF16 or ATT_TF32; the kernel's shuffles and its scores turned into the next product's
+ * fragments are what this adds to the products' check), or in fp32 in one pass (ATT_FP32:
+ * attention.cl) or by tiles (ATT_TILES: attention_tiles.cl), on a device that measures them
+ * against the products' way, which may never have run them. *err: the relative error (bf16:
+ * the rounding of the weights at each block's maximum, about 1e-3; tf32 about 1e-4). */
+enum { ATT_FP32, ATT_TILES, ATT_BF16, ATT_TF32 };
+
+static sb_status attention_check(sb_bdev *c, int hd, int kind, double *err)
 {
+	const int mma = kind == ATT_BF16 || kind == ATT_TF32;
 	enum { NQ = 70, NK = 100 };
 	const size_t nqf = (size_t)NQ * hd, nkf = (size_t)NK * hd;
 	sb_cl_check ck; /* A: the queries, B: the keys then the values, C: the output */
@@ -157,15 +228,22 @@ static sb_status attention_check(sb_bdev *c, int hd, int mma, double *err)
 	sb_bbuf bq = ck.A, bk = ck.B, bo = ck.C;
 	const float scale = 1.f / sqrtf((float)hd);
 	if (st == SB_OK) {
-		(mma ? attention_mma : attention_fused)(c, (sb_dv){&bq, 0}, hd, (sb_dv){&bk, 0},
-		                                        (sb_dv){&bk, nkf}, hd, NQ, NK, 1, hd, scale,
-		                                        (sb_dv){&bo, 0}, hd, 1, 0, 0, 0);
+		if (mma)
+			attention_mma(c, kind == ATT_TF32, (sb_dv){&bq, 0}, hd, (sb_dv){&bk, 0},
+			              (sb_dv){&bk, nkf}, hd, NQ, NK, 1, hd, scale, (sb_dv){&bo, 0}, hd, 1,
+			              0, 0, 0);
+		else
+			(kind == ATT_TILES ? attention_tiles : attention_fused)(
+			    c, (sb_dv){&bq, 0}, hd, (sb_dv){&bk, 0}, (sb_dv){&bk, nkf}, hd, NQ, NK, 1, hd,
+			    scale, (sb_dv){&bo, 0}, hd, 1, 0, 0, 0);
 		st = sb_cl_check_result(c, bo.m, nqf, o, "reading the attention check");
-		if (st == SB_OK && !mma && sb_cl_device_fault_tune_wrong(c->dev, 4 + SB_CL_ATT_FUSED))
-			o[hd + 3] += 1.f; /* opencl:N:tune-wrong:fused */
+		if (st == SB_OK && !mma &&
+		    sb_cl_device_fault_tune_wrong(c->dev, 4 + (kind == ATT_TILES ? SB_CL_ATT_TILES
+		                                                                 : SB_CL_ATT_FUSED)))
+			o[hd + 3] += 1.f; /* opencl:N:tune-wrong:fused or :tiles */
 	}
-	/* the reference rounds the products' inputs as the kernel does (bf16), or not at all */
-#define ATT_IN(x) (mma ? sb_cl_mma_round((x), 0) : (x))
+	/* the reference rounds the products' inputs as the kernel does (bf16, tf32), or not at all */
+#define ATT_IN(x) (mma ? sb_cl_mma_round((x), kind == ATT_TF32) : (x))
 	double d2 = 0, w2 = 0;
 	for (int i = 0; st == SB_OK && i < NQ; i++) {
 		double mx = -INFINITY, sum = 0;
@@ -181,7 +259,7 @@ static sb_status attention_check(sb_bdev *c, int hd, int mma, double *err)
 		for (int x = 0; x < hd; x++) {
 			double w = 0;
 			for (int j = 0; j < NK; j++)
-				w += (mma ? sb_cl_mma_round((float)p[j], 0) : p[j]) *
+				w += (mma ? sb_cl_mma_round((float)p[j], kind == ATT_TF32) : p[j]) *
 				     (double)ATT_IN(kv[nkf + j * hd + x]);
 			w /= sum;
 			d2 += (o[i * hd + x] - w) * (o[i * hd + x] - w);
@@ -197,48 +275,53 @@ static sb_status attention_check(sb_bdev *c, int hd, int mma, double *err)
 	return st;
 }
 
-/* attention_mma.cl's program for heads of hd values (16, 32, 64), built and checked at its
- * first use on the device; 0 when it does not build there or computes something else (logged;
- * the fp32 kernel runs instead) */
-static int attention_mma_ready(sb_bdev *c, int hd)
+/* attention_mma.cl's program in bf16 or tf32 (as the products' mma, or tf32, was built) for
+ * heads of hd values (16, 32, 64), built and checked at its first use on the device; 0 when it
+ * does not build there or computes something else (logged; the fp32 kernel runs instead) */
+static int attention_mma_ready(sb_bdev *c, int tf32, int hd)
 {
 	const int w = att_which(hd);
-	if (c->attm_k[w] || c->attm_tried[w])
-		return c->attm_k[w] != NULL;
-	c->attm_tried[w] = 1;
+	cl_kernel *k = &c->attm_k[tf32][w];
+	cl_program *prog = &c->attm_prog[tf32][w];
+	if (*k || c->attm_tried[tf32][w])
+		return *k != NULL;
+	c->attm_tried[tf32][w] = 1;
 	char opts[128];
-	snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DATT_HD=%d %s", hd, sb_cl_mma_options(c->mma));
+	snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DATT_HD=%d %s", hd,
+	         sb_cl_mma_options(tf32 ? c->tf32 : c->mma));
 	sb_status st = sb_cl_device_build(c->dev, "attention_mma", (const char *)attention_mma_cl,
-	                                  opts, &c->attm_prog[w], NULL);
+	                                  opts, prog, NULL);
 	if (st == SB_OK)
-		st = sb_cl_device_kernel(c->dev, c->attm_prog[w], "attention_mma", &c->attm_k[w]);
+		st = sb_cl_device_kernel(c->dev, *prog, "attention_mma", k);
 	double err = 0;
-	if (st == SB_OK && (st = attention_check(c, hd, 1, &err)) == SB_OK)
+	if (st == SB_OK && (st = attention_check(c, hd, tf32 ? ATT_TF32 : ATT_BF16, &err)) == SB_OK)
 		return 1;
-	if (c->attm_k[w])
-		clReleaseKernel(c->attm_k[w]);
-	c->attm_k[w] = NULL;
-	if (c->attm_prog[w])
-		clReleaseProgram(c->attm_prog[w]);
-	c->attm_prog[w] = NULL;
+	if (*k)
+		clReleaseKernel(*k);
+	*k = NULL;
+	if (*prog)
+		clReleaseProgram(*prog);
+	*prog = NULL;
 	if (st == SB_ERR_NOMEM || st == SB_ERR_DEVICE_OOM || st == SB_ERR_DEVICE_LOST) {
-		c->attm_tried[w] = 0; /* memory that was short once: tried again next time */
+		c->attm_tried[tf32][w] = 0; /* memory that was short once: tried again next time */
 		c->st = st;
 		return 0;
 	}
-	sb_log(c->log, SB_LOG_WARNING, "bf16 attention on the tensor cores %s on %s: in fp32 "
-	       "instead", err > 0 ? "is wrong (relative error against the host's above 1e-2)"
-	                          : "does not build or its launch is refused",
+	sb_log(c->log, SB_LOG_WARNING, "%s attention on the tensor cores %s on %s: in fp32 "
+	       "instead", tf32 ? "tf32" : "bf16",
+	       err > 0 ? "is wrong (relative error against the host's above 1e-2)"
+	               : "does not build or its launch is refused",
 	       sb_cl_device_props(c->dev)->label);
 	return 0;
 }
 
-/* Attention in one launch on the tensor cores, bf16 (attention_mma.cl), heads of 16, 32, 64 */
-static void attention_mma(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
-                          int nk, int heads, int hd, float scale, sb_dv o, int ldo, int batch,
-                          long sq, long skv, long so)
+/* Attention in one launch on the tensor cores, bf16 or tf32 (attention_mma.cl), heads of 16,
+ * 32, 64 */
+static void attention_mma(sb_bdev *c, int tf32, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv,
+                          int nq, int nk, int heads, int hd, float scale, sb_dv o, int ldo,
+                          int batch, long sq, long skv, long so)
 {
-	kargs a = {c, c->attm_k[att_which(hd)], K_ATTENTION_MMA, 0.0, 0, CL_SUCCESS};
+	kargs a = {c, c->attm_k[tf32][att_which(hd)], K_ATTENTION_MMA, 0.0, 0, CL_SUCCESS};
 	attention_args(&a, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv, so);
 	const size_t g[3] = {(size_t)(nq + 63) / 64 * 128, (size_t)heads, (size_t)batch},
 	             l[3] = {128, 1, 1};
@@ -255,6 +338,19 @@ static void attention_fused(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int 
 	kargs a = {c, c->att_k[which], K_ATTENTION_16 + which, 0.0, 0, CL_SUCCESS};
 	attention_args(&a, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv, so);
 	const size_t g[3] = {(size_t)nq, (size_t)heads, (size_t)batch}, l[3] = {64, 1, 1};
+	sb_cl_run(&a, 3, g, l);
+}
+
+/* Attention in one launch by tiles of 64 query rows (attention_tiles.cl), for heads of up to 64
+ * values, the kernel for the smallest head size that holds hd. */
+static void attention_tiles(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
+                            int nk, int heads, int hd, float scale, sb_dv o, int ldo, int batch,
+                            long sq, long skv, long so)
+{
+	kargs a = {c, c->attt_k[att_which(hd)], K_ATTENTION_TILES, 0.0, 0, CL_SUCCESS};
+	attention_args(&a, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv, so);
+	const size_t g[3] = {(size_t)(nq + 63) / 64 * 128, (size_t)heads, (size_t)batch},
+	             l[3] = {128, 1, 1};
 	sb_cl_run(&a, 3, g, l);
 }
 
@@ -310,24 +406,26 @@ static void attention_split(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int 
 	}
 }
 
-/* Under measuring, attention in one pass serves a device only once it has passed its check
- * there (each of its kernels against the host, in double precision; one wait): 1 right, 0 not
- * (warned once; the caller leaves it out), -1 not known (c->st: the device failed meanwhile,
- * asked again next pass). */
-static int fused_usable(sb_bdev *c)
+/* Under measuring, attention in one pass (or by tiles: 'tiles') serves a device only once it
+ * has passed its check there (each of its kernels against the host, in double precision; one
+ * wait): 1 right, 0 not (warned once; the caller leaves it out), -1 not known (c->st: the
+ * device failed meanwhile, asked again next pass). */
+static int way_usable(sb_bdev *c, int tiles)
 {
-	if (c->att_checked)
-		return c->att_checked > 0;
+	int *checked = tiles ? &c->attt_checked : &c->att_checked;
+	if (*checked)
+		return *checked > 0;
 	for (int w = 0; w < 3; w++)
-		if (!attention_ready(c, w)) { /* logged, and left out of the measured ways */
-			c->att_checked = -1;
+		if (!(tiles ? tiles_ready(c, w) : attention_ready(c, w))) { /* logged, and left out
+		                                                               of the measured ways */
+			*checked = -1;
 			return 0;
 		}
 	const double t0 = sb_now();
 	double worst = 0, e = 0; /* e: the last check's error (0 when it could not run) */
 	sb_status st = SB_OK;
-	for (int hd = 16; hd <= 64 && st == SB_OK; hd *= 2) { /* attention_16, _32, _64 */
-		st = attention_check(c, hd, 0, &e);
+	for (int hd = 16; hd <= 64 && st == SB_OK; hd *= 2) { /* the kernels for 16, 32, 64 */
+		st = attention_check(c, hd, tiles ? ATT_TILES : ATT_FP32, &e);
 		worst = e > worst ? e : worst;
 	}
 	if (st == SB_ERR_NOMEM || st == SB_ERR_DEVICE_OOM || st == SB_ERR_DEVICE_LOST ||
@@ -335,19 +433,18 @@ static int fused_usable(sb_bdev *c)
 		sb_cl_fail(c, st != SB_OK ? st : c->st); /* the device's state, not the kernel's */
 		return -1;
 	}
-	const char *label = sb_cl_device_props(c->dev)->label;
-	c->att_checked = st == SB_OK ? 1 : -1;
+	const char *label = sb_cl_device_props(c->dev)->label,
+	           *way = tiles ? "attention by tiles" : "attention in one pass";
+	*checked = st == SB_OK ? 1 : -1;
 	if (st == SB_OK)
-		sb_log(c->log, SB_LOG_INFO, "attention in one pass passed its check on %s (relative "
-		       "error %.1e, %.2f s)", label, worst, sb_now() - t0);
+		sb_log(c->log, SB_LOG_INFO, "%s passed its check on %s (relative error %.1e, %.2f s)",
+		       way, label, worst, sb_now() - t0);
 	else if (e > 0)
-		sb_log(c->log, SB_LOG_WARNING, "attention in one pass gave wrong results on %s "
-		       "(relative error %.1e against the host's): as two products around a softmax",
-		       label, e);
+		sb_log(c->log, SB_LOG_WARNING, "%s gave wrong results on %s (relative error %.1e "
+		       "against the host's): another way instead", way, label, e);
 	else
-		sb_log(c->log, SB_LOG_WARNING, "attention in one pass cannot run on %s: as two "
-		       "products around a softmax", label);
-	return c->att_checked > 0;
+		sb_log(c->log, SB_LOG_WARNING, "%s cannot run on %s: another way instead", way, label);
+	return *checked > 0;
 }
 
 /* One attention's operands, for its timed runs */
@@ -364,11 +461,11 @@ typedef struct {
 static sb_status att_timed(sb_bdev *c, int way, sb_dv out, const void *op)
 {
 	const att_op *a = op;
-	(way == SB_CL_ATT_FUSED ? attention_fused : attention_split)(c, a->q, a->ldq, a->k, a->v,
-	                                                             a->ldkv, a->nq, a->nk,
-	                                                             a->heads, a->hd, a->scale, out,
-	                                                             a->ldo, a->batch, a->sq,
-	                                                             a->skv, a->so);
+	(way == SB_CL_ATT_FUSED   ? attention_fused
+	 : way == SB_CL_ATT_TILES ? attention_tiles
+	                          : attention_split)(c, a->q, a->ldq, a->k, a->v, a->ldkv, a->nq,
+	                                             a->nk, a->heads, a->hd, a->scale, out, a->ldo,
+	                                             a->batch, a->sq, a->skv, a->so);
 	return c->st;
 }
 
@@ -385,14 +482,19 @@ static int measured_attention(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, in
 	const int may_time = !c->profiling;
 	int want = 0, slot = -1;
 	int way = sb_cl_pick_path(p, &s, may_time, &want, &slot);
-	if (way == SB_CL_ATT_FUSED || want >> SB_CL_ATT_FUSED & 1) {
-		const int ok = fused_usable(c);
+	/* the two one-pass ways, each checked before its first use here */
+	for (int w = SB_CL_ATT_FUSED; w <= SB_CL_ATT_TILES; w++) {
+		if (way != w && !(want >> w & 1))
+			continue;
+		const int ok = way_usable(c, w == SB_CL_ATT_TILES);
 		if (ok < 0)
 			return way; /* the pass has failed */
-		if (!ok) { /* dropped here, or already when it did not build (attention_ready) */
-			sb_cl_pick_drop(p, SB_CL_ATT_FUSED);
+		if (!ok) { /* dropped here, or already when it did not build (attention_ready, ...) */
+			const int dropped = sb_cl_pick_drop(p, w);
 			way = sb_cl_pick_path(p, &s, may_time, &want, &slot);
-			want &= ~(1 << SB_CL_ATT_FUSED);
+			want &= ~(1 << w);
+			if (dropped || way != w)
+				w = SB_CL_ATT_FUSED - 1; /* what replaces it is checked too */
 		}
 	}
 	if (!want || c->st != SB_OK)
@@ -406,8 +508,9 @@ static int measured_attention(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, in
 	return sb_cl_pick_path(p, &s, 0, &want, &slot);
 }
 
-/* Attention in one pass (attention_fused) where the device is set to or measured it faster for
- * the shape and the heads are small enough, else as two products around a softmax. */
+/* Attention in one pass (attention_fused) or by tiles (attention_tiles) where the device is set
+ * to or measured it faster for the shape and the heads are small enough, else as two products
+ * around a softmax. */
 void sb_cl_op_attention(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
                          int nk, int heads, int hd, float scale, sb_dv o, int ldo, int batch,
                          long sq, long skv, long so)
@@ -424,29 +527,36 @@ void sb_cl_op_attention(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv
 		}
 	}
 	const int fits = hd <= 64 && hd % 4 == 0; /* attention.cl's heads */
-	/* bf16 on the tensor cores: attention_mma.cl where one pass would run, not measured (its
-	 * rounding is not fp32's) */
-	if (c->want_bf16 && c->mma && c->att_fused && (hd == 16 || hd == 32 || hd == 64) &&
-	    attention_mma_ready(c, hd)) {
-		attention_mma(c, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv,
-		              so);
+	/* bf16 or tf32 on the tensor cores (the products' precision): attention_mma.cl where one
+	 * pass would run, not measured (its rounding is not fp32's) */
+	const int tf32 = !c->want_bf16 && c->gemm == SB_CL_GEMM_TF32 && c->tf32;
+	if (((c->want_bf16 && c->mma) || tf32) && c->att_fused && (hd == 16 || hd == 32 || hd == 64) &&
+	    attention_mma_ready(c, tf32, hd)) {
+		attention_mma(c, tf32, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq,
+		              skv, so);
 		return;
 	}
-	int fused = c->att_fused;
+	int way = c->att_tiles ? SB_CL_ATT_TILES : c->att_fused ? SB_CL_ATT_FUSED : SB_CL_ATT_SPLIT;
 	if (fits && c->att_pick && !c->want_bf16) {
-		fused = measured_attention(c, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch,
-		                           sq, skv, so) == SB_CL_ATT_FUSED;
+		way = measured_attention(c, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch,
+		                         sq, skv, so);
 		if (c->st != SB_OK)
 			return;
 	}
-	if (fused && fits && c->att_pick) { /* where measured, one pass runs only once checked
-	                                       there, in any precision */
-		const int ok = fused_usable(c);
+	if (way != SB_CL_ATT_SPLIT && fits && c->att_pick) { /* where measured, a one-pass way runs
+	                                                        only once checked there, in any
+	                                                        precision */
+		const int ok = way_usable(c, way == SB_CL_ATT_TILES);
 		if (ok < 0)
 			return;
-		fused = ok;
+		way = ok ? way : SB_CL_ATT_SPLIT;
 	}
-	if (fused && fits && attention_ready(c, att_which(hd))) {
+	if (way == SB_CL_ATT_TILES && fits && tiles_ready(c, att_which(hd))) {
+		attention_tiles(c, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv,
+		                so);
+		return;
+	}
+	if (way == SB_CL_ATT_FUSED && fits && attention_ready(c, att_which(hd))) {
 		attention_fused(c, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv,
 		                so);
 		return;

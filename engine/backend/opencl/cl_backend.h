@@ -20,7 +20,8 @@ enum {
 	K_RMSNORM, K_ROPE, K_HEAD_GATE, K_STFT_FRAMES, K_ISTFT_FRAMES, K_ISTFT_OLA,
 	K_MOMENTS_FINAL, K_STANDARDISE, K_GATHER, K_CMUL, K_BIAS_ITEMS, K_GN_GLU_ADD, K_COUNT,
 	K_ATTENTION_16 = K_COUNT, K_ATTENTION_32, K_ATTENTION_64, /* attention.cl's */
-	K_ATTENTION_MMA,        /* attention_mma.cl's (bf16 on the tensor cores) */
+	K_ATTENTION_MMA,        /* attention_mma.cl's (bf16 or tf32 on the tensor cores) */
+	K_ATTENTION_TILES,      /* attention_tiles.cl's */
 	P_UPLOAD, P_DOWNLOAD, P_COPY, P_ZERO, P_FINISH,
 	P_COUNT /* profile entries beyond kernels (finish: the waits a model asked for) */
 };
@@ -40,9 +41,9 @@ struct sb_bdev {
 	cl_mem parts;           /* per slice count, mean and M2 of the norms (norm_part) */
 	size_t parts_n;
 	int att_fused;          /* attention in one pass (attention.cl), else as two products
-	                           around a softmax, the scores in att; when measuring, what a
-	                           shape runs until it is measured */
-	struct sb_cl_pick *att_pick; /* attention's two ways measured per shape, or NULL */
+	                           around a softmax, the scores in att (or by tiles: att_tiles);
+	                           when measuring, what a shape runs until it is measured */
+	struct sb_cl_pick *att_pick; /* attention's three ways measured per shape, or NULL */
 	int att_checked;        /* attention in one pass checked on this device before its first
 	                           use there (measuring): 1 right, -1 wrong or refused, 0 not yet */
 	int att_local;          /* attention.cl's tiles through local memory (a GPU) */
@@ -51,6 +52,12 @@ struct sb_bdev {
 	                           three at once where the way is measured, to check them); on a
 	                           CPU driver one program, [0], for the three */
 	cl_kernel att_k[3];     /* attention_16, _32, _64 */
+	int att_tiles;          /* attention by tiles (attention_tiles.cl): SB_CL_ATTENTION=tiles */
+	int attt_checked;       /* attention by tiles checked here before its first use there
+	                           (measuring): 1 right, -1 wrong or refused, 0 not yet */
+	cl_program attt_prog[3]; /* attention_tiles.cl for heads of up to 16, 32, 64 values, built
+	                            at its first use (all three at once where measured) */
+	cl_kernel attt_k[3];
 	cl_mem att;             /* attention scores (the products' way, cl_attention.c) */
 	size_t att_n;
 	cl_mem tw;              /* the FFTs' twiddles, exp(-2 pi i m / 8192), m < 4096 */
@@ -65,9 +72,10 @@ struct sb_bdev {
 	int mma_tried;          /* bf16 was asked once: mma is what it got (NULL: fp32) */
 	struct sb_cl_mma *mma;  /* the tensor-core products in bf16 (cl_gemm_mma.h) */
 	struct sb_cl_mma *tf32; /* and in tf32, when SB_CL_GEMM=tf32 is the product path */
-	cl_program attm_prog[3]; /* attention_mma.cl for heads of 16, 32, 64, built at first use */
-	cl_kernel attm_k[3];
-	int attm_tried[3];
+	cl_program attm_prog[2][3]; /* attention_mma.cl in bf16 [0] and tf32 [1], for heads of 16,
+	                               32, 64, built at first use */
+	cl_kernel attm_k[2][3];
+	int attm_tried[2][3];
 	int profiling;
 	int wait_way;           /* how a pass's end is waited for (cl_backend.c: wait_way) */
 	long prof_calls[P_COUNT];

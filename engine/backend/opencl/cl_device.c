@@ -219,7 +219,8 @@ static int parse_faults(sb_cl_device *d)
 				p += 11; /* bits 16 + sb_cl_gemm_kind */
 				tune = !strcmp(p, "own") ? 1 << (16 + SB_CL_GEMM_OWN)
 				            : !strcmp(p, "tiled") ? 1 << (16 + SB_CL_GEMM_TILED)
-				            : !strcmp(p, "fused") ? 1 << (16 + 4 + SB_CL_ATT_FUSED) : 0;
+				            : !strcmp(p, "fused") ? 1 << (16 + 4 + SB_CL_ATT_FUSED)
+				            : !strcmp(p, "tiles") ? 1 << (16 + 4 + SB_CL_ATT_TILES) : 0;
 				ok = tune != 0;
 			} else if (!strncmp(p, "tune-slow:", 10)) {
 				p += 10; /* the names of cl_blas.h's sb_cl_gemm_kind, then attention's paths */
@@ -227,7 +228,8 @@ static int parse_faults(sb_cl_device *d)
 				            : !strcmp(p, "clblast") ? 1 << SB_CL_GEMM_CLBLAST
 				            : !strcmp(p, "tiled") ? 1 << SB_CL_GEMM_TILED
 				            : !strcmp(p, "split") ? 1 << (4 + SB_CL_ATT_SPLIT)
-				            : !strcmp(p, "fused") ? 1 << (4 + SB_CL_ATT_FUSED) : 0;
+				            : !strcmp(p, "fused") ? 1 << (4 + SB_CL_ATT_FUSED)
+				            : !strcmp(p, "tiles") ? 1 << (4 + SB_CL_ATT_TILES) : 0;
 				ok = tune != 0;
 			} else if (!strncmp(p, "alloc:", 6)) {
 				p += 6;
@@ -258,8 +260,8 @@ static int parse_faults(sb_cl_device *d)
 			sb_log(&d->log, SB_LOG_WARNING,
 			       "SB_FAULT_INJECT: ignoring '%s' (want opencl:N:open, opencl:N:alloc:K[+], "
 			       "opencl:N:lost:K, opencl:N:slow:MS, opencl:N:hold:MS, opencl:N:mma, "
-			       "opencl:N:tune-slow:clblast|own|tiled|split|fused, opencl:N:tune-notimes or "
-			       "opencl:N:tune-wrong:own|tiled|fused)", e);
+			       "opencl:N:tune-slow:clblast|own|tiled|split|fused|tiles, opencl:N:tune-notimes "
+			       "or opencl:N:tune-wrong:own|tiled|fused|tiles)", e);
 			continue;
 		}
 		if (n != d->props.index)

@@ -24,8 +24,8 @@ typedef struct {
 
 struct sb_cl_mma {
 	int tf32;        /* mma.cl's MMA_TF32 */
-	char shared[48]; /* the build options of the instruction as built: native or emulated,
-	                    and the spelling of inline assembly the driver took */
+	char shared[64]; /* the build options of the instruction as built: bf16 or tf32, native
+	                    or emulated, and the spelling of inline assembly the driver took */
 	tiling t[2];     /* big, small */
 	int n;           /* 2, or 1 when SB_CL_MMA_TILE names one */
 	cl_program prog[2];
@@ -235,7 +235,7 @@ sb_status sb_cl_mma_open(sb_bdev *c, int emulate, int tf32, sb_cl_mma **out)
 			         sb_cl_device_fault_mma(c->dev), spelling ? " -DSB_ASM=__asm__" : "");
 			st = sb_cl_device_build(c->dev, "mma", (const char *)mma_cl, opts, &m->prog[i],
 			                        NULL);
-			snprintf(m->shared, sizeof m->shared, "-DMMA_PTX=%d%s", !emulate,
+			snprintf(m->shared, sizeof m->shared, "-DMMA_PTX=%d -DMMA_TF32=%d%s", !emulate, tf32,
 			         spelling ? " -DSB_ASM=__asm__" : "");
 		}
 		if (st == SB_OK)

@@ -35,8 +35,8 @@ sb_status sb_cl_mma_open(sb_bdev *c, int emulate, int tf32, sb_cl_mma **out);
 void sb_cl_mma_free(sb_cl_mma *m);
 /* "tensor cores, bf16 (mma m16n8k16), 128x64 tiles, 64x64 below 132" (or tf32, m16n8k8) */
 const char *sb_cl_mma_describe(const sb_cl_mma *m);
-/* the build options of the instruction as m was built (native or emulated, the spelling of
- * inline assembly the driver took), for the other programs that include mma.cl */
+/* the build options of the instruction as m was built (bf16 or tf32, native or emulated, the
+ * spelling of inline assembly the driver took), for the other programs that include mma.cl */
 const char *sb_cl_mma_options(const sb_cl_mma *m);
 /* 1 when SB_CL_MMA=emulate asks for the emulated instruction */
 int sb_cl_mma_emulate_asked(void);

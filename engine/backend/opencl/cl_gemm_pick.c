@@ -36,8 +36,8 @@ static const op_info ops[] = {
 	                         {SB_CL_GEMM_CLBLAST, SB_CL_GEMM_OWN, SB_CL_GEMM_TILED},
 	                         {1, 1, 0, 0, 1, 0}, {LIMIT, LIMIT, LIMIT, 1, LIMIT, 15}, 0},
 	[SB_CL_PICK_ATTENTION] = {"attention", "attention", "query-rows keys head-size heads batch "
-	                          "alignment", 2, {"split", "fused"},
-	                          {SB_CL_ATT_FUSED, SB_CL_ATT_SPLIT, 0},
+	                          "alignment", 3, {"split", "fused", "tiles"},
+	                          {SB_CL_ATT_FUSED, SB_CL_ATT_SPLIT, SB_CL_ATT_TILES},
 	                          {1, 1, 1, 1, 1, 0}, {LIMIT, LIMIT, 4096, LIMIT, LIMIT, 7}, 4},
 };
 
@@ -82,6 +82,7 @@ const char *sb_cl_pick_name(const sb_cl_pick *p, int k)
 	if (p->op == &ops[SB_CL_PICK_PRODUCTS])
 		return sb_cl_gemm_name((sb_cl_gemm_kind)k);
 	return k == SB_CL_ATT_FUSED ? "attention in one pass"
+	       : k == SB_CL_ATT_TILES ? "attention by tiles"
 	                            : "attention as two products and a softmax";
 }
 

@@ -1,7 +1,7 @@
 /* The path chosen per shape by measuring the paths on the device itself, for two operations:
  * the fp32 matrix products (what SB_CL_GEMM means when it is unset on a GPU or an accelerator,
- * or "auto" on any device, cl_blas.h) and attention (SB_CL_ATTENTION the same way: in one pass
- * or as two products around a softmax, cl_attention.c). One sb_cl_pick per operation per
+ * or "auto" on any device, cl_blas.h) and attention (SB_CL_ATTENTION the same way: in one pass,
+ * by tiles or as two products around a softmax, cl_attention.c). One sb_cl_pick per operation per
  * device.
  * Nothing outside backend/opencl includes this.
  *
@@ -47,8 +47,9 @@
  * (cl_ops.c: both layouts of B, aligned rows and not, at both of the tiled kernel's tilings, and
  * nothing written outside C's products), with one wait; a path that gives wrong products or
  * that the driver refuses is left out, with a warning, even where a kept file names it. CLBlast,
- * the default and a tested library, is not checked. Attention in one pass is checked the
- * same way (cl_attention.c) before it is measured or used where a kept file names it.
+ * the default and a tested library, is not checked. Attention in one pass and by tiles are
+ * checked the same way (cl_attention.c) before they are measured or used where a kept file
+ * names them.
  *
  * NOT MEASURED: a shape whose scratch output would exceed a sixteenth of the device's memory or
  * 1 GiB (it keeps the default; the scratch output is freed once no shape is being measured),
@@ -72,7 +73,7 @@ typedef struct sb_cl_pick sb_cl_pick;
 /* What a pick measures, and its paths: the products' are cl_blas.h's sb_cl_gemm_kind (own,
  * CLBlast, tiled), attention's these. */
 typedef enum { SB_CL_PICK_PRODUCTS, SB_CL_PICK_ATTENTION } sb_cl_pick_op;
-enum { SB_CL_ATT_SPLIT = 0, SB_CL_ATT_FUSED = 1 };
+enum { SB_CL_ATT_SPLIT = 0, SB_CL_ATT_FUSED = 1, SB_CL_ATT_TILES = 2 };
 
 /* What decides a path: a product's M, N, K, B transposed (0, 1), batch and the operands'
  * alignment (sb_cl_gemm_flags; plus 8 with gemm_bias's epilogue); an attention's query rows,

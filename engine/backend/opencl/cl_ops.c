@@ -26,7 +26,7 @@ const char *const sb_cl_op_names[P_COUNT] = {
 	"softmax_rows", "transpose", "ften_to_tokens", "tokens_to_ften", "add_freq_emb",
 	"im2col_time", "convtr_gather", "rmsnorm", "rope", "head_gate", "stft_frames", "istft_frames", "istft_ola",
 	"moments_final", "standardise", "gather_cols", "cmul", "bias_items", "gn_glu_add",
-	"attention_16", "attention_32", "attention_64", "attention_mma",
+	"attention_16", "attention_32", "attention_64", "attention_mma", "attention_tiles",
 	"upload", "download", "copy", "zero", "finish",
 };
 
@@ -908,7 +908,8 @@ sb_status sb_cl_ops_ready(sb_bdev *c)
 	       : c->tiled ? sb_cl_tiled_describe(c->tiled)
 	       : c->tf32 ? sb_cl_mma_describe(c->tf32) : sb_cl_gemm_name(c->gemm),
 	       c->att_pick ? sb_cl_pick_describe(c->att_pick)
-	       : c->att_fused ? "in one pass" : "as two products around a softmax");
+	       : c->att_tiles ? "by tiles" : c->att_fused ? "in one pass"
+	                  : "as two products around a softmax");
 	return SB_OK;
 }
 

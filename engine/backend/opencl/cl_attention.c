@@ -69,6 +69,19 @@ sb_status sb_cl_attention_measure(sb_bdev *c)
 	return st;
 }
 
+/* a way's three kernels and programs (one per head size) released, after one did not build */
+static void release3(cl_kernel k[3], cl_program p[3])
+{
+	for (int i = 0; i < 3; i++) {
+		if (k[i])
+			clReleaseKernel(k[i]);
+		if (p[i])
+			clReleaseProgram(p[i]);
+		k[i] = NULL;
+		p[i] = NULL;
+	}
+}
+
 /* attention.cl's kernel for heads of up to 16 << w values (attention_16, _32, _64), built at
  * its first call: on a GPU from a program of its own (the head size a constant of the build,
  * so that a row stays in registers: attention.cl), on a CPU driver from one program holding
@@ -91,14 +104,7 @@ static int attention_ready(sb_bdev *c, int w)
 		                         &c->att_k[w]);
 	if (st == SB_OK)
 		return 1;
-	for (int i = 0; i < 3; i++) {
-		if (c->att_k[i])
-			clReleaseKernel(c->att_k[i]);
-		if (c->att_prog[i])
-			clReleaseProgram(c->att_prog[i]);
-	}
-	memset(c->att_k, 0, sizeof c->att_k);
-	memset(c->att_prog, 0, sizeof c->att_prog);
+	release3(c->att_k, c->att_prog);
 	c->att_fused = 0;
 	if (c->att_pick)
 		sb_cl_pick_drop(c->att_pick, SB_CL_ATT_FUSED);
@@ -144,14 +150,7 @@ static int tiles_ready(sb_bdev *c, int w)
 		else
 			return 1;
 	}
-	for (int i = 0; i < 3; i++) {
-		if (c->attt_k[i])
-			clReleaseKernel(c->attt_k[i]);
-		if (c->attt_prog[i])
-			clReleaseProgram(c->attt_prog[i]);
-	}
-	memset(c->attt_k, 0, sizeof c->attt_k);
-	memset(c->attt_prog, 0, sizeof c->attt_prog);
+	release3(c->attt_k, c->attt_prog);
 	c->attt_checked = -1;
 	c->att_tiles = 0;
 	if (c->att_pick)

@@ -36,9 +36,11 @@ void sb_cl_attention_setup(sb_bdev *c, cl_device_type type)
 	/* SB_CL_ATTENTION: "split", "fused" or "tiles" (a bench's choice), "auto" (measured per
 	 * shape on any device); unset, measured on a GPU or an accelerator */
 	const char *att = getenv("SB_CL_ATTENTION");
-	c->att_tiles = att && !strcmp(att, "tiles");
-	c->att_fused = att && !strcmp(att, "fused") ? 1
-	               : att && (!strcmp(att, "split") || c->att_tiles) ? 0 : pocl_cpu || nvidia_gpu;
+	c->att_way = att && !strcmp(att, "fused")   ? SB_CL_ATT_FUSED
+	             : att && !strcmp(att, "tiles") ? SB_CL_ATT_TILES
+	             : att && !strcmp(att, "split") ? SB_CL_ATT_SPLIT
+	             : pocl_cpu || nvidia_gpu       ? SB_CL_ATT_FUSED
+	                                            : SB_CL_ATT_SPLIT;
 	c->att_local = type & CL_DEVICE_TYPE_CPU ? 0 : 1;
 	const char *al = getenv("SB_CL_ATT_LOCAL"); /* a test's override */
 	if (al && (!strcmp(al, "0") || !strcmp(al, "1")))
@@ -63,7 +65,8 @@ sb_status sb_cl_attention_measure(sb_bdev *c)
 	         c->pick ? "measured" : sb_cl_gemm_name(c->gemm), c->att_local);
 	const sb_status st = sb_cl_pick_open(c, SB_CL_PICK_ATTENTION, 1 << SB_CL_ATT_SPLIT |
 	                                     1 << SB_CL_ATT_FUSED | 1 << SB_CL_ATT_TILES,
-	                                     c->att_fused ? SB_CL_ATT_FUSED : SB_CL_ATT_SPLIT, src,
+	                                     c->att_way == SB_CL_ATT_FUSED ? SB_CL_ATT_FUSED
+	                                     : SB_CL_ATT_SPLIT, src,
 	                                     also, &c->att_pick);
 	free(src);
 	return st;
@@ -105,7 +108,8 @@ static int attention_ready(sb_bdev *c, int w)
 	if (st == SB_OK)
 		return 1;
 	release3(c->att_k, c->att_prog);
-	c->att_fused = 0;
+	if (c->att_way == SB_CL_ATT_FUSED)
+		c->att_way = SB_CL_ATT_SPLIT;
 	if (c->att_pick)
 		sb_cl_pick_drop(c->att_pick, SB_CL_ATT_FUSED);
 	sb_log(c->log, SB_LOG_WARNING, "attention in one pass does not build on %s: %s instead",
@@ -152,12 +156,13 @@ static int tiles_ready(sb_bdev *c, int w)
 	}
 	release3(c->attt_k, c->attt_prog);
 	c->attt_checked = -1;
-	c->att_tiles = 0;
+	if (c->att_way == SB_CL_ATT_TILES)
+		c->att_way = SB_CL_ATT_SPLIT;
 	if (c->att_pick)
 		sb_cl_pick_drop(c->att_pick, SB_CL_ATT_TILES);
 	sb_log(c->log, SB_LOG_WARNING, "attention by tiles %s on %s: %s instead", why,
 	       sb_cl_device_props(c->dev)->label, c->att_pick ? "another way"
-	       : c->att_fused ? "in one pass" : "as two products around a softmax");
+	       : c->att_way == SB_CL_ATT_FUSED ? "in one pass" : "as two products around a softmax");
 	return 0;
 }
 
@@ -529,13 +534,13 @@ void sb_cl_op_attention(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv
 	/* bf16 or tf32 on the tensor cores (the products' precision): attention_mma.cl where one
 	 * pass would run, not measured (its rounding is not fp32's) */
 	const int tf32 = !c->want_bf16 && c->gemm == SB_CL_GEMM_TF32 && c->tf32;
-	if (((c->want_bf16 && c->mma) || tf32) && c->att_fused && (hd == 16 || hd == 32 || hd == 64) &&
-	    attention_mma_ready(c, tf32, hd)) {
+	if (((c->want_bf16 && c->mma) || tf32) && c->att_way == SB_CL_ATT_FUSED &&
+	    (hd == 16 || hd == 32 || hd == 64) && attention_mma_ready(c, tf32, hd)) {
 		attention_mma(c, tf32, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq,
 		              skv, so);
 		return;
 	}
-	int way = c->att_tiles ? SB_CL_ATT_TILES : c->att_fused ? SB_CL_ATT_FUSED : SB_CL_ATT_SPLIT;
+	int way = c->att_way;
 	if (fits && c->att_pick && !c->want_bf16) {
 		way = measured_attention(c, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch,
 		                         sq, skv, so);

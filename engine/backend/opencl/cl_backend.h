@@ -40,9 +40,10 @@ struct sb_bdev {
 	size_t stats_n;
 	cl_mem parts;           /* per slice count, mean and M2 of the norms (norm_part) */
 	size_t parts_n;
-	int att_fused;          /* attention in one pass (attention.cl), else as two products
-	                           around a softmax, the scores in att (or by tiles: att_tiles);
-	                           when measuring, what a shape runs until it is measured */
+	int att_way;            /* attention's way (cl_gemm_pick.h's SB_CL_ATT_*): in one pass
+	                           (attention.cl), by tiles (attention_tiles.cl) or as two
+	                           products around a softmax, the scores in att; when measuring,
+	                           what a shape runs until it is measured */
 	struct sb_cl_pick *att_pick; /* attention's three ways measured per shape, or NULL */
 	int att_checked;        /* attention in one pass checked on this device before its first
 	                           use there (measuring): 1 right, -1 wrong or refused, 0 not yet */
@@ -52,7 +53,6 @@ struct sb_bdev {
 	                           three at once where the way is measured, to check them); on a
 	                           CPU driver one program, [0], for the three */
 	cl_kernel att_k[3];     /* attention_16, _32, _64 */
-	int att_tiles;          /* attention by tiles (attention_tiles.cl): SB_CL_ATTENTION=tiles */
 	int attt_checked;       /* attention by tiles checked here before its first use there
 	                           (measuring): 1 right, -1 wrong or refused, 0 not yet */
 	cl_program attt_prog[3]; /* attention_tiles.cl for heads of up to 16, 32, 64 values, built

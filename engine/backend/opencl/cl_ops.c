@@ -908,8 +908,8 @@ sb_status sb_cl_ops_ready(sb_bdev *c)
 	       : c->tiled ? sb_cl_tiled_describe(c->tiled)
 	       : c->tf32 ? sb_cl_mma_describe(c->tf32) : sb_cl_gemm_name(c->gemm),
 	       c->att_pick ? sb_cl_pick_describe(c->att_pick)
-	       : c->att_tiles ? "by tiles" : c->att_fused ? "in one pass"
-	                  : "as two products around a softmax");
+	       : c->att_way == SB_CL_ATT_TILES ? "by tiles"
+	       : c->att_way == SB_CL_ATT_FUSED ? "in one pass" : "as two products around a softmax");
 	return SB_OK;
 }
 

@@ -85,6 +85,16 @@ static void release3(cl_kernel k[3], cl_program p[3])
 	}
 }
 
+/* A build that failed for the device's state (memory short, the device lost), not for the
+ * kernel: the pass fails with it (c->st) and the way is tried again at the next one. 1 then. */
+static int short_of(sb_bdev *c, sb_status st)
+{
+	if (st != SB_ERR_NOMEM && st != SB_ERR_DEVICE_OOM && st != SB_ERR_DEVICE_LOST)
+		return 0;
+	sb_cl_fail(c, st);
+	return 1;
+}
+
 /* attention.cl's kernel for heads of up to 16 << w values (attention_16, _32, _64), built at
  * its first call: on a GPU from a program of its own (the head size a constant of the build,
  * so that a row stays in registers: attention.cl), on a CPU driver from one program holding
@@ -108,6 +118,8 @@ static int attention_ready(sb_bdev *c, int w)
 	if (st == SB_OK)
 		return 1;
 	release3(c->att_k, c->att_prog);
+	if (short_of(c, st))
+		return 0;
 	if (c->att_way == SB_CL_ATT_FUSED)
 		c->att_way = SB_CL_ATT_SPLIT;
 	if (c->att_pick)
@@ -155,6 +167,8 @@ static int tiles_ready(sb_bdev *c, int w)
 			return 1;
 	}
 	release3(c->attt_k, c->attt_prog);
+	if (short_of(c, st))
+		return 0;
 	c->attt_checked = -1;
 	if (c->att_way == SB_CL_ATT_TILES)
 		c->att_way = SB_CL_ATT_SPLIT;
@@ -422,6 +436,8 @@ static int way_usable(sb_bdev *c, int tiles)
 	for (int w = 0; w < 3; w++)
 		if (!(tiles ? tiles_ready(c, w) : attention_ready(c, w))) { /* logged, and left out
 		                                                               of the measured ways */
+			if (c->st != SB_OK)
+				return -1; /* the device's state: asked again next pass */
 			*checked = -1;
 			return 0;
 		}
@@ -565,6 +581,8 @@ void sb_cl_op_attention(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv
 		                so);
 		return;
 	}
+	if (c->st != SB_OK) /* a build failed for the device's state */
+		return;
 	attention_split(c, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv, so);
 }
 

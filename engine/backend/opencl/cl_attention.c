@@ -72,22 +72,37 @@ sb_status sb_cl_attention_measure(sb_bdev *c)
 	return st;
 }
 
-/* a way's three kernels and programs (one per head size) released, after one did not build */
-static void release3(cl_kernel k[3], cl_program p[3])
+/* a kernel and its program released (either may be NULL), and forgotten */
+static void release(cl_kernel *k, cl_program *p)
 {
-	for (int i = 0; i < 3; i++) {
-		if (k[i])
-			clReleaseKernel(k[i]);
-		if (p[i])
-			clReleaseProgram(p[i]);
-		k[i] = NULL;
-		p[i] = NULL;
-	}
+	if (*k)
+		clReleaseKernel(*k);
+	if (*p)
+		clReleaseProgram(*p);
+	*k = NULL;
+	*p = NULL;
 }
 
-/* A build that failed for the device's state (memory short, the device lost), not for the
- * kernel: the pass fails with it (c->st) and the way is tried again at the next one. 1 then. */
-static int short_of(sb_bdev *c, sb_status st)
+/* a way's three kernels and programs (one per head size) released */
+static void release3(cl_kernel k[3], cl_program p[3])
+{
+	for (int i = 0; i < 3; i++)
+		release(&k[i], &p[i]);
+}
+
+void sb_cl_attention_free(sb_bdev *c)
+{
+	release3(c->att_k, c->att_prog);
+	release3(c->attt_k, c->attt_prog);
+	release3(c->attm_k[0], c->attm_prog[0]);
+	release3(c->attm_k[1], c->attm_prog[1]);
+	sb_cl_pick_free(c->att_pick);
+	c->att_pick = NULL;
+}
+
+/* 1 when st is the device's state (memory short, the device lost), not the kernel's: the pass
+ * fails with it (c->st), and what failed is tried again at the next one */
+static int device_failed(sb_bdev *c, sb_status st)
 {
 	if (st != SB_ERR_NOMEM && st != SB_ERR_DEVICE_OOM && st != SB_ERR_DEVICE_LOST)
 		return 0;
@@ -118,7 +133,7 @@ static int attention_ready(sb_bdev *c, int w)
 	if (st == SB_OK)
 		return 1;
 	release3(c->att_k, c->att_prog);
-	if (short_of(c, st))
+	if (device_failed(c, st))
 		return 0;
 	if (c->att_way == SB_CL_ATT_FUSED)
 		c->att_way = SB_CL_ATT_SPLIT;
@@ -167,7 +182,7 @@ static int tiles_ready(sb_bdev *c, int w)
 			return 1;
 	}
 	release3(c->attt_k, c->attt_prog);
-	if (short_of(c, st))
+	if (device_failed(c, st))
 		return 0;
 	c->attt_checked = -1;
 	if (c->att_way == SB_CL_ATT_TILES)
@@ -207,6 +222,20 @@ static void attention_args(kargs *a, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldk
 	a_i32(a, ldo);
 	a_i64(a, so);
 	a->flops = 4.0 * nq * nk * hd * heads * batch;
+}
+
+/* attention_mma.cl's and attention_tiles.cl's launch: a work-group of 128 items for 64 query
+ * rows of a head of a batch item */
+static void attention_by_64_rows(sb_bdev *c, cl_kernel kernel, int name, sb_dv q, int ldq,
+                                 sb_dv k, sb_dv v, int ldkv, int nq, int nk, int heads, int hd,
+                                 float scale, sb_dv o, int ldo, int batch, long sq, long skv,
+                                 long so)
+{
+	kargs a = {c, kernel, name, 0.0, 0, CL_SUCCESS};
+	attention_args(&a, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv, so);
+	const size_t g[3] = {(size_t)(nq + 63) / 64 * 128, (size_t)heads, (size_t)batch},
+	             l[3] = {128, 1, 1};
+	sb_cl_run(&a, 3, g, l);
 }
 
 static void attention_mma(sb_bdev *c, int tf32, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv,
@@ -314,15 +343,9 @@ static int attention_mma_ready(sb_bdev *c, int tf32, int hd)
 	double err = 0;
 	if (st == SB_OK && (st = attention_check(c, hd, tf32 ? ATT_TF32 : ATT_BF16, &err)) == SB_OK)
 		return 1;
-	if (*k)
-		clReleaseKernel(*k);
-	*k = NULL;
-	if (*prog)
-		clReleaseProgram(*prog);
-	*prog = NULL;
-	if (st == SB_ERR_NOMEM || st == SB_ERR_DEVICE_OOM || st == SB_ERR_DEVICE_LOST) {
-		c->attm_tried[tf32][w] = 0; /* memory that was short once: tried again next time */
-		c->st = st;
+	release(k, prog);
+	if (device_failed(c, st)) {
+		c->attm_tried[tf32][w] = 0; /* tried again next time */
 		return 0;
 	}
 	sb_log(c->log, SB_LOG_WARNING, "%s attention on the tensor cores %s on %s: in fp32 "
@@ -339,11 +362,8 @@ static void attention_mma(sb_bdev *c, int tf32, sb_dv q, int ldq, sb_dv k, sb_dv
                           int nq, int nk, int heads, int hd, float scale, sb_dv o, int ldo,
                           int batch, long sq, long skv, long so)
 {
-	kargs a = {c, c->attm_k[tf32][att_which(hd)], K_ATTENTION_MMA, 0.0, 0, CL_SUCCESS};
-	attention_args(&a, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv, so);
-	const size_t g[3] = {(size_t)(nq + 63) / 64 * 128, (size_t)heads, (size_t)batch},
-	             l[3] = {128, 1, 1};
-	sb_cl_run(&a, 3, g, l);
+	attention_by_64_rows(c, c->attm_k[tf32][att_which(hd)], K_ATTENTION_MMA, q, ldq, k, v, ldkv,
+	                     nq, nk, heads, hd, scale, o, ldo, batch, sq, skv, so);
 }
 
 /* Attention in one launch for heads of up to 64 values (attention.cl: the scores stay in
@@ -365,11 +385,8 @@ static void attention_tiles(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int 
                             int nk, int heads, int hd, float scale, sb_dv o, int ldo, int batch,
                             long sq, long skv, long so)
 {
-	kargs a = {c, c->attt_k[att_which(hd)], K_ATTENTION_TILES, 0.0, 0, CL_SUCCESS};
-	attention_args(&a, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv, so);
-	const size_t g[3] = {(size_t)(nq + 63) / 64 * 128, (size_t)heads, (size_t)batch},
-	             l[3] = {128, 1, 1};
-	sb_cl_run(&a, 3, g, l);
+	attention_by_64_rows(c, c->attt_k[att_which(hd)], K_ATTENTION_TILES, q, ldq, k, v, ldkv, nq,
+	                     nk, heads, hd, scale, o, ldo, batch, sq, skv, so);
 }
 
 /* Attention as two strided-batched products around a softmax, every head of a group of items
@@ -448,11 +465,8 @@ static int way_usable(sb_bdev *c, int tiles)
 		st = attention_check(c, hd, tiles ? ATT_TILES : ATT_FP32, &e);
 		worst = e > worst ? e : worst;
 	}
-	if (st == SB_ERR_NOMEM || st == SB_ERR_DEVICE_OOM || st == SB_ERR_DEVICE_LOST ||
-	    c->st != SB_OK) {
-		sb_cl_fail(c, st != SB_OK ? st : c->st); /* the device's state, not the kernel's */
+	if (device_failed(c, st) || c->st != SB_OK)
 		return -1;
-	}
 	const char *label = sb_cl_device_props(c->dev)->label,
 	           *way = tiles ? "attention by tiles" : "attention in one pass";
 	*checked = st == SB_OK ? 1 : -1;

@@ -11,6 +11,7 @@
 #include "backend/opencl/cl_gemm_mma.h"
 #include "backend/opencl/cl_gemm_pick.h"
 #include "backend/opencl/cl_gemm_tiled.h"
+#include "backend/opencl/cl_ops.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -77,27 +78,11 @@ static void cl_close(sb_bdev *d)
 			clReleaseKernel(d->k[i]);
 	if (d->prog)
 		clReleaseProgram(d->prog);
-	for (int i = 0; i < 3; i++) {
-		if (d->att_k[i])
-			clReleaseKernel(d->att_k[i]);
-		if (d->att_prog[i])
-			clReleaseProgram(d->att_prog[i]);
-		if (d->attt_k[i])
-			clReleaseKernel(d->attt_k[i]);
-		if (d->attt_prog[i])
-			clReleaseProgram(d->attt_prog[i]);
-	}
+	sb_cl_attention_free(d);
 	sb_cl_pick_free(d->pick);
-	sb_cl_pick_free(d->att_pick);
 	sb_cl_tiled_free(d->tiled);
 	sb_cl_mma_free(d->mma);
 	sb_cl_mma_free(d->tf32);
-	for (int i = 0; i < 6; i++) {
-		if (d->attm_k[i / 3][i % 3])
-			clReleaseKernel(d->attm_k[i / 3][i % 3]);
-		if (d->attm_prog[i / 3][i % 3])
-			clReleaseProgram(d->attm_prog[i / 3][i % 3]);
-	}
 	if (d->parts)
 		clReleaseMemObject(d->parts);
 	if (d->stats)

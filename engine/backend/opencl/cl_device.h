@@ -32,15 +32,15 @@
  *                      fragment's registers swapped, so its products are wrong: for the tests
  *                      of its check before first use.
  *   opencl:N:tune-slow:KIND  (KIND clblast, own or tiled: a product path; split, fused or
- *                      tiles: attention's) each timed run of that path while the device measures its
- *                      paths (cl_gemm_pick.h) counts 50 times its measured time: a path made
- *                      slower, for the tests of the choice.
+ *                      tiles: attention's) each timed run of that path while the device
+ *                      measures its paths (cl_gemm_pick.h) counts 50 times its measured time:
+ *                      a path made slower, for the tests of the choice.
  *   opencl:N:tune-notimes  the measuring queue records no times: a driver that cannot be
  *                      measured that way.
  *   opencl:N:tune-wrong:KIND  (KIND own or tiled: a product path; fused or tiles: attention
- *                      in one pass, or by tiles) the check of that path before its first use on a device that
- *                      measures it (cl_gemm_pick.h) reads one wrong value back: a driver that
- *                      miscompiles it.
+ *                      in one pass, or by tiles) the check of that path before its first use
+ *                      on a device that measures it (cl_gemm_pick.h) reads one wrong value
+ *                      back: a driver that miscompiles it.
  * Entries for other devices or other subsystems (not starting "opencl:") are ignored; a
  * malformed "opencl:" entry is logged as a warning and ignored. Several entries may name the
  * same device (one alloc and one lost rule each; a later entry replaces an earlier one).

@@ -143,9 +143,11 @@ void sb_cl_time_paths(sb_bdev *c, struct sb_cl_pick *p, int slot, int want, size
 
 /* attention (cl_attention.c), set up with the device's operations: how it runs (setup), and
  * whether it is measured per shape, once the products' path is chosen (measure: SB_OK or
- * SB_ERR_NOMEM); and the operation */
+ * SB_ERR_NOMEM); its kernels, programs and measured choice released when the device closes
+ * (free); and the operation */
 void sb_cl_attention_setup(sb_bdev *c, cl_device_type type);
 sb_status sb_cl_attention_measure(sb_bdev *c);
+void sb_cl_attention_free(sb_bdev *c);
 void sb_cl_op_attention(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq, int nk,
                         int heads, int hd, float scale, sb_dv o, int ldo, int batch, long sq,
                         long skv, long so);

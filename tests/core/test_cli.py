@@ -5,7 +5,7 @@ refused with one clear line on stderr, a non-zero exit, and nothing half-written
 
 usage: test_cli.py STEMBRIDGE GROUP [GOLDEN_DIR]
 GROUP: separate, formats, bad, devices, fallback, demucs, share, damaged, signals, commit,
-       repeat, batch
+       repeat, batch, progress
 """
 import json
 import math
@@ -1336,9 +1336,115 @@ def group_precision_opencl(tmp):
     check_reduced_stems(inp, t32, f32, "tf32 (tensor-core kernel, emulated)")
 
 
+def json_lines(text, what):
+    """Every line of standard output as JSON (--progress json); a line that is not fails."""
+    events = []
+    for line in text.splitlines():
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            check(False, f"{what}: a line of stdout is not JSON: {line!r}")
+    return events
+
+
+def group_progress(tmp):
+    """--progress json, what a front end (the Ardour split action) reads: the pid first, each
+    file's fraction and time left, each file's stems, and the exit status with its message last;
+    --timeline-start with one position per input. Cancelled, refused and failed runs say so the
+    same way."""
+    rate = 48000
+    a, b = os.path.join(tmp, "a.wav"), os.path.join(tmp, "b.wav")
+    wavio.write_wav(a, wavio.test_signal(rate * 2, 2, rate), 2, rate)
+    wavio.write_wav(b, wavio.test_signal(rate * 3, 1, rate), 1, rate)
+    out = os.path.join(tmp, "two")
+    proc = subprocess.Popen([EXE, "separate", a, b, "-o", out, "--device", "cpu", "--progress",
+                             "json", "--timeline-start", "120000,240000"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    so, se = proc.communicate(timeout=300)
+    ev = json_lines(so, "two inputs")
+    check(proc.returncode == 0, f"two inputs: exit {proc.returncode}: {se}")
+    check(ev and ev[0] == {"event": "start", "pid": proc.pid, "inputs": 2},
+          f"the first line is the start with the pid {proc.pid}: {ev[:1]}")
+    check(ev and ev[-1].get("event") == "end" and ev[-1].get("exit") == 0 and
+          ev[-1].get("message") == "2 files separated", f"the last line is the end: {ev[-1:]}")
+    done = {e["input"]: e for e in ev if e.get("event") == "done"}
+    check(sorted(done) == [0, 1], f"a done event per input: {sorted(done)}")
+    for i, (inp, start) in enumerate(((a, 120000), (b, 240000))):
+        d = done.get(i)
+        if not d:
+            continue
+        check(d["file"] == inp and [s["stem"] for s in d["stems"]] == STEMS,
+              f"input {i}: done {d}")
+        check(all(os.path.isfile(s["path"]) for s in d["stems"]), f"input {i}: stems {d['stems']}")
+        txt = open(d["stems_txt"]).read().splitlines()
+        check(txt[0] == f"timeline_start {start}" and txt[1:] == [s["path"] for s in d["stems"]],
+              f"input {i}: stems.txt {txt}")
+        m = json.load(open(d["manifest"]))
+        check(m["timeline_start"] == start, f"input {i}: manifest timeline_start "
+              f"{m['timeline_start']}, expected {start}")
+        check(wavio.time_reference(d["stems"][0]["path"]) == start, f"input {i}: BWF time "
+              f"reference {wavio.time_reference(d['stems'][0]['path'])}, expected {start}")
+    # a slow job: progress lines in between, a fraction that only grows, a time left
+    slow = os.path.join(tmp, "slow.wav")
+    wavio.write_wav(slow, wavio.test_signal(rate * 20, 2, rate), 2, rate)
+    p = run(["separate", slow, "-o", os.path.join(tmp, "slow"), "--device", "cpu", "--progress",
+             "json"], env={"SB_FAULT_INJECT": "job:slow:100"})
+    ev = json_lines(p.stdout, "slow")
+    prog = [e for e in ev if e.get("event") == "progress"]
+    check(p.returncode == 0 and len(prog) >= 5, f"slow: exit {p.returncode}, {len(prog)} "
+          f"progress lines: {p.stderr}")
+    fr = [e["fraction"] for e in prog]
+    check(all(0 <= x <= 1 for x in fr) and fr == sorted(fr), f"slow: fractions {fr}")
+    check(all(e["file"] == slow and e["input"] == 0 for e in prog), "slow: the file named")
+    check(any(e["eta_s"] > 0 for e in prog) and all(e["eta_s"] == -1 or e["eta_s"] >= 0
+                                                    for e in prog), f"slow: time left {prog}")
+    # cancelled by SIGTERM (the action's Cancel): the end says so, nothing is left
+    outc = os.path.join(tmp, "cancel")
+    e = dict(os.environ, SB_FAULT_INJECT="job:slow:100")
+    proc = subprocess.Popen([EXE, "separate", slow, "-o", outc, "--device", "cpu", "--progress",
+                             "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=e)
+    first = proc.stdout.readline()
+    check(json.loads(first).get("pid") == proc.pid, f"cancel: the pid first: {first!r}")
+    line = proc.stdout.readline()  # its first progress: the job runs
+    proc.send_signal(signal.SIGTERM)
+    rest, _ = proc.communicate(timeout=120)
+    ev = json_lines(line + rest, "cancel")
+    check(proc.returncode == 143, f"cancel: exit {proc.returncode}")
+    check(ev and ev[-1].get("event") == "end" and ev[-1].get("exit") == 143 and
+          "cancelled" in ev[-1].get("message", ""), f"cancel: end {ev[-1:]}")
+    check(any(x.get("event") == "failed" and x.get("input") == 0 for x in ev),
+          "cancel: the file's failed event")
+    check(not os.path.exists(outc) or files_under(outc) == [],
+          f"cancel: left {files_under(outc) if os.path.exists(outc) else ''}")
+    # refused: a position list that does not fit the inputs
+    p = run(["separate", a, b, "-o", os.path.join(tmp, "refused"), "--progress", "json",
+             "--timeline-start", "1,2,3"])
+    ev = json_lines(p.stdout, "refused")
+    check(p.returncode == 2 and ev[-1:] and ev[-1]["exit"] == 2 and
+          "--timeline-start" in ev[-1]["message"], f"3 positions for 2 inputs: {p.returncode} {ev}")
+    check("3 values for 2 inputs" in p.stderr, f"refused: {p.stderr!r}")
+    check(not os.path.exists(os.path.join(tmp, "refused")), "refused: wrote something")
+    for bad_list in ("12,x", "-5", "1,,2", "3,"):
+        p = run(["separate", a, "-o", os.path.join(tmp, "refused"), "--timeline-start", bad_list])
+        check(p.returncode == 2 and "--timeline-start" in p.stderr,
+              f"--timeline-start {bad_list!r}: exit {p.returncode} {p.stderr!r}")
+    # one input missing among two: its failed event, the other's stems, exit 1
+    gone = os.path.join(tmp, "gone.wav")
+    p = run(["separate", gone, a, "-o", os.path.join(tmp, "part"), "--device", "cpu",
+             "--progress", "json"])
+    ev = json_lines(p.stdout, "part")
+    kinds = [(x["event"], x.get("input")) for x in ev if x["event"] in ("done", "failed")]
+    check(p.returncode == 1 and sorted(kinds) == [("done", 1), ("failed", 0)],
+          f"part: exit {p.returncode}, {kinds}")
+    check(ev[-1:] and ev[-1]["exit"] == 1 and "gone.wav" in ev[-1]["message"] and
+          "1 of 2 files failed" in ev[-1]["message"], f"part: end {ev[-1:]}")
+
+
 GROUPS = {"toy": group_toy, "share_slow": group_share_slow, "share_held": group_share_held, "precision": group_precision, "precision_opencl": group_precision_opencl, "batch": group_batch, "damaged": group_damaged, "signals": group_signals, "commit": group_commit,
           "repeat": group_repeat, "demucs": group_demucs, "separate": group_separate, "formats": group_formats, "bad": group_bad,
-          "devices": group_devices, "fallback": group_fallback, "share": group_share}
+          "devices": group_devices, "fallback": group_fallback, "share": group_share,
+          "progress": group_progress}
 
 with tempfile.TemporaryDirectory(prefix="sb-cli-") as tmp:
     # the machine's installed models and catalogue stay out: 'auto' is the built-in model here

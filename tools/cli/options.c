@@ -3,6 +3,7 @@
 
 #include "stembridge.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <signal.h>
@@ -65,6 +66,57 @@ static int parse_stems(const char *s, unsigned *mask)
 		*mask |= 1u << k;
 	}
 	return *mask != 0;
+}
+
+/* "N" or "N,M,...": whole sample counts, 0 or more; the list replaces an earlier one. */
+static int parse_timelines(sb_cli_opts *o, const char *v)
+{
+	int n = 1;
+	for (const char *c = v; *c; c++)
+		n += *c == ',';
+	long long *t = calloc((size_t)n, sizeof *t);
+	if (!t)
+		return 0;
+	const char *at = v;
+	for (int k = 0; k < n; k++) {
+		char *end = NULL;
+		errno = 0;
+		t[k] = strtoll(at, &end, 10);
+		if (end == at || errno || t[k] < 0 || (*end != ',' && *end) || (*end == ',' && k == n - 1)) {
+			free(t);
+			return 0;
+		}
+		at = end + 1;
+	}
+	free(o->timelines);
+	o->timelines = t;
+	o->n_timelines = n;
+	o->timeline_start = t[0];
+	return 1;
+}
+
+long long sb_cli_timeline_of(const sb_cli_opts *o, int i)
+{
+	if (o->n_timelines == 0)
+		return -1;
+	return o->timelines[o->n_timelines == 1 ? 0 : i];
+}
+
+int sb_cli_timelines_fit(const sb_cli_opts *o, int n_inputs)
+{
+	if (o->n_timelines <= 1 || o->n_timelines == n_inputs)
+		return 1;
+	fprintf(stderr, "stembridge: error: --timeline-start has %d values for %d input%s (give one "
+	        "for every input, in order, or one for all)\n", o->n_timelines, n_inputs,
+	        n_inputs == 1 ? "" : "s");
+	return 0;
+}
+
+void sb_cli_opts_free(sb_cli_opts *o)
+{
+	free(o->timelines);
+	o->timelines = NULL;
+	o->n_timelines = 0;
 }
 
 static int bad(const char *msg)
@@ -143,9 +195,9 @@ valued:;
 	} else if (!strcmp(a, "--template")) {
 		o->tmpl = v;
 	} else if (!strcmp(a, "--timeline-start")) {
-		o->timeline_start = strtoll(v, &end, 10);
-		if (!end || *end || o->timeline_start < 0)
-			return bad("--timeline-start takes a sample count");
+		if (!parse_timelines(o, v))
+			return bad("--timeline-start takes a sample count, or one per input separated "
+			           "by commas");
 	} else if (!strcmp(a, "--shifts")) {
 		if (!int_in(v, 0, 32, &o->shifts))
 			return bad("--shifts takes 0 to 32");

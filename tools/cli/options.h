@@ -12,7 +12,9 @@ typedef struct {
 	unsigned stems;
 	int flac, bits, overwrite, threads, quiet, shifts, model_other, batch, bf16;
 	double overlap;
-	long long timeline_start;
+	long long timeline_start;        /* the first (or only) --timeline-start value, -1 none */
+	long long *timelines;            /* every --timeline-start value, in order (malloc'd) */
+	int n_timelines;
 	sb_mode mode;
 } sb_cli_opts;
 
@@ -21,6 +23,15 @@ void sb_cli_opts_init(sb_cli_opts *o);
 /* Looks at argv[*i]: 1 when it was one of the shared options (its value consumed, *i moved
  * past it), 0 when it is not one, -1 for a bad value (the message is printed: exit 2). */
 int sb_cli_parse_option(sb_cli_opts *o, int argc, char **argv, int *i);
+
+/* The region position of input i of n: one --timeline-start value is every input's, a list gives
+ * one each (its length checked by sb_cli_timelines_fit), none is -1. */
+long long sb_cli_timeline_of(const sb_cli_opts *o, int i);
+
+/* 1 when the --timeline-start list fits n inputs (none, one, or n values); else prints why. */
+int sb_cli_timelines_fit(const sb_cli_opts *o, int n_inputs);
+
+void sb_cli_opts_free(sb_cli_opts *o);
 
 /* SIGINT and SIGTERM call handler once (it sets a flag the command checks); SA_RESETHAND lets
  * a second one end the process as usual. */

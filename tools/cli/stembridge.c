@@ -19,6 +19,7 @@
  */
 #include "commands.h"
 #include "options.h"
+#include "progress_json.h"
 
 #include "stembridge.h"
 
@@ -49,13 +50,20 @@ static void usage(FILE *f)
 	        "                          a file taken while the others are idle shares them\n"
 	        "                          segment by segment\n"
 	        "  --sequential            files one after another, each on the whole device set\n"
-	        "  --timeline-start N      the region's position in samples, for the manifest\n",
+	        "  --timeline-start N[,M...]  each region's position in samples, for the manifest,\n"
+	        "                          stems.txt and the WAV time reference: one value for\n"
+	        "                          every input, or one per input in their order\n"
+	        "  --progress json         progress as JSON lines on standard output, for front\n"
+	        "                          ends: the process id first, then each file's fraction\n"
+	        "                          and time left, its stems, and the exit status with its\n"
+	        "                          message last (see the manual page)\n",
 	        sb_cli_options_help);
 }
 
 typedef struct {
 	int quiet;
 	int jobs_running;
+	int json; /* --progress json */
 } cli_state;
 
 static cli_state g_cli;
@@ -81,6 +89,8 @@ static void log_cli(void *user, sb_log_level level, const char *msg)
 		fprintf(stderr, "stembridge: error: %s\n", msg);
 	else if (level == SB_LOG_WARNING && !c->quiet)
 		fprintf(stderr, "stembridge: warning: %s\n", msg);
+	if (level == SB_LOG_WARNING && c->json)
+		sb_cli_json_warning(msg);
 }
 
 /* Progress on stderr: on a terminal one line redrawn (a bar, percent, time left, files, and each
@@ -158,6 +168,22 @@ static void draw_progress(sb_engine *e, const sb_job_id *ids, const int *ok, int
 	}
 }
 
+/* The last word of a run: the exit status, and with --progress json the same message as an
+ * "end" event (a front end shows it as it is). */
+static int finish(int rc, const char *message)
+{
+	if (g_cli.json)
+		sb_cli_json_end(rc, message ? message : "");
+	return rc;
+}
+
+/* A usage error: said on stderr, and as the end event. */
+static int usage_error(const char *message)
+{
+	fprintf(stderr, "stembridge: error: %s\n", message);
+	return finish(2, message);
+}
+
 static int cmd_separate(int argc, char **argv)
 {
 	sb_cli_opts o;
@@ -166,36 +192,59 @@ static int cmd_separate(int argc, char **argv)
 	int n_inputs = 0;
 	if (!inputs)
 		return 1;
+	/* --progress json first, so that a bad option's message goes out as JSON too */
+	for (int i = 1; i + 1 < argc; i++)
+		if (!strcmp(argv[i], "--progress") && !strcmp(argv[i + 1], "json"))
+			g_cli.json = 1;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const int r = sb_cli_parse_option(&o, argc, argv, &i);
 		if (r < 0) {
 			free(inputs);
-			return 2;
+			sb_cli_opts_free(&o);
+			return finish(2, "bad option value (see stderr)");
 		}
 		if (r > 0)
 			continue;
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
 			free(inputs);
+			sb_cli_opts_free(&o);
 			return 0;
+		} else if (!strcmp(a, "--progress")) {
+			if (i + 1 >= argc || (strcmp(argv[i + 1], "json") && strcmp(argv[i + 1], "auto"))) {
+				free(inputs);
+				sb_cli_opts_free(&o);
+				return usage_error("--progress takes json or auto");
+			}
+			i++;
 		} else if (a[0] == '-' && a[1]) {
-			fprintf(stderr, "stembridge: error: unknown option '%s' (see --help)\n", a);
+			char m[300];
+			snprintf(m, sizeof m, "unknown option '%s' (see --help)", a);
 			free(inputs);
-			return 2;
+			sb_cli_opts_free(&o);
+			return usage_error(m);
 		} else {
 			inputs[n_inputs++] = a;
 		}
 	}
+	if (g_cli.json)
+		sb_cli_json_start(n_inputs);
 	const char *out_dir = o.out_dir, *device_arg = o.device_arg;
 	const int quiet = o.quiet;
 	const sb_mode mode = o.mode;
 	if (n_inputs == 0 || !out_dir) {
-		fprintf(stderr, "stembridge: error: %s\n",
-		        n_inputs == 0 ? "no input file given" : "no output folder given (-o DIR)");
+		const char *m = n_inputs == 0 ? "no input file given" : "no output folder given (-o DIR)";
+		fprintf(stderr, "stembridge: error: %s\n", m);
 		usage(stderr);
 		free(inputs);
-		return 2;
+		sb_cli_opts_free(&o);
+		return finish(2, m);
+	}
+	if (!sb_cli_timelines_fit(&o, n_inputs)) {
+		free(inputs);
+		sb_cli_opts_free(&o);
+		return finish(2, "--timeline-start: one value for every input, or one for all");
 	}
 	g_cli.quiet = quiet;
 
@@ -214,17 +263,19 @@ static int cmd_separate(int argc, char **argv)
 	sb_status st = sb_engine_new(&eo, &e);
 	if (st != SB_OK) {
 		free(inputs);
-		return st == SB_ERR_INVALID ? 2 : 1;
+		sb_cli_opts_free(&o);
+		return finish(st == SB_ERR_INVALID ? 2 : 1, sb_status_str(st));
 	}
 	sb_device_set asked;
 	if (sb_devices_resolve_set(sb_engine_devices(e), request, &asked) != SB_OK) {
-		char forms[256];
+		char forms[256], m[600];
 		sb_devices_request_forms(forms, sizeof forms);
-		fprintf(stderr, "stembridge: error: unknown device '%s' (use %s, or several of them "
-		        "separated by commas; 'stembridge devices' lists them)\n", request, forms);
+		snprintf(m, sizeof m, "unknown device '%s' (use %s, or several of them separated by "
+		         "commas; 'stembridge devices' lists them)", request, forms);
 		sb_engine_free(e);
 		free(inputs);
-		return 2;
+		sb_cli_opts_free(&o);
+		return usage_error(m);
 	}
 
 	sb_job_id *ids = calloc((size_t)n_inputs, sizeof *ids);
@@ -234,9 +285,11 @@ static int cmd_separate(int argc, char **argv)
 		free(inputs);
 		free(ids);
 		free(ok);
-		return 1;
+		sb_cli_opts_free(&o);
+		return finish(1, "out of memory");
 	}
 	int failures = 0;
+	char first_error[1400] = "";
 	g_cli.jobs_running = 1;
 	catch_stop_signals();
 	sb_engine_pause(e, 1); /* the engine sees every file before it deals its devices out */
@@ -245,16 +298,22 @@ static int cmd_separate(int argc, char **argv)
 		sb_cli_job_spec(&o, &spec);
 		spec.input_path = inputs[i];
 		spec.device = request;
+		spec.timeline_start = sb_cli_timeline_of(&o, i);
 		st = sb_engine_submit(e, &spec, &ids[i]);
 		if (st != SB_OK) {
 			fprintf(stderr, "stembridge: error: %s: %s\n", inputs[i], sb_status_str(st));
+			if (g_cli.json)
+				sb_cli_json_failed(i, inputs[i], st, sb_status_str(st));
+			if (!first_error[0])
+				snprintf(first_error, sizeof first_error, "%s: %s", inputs[i],
+				         sb_status_str(st));
 			failures++;
 		} else {
 			ok[i] = 1;
 		}
 	}
 	sb_engine_pause(e, 0);
-	const int tty = !quiet && isatty(2);
+	const int tty = !quiet && !g_cli.json && isatty(2);
 	const double t0 = sb_now();
 	int cancelling = 0;
 	for (;;) {
@@ -268,7 +327,9 @@ static int cmd_separate(int argc, char **argv)
 				if (ok[i])
 					sb_engine_cancel(e, ids[i]);
 		}
-		if (!quiet && !cancelling)
+		if (g_cli.json && !cancelling)
+			sb_cli_json_progress(e, ids, ok, inputs, n_inputs, t0);
+		else if (!quiet && !cancelling)
 			draw_progress(e, ids, ok, n_inputs, tty, t0);
 		if (!pending)
 			break;
@@ -276,7 +337,7 @@ static int cmd_separate(int argc, char **argv)
 	if (tty)
 		fputc('\n', stderr);
 	char not_written[1024] = "";
-	int n_cancelled = 0;
+	int n_cancelled = 0, n_done = 0;
 	for (int i = 0; i < n_inputs; i++) {
 		if (!ok[i])
 			continue;
@@ -289,18 +350,30 @@ static int cmd_separate(int argc, char **argv)
 			snprintf(not_written + at, sizeof not_written - at, "%s%s", n_cancelled ? ", " : "",
 			         inputs[i]);
 			n_cancelled++;
+			if (g_cli.json)
+				sb_cli_json_failed(i, inputs[i], r.status, "cancelled: no stems written");
 		} else if (r.status != SB_OK) {
 			/* the message usually names the file already; add it when it does not */
 			const char *hint = r.status == SB_ERR_EXISTS ? " (use --overwrite to replace it)" : "";
+			char m[1400];
 			if (strstr(r.message, inputs[i]))
-				fprintf(stderr, "stembridge: error: %s%s\n", r.message, hint);
+				snprintf(m, sizeof m, "%s%s", r.message, hint);
 			else
-				fprintf(stderr, "stembridge: error: %s: %s%s\n", inputs[i], r.message, hint);
+				snprintf(m, sizeof m, "%s: %s%s", inputs[i], r.message, hint);
+			fprintf(stderr, "stembridge: error: %s\n", m);
+			if (g_cli.json)
+				sb_cli_json_failed(i, inputs[i], r.status, m);
+			if (!first_error[0])
+				snprintf(first_error, sizeof first_error, "%s", m);
 			failures++;
-		} else if (!quiet) {
-			printf("%s -> %s%s%s%s\n", inputs[i], r.manifest_path,
-			       r.fallback_reason[0] ? " (ran on the CPU: " : "", r.fallback_reason,
-			       r.fallback_reason[0] ? ")" : "");
+		} else {
+			n_done++;
+			if (g_cli.json)
+				sb_cli_json_done(i, inputs[i], &r);
+			else if (!quiet)
+				printf("%s -> %s%s%s%s\n", inputs[i], r.manifest_path,
+				       r.fallback_reason[0] ? " (ran on the CPU: " : "", r.fallback_reason,
+				       r.fallback_reason[0] ? ")" : "");
 		}
 		sb_engine_release(e, ids[i]);
 	}
@@ -309,18 +382,25 @@ static int cmd_separate(int argc, char **argv)
 	free(ids);
 	free(ok);
 	free(inputs);
+	sb_cli_opts_free(&o);
+	char m[1700];
 	if (g_signal) {
 		const int sig = g_signal;
+		const char *how = sig == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)";
 		if (n_cancelled)
-			fprintf(stderr, "stembridge: %s: cancelled; no stems written for %s%s\n",
-			        sig == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)", not_written,
-			        n_cancelled < n_inputs ? " (the other files are complete)" : "");
+			snprintf(m, sizeof m, "%s: cancelled; no stems written for %s%s", how, not_written,
+			         n_cancelled < n_inputs ? " (the other files are complete)" : "");
 		else
-			fprintf(stderr, "stembridge: %s: every file had already finished\n",
-			        sig == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)");
-		return 128 + sig;
+			snprintf(m, sizeof m, "%s: every file had already finished", how);
+		fprintf(stderr, "stembridge: %s\n", m);
+		return finish(128 + sig, m);
 	}
-	return failures ? 1 : 0;
+	if (failures)
+		snprintf(m, sizeof m, "%d of %d file%s failed: %s", failures, n_inputs,
+		         n_inputs == 1 ? "" : "s", first_error);
+	else
+		snprintf(m, sizeof m, "%d file%s separated", n_done, n_done == 1 ? "" : "s");
+	return finish(failures ? 1 : 0, m);
 }
 
 int main(int argc, char **argv)

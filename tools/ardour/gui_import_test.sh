@@ -2,10 +2,10 @@
 # End to end through the real Ardour GUI under Xvfb: a session with a recorded region on
 # "Guitar", a take's stems and stems.txt as the plugin writes them, the shipped importer
 # (stembridge_import.lua) run unattended by an EditorHook, then a headless check.
-# usage: gui_import_test.sh WORKDIR
+# usage: gui_import_test.sh WORKDIR IMPORTER.lua (the assembled script, from the build)
 # Needs: ardour, xvfb (xvfb-run), sox, python3. After ../shared/ardour/gui-import/run_test.sh.
 set -e
-W="$1"; R=$(cd "$(dirname "$0")" && pwd)
+W="$1"; SCRIPT=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); R=$(cd "$(dirname "$0")" && pwd)
 PORT=$((20000 + $$ % 20000))
 rm -rf "$W"; mkdir -p "$W"; cd "$W"
 export XDG_CONFIG_HOME="$W/cfg"
@@ -23,7 +23,7 @@ done
 # modal "Engine I/O device has changed" dialog waits for a click
 sh "$R/gui_config.sh" "$W/cfg" "$R/gui_hook.lua" "$PORT" "10x Speed" "Sine Wave 1K, 1/3 Oct"
 rc=0
-SB_ACTION_SCRIPT="$R/stembridge_import.lua" SB_STEMS_TXT="$W/take/Guitar-take1-stems.txt" \
+SB_ACTION_SCRIPT="$SCRIPT" SB_STEMS_TXT="$W/take/Guitar-take1-stems.txt" \
 SB_SOURCE=Guitar SB_LOG="$W/hook.log" SB_OSC_PORT=$PORT \
 	timeout 120 xvfb-run -a -s "-screen 0 1920x1080x24 -nolisten tcp" \
 	ardour -n -a "$W/sess/sess.ardour" > "$W/ardour.log" 2>&1 || rc=$?

@@ -1,6 +1,6 @@
 -- usage: ardour7-lua gui_verify.lua DIR NAME START   (exit 1 on failure)
--- The importer made "Guitar - <stem>" tracks, one region each at START, placed after Guitar,
--- and muted Guitar's region.
+-- The importer made "Guitar - <stem>" tracks, one region each at START, right after Guitar (in
+-- the stems' order, before Keys), and muted Guitar's region.
 local dir, name, start = arg[1], arg[2], tonumber(arg[3])
 assert(AudioEngine:set_backend("None (Dummy)", "", ""), "no dummy backend")
 assert(load_session(dir, name), "load_session failed")
@@ -11,7 +11,15 @@ local src_order = src:presentation_info_ptr():order()
 for r in src:to_track():playlist():region_list():iter() do
 	if not r:muted() then fail("source region not muted") end
 end
-for _, stem in ipairs({ "vocals", "drums", "bass", "other", "guitar", "piano" }) do
+local stems = { "vocals", "drums", "bass", "other", "guitar", "piano" }
+local keys = Session:route_by_name("Keys")
+if keys:isnil() then fail("no track Keys")
+elseif keys:presentation_info_ptr():order() ~= src_order + #stems + 1 then
+	fail("Keys at " .. keys:presentation_info_ptr():order() .. ", want " .. src_order + #stems + 1 ..
+		" (after the stem tracks)")
+end
+keys = nil
+for k, stem in ipairs(stems) do
 	local r = Session:route_by_name("Guitar - " .. stem)
 	if not r or r:isnil() then
 		fail("no track Guitar - " .. stem)
@@ -24,7 +32,10 @@ for _, stem in ipairs({ "vocals", "drums", "bass", "other", "guitar", "piano" })
 			if reg:position():samples() ~= start then fail(stem .. " not at " .. start) end
 		end
 		if n ~= 1 then fail(stem .. ": " .. n .. " regions") end
-		if r:presentation_info_ptr():order() <= src_order then fail(stem .. " placed before the source") end
+		if r:presentation_info_ptr():order() ~= src_order + k then
+			fail(stem .. " at order " .. r:presentation_info_ptr():order() .. ", want " .. src_order + k ..
+				" (right after Guitar)")
+		end
 	end
 end
 src = nil

@@ -9,6 +9,8 @@ and can mute the source region. Reads the take's stems.txt (one stem file per li
 region's start sample), written beside the manifest; Ardour 7's Lua has no JSON reader.]]
 }
 
+-- @include sb_common.lua
+
 -- stems.txt: one stem path per line (absolute, or relative to the file); the region's start as a
 -- line "timeline_start N" (also accepted: "start N", "start=N", "# timeline_start: N").
 -- Returns { start = N or nil, files = { {path=, stem=}, ... } } or nil, error.
@@ -54,7 +56,6 @@ end
 
 -- params (optional, for unattended use): stems_txt = path, source = track name, mute = "1"/"0".
 function factory (params) return function ()
-	local SB_URI = "https://stembridge.org/lv2/stembridge"
 	local p = params or {}
 	local src = nil
 	if p.source and p.source ~= "" then
@@ -73,16 +74,9 @@ function factory (params) return function ()
 
 	-- The plugin's stems live in Ardour's scratch folder for its insert (state:makePath).
 	local found = nil
-	local i = 0
-	while true do
-		local proc = src:nth_plugin(i)
-		if proc:isnil() then break end
-		local pi = proc:to_insert()
-		if not pi:isnil() and pi:plugin(0):unique_id():find(SB_URI, 1, true) == 1 then
-			found = sb_find_stems_txt(Session:path():gsub("/$", ""), proc:to_stateful():id():to_s())
-			if found then break end
-		end
-		i = i + 1
+	local plug = SB.plugin_on(src)
+	if plug then
+		found = sb_find_stems_txt(Session:path():gsub("/$", ""), plug:to_stateful():id():to_s())
 	end
 
 	local rv
@@ -104,40 +98,19 @@ function factory (params) return function ()
 	end
 	local start = take.start or 0
 
-	local files = C.StringVector()
-	for _, s in ipairs(take.files) do files:push_back(s.path) end
-	local before = {}
-	for r in Session:get_routes():iter() do before[r:name()] = true end
-	-- New tracks go after the selection when the UI is set so: select the source and ask for
-	-- that (best effort; Lua in 7.3 cannot reorder tracks afterwards).
-	pcall(function()
-		ArdourUI.config():set_insert_at_position(ArdourUI.InsertAt.AfterSel)
-		local rl = ARDOUR.RouteListPtr()
-		rl:push_back(src)
-		Editor:set_selection(ArdourUI.SelectionList(), ArdourUI.SelectionOp.Set)
-		Editor:get_selection():set(rl)
-	end)
-	Editor:do_import(files, Editing.ImportDistinctFiles, Editing.ImportAsTrack,
-		ARDOUR.SrcQuality.SrcBest, ARDOUR.MidiTrackNameSource.SMFTrackName,
-		ARDOUR.MidiTempoMapDisposition.SMFTempoIgnore, Temporal.timepos_t(start),
-		ARDOUR.PluginInfo(), ARDOUR.Track(), false)
-
-	-- Each file became a track named after the file: name it after the source and the stem.
-	for _, s in ipairs(take.files) do
-		local base = s.path:match("([^/]+)%.%a+$")
-		for r in Session:get_routes():iter() do
-			if not before[r:name()] and r:name():find(base, 1, true) == 1 then
-				r:set_name(src:name() .. " - " .. s.stem)
-				before[r:name()] = true
-			end
-		end
+	-- the region the take was recorded from is the one that covers its start
+	local region
+	for r in src:playlist():region_list():iter() do
+		local pos = r:position():samples()
+		if pos <= start and start < pos + r:length():samples() then region = r end
 	end
-
-	if rv.mute then
-		-- the region the take was recorded from is the one that covers its start
-		for r in src:playlist():region_list():iter() do
-			local pos = r:position():samples()
-			if pos <= start and start < pos + r:length():samples() then r:set_muted(true) end
-		end
-	end
+	local stems = {}
+	for _, s in ipairs(take.files) do table.insert(stems, { stem = s.stem, path = s.path }) end
+	-- the stems' own length: the take's, which may differ from the region's
+	local nch = region and region:to_audioregion():n_channels() or 2
+	local group = region and region:name() or (src:name() .. " take")
+	SB.place_stems(src, start, 0, nch, stems, group, nil)
+	if rv.mute and region then region:set_muted(true) end
+	-- Ardour 8.5+: later takes of this insert are named after the track
+	if plug then SB.name_takes_after(plug, src) end
 end end

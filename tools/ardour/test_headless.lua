@@ -9,6 +9,9 @@
 -- Saved twice with nothing changed, the session keeps the same plugin state.
 -- Usage: ardour7-lua test_headless.lua SESSION_DIR IMPORT_SCRIPT [driver]
 -- Exit 0 when every assertion held.
+-- The one route of a RouteList, as a copy: new_audio_track(...):front() is a reference into the
+-- temporary list, which dangles once Lua collects it.
+local function only(list) local one; for r in list:iter() do one = r end; return one end
 local DIR    = assert(arg[1], "session dir")
 local IMPORT = assert(arg[2], "path of stembridge_import.lua")
 local DRIVER = arg[3] or "10x Speed"
@@ -45,8 +48,8 @@ assert(create_session(DIR, NAME, RATE), "create_session failed")
 
 tracks, procs = {}, {}
 for i, name in ipairs({ "Guitar", "Keys" }) do
-	local tr = Session:new_audio_track(2, 2, nil, 1, name, ARDOUR.PresentationInfo.max_order,
-		ARDOUR.TrackMode.Normal, true):front()
+	local tr = only(Session:new_audio_track(2, 2, nil, 1, name, ARDOUR.PresentationInfo.max_order,
+		ARDOUR.TrackMode.Normal, true))
 	assert(tr and not tr:isnil(), "new_audio_track failed")
 	local proc = ARDOUR.LuaAPI.new_plugin(Session, URI, ARDOUR.PluginType.LV2, "")
 	assert(not proc:isnil(), "Stembridge not found: is LV2_PATH set?")
@@ -152,8 +155,8 @@ for k, stem in ipairs(STEMS) do
 	assert(ARDOUR.LuaAPI.set_processor_param(procs[1], P_AUDITION, k))
 	local b = tracks[1]:bounce_range(start, rpos + rlen, ARDOUR.InterThreadInfo(), procs[1], true, "Guitar - " .. stem)
 	assert(b and not b:isnil(), "bounce_range failed")
-	local nt = Session:new_audio_track(2, 2, nil, 1, "Guitar - " .. stem, ARDOUR.PresentationInfo.max_order,
-		ARDOUR.TrackMode.Normal, true):front()
+	local nt = only(Session:new_audio_track(2, 2, nil, 1, "Guitar - " .. stem, ARDOUR.PresentationInfo.max_order,
+		ARDOUR.TrackMode.Normal, true))
 	nt:playlist():add_region(b, Temporal.timepos_t(start), 1, false)
 	bounced[k] = b
 	peaks[k] = b:to_audioregion():maximum_amplitude(nil)

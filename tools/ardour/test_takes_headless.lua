@@ -10,6 +10,9 @@
 --       reaches 1, the take's stems.txt lists four stems (its path goes to WORK/stems_txt), and
 --       the take's recording and journal are gone.
 -- Exit 0 when every assertion held.
+-- The one route of a RouteList, as a copy: new_audio_track(...):front() is a reference into the
+-- temporary list, which dangles once Lua collects it.
+local function only(list) local one; for r in list:iter() do one = r end; return one end
 local MODE   = assert(arg[1], "record or reopen")
 local DIR    = assert(arg[2], "session dir")
 local IMPORT = assert(arg[3], "path of stembridge_import.lua")
@@ -56,8 +59,8 @@ if MODE == "record" then
 	assert(create_session(DIR, NAME, RATE), "create_session failed")
 	-- the plugin records what Ardour records only with software monitoring (../shared/HOSTS.md)
 	ARDOUR.config():set_monitoring_model(ARDOUR.MonitorModel.SoftwareMonitoring)
-	local tr = Session:new_audio_track(2, 2, nil, 1, "Vox", ARDOUR.PresentationInfo.max_order,
-		ARDOUR.TrackMode.Normal, true):front()
+	local tr = only(Session:new_audio_track(2, 2, nil, 1, "Vox", ARDOUR.PresentationInfo.max_order,
+		ARDOUR.TrackMode.Normal, true))
 	assert(tr and not tr:isnil(), "new_audio_track failed")
 	local proc = ARDOUR.LuaAPI.new_plugin(Session, URI, ARDOUR.PluginType.LV2, "")
 	assert(not proc:isnil(), "Stembridge not found: is LV2_PATH set?")

@@ -1,0 +1,421 @@
+ardour {
+	["type"]    = "EditorAction",
+	name        = "Stembridge: Split Selected Regions into Stems",
+	license     = "GPL-3.0-or-later",
+	author      = "The Stembridge developers",
+	description = [[Separates the selected audio regions into stems, offline, without playing them:
+each region is rendered as it sounds (region gain, envelope, fades, layers; not the track's
+plugins or fader), Stembridge separates all of them in one run in the background while a progress
+window with Cancel stays live, and the stems land as tracks '<track> - <stem>' right after the
+source track, at the region's position, grouped per region. The source regions can be muted.]]
+}
+
+-- Choices for key bindings and other scripts: with any of them given, the action asks nothing.
+function action_params ()
+	return {
+		["model"]     = { title = "Model (auto, or a name 'stembridge models' lists)", default = "", optional = true },
+		["stems"]     = { title = "Stems (a comma list; empty: every stem the model makes)", default = "", optional = true },
+		["device"]    = { title = "Device (auto, cpu, all, device:N, opencl:N)", default = "", optional = true },
+		["precision"] = { title = "Precision (fp32, bf16)", default = "", optional = true },
+		["mute"]      = { title = "Mute the source regions (1/0)", default = "", optional = true },
+		["cli"]       = { title = "The stembridge command (empty: the one installed)", default = "", optional = true },
+	}
+end
+
+-- @include sb_common.lua
+
+-- The last choices, kept between runs (and sessions) in the user's configuration folder.
+local function choices_file ()
+	local base = os.getenv ("XDG_CONFIG_HOME")
+	if not base or base == "" then base = (os.getenv ("HOME") or "/tmp") .. "/.config" end
+	return base .. "/stembridge/ardour-split.conf"
+end
+
+local function load_choices ()
+	local c = {}
+	for line in (SB.read_all (choices_file ()) or ""):gmatch ("[^\n]+") do
+		local k, v = line:match ("^(%w+)=(.*)$")
+		if k then c[k] = v end
+	end
+	return c
+end
+
+local function save_choices (c)
+	local path = choices_file ()
+	SB.run ("mkdir -p " .. SB.q (path:match ("^(.*)/")))
+	local f = io.open (path .. ".tmp", "w")
+	if not f then return end
+	for _, k in ipairs ({ "model", "stems", "device", "precision", "mute" }) do
+		f:write (k, "=", c[k] or "", "\n")
+	end
+	f:close ()
+	os.rename (path .. ".tmp", path)
+end
+
+local function message (text, kind)
+	LuaDialog.Message ("Stembridge", text, kind or LuaDialog.MessageType.Error,
+		LuaDialog.ButtonType.Close):run ()
+end
+
+-- Render [pos, pos + len) of a track's playlist as it sounds (region gain, envelope, fades,
+-- layers; no plugins, fader or polarity) into one interleaved 32-bit float WAV. progress (f)
+-- returns true to cancel (the file is then removed). Returns true when written.
+local function render (track, pos, len, nch, path, progress)
+	local apl = track:playlist ():to_audioplaylist ()
+	local rate = Session:nominal_sample_rate ()
+	local B = 8192
+	local bufs, mix, gain = {}, ARDOUR.DSP.DspShm (B), ARDOUR.DSP.DspShm (B)
+	for c = 1, nch do bufs[c] = ARDOUR.DSP.DspShm (B) end
+	local f = io.open (path, "wb")
+	if not f then return false, "cannot write " .. path end
+	local datalen = len * nch * 4
+	local riff = datalen + 36 <= 0xFFFFFFFF
+	-- RIFF/WAVE with WAVE_FORMAT_IEEE_FLOAT; sizes of 0xFFFFFFFF past 4 GiB (libsndfile reads
+	-- such a file to its end)
+	f:write ("RIFF", string.pack ("<I4", riff and 36 + datalen or 0xFFFFFFFF), "WAVE",
+		"fmt ", string.pack ("<I4I2I2I4I4I2I2", 16, 3, nch, rate, rate * nch * 4, nch * 4, 32),
+		"data", string.pack ("<I4", riff and datalen or 0xFFFFFFFF))
+	local done, fmt = 0, {}
+	while done < len do
+		local n = math.min (B, len - done)
+		local cols = {}
+		for c = 1, nch do
+			apl:read (bufs[c]:to_float (0), mix:to_float (0), gain:to_float (0),
+				Temporal.timepos_t (pos + done), Temporal.timecnt_t (n), c - 1)
+			cols[c] = bufs[c]:to_float (0):get_table (n)
+		end
+		local out, k = {}, 1
+		for i = 1, n do
+			for c = 1, nch do out[k] = cols[c][i]; k = k + 1 end
+		end
+		local cnt = n * nch
+		fmt[cnt] = fmt[cnt] or ("<" .. string.rep ("f", cnt))
+		local ok = f:write (string.pack (fmt[cnt], table.unpack (out, 1, cnt)))
+		done = done + n
+		if not ok then
+			f:close (); os.remove (path)
+			return false, "cannot write " .. path .. " (disk full?)"
+		end
+		if progress and progress (done / len) then
+			f:close (); os.remove (path)
+			return false
+		end
+	end
+	if not f:close () then os.remove (path) return false, "cannot write " .. path end
+	return true
+end
+
+local function clock (s)
+	s = math.floor (s + 0.5)
+	if s >= 3600 then return string.format ("%d:%02d:%02d", s // 3600, s // 60 % 60, s % 60) end
+	return string.format ("%d:%02d", s // 60, s % 60)
+end
+
+-- The dialog: model, stems, device, precision, mute, and what to do with an earlier split.
+-- Defaults: the track's Stembridge insert, else the last choice, else auto.
+local function ask (cli, jobs, earlier)
+	local models = SB.json_decode (SB.capture (SB.q (cli) .. " models --json") or "") or {}
+	local devices = SB.json_decode (SB.capture (SB.q (cli) .. " devices --json") or "") or {}
+	local last = load_choices ()
+	local plug = SB.plugin_on (jobs[1].track)
+	local from = plug and SB.plugin_choices (plug) or {}
+	if from.stems then from.stems = table.concat (from.stems, ",") end
+	local function default (k, d) return from[k] or (last[k] ~= "" and last[k]) or d end
+
+	local model_values, model_default = {}, nil
+	local auto = "Auto: the best installed" .. (models.auto and (" (" .. models.auto .. ")") or "")
+	model_values[auto] = "auto"
+	local stems_known, made = {}, {}
+	for _, m in ipairs (models.models or {}) do
+		if m.installed then
+			local label = (m.title or m.name) .. (m.title and (" [" .. m.name .. "]") or "")
+			model_values[label] = m.name
+			if m.name == default ("model", "auto") then model_default = label end
+			for _, s in ipairs (m.stems or {}) do made[s] = true end
+		end
+	end
+	model_default = model_default or auto
+	for _, s in ipairs (SB.STEM_ORDER) do if made[s] then stems_known[#stems_known + 1] = s end end
+	for s in pairs (made) do
+		local listed = false
+		for _, k in ipairs (stems_known) do listed = listed or k == s end
+		if not listed then stems_known[#stems_known + 1] = s end
+	end
+
+	local dev_values, dev_default = { ["Auto (the best device)"] = "auto",
+		["All devices (every GPU and the CPU)"] = "all" }, nil
+	local n_accel = 0
+	for _, d in ipairs (devices) do
+		local label
+		if d.id == "cpu" then
+			label = "CPU: " .. (d.label or "CPU")
+		else
+			label = string.format ("Device %d: %s (%s)", n_accel + 1, d.label or d.name or d.id, d.id)
+			dev_values[label] = "device:" .. n_accel
+			n_accel = n_accel + 1
+		end
+		dev_values[label] = dev_values[label] or d.id
+	end
+	local want_dev = default ("device", "auto")
+	for label, v in pairs (dev_values) do if v == want_dev then dev_default = label end end
+
+	local regions = #jobs == 1 and "1 region" or (#jobs .. " regions")
+	local form = {
+		{ type = "heading", title = "Split " .. regions .. " into stems" },
+		{ type = "dropdown", key = "model", title = "Model", values = model_values, default = model_default },
+		{ type = "label", title = "Stems (none ticked: every stem the model makes; stems left out fold into other)", align = "left" },
+	}
+	local want_stems = {}
+	for s in (default ("stems", "")):gmatch ("[^,]+") do want_stems[s] = true end
+	for _, s in ipairs (stems_known) do
+		form[#form + 1] = { type = "checkbox", key = "stem_" .. s, default = want_stems[s] or false,
+			title = s:sub (1, 1):upper () .. s:sub (2) }
+	end
+	form[#form + 1] = { type = "dropdown", key = "device", title = "Device", values = dev_values,
+		default = dev_default or "Auto (the best device)" }
+	form[#form + 1] = { type = "dropdown", key = "precision", title = "Precision",
+		values = { ["fp32 (exact)"] = "fp32", ["bf16 (faster where the device has it)"] = "bf16" },
+		default = default ("precision", "fp32") == "bf16" and "bf16 (faster where the device has it)" or "fp32 (exact)" }
+	form[#form + 1] = { type = "checkbox", key = "mute", default = default ("mute", "1") ~= "0",
+		title = "Mute the source regions" }
+	if earlier then
+		form[#form + 1] = { type = "radio", key = "replace", title = "These regions were split before",
+			values = { ["Make new stem tracks"] = "0", ["Replace the earlier stems"] = "1" },
+			default = "Make new stem tracks" }
+	end
+	local rv = LuaDialog.Dialog ("Stembridge: Split into Stems", form):run ()
+	if not rv then return nil end
+	local stems = {}
+	for _, s in ipairs (stems_known) do if rv["stem_" .. s] then stems[#stems + 1] = s end end
+	local c = { model = rv.model or "auto", stems = table.concat (stems, ","),
+		device = rv.device or "auto", precision = rv.precision or "fp32",
+		mute = rv.mute and "1" or "0", replace = rv.replace or "0" }
+	save_choices (c)
+	return c
+end
+
+function factory (params) return function ()
+	local p = params or {}
+	local t_click = SB.now ()
+	local function log (m)
+		if p.log and p.log ~= "" then
+			local f = io.open (p.log, "a")
+			if f then f:write (string.format ("%.3f %s\n", SB.now (), m)); f:close () end
+		end
+	end
+	local unattended = false
+	for _, k in ipairs ({ "model", "stems", "device", "precision", "mute", "cli" }) do
+		unattended = unattended or (p[k] ~= nil and p[k] ~= "")
+	end
+
+	-- 1. the selected audio regions, each with its track, in track and timeline order
+	local jobs = {}
+	for r in Editor:get_selection ().regions:regionlist ():iter () do
+		local ar = r:to_audioregion ()
+		local t = not ar:isnil () and SB.track_of (r)
+		if t and r:length ():samples () > 0 then
+			jobs[#jobs + 1] = { region = r, track = t, tname = t:name (), rname = r:name (),
+				pos = r:position ():samples (), len = r:length ():samples (), nch = ar:n_channels (),
+				order = t:presentation_info_ptr ():order () }
+		end
+	end
+	table.sort (jobs, function (a, b)
+		if a.order ~= b.order then return a.order < b.order end
+		return a.pos < b.pos
+	end)
+	if #jobs == 0 then
+		if unattended then error ("Stembridge: no audio region is selected") end
+		message ("Select one or more audio regions first (MIDI regions are not split).")
+		return
+	end
+	local cli, why = SB.find_cli (p.cli)
+	if not cli then
+		if unattended then error ("Stembridge: " .. why) end
+		message (why)
+		return
+	end
+	local earlier = false
+	for _, j in ipairs (jobs) do
+		j.earlier = SB.earlier_stems (j.tname, j.pos, j.len)
+		earlier = earlier or next (j.earlier) ~= nil
+	end
+
+	local c
+	if unattended then
+		c = { model = p.model ~= "" and p.model or "auto", stems = p.stems or "",
+			device = p.device ~= "" and p.device or "auto",
+			precision = p.precision ~= "" and p.precision or "fp32", mute = p.mute ~= "0" and "1" or "0",
+			replace = p.replace == "1" and "1" or "0" }
+	else
+		c = ask (cli, jobs, earlier)
+		if not c then return end
+	end
+	log (string.format ("choices model=%s stems=%s device=%s precision=%s mute=%s replace=%s cli=%s",
+		c.model, c.stems, c.device, c.precision, c.mute, c.replace, cli))
+	-- Ardour 8.5+: the insert on a source track names its own takes after the track
+	for _, j in ipairs (jobs) do
+		local plug = SB.plugin_on (j.track)
+		if plug then SB.name_takes_after (plug, j.track) end
+	end
+
+	-- 2. a folder of this run's own inside the session (the same disk the stems are copied to),
+	-- gone when the action ends however it ends
+	local tmp = string.format ("%s/.stembridge-split/run-%d-%d", Session:path ():gsub ("/$", ""),
+		os.time (), math.floor (SB.now () * 1000) % 1000000)
+	SB.run ("mkdir -p " .. SB.q (tmp .. "/in"))
+	local function cleanup ()
+		if p.keep ~= "1" then
+			SB.run ("rm -rf " .. SB.q (tmp) .. "; rmdir " .. SB.q (tmp:match ("^(.*)/")))
+		end
+	end
+	local pw = LuaDialog.ProgressWindow ("Stembridge: separating stems", true)
+	local longest, last_tick = 0, SB.now ()
+	local function tick (frac, text)
+		local t = SB.now ()
+		longest = math.max (longest, t - last_tick)
+		last_tick = t
+		return pw:progress (math.max (0, math.min (1, frac)), text)
+	end
+
+	-- 3. each region rendered as it sounds; the render is the first 10 % of the bar
+	local total = 0
+	for _, j in ipairs (jobs) do total = total + j.len end
+	local done, t_render = 0, SB.now ()
+	for n, j in ipairs (jobs) do
+		j.input = string.format ("%s/in/r%d.wav", tmp, n)
+		local ok, err = render (j.track, j.pos, j.len, j.nch, j.input, function (f)
+			return tick (0.1 * (done + f * j.len) / total,
+				string.format ("Rendering %s - %s (%d of %d)", j.tname, j.rname, n, #jobs))
+		end)
+		if not ok then
+			pw:done ()
+			cleanup ()
+			if err then
+				if unattended then error ("Stembridge: " .. err) end
+				message (err)
+			end
+			log ("render stopped: " .. (err or "cancelled"))
+			return
+		end
+		done = done + j.len
+	end
+	log (string.format ("rendered %d regions in %.3f s", #jobs, SB.now () - t_render))
+
+	-- 4. one `stembridge separate` for every region, in the background; its JSON progress is read
+	-- from a file while the window stays live
+	local cmd = SB.q (cli) .. " separate"
+	local starts = {}
+	for _, j in ipairs (jobs) do
+		cmd = cmd .. " " .. SB.q (j.input)
+		starts[#starts + 1] = tostring (j.pos)
+	end
+	cmd = cmd .. " -o " .. SB.q (tmp .. "/stems") .. " --progress json --timeline-start " ..
+		table.concat (starts, ",") .. " --model " .. SB.q (c.model) .. " --device " ..
+		SB.q (c.device) .. " --precision " .. SB.q (c.precision)
+	if c.stems ~= "" then cmd = cmd .. " --stems " .. SB.q (c.stems) end
+	local out, err, pidf, rcf = tmp .. "/progress.jsonl", tmp .. "/stderr.txt", tmp .. "/pid", tmp .. "/rc"
+	log ("running " .. cmd)
+	local t_sep = SB.now ()
+	local h = io.popen ("(" .. cmd .. " >" .. SB.q (out) .. " 2>" .. SB.q (err) .. " & echo $! >" ..
+		SB.q (pidf) .. "; wait $!; echo $? >" .. SB.q (rcf) .. ") </dev/null >/dev/null 2>&1 &")
+	if h then h:close () end
+	local off, rest, pid, cancelled, killed = 0, "", nil, false, false
+	local results, failures, endmsg = {}, {}, nil
+	local frac, text = 0.1, "Starting stembridge"
+	local rc
+	while true do
+		local f = io.open (out, "rb")
+		if f then
+			f:seek ("set", off)
+			local s = f:read ("a") or ""
+			f:close ()
+			off = off + #s
+			rest = rest .. s
+			while true do
+				local line, after = rest:match ("^([^\n]*)\n(.*)$")
+				if not line then break end
+				rest = after
+				local ev = SB.json_decode (line)
+				if ev and ev.event == "start" then
+					pid = math.tointeger (ev.pid)
+				elseif ev and ev.event == "progress" then
+					local j = jobs[(ev.input or 0) + 1]
+					frac = 0.1 + 0.88 * (ev.overall or 0)
+					text = string.format ("Separating %s - %s (%d of %d): %d %%%s", j.tname, j.rname,
+						(ev.input or 0) + 1, #jobs, math.floor ((ev.fraction or 0) * 100 + 0.5),
+						(ev.eta_s or -1) >= 0 and (", " .. clock (ev.eta_s) .. " left") or "")
+				elseif ev and ev.event == "done" then
+					results[(ev.input or 0) + 1] = ev
+				elseif ev and ev.event == "failed" then
+					-- in the user's words: the region, not the file rendered from it
+					local j = jobs[(ev.input or 0) + 1]
+					local m = tostring (ev.message or ev.status)
+					local at = m:find (j.input, 1, true)
+					if at then m = m:sub (1, at - 1) .. m:sub (at + #j.input):gsub ("^: ", "") end
+					failures[#failures + 1] = j.tname .. " - " .. j.rname .. ": " .. m
+				elseif ev and ev.event == "end" then
+					endmsg = ev.message
+				end
+			end
+		end
+		rc = tonumber (SB.read_all (rcf) or "")
+		if rc then break end
+		pid = pid or tonumber (SB.read_all (pidf) or "")
+		if tick (frac, cancelled and "Cancelling..." or text) then cancelled = true end
+		if cancelled and pid and not killed then
+			killed = true
+			SB.run ("kill -TERM " .. pid) -- the CLI stops its jobs and removes what they wrote
+			log ("cancel: SIGTERM to " .. pid)
+		end
+		ARDOUR.LuaAPI.usleep (40000)
+	end
+	pw:done ()
+	local t_sep_end = SB.now ()
+	log (string.format ("stembridge exit %d after %.2f s (pid %s); longest GUI wait %.3f s: %s",
+		rc, t_sep_end - t_sep, tostring (pid), longest, tostring (endmsg)))
+	if cancelled then
+		cleanup ()
+		log ("cancelled: no track added, " .. tmp .. " removed")
+		return
+	end
+	if rc ~= 0 and not next (results) then
+		local msg = #failures > 0 and table.concat (failures, "\n") or endmsg or
+			(SB.read_all (err) or ""):match ("([^\n]+)\n?$") or ("stembridge exited with " .. rc)
+		cleanup ()
+		if unattended then error ("Stembridge: " .. msg) end
+		message ("Stembridge could not split the regions:\n" .. msg)
+		return
+	end
+
+	-- 5. the stems on new tracks (or the earlier ones), right after each source track, at the
+	-- region's position, grouped per region; the sources muted (after the render: a muted region
+	-- renders as silence)
+	local t_imp = SB.now ()
+	local placed = 0
+	for n, j in ipairs (jobs) do
+		local r = results[n]
+		if r then
+			local stems = {}
+			for _, s in ipairs (r.stems or {}) do
+				-- a name no earlier import in this session has: Ardour asks about a name it has
+				local name = SB.free_name (j.tname .. " - " .. s.stem, "wav")
+				local path = string.format ("%s/in/%s.wav", tmp, name)
+				os.rename (s.path, path)
+				stems[#stems + 1] = { stem = s.stem, path = path }
+			end
+			local replace = c.replace == "1" and next (j.earlier) and j.earlier or nil
+			SB.place_stems (j.track, j.pos, j.len, j.nch, stems, replace and nil or j.rname, replace)
+			if c.mute == "1" then j.region:set_muted (true) end
+			placed = placed + 1
+		end
+	end
+	cleanup ()
+	log (string.format ("imported the stems of %d regions in %.2f s; click to tracks %.2f s, " ..
+		"separation %.2f s", placed, SB.now () - t_imp, SB.now () - t_click, t_sep_end - t_sep))
+	if rc ~= 0 then
+		local msg = endmsg or ("stembridge exited with " .. rc)
+		if unattended then error ("Stembridge: " .. msg) end
+		message ("Some regions were not split:\n" .. table.concat (failures, "\n"),
+			LuaDialog.MessageType.Warning)
+	end
+end end

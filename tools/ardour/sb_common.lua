@@ -317,3 +317,100 @@ function SB.place_stems (src, pos, len, nch, stems, group, replace)
 	end
 	return out
 end
+-- Render [pos, pos + len) of a track's playlist as it sounds (region gain, envelope, fades,
+-- layers; no plugins, fader or polarity) into one interleaved 32-bit float WAV. progress (f)
+-- returns true to cancel (the file is then removed). Returns true when written.
+function SB.render (track, pos, len, nch, path, progress)
+	local apl = track:playlist ():to_audioplaylist ()
+	local rate = Session:nominal_sample_rate ()
+	local B = 8192
+	local bufs, mix, gain = {}, ARDOUR.DSP.DspShm (B), ARDOUR.DSP.DspShm (B)
+	for c = 1, nch do bufs[c] = ARDOUR.DSP.DspShm (B) end
+	local f = io.open (path, "wb")
+	if not f then return false, "cannot write " .. path end
+	local datalen = len * nch * 4
+	local riff = datalen + 36 <= 0xFFFFFFFF
+	-- RIFF/WAVE with WAVE_FORMAT_IEEE_FLOAT; sizes of 0xFFFFFFFF past 4 GiB (libsndfile reads
+	-- such a file to its end)
+	f:write ("RIFF", string.pack ("<I4", riff and 36 + datalen or 0xFFFFFFFF), "WAVE",
+		"fmt ", string.pack ("<I4I2I2I4I4I2I2", 16, 3, nch, rate, rate * nch * 4, nch * 4, 32),
+		"data", string.pack ("<I4", riff and datalen or 0xFFFFFFFF))
+	local done, fmt = 0, {}
+	while done < len do
+		local n = math.min (B, len - done)
+		local cols = {}
+		for c = 1, nch do
+			apl:read (bufs[c]:to_float (0), mix:to_float (0), gain:to_float (0),
+				Temporal.timepos_t (pos + done), Temporal.timecnt_t (n), c - 1)
+			cols[c] = bufs[c]:to_float (0):get_table (n)
+		end
+		local out, k = {}, 1
+		for i = 1, n do
+			for c = 1, nch do out[k] = cols[c][i]; k = k + 1 end
+		end
+		local cnt = n * nch
+		fmt[cnt] = fmt[cnt] or ("<" .. string.rep ("f", cnt))
+		local ok = f:write (string.pack (fmt[cnt], table.unpack (out, 1, cnt)))
+		done = done + n
+		if not ok then
+			f:close (); os.remove (path)
+			return false, "cannot write " .. path .. " (disk full?)"
+		end
+		if progress and progress (done / len) then
+			f:close (); os.remove (path)
+			return false
+		end
+	end
+	if not f:close () then os.remove (path) return false, "cannot write " .. path end
+	return true
+end
+
+function SB.clock (s)
+	s = math.floor (s + 0.5)
+	if s >= 3600 then return string.format ("%d:%02d:%02d", s // 3600, s // 60 % 60, s % 60) end
+	return string.format ("%d:%02d", s // 60, s % 60)
+end
+
+-- Runs `cmd` (a `stembridge separate ... --progress json`) in the background and reads its JSON
+-- lines from a file in `dir` while the caller keeps its GUI live: the GUI handles events only
+-- inside ProgressWindow:progress, and reading a pipe would block it between two lines of the
+-- command. on_event (ev) gets each decoded line; tick (cancelling) is called about 25 times a
+-- second and returns true to cancel (SIGTERM: the command stops its jobs and removes what they
+-- wrote, then exits 143). Returns the exit status, the command's pid, and whether it was
+-- cancelled. The command's standard error is left in dir/stderr.txt.
+function SB.separate (cmd, dir, on_event, tick, log)
+	local out, err, pidf, rcf = dir .. "/progress.jsonl", dir .. "/stderr.txt", dir .. "/pid", dir .. "/rc"
+	if log then log ("running " .. cmd) end
+	local h = io.popen ("(" .. cmd .. " >" .. SB.q (out) .. " 2>" .. SB.q (err) .. " & echo $! >" ..
+		SB.q (pidf) .. "; wait $!; echo $? >" .. SB.q (rcf) .. ") </dev/null >/dev/null 2>&1 &")
+	if h then h:close () end
+	local off, rest, pid, cancelled, killed = 0, "", nil, false, false
+	while true do
+		local f = io.open (out, "rb")
+		if f then
+			f:seek ("set", off)
+			local s = f:read ("a") or ""
+			f:close ()
+			off = off + #s
+			rest = rest .. s
+			while true do
+				local line, after = rest:match ("^([^\n]*)\n(.*)$")
+				if not line then break end
+				rest = after
+				local ev = SB.json_decode (line)
+				if ev and ev.event == "start" then pid = math.tointeger (ev.pid) end
+				if ev then on_event (ev) end
+			end
+		end
+		local rc = tonumber (SB.read_all (rcf) or "")
+		if rc then return math.tointeger (rc), pid, cancelled end
+		pid = pid or tonumber (SB.read_all (pidf) or "")
+		if tick (cancelled) then cancelled = true end
+		if cancelled and pid and not killed then
+			killed = true
+			SB.run ("kill -TERM " .. pid)
+			if log then log ("cancel: SIGTERM to " .. pid) end
+		end
+		ARDOUR.LuaAPI.usleep (40000)
+	end
+end

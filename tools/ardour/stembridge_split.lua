@@ -57,60 +57,6 @@ local function message (text, kind)
 		LuaDialog.ButtonType.Close):run ()
 end
 
--- Render [pos, pos + len) of a track's playlist as it sounds (region gain, envelope, fades,
--- layers; no plugins, fader or polarity) into one interleaved 32-bit float WAV. progress (f)
--- returns true to cancel (the file is then removed). Returns true when written.
-local function render (track, pos, len, nch, path, progress)
-	local apl = track:playlist ():to_audioplaylist ()
-	local rate = Session:nominal_sample_rate ()
-	local B = 8192
-	local bufs, mix, gain = {}, ARDOUR.DSP.DspShm (B), ARDOUR.DSP.DspShm (B)
-	for c = 1, nch do bufs[c] = ARDOUR.DSP.DspShm (B) end
-	local f = io.open (path, "wb")
-	if not f then return false, "cannot write " .. path end
-	local datalen = len * nch * 4
-	local riff = datalen + 36 <= 0xFFFFFFFF
-	-- RIFF/WAVE with WAVE_FORMAT_IEEE_FLOAT; sizes of 0xFFFFFFFF past 4 GiB (libsndfile reads
-	-- such a file to its end)
-	f:write ("RIFF", string.pack ("<I4", riff and 36 + datalen or 0xFFFFFFFF), "WAVE",
-		"fmt ", string.pack ("<I4I2I2I4I4I2I2", 16, 3, nch, rate, rate * nch * 4, nch * 4, 32),
-		"data", string.pack ("<I4", riff and datalen or 0xFFFFFFFF))
-	local done, fmt = 0, {}
-	while done < len do
-		local n = math.min (B, len - done)
-		local cols = {}
-		for c = 1, nch do
-			apl:read (bufs[c]:to_float (0), mix:to_float (0), gain:to_float (0),
-				Temporal.timepos_t (pos + done), Temporal.timecnt_t (n), c - 1)
-			cols[c] = bufs[c]:to_float (0):get_table (n)
-		end
-		local out, k = {}, 1
-		for i = 1, n do
-			for c = 1, nch do out[k] = cols[c][i]; k = k + 1 end
-		end
-		local cnt = n * nch
-		fmt[cnt] = fmt[cnt] or ("<" .. string.rep ("f", cnt))
-		local ok = f:write (string.pack (fmt[cnt], table.unpack (out, 1, cnt)))
-		done = done + n
-		if not ok then
-			f:close (); os.remove (path)
-			return false, "cannot write " .. path .. " (disk full?)"
-		end
-		if progress and progress (done / len) then
-			f:close (); os.remove (path)
-			return false
-		end
-	end
-	if not f:close () then os.remove (path) return false, "cannot write " .. path end
-	return true
-end
-
-local function clock (s)
-	s = math.floor (s + 0.5)
-	if s >= 3600 then return string.format ("%d:%02d:%02d", s // 3600, s // 60 % 60, s % 60) end
-	return string.format ("%d:%02d", s // 60, s % 60)
-end
-
 -- The dialog: model, stems, device, precision, mute, and what to do with an earlier split.
 -- Defaults: the track's Stembridge insert, else the last choice, else auto.
 local function ask (cli, jobs, earlier)
@@ -283,10 +229,15 @@ function factory (params) return function ()
 	local done, t_render = 0, SB.now ()
 	for n, j in ipairs (jobs) do
 		j.input = string.format ("%s/in/r%d.wav", tmp, n)
-		local ok, err = render (j.track, j.pos, j.len, j.nch, j.input, function (f)
+		-- a muted region renders as silence: the region selected is split as it sounds unmuted
+		-- (a source muted by an earlier split, say), then muted again
+		local was_muted = j.region:muted ()
+		if was_muted then j.region:set_muted (false) end
+		local ok, err = SB.render (j.track, j.pos, j.len, j.nch, j.input, function (f)
 			return tick (0.1 * (done + f * j.len) / total,
 				string.format ("Rendering %s - %s (%d of %d)", j.tname, j.rname, n, #jobs))
 		end)
+		if was_muted then j.region:set_muted (true) end
 		if not ok then
 			pw:done ()
 			cleanup ()
@@ -313,62 +264,31 @@ function factory (params) return function ()
 		table.concat (starts, ",") .. " --model " .. SB.q (c.model) .. " --device " ..
 		SB.q (c.device) .. " --precision " .. SB.q (c.precision)
 	if c.stems ~= "" then cmd = cmd .. " --stems " .. SB.q (c.stems) end
-	local out, err, pidf, rcf = tmp .. "/progress.jsonl", tmp .. "/stderr.txt", tmp .. "/pid", tmp .. "/rc"
-	log ("running " .. cmd)
 	local t_sep = SB.now ()
-	local h = io.popen ("(" .. cmd .. " >" .. SB.q (out) .. " 2>" .. SB.q (err) .. " & echo $! >" ..
-		SB.q (pidf) .. "; wait $!; echo $? >" .. SB.q (rcf) .. ") </dev/null >/dev/null 2>&1 &")
-	if h then h:close () end
-	local off, rest, pid, cancelled, killed = 0, "", nil, false, false
 	local results, failures, endmsg = {}, {}, nil
 	local frac, text = 0.1, "Starting stembridge"
-	local rc
-	while true do
-		local f = io.open (out, "rb")
-		if f then
-			f:seek ("set", off)
-			local s = f:read ("a") or ""
-			f:close ()
-			off = off + #s
-			rest = rest .. s
-			while true do
-				local line, after = rest:match ("^([^\n]*)\n(.*)$")
-				if not line then break end
-				rest = after
-				local ev = SB.json_decode (line)
-				if ev and ev.event == "start" then
-					pid = math.tointeger (ev.pid)
-				elseif ev and ev.event == "progress" then
-					local j = jobs[(ev.input or 0) + 1]
-					frac = 0.1 + 0.88 * (ev.overall or 0)
-					text = string.format ("Separating %s - %s (%d of %d): %d %%%s", j.tname, j.rname,
-						(ev.input or 0) + 1, #jobs, math.floor ((ev.fraction or 0) * 100 + 0.5),
-						(ev.eta_s or -1) >= 0 and (", " .. clock (ev.eta_s) .. " left") or "")
-				elseif ev and ev.event == "done" then
-					results[(ev.input or 0) + 1] = ev
-				elseif ev and ev.event == "failed" then
-					-- in the user's words: the region, not the file rendered from it
-					local j = jobs[(ev.input or 0) + 1]
-					local m = tostring (ev.message or ev.status)
-					local at = m:find (j.input, 1, true)
-					if at then m = m:sub (1, at - 1) .. m:sub (at + #j.input):gsub ("^: ", "") end
-					failures[#failures + 1] = j.tname .. " - " .. j.rname .. ": " .. m
-				elseif ev and ev.event == "end" then
-					endmsg = ev.message
-				end
-			end
+	local rc, pid, cancelled = SB.separate (cmd, tmp, function (ev)
+		if ev.event == "progress" then
+			local j = jobs[(ev.input or 0) + 1]
+			frac = 0.1 + 0.88 * (ev.overall or 0)
+			text = string.format ("Separating %s - %s (%d of %d): %d %%%s", j.tname, j.rname,
+				(ev.input or 0) + 1, #jobs, math.floor ((ev.fraction or 0) * 100 + 0.5),
+				(ev.eta_s or -1) >= 0 and (", " .. SB.clock (ev.eta_s) .. " left") or "")
+		elseif ev.event == "done" then
+			results[(ev.input or 0) + 1] = ev
+		elseif ev.event == "failed" then
+			-- in the user's words: the region, not the file rendered from it
+			local j = jobs[(ev.input or 0) + 1]
+			local m = tostring (ev.message or ev.status)
+			local at = m:find (j.input, 1, true)
+			if at then m = m:sub (1, at - 1) .. m:sub (at + #j.input):gsub ("^: ", "") end
+			failures[#failures + 1] = j.tname .. " - " .. j.rname .. ": " .. m
+		elseif ev.event == "end" then
+			endmsg = ev.message
 		end
-		rc = tonumber (SB.read_all (rcf) or "")
-		if rc then break end
-		pid = pid or tonumber (SB.read_all (pidf) or "")
-		if tick (frac, cancelled and "Cancelling..." or text) then cancelled = true end
-		if cancelled and pid and not killed then
-			killed = true
-			SB.run ("kill -TERM " .. pid) -- the CLI stops its jobs and removes what they wrote
-			log ("cancel: SIGTERM to " .. pid)
-		end
-		ARDOUR.LuaAPI.usleep (40000)
-	end
+	end, function (cancelling)
+		return tick (frac, cancelling and "Cancelling..." or text)
+	end, log)
 	pw:done ()
 	local t_sep_end = SB.now ()
 	log (string.format ("stembridge exit %d after %.2f s (pid %s); longest GUI wait %.3f s: %s",
@@ -380,7 +300,7 @@ function factory (params) return function ()
 	end
 	if rc ~= 0 and not next (results) then
 		local msg = #failures > 0 and table.concat (failures, "\n") or endmsg or
-			(SB.read_all (err) or ""):match ("([^\n]+)\n?$") or ("stembridge exited with " .. rc)
+			(SB.read_all (tmp .. "/stderr.txt") or ""):match ("([^\n]+)\n?$") or ("stembridge exited with " .. rc)
 		cleanup ()
 		if unattended then error ("Stembridge: " .. msg) end
 		message ("Stembridge could not split the regions:\n" .. msg)
@@ -404,7 +324,7 @@ function factory (params) return function ()
 				stems[#stems + 1] = { stem = s.stem, path = path }
 			end
 			local replace = c.replace == "1" and next (j.earlier) and j.earlier or nil
-			SB.place_stems (j.track, j.pos, j.len, j.nch, stems, replace and nil or j.rname, replace)
+			SB.place_stems (j.track, j.pos, j.len, j.nch, stems, not replace and j.rname or nil, replace)
 			if c.mute == "1" then j.region:set_muted (true) end
 			placed = placed + 1
 		end

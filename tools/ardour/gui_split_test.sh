@@ -1,0 +1,100 @@
+#!/bin/bash
+# The split action in the real Ardour GUI under Xvfb (after ../shared/ardour/region-split):
+# two source tracks (one region trimmed, the other at region gain 0.5) get their regions
+# selected and split by the assembled action, unattended (the action's factory choices), then a
+# headless check of the saved session.
+#   split:  three runs: the split; again with replace=1 (the same four stem tracks, their regions
+#           replaced, no modal dialog); again with replace=0 (a second set of four). Every set
+#           right after its source, at the region's position and length, grouped, adding back to
+#           the region as it sounds; the sources muted; nothing new in the session folder but the
+#           imported stems, the peaks and Ardour's own state files.
+#   cancel: a slowed separation of two 30 s regions; the progress window's Cancel is clicked with
+#           xdotool: no track added, no file left, the stembridge process gone.
+# usage: gui_split_test.sh split|cancel WORKDIR ACTION.lua STEMBRIDGE [SCREENSHOT.png]
+# Needs ardour (7.3: ardour7-lua and the GUI), xvfb-run, xdotool, imagemagick (import), sox.
+set -u
+MODE=$1; W=$2; CLI=$(cd "$(dirname "$4")" && pwd)/$(basename "$4"); SHOT=${5:-}
+ACTION=$(cd "$(dirname "$3")" && pwd)/$(basename "$3"); R=$(cd "$(dirname "$0")" && pwd)
+PORT=$((20000 + $$ % 20000))
+rm -rf "$W"; mkdir -p "$W"; cd "$W" || exit 1
+export XDG_CONFIG_HOME="$W/cfg"
+fail() { echo "FAIL: $*"; rc=1; }
+rc=0
+secs=4; secs2=3
+[ "$MODE" = cancel ] && { secs=30; secs2=30; }
+sox -n -r 48000 -c 2 -b 24 guitar_src.wav synth $secs pinknoise vol 0.2 synth $secs sine mix 220 vol 0.5
+sox -n -r 48000 -c 2 -b 24 keys_src.wav synth $secs2 sine 440 sine 660 vol 0.3
+ardour7-lua "$R/gui_split_setup.lua" "$W/sess" sess > setup.log 2>&1 || { cat setup.log; exit 1; }
+sh "$R/gui_config.sh" "$W/cfg" "$R/gui_split_hook.lua" "$PORT" "Normal Speed" "Silence"
+export SB_SPLIT_SRC="Guitar=$W/guitar_src.wav@96000,Keys=$W/keys_src.wav@240000"
+export SB_SPLIT_TRIM=24000 SB_SPLIT_GAIN=0.5 SB_SPLIT_ACTION="$ACTION" SB_LOG="$W/hook.log"
+export SB_OSC_PORT=$PORT
+base="cli=$CLI;model=builtin;device=cpu;mute=1"
+if [ "$MODE" = cancel ]; then
+	export SB_SPLIT_RUNS="$base" SB_FAULT_INJECT=job:slow:400
+else
+	export SB_SPLIT_RUNS="$base|$base;replace=1|$base;replace=0"
+fi
+disp=$((90 + $$ % 400))
+Xvfb :$disp -screen 0 1600x1000x24 -nolisten tcp > xvfb.log 2>&1 & XPID=$!
+sleep 1
+DISPLAY=:$disp ardour -n -a "$W/sess/sess.ardour" > ardour.log 2>&1 & APID=$!
+listed=0; clicked=0; shot=0; end=$(( $(date +%s) + 240 ))
+while kill -0 $APID 2>/dev/null && [ "$(date +%s)" -lt $end ]; do
+	if [ $listed = 0 ] && grep -q "SOURCES READY" hook.log 2>/dev/null; then
+		(cd sess && find . -type f | sort) > before.txt
+		listed=1
+	fi
+	if [ "$MODE" = cancel ] && [ $clicked = 0 ] && grep -q "running " hook.log 2>/dev/null; then
+		sleep 2
+		wid=$(DISPLAY=:$disp xdotool search --name "separating stems" | head -1)
+		[ -n "$SHOT" ] && DISPLAY=:$disp import -window root "${SHOT%.png}-progress.png"
+		if [ -n "$wid" ]; then
+			eval "$(DISPLAY=:$disp xdotool getwindowgeometry --shell "$wid")"
+			DISPLAY=:$disp xdotool mousemove $((X + WIDTH - 45)) $((Y + HEIGHT - 22)) click 1
+			echo "$(cut -d' ' -f1 /proc/uptime) xdotool clicked Cancel" >> hook.log
+		else
+			fail "no progress window to cancel"
+		fi
+		clicked=1
+	fi
+	if [ $shot = 0 ] && grep -q READY_FOR_SCREENSHOT hook.log 2>/dev/null; then
+		sleep 1
+		[ -n "$SHOT" ] && [ "$MODE" = split ] && DISPLAY=:$disp import -window root "$SHOT"
+		shot=1
+	fi
+	sleep 0.2
+done
+if kill -0 $APID 2>/dev/null; then
+	fail "Ardour did not finish within 240 s (a modal dialog?)"
+	DISPLAY=:$disp import -window root "$W/timeout.png"
+	kill $APID; sleep 2; kill -9 $APID 2>/dev/null
+fi
+wait $APID
+kill $XPID 2>/dev/null; wait $XPID 2>/dev/null
+cat hook.log
+grep -q "ACTION DONE" hook.log || fail "the action did not complete"
+(cd sess && find . -type f | sort) > after.txt
+left=$(comm -13 before.txt after.txt | grep -v -E '^\./(interchange/sess/audiofiles/[^/]+\.wav|peaks/.*|sess\.(ardour|bak|history|history\.bak|pending)|instant\.xml)$')
+[ -z "$left" ] || fail "new files in the session folder that are not imported stems: $left"
+[ ! -e sess/.stembridge-split ] || fail "the action's temporary folder is left: $(ls -R sess/.stembridge-split)"
+pgrep -af "stembridge separate .*$W" && fail "a stembridge process is still running"
+if [ "$MODE" = cancel ]; then
+	grep -q "cancel: SIGTERM to" hook.log || fail "the action did not stop stembridge"
+	grep -q "stembridge exit 143" hook.log || fail "stembridge did not end as cancelled (143)"
+	new=$(comm -13 before.txt after.txt | grep -c 'audiofiles')
+	[ "$new" = 0 ] || fail "$new audio files imported after Cancel"
+	ardour7-lua "$R/gui_split_verify.lua" "$W/sess" sess "" 0 0 2>&1 | grep -E "^track=|FAIL|VERIFY" > verify.txt
+	cat verify.txt
+	n=$(grep -c '^track=' verify.txt)
+	[ "$n" = 2 ] || fail "$n track regions after Cancel, want the 2 sources"
+	grep -q "muted=true" verify.txt && fail "a source region was muted after Cancel"
+else
+	ardour7-lua "$R/gui_split_verify.lua" "$W/sess" sess "Guitar@120000:168000,Keys@240000:144000" 1 2 2>&1 |
+		grep -E "^track=|FAIL|VERIFY|set [0-9]" | tee verify.txt
+	grep -q "VERIFY OK" verify.txt || fail "the split session does not verify"
+	n=$(grep -c "GUI timer ticks" hook.log)
+	[ "$n" = 3 ] || fail "$n of 3 runs returned"
+fi
+[ $rc = 0 ] && echo "GUI SPLIT $MODE OK"
+exit $rc

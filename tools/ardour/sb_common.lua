@@ -376,15 +376,17 @@ end
 -- inside ProgressWindow:progress, and reading a pipe would block it between two lines of the
 -- command. on_event (ev) gets each decoded line; tick (cancelling) is called about 25 times a
 -- second and returns true to cancel (SIGTERM: the command stops its jobs and removes what they
--- wrote, then exits 143). Returns the exit status, the command's pid, and whether it was
--- cancelled. The command's standard error is left in dir/stderr.txt.
+-- wrote, then exits 143). Returns the exit status (nil when the command never started), the
+-- command's pid, and whether it was cancelled. Its standard error is left in dir/stderr.txt.
 function SB.separate (cmd, dir, on_event, tick, log)
 	local out, err, pidf, rcf = dir .. "/progress.jsonl", dir .. "/stderr.txt", dir .. "/pid", dir .. "/rc"
 	if log then log ("running " .. cmd) end
+	SB.run ("mkdir -p " .. SB.q (dir))
 	local h = io.popen ("(" .. cmd .. " >" .. SB.q (out) .. " 2>" .. SB.q (err) .. " & echo $! >" ..
 		SB.q (pidf) .. "; wait $!; echo $? >" .. SB.q (rcf) .. ") </dev/null >/dev/null 2>&1 &")
 	if h then h:close () end
 	local off, rest, pid, cancelled, killed = 0, "", nil, false, false
+	local t0 = SB.now ()
 	while true do
 		local f = io.open (out, "rb")
 		if f then
@@ -405,6 +407,10 @@ function SB.separate (cmd, dir, on_event, tick, log)
 		local rc = tonumber (SB.read_all (rcf) or "")
 		if rc then return math.tointeger (rc), pid, cancelled end
 		pid = pid or tonumber (SB.read_all (pidf) or "")
+		if not pid and SB.now () - t0 > 10 then
+			-- the shell never started it (a folder it cannot write, no /bin/sh)
+			return nil, nil, cancelled
+		end
 		if tick (cancelled) then cancelled = true end
 		if cancelled and pid and not killed then
 			killed = true

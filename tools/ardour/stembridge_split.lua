@@ -291,8 +291,10 @@ function factory (params) return function ()
 	end, log)
 	pw:done ()
 	local t_sep_end = SB.now ()
-	log (string.format ("stembridge exit %d after %.2f s (pid %s); longest GUI wait %.3f s: %s",
-		rc, t_sep_end - t_sep, tostring (pid), longest, tostring (endmsg)))
+	log (string.format ("stembridge exit %s after %.2f s (pid %s); longest GUI wait %.3f s: %s",
+		tostring (rc), t_sep_end - t_sep, tostring (pid), longest, tostring (endmsg)))
+	rc = rc or -1
+	endmsg = endmsg or (pid == nil and ("could not start " .. cli) or nil)
 	if cancelled then
 		cleanup ()
 		log ("cancelled: no track added, " .. tmp .. " removed")

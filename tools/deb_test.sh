@@ -177,11 +177,19 @@ EOF
 	return $ok
 }
 
-# Ardour 7 looks for scripts in its data folders' scripts/ (ARDOUR_DATA_PATH: /usr/share/ardour7
-# on Debian, then ~/.config/ardour7): the importer has to be readable there.
+# Ardour looks for scripts in its data folders' scripts/ (ARDOUR_DATA_PATH: /usr/share/ardour7 on
+# Debian 12, /usr/share/ardour8 on Debian 13, then ~/.config/ardourN): the split action and the
+# importer have to be readable there, assembled (no "@include" line left, the installed
+# command's folder filled in).
 ardour_script() {
-	local f=/usr/share/ardour7/scripts/stembridge_import.lua
-	ls -l "$f" && head -3 "$f" && grep -q '"EditorAction"' "$f"
+	local f ok=0
+	for f in /usr/share/ardour{7,8}/scripts/stembridge_{split,import}.lua; do
+		ls -lL "$f" && grep -q '"EditorAction"' "$f" || { echo "FAIL: $f"; ok=1; }
+		if grep -q '@include\|@BINDIR@' "$f"; then echo "FAIL: $f is not assembled"; ok=1; fi
+	done
+	grep -q '"/usr/bin/stembridge"' /usr/share/ardour7/scripts/stembridge_split.lua ||
+		{ echo "FAIL: the split action does not know /usr/bin/stembridge"; ok=1; }
+	return $ok
 }
 
 purge() {

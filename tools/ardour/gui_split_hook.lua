@@ -95,7 +95,10 @@ function factory (args)
 			phase = 2; ticks = 0
 		elseif phase == 2 and ticks >= 5 then
 			phase = 3; ticks = 0
-			pcall (function () Editor:set_visible_track_count (12) end)
+			pcall (function ()
+				Editor:access_action ("Editor", "zoom-to-session")
+				Editor:set_visible_track_count (12)
+			end)
 			Session:save_state ("", false, false, false)
 			log ("saved; READY_FOR_SCREENSHOT")
 		elseif phase == 3 and ticks >= 15 then

@@ -270,8 +270,10 @@ end
 -- ({ stem = track }, their regions at pos..pos+len removed first). Each file is imported onto its
 -- track (do_import alone always appends at the end of the track list); the imported regions'
 -- fades are turned off, because the stems were rendered with the source's fades and must add
--- back to it. stems: { { stem = "vocals", path = "/abs.wav" }, ... }. Returns the tracks.
-function SB.place_stems (src, pos, len, nch, stems, group, replace)
+-- back to it. stems: { { stem = "vocals", path = "/abs.wav" }, ... }. before (stem), when
+-- given, is called before each stem (a progress window's turn); log (text) gets each step's time.
+-- Returns the tracks.
+function SB.place_stems (src, pos, len, nch, stems, group, replace, before, log)
 	local rg
 	if group then
 		rg = Session:new_route_group (SB.free_group_name (group))
@@ -285,6 +287,8 @@ function SB.place_stems (src, pos, len, nch, stems, group, replace)
 	end
 	local out = {}
 	for k, st in ipairs (stems) do
+		if before then before (st) end
+		local t0 = SB.now ()
 		local t = replace and replace[st.stem]
 		if t then
 			local pl = t:playlist ()
@@ -300,6 +304,7 @@ function SB.place_stems (src, pos, len, nch, stems, group, replace)
 			t = SB.only (Session:new_audio_track (nch, 2, rg, 1, src:name () .. " - " .. st.stem,
 				order, ARDOUR.TrackMode.Normal, true)):to_track ()
 		end
+		local t1 = SB.now ()
 		local files = C.StringVector ()
 		files:push_back (st.path)
 		Editor:do_import (files, Editing.ImportDistinctFiles, Editing.ImportAsTrack,
@@ -312,6 +317,9 @@ function SB.place_stems (src, pos, len, nch, stems, group, replace)
 				a:set_fade_in_active (false)
 				a:set_fade_out_active (false)
 			end
+		end
+		if log then
+			log (string.format ("placed %s: track %.3f s, import %.3f s", st.stem, t1 - t0, SB.now () - t1))
 		end
 		out[#out + 1] = t
 	end
@@ -374,7 +382,7 @@ end
 -- Runs `cmd` (a `stembridge separate ... --progress json`) in the background and reads its JSON
 -- lines from a file in `dir` while the caller keeps its GUI live: the GUI handles events only
 -- inside ProgressWindow:progress, and reading a pipe would block it between two lines of the
--- command. on_event (ev) gets each decoded line; tick (cancelling) is called about 25 times a
+-- command. on_event (ev) gets each decoded line; tick (cancelling) is called about 40 times a
 -- second and returns true to cancel (SIGTERM: the command stops its jobs and removes what they
 -- wrote, then exits 143). Returns the exit status (nil when the command never started), the
 -- command's pid, and whether it was cancelled. Its standard error is left in dir/stderr.txt.
@@ -417,6 +425,6 @@ function SB.separate (cmd, dir, on_event, tick, log)
 			SB.run ("kill -TERM " .. pid)
 			if log then log ("cancel: SIGTERM to " .. pid) end
 		end
-		ARDOUR.LuaAPI.usleep (40000)
+		ARDOUR.LuaAPI.usleep (25000)
 	end
 end

@@ -215,12 +215,14 @@ function factory (params) return function ()
 		end
 	end
 	local pw = LuaDialog.ProgressWindow ("Stembridge: separating stems", true)
+	-- the GUI handles events only inside pw:progress: the time from the end of one call to the
+	-- start of the next is time it is frozen
 	local longest, last_tick = 0, SB.now ()
 	local function tick (frac, text)
-		local t = SB.now ()
-		longest = math.max (longest, t - last_tick)
-		last_tick = t
-		return pw:progress (math.max (0, math.min (1, frac)), text)
+		longest = math.max (longest, SB.now () - last_tick)
+		local cancel = pw:progress (math.max (0, math.min (1, frac)), text)
+		last_tick = SB.now ()
+		return cancel
 	end
 
 	-- 3. each region rendered as it sounds; the render is the first 10 % of the bar
@@ -313,7 +315,11 @@ function factory (params) return function ()
 	-- region's position, grouped per region; the sources muted (after the render: a muted region
 	-- renders as silence)
 	local t_imp = SB.now ()
-	local placed = 0
+	local placed, n_stems, k_stem = 0, 0, 0
+	for _, r in pairs (results) do n_stems = n_stems + #(r.stems or {}) end
+	-- a window without Cancel: an import half done would leave a region half split
+	pw = LuaDialog.ProgressWindow ("Stembridge: importing stems", false)
+	longest, last_tick = 0, SB.now ()
 	for n, j in ipairs (jobs) do
 		local r = results[n]
 		if r then
@@ -326,14 +332,21 @@ function factory (params) return function ()
 				stems[#stems + 1] = { stem = s.stem, path = path }
 			end
 			local replace = c.replace == "1" and next (j.earlier) and j.earlier or nil
-			SB.place_stems (j.track, j.pos, j.len, j.nch, stems, not replace and j.rname or nil, replace)
+			SB.place_stems (j.track, j.pos, j.len, j.nch, stems, not replace and j.rname or nil, replace,
+				function (st)
+					k_stem = k_stem + 1
+					tick (k_stem / n_stems, string.format ("Importing %s - %s (%d of %d)", j.tname,
+						st.stem, k_stem, n_stems))
+				end, log)
 			if c.mute == "1" then j.region:set_muted (true) end
 			placed = placed + 1
 		end
 	end
+	pw:done ()
 	cleanup ()
-	log (string.format ("imported the stems of %d regions in %.2f s; click to tracks %.2f s, " ..
-		"separation %.2f s", placed, SB.now () - t_imp, SB.now () - t_click, t_sep_end - t_sep))
+	log (string.format ("imported the stems of %d regions in %.2f s (longest GUI wait %.3f s); " ..
+		"click to tracks %.2f s, separation %.2f s", placed, SB.now () - t_imp, longest,
+		SB.now () - t_click, t_sep_end - t_sep))
 	if rc ~= 0 then
 		local msg = endmsg or ("stembridge exited with " .. rc)
 		if unattended then error ("Stembridge: " .. msg) end

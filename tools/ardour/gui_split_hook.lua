@@ -70,6 +70,19 @@ function factory (args)
 				for reg in Session:route_by_name (names[#names]):to_track ():playlist ():region_list ():iter () do
 					reg:to_audioregion ():set_scale_amplitude (gain)
 				end
+				-- a Stembridge insert on the first track, set as a user would (CPU, the built-in
+				-- model, no drums, bf16): the dialog's defaults come from it
+				if os.getenv ("SB_SPLIT_PLUGIN") == "1" then
+					local proc = ARDOUR.LuaAPI.new_plugin (Session, "https://stembridge.org/lv2/stembridge#stereo",
+						ARDOUR.PluginType.LV2, "")
+					assert (not proc:isnil (), "Stembridge not found (LV2_PATH?)")
+					local t = Session:route_by_name (names[1]):to_track ()
+					assert (t:add_processor_by_index (proc, 0, nil, true) == 0)
+					for port, v in pairs ({ [1] = 1, [3] = 0, [5] = 0, [18] = 1 }) do
+						ARDOUR.LuaAPI.set_processor_param (proc, port, v)
+					end
+					proc, t = nil, nil
+				end
 				Session:save_state ("", false, false, false)
 				-- what the session folder holds before the action: the test compares
 				log ("SOURCES READY")

@@ -10,8 +10,10 @@
 #           imported stems, the peaks and Ardour's own state files.
 #   cancel: a slowed separation of two 30 s regions; the progress window's Cancel is clicked with
 #           xdotool: no track added, no file left, the stembridge process gone.
+#   dialog: no choices given: the dialog comes up with the defaults of the Stembridge insert on
+#           the first track, OK is clicked, the stems it chose land, and the choice is kept.
 #   shot:   one split, and the screenshot of the README (docs/images/ardour-split.png).
-# usage: gui_split_test.sh split|cancel|shot WORKDIR ACTION.lua STEMBRIDGE [SCREENSHOT.png]
+# usage: gui_split_test.sh split|cancel|dialog|shot WORKDIR ACTION.lua STEMBRIDGE [SCREENSHOT.png]
 # Needs ardour (7.3: ardour7-lua and the GUI), xvfb-run, xdotool, imagemagick (import), sox.
 set -u
 MODE=$1; W=$2; CLI=$(cd "$(dirname "$4")" && pwd)/$(basename "$4"); SHOT=${5:-}
@@ -35,6 +37,11 @@ if [ "$MODE" = cancel ]; then
 	export SB_SPLIT_RUNS="$base" SB_FAULT_INJECT=job:slow:400
 elif [ "$MODE" = shot ]; then
 	export SB_SPLIT_RUNS="$base"
+elif [ "$MODE" = dialog ]; then
+	# as a user runs it: no choices given, the dialog asks; stembridge found on the PATH; the
+	# defaults come from the Stembridge insert on Guitar (CPU, built-in, no drums, bf16)
+	export SB_SPLIT_RUNS="ask=1" SB_SPLIT_PLUGIN=1 PATH="$(dirname "$CLI"):$PATH"
+	export XDG_DATA_HOME="$W/data" # no installed model: auto is the built-in one
 else
 	export SB_SPLIT_RUNS="$base|$base;replace=1|$base;replace=0"
 fi
@@ -61,6 +68,17 @@ while kill -0 $APID 2>/dev/null && [ "$(date +%s)" -lt $end ]; do
 		fi
 		clicked=1
 	fi
+	if [ "$MODE" = dialog ] && [ $clicked = 0 ] &&
+		wid=$(DISPLAY=:$disp xdotool search --name "Split into Stems" 2>/dev/null | head -1) &&
+		[ -n "$wid" ]; then
+		sleep 1
+		[ -n "$SHOT" ] && DISPLAY=:$disp import -window root "${SHOT%.png}-dialog.png"
+		eval "$(DISPLAY=:$disp xdotool getwindowgeometry --shell "$wid")"
+		# OK: the dialog's right button, bottom right
+		DISPLAY=:$disp xdotool mousemove $((X + WIDTH - 58)) $((Y + HEIGHT - 30)) click 1
+		echo "xdotool clicked OK" >> hook.log
+		clicked=1
+	fi
 	if [ $shot = 0 ] && grep -q READY_FOR_SCREENSHOT hook.log 2>/dev/null; then
 		sleep 1
 		[ -n "$SHOT" ] && [ "$MODE" != cancel ] && DISPLAY=:$disp import -window root "$SHOT"
@@ -78,7 +96,7 @@ kill $XPID 2>/dev/null; wait $XPID 2>/dev/null
 cat hook.log
 grep -q "ACTION DONE" hook.log || fail "the action did not complete"
 (cd sess && find . -type f | sort) > after.txt
-left=$(comm -13 before.txt after.txt | grep -v -E '^\./(interchange/sess/audiofiles/[^/]+\.wav|peaks/.*|sess\.(ardour|bak|history|history\.bak|pending)|instant\.xml)$')
+left=$(comm -13 before.txt after.txt | grep -v -E '^\./(interchange/sess/audiofiles/[^/]+\.wav|peaks/.*|sess\.(ardour|bak|history|history\.bak|pending)|instant\.xml|plugins/[0-9]+/state[0-9]+/[^/]+)$')
 [ -z "$left" ] || fail "new files in the session folder that are not imported stems: $left"
 [ ! -e sess/.stembridge-split ] || fail "the action's temporary folder is left: $(ls -R sess/.stembridge-split)"
 pgrep -af "stembridge separate .*$W" && fail "a stembridge process is still running"
@@ -93,14 +111,23 @@ if [ "$MODE" = cancel ]; then
 	[ "$n" = 2 ] || fail "$n track regions after Cancel, want the 2 sources"
 	grep -q "muted=true" verify.txt && fail "a source region was muted after Cancel"
 else
-	sets=2
+	sets=2 stems=vocals,drums,bass,other
 	[ "$MODE" = shot ] && sets=1
-	ardour7-lua "$R/gui_split_verify.lua" "$W/sess" sess "Guitar@120000:168000,Keys@240000:144000" 1 $sets 2>&1 |
+	if [ "$MODE" = dialog ]; then
+		sets=1 stems=vocals,bass,other
+		grep -q "xdotool clicked OK" hook.log || fail "no dialog came up"
+		grep -q "choices model=builtin stems=vocals,bass,other device=cpu precision=bf16 mute=1" hook.log ||
+			fail "the dialog's defaults were not the insert's"
+		conf=$(cat cfg/stembridge/ardour-split.conf 2>/dev/null | tr '\n' ' ')
+		[ "$conf" = "model=builtin stems=vocals,bass,other device=cpu precision=bf16 mute=1 " ] ||
+			fail "the last choice was not kept: '$conf'"
+	fi
+	ardour7-lua "$R/gui_split_verify.lua" "$W/sess" sess "Guitar@120000:168000,Keys@240000:144000" 1 $sets $stems 2>&1 |
 		grep -E "^track=|FAIL|VERIFY|set [0-9]" | tee verify.txt
 	grep -q "VERIFY OK" verify.txt || fail "the split session does not verify"
 	n=$(grep -c "GUI timer ticks" hook.log)
 	want=3
-	[ "$MODE" = shot ] && want=1
+	[ "$MODE" = shot ] || [ "$MODE" = dialog ] && want=1
 	[ "$n" = $want ] || fail "$n of $want runs returned"
 fi
 [ $rc = 0 ] && echo "GUI SPLIT $MODE OK"

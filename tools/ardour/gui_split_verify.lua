@@ -1,6 +1,7 @@
--- usage: ardour7-lua gui_split_verify.lua DIR NAME "Guitar@POS:LEN,Keys@POS:LEN" MUTE SETS
+-- usage: ardour7-lua gui_split_verify.lua DIR NAME "Guitar@POS:LEN,Keys@POS:LEN" MUTE SETS [STEMS]
 -- The split action's result, from the saved session (exit 1 on failure). For each source track
--- T, in the order given: SETS sets of four stem tracks "T - <stem>" (Ardour numbers a second
+-- T, in the order given: SETS sets of stem tracks "T - <stem>" (STEMS, a comma list, default
+-- vocals,drums,bass,other; Ardour numbers a second
 -- set "T - <stem> 1"), right after T and before the next source track; each stem track holds
 -- one region at POS with length LEN; each set is one route group; T's region muted when MUTE is
 -- 1; and every set's four stems add back to T's region as it sounds (its gain, trim and fades;
@@ -11,7 +12,8 @@ assert (AudioEngine:set_backend ("None (Dummy)", "", ""), "no dummy backend")
 assert (load_session (dir, name), "load_session failed")
 local ok = true
 local function fail (m) print ("FAIL " .. m); ok = false end
-local STEMS = { "vocals", "drums", "bass", "other" }
+local STEMS = {}
+for st in (arg[6] or "vocals,drums,bass,other"):gmatch ("[^,]+") do STEMS[#STEMS + 1] = st end
 local B = 8192
 local buf, mix, gain, acc = ARDOUR.DSP.DspShm (B), ARDOUR.DSP.DspShm (B), ARDOUR.DSP.DspShm (B), ARDOUR.DSP.DspShm (B)
 
@@ -67,7 +69,7 @@ for tname, pos, len in string.gmatch (spec, "([^@,]+)@(%d+):(%d+)") do
 	if next_order and sorder ~= next_order then
 		fail (string.format ("%s at order %d, want %d (after the previous track's stems)", tname, sorder, next_order))
 	end
-	next_order = sorder + 4 * sets + 1
+	next_order = sorder + #STEMS * sets + 1
 	local sreg
 	for x in src:to_track ():playlist ():region_list ():iter () do sreg = x end
 	if mute ~= sreg:muted () then fail (tname .. ": source region muted=" .. tostring (sreg:muted ())) end
@@ -79,7 +81,7 @@ for tname, pos, len in string.gmatch (spec, "([^@,]+)@(%d+):(%d+)") do
 			local r = Session:route_by_name (tn)
 			if r:isnil () then fail ("no track " .. tn) goto nextset end
 			local o = r:presentation_info_ptr ():order ()
-			if o <= sorder or o > sorder + 4 * sets then
+			if o <= sorder or o > sorder + #STEMS * sets then
 				fail (string.format ("%s at order %d: not right after %s (%d)", tn, o, tname, sorder))
 			end
 			local g = group_of[tn]

@@ -74,7 +74,8 @@ local function ask (cli, jobs, earlier)
 	local stems_known, made = {}, {}
 	for _, m in ipairs (models.models or {}) do
 		if m.installed then
-			local label = (m.title or m.name) .. (m.title and (" [" .. m.name .. "]") or "")
+			local label = m.title and (m.title .. " [" .. m.name .. "]") or
+				(m.name == "builtin" and "Built-in (quick; for tests and previews)" or m.name)
 			model_values[label] = m.name
 			if m.name == default ("model", "auto") then model_default = label end
 			for _, s in ipairs (m.stems or {}) do made[s] = true end
@@ -94,7 +95,7 @@ local function ask (cli, jobs, earlier)
 	for _, d in ipairs (devices) do
 		local label
 		if d.id == "cpu" then
-			label = "CPU: " .. (d.label or "CPU")
+			label = d.label or "CPU"
 		else
 			label = string.format ("Device %d: %s (%s)", n_accel + 1, d.label or d.name or d.id, d.id)
 			dev_values[label] = "device:" .. n_accel

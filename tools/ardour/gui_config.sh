@@ -1,14 +1,17 @@
 #!/bin/sh
-# An Ardour 7.3 configuration folder that starts the GUI unattended (after the tested pattern
-# in ../shared/ardour/gui-import): no first-run wizard (.a7), the Dummy backend shown and
+# An Ardour configuration folder (7, or $ARDOUR_MAJOR) that starts the GUI unattended (after the
+# tested pattern in ../shared/ardour/gui-import): no first-run wizard (.aN), the Dummy backend shown and
 # remembered as the engine to start (else Ardour falls back to ALSA behind two modal dialogs),
 # OSC on PORT (the hook asks Ardour to quit through it), and ui_scripts registering HOOK.lua.
 # usage: gui_config.sh CONFIG_HOME HOOK.lua PORT DRIVER DEVICE
 set -e
-CFG="$1"; HOOK="$2"; PORT="$3"; DRIVER="$4"; DEVICE="$5"
-rm -rf "$CFG/ardour7"; mkdir -p "$CFG/ardour7"
-touch "$CFG/ardour7/.a7"
-cat > "$CFG/ardour7/config" <<XML
+CFG="$1"; HOOK="$2"; PORT="$3"; DRIVER="$4"; DEVICE="$5"; V=${ARDOUR_MAJOR:-7}
+rm -rf "$CFG/ardour$V"; mkdir -p "$CFG/ardour$V"
+touch "$CFG/ardour$V/.a$V"
+# no warning about the locked-memory limit (Ardour 8 shows it in a modal dialog)
+printf '<?xml version="1.0" encoding="UTF-8"?>\n<instant>\n  <no-memory-warning/>\n</instant>\n' \
+	> "$CFG/ardour$V/instant.xml"
+cat > "$CFG/ardour$V/config" <<XML
 <?xml version="1.0" encoding="UTF-8"?>
 <Ardour>
   <Config>
@@ -30,4 +33,4 @@ cat > "$CFG/ardour7/config" <<XML
   </ControlProtocols>
 </Ardour>
 XML
-python3 "$(dirname "$0")/gui_ui_scripts.py" "$HOOK" "$CFG/ardour7/ui_scripts"
+python3 "$(dirname "$0")/gui_ui_scripts.py" "$HOOK" "$CFG/ardour$V/ui_scripts"

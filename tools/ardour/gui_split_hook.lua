@@ -83,7 +83,7 @@ function factory (args)
 					end
 					proc, t = nil, nil
 				end
-				Session:save_state ("", false, false, false)
+				Session:save_state ("")
 				-- what the session folder holds before the action: the test compares
 				log ("SOURCES READY")
 				local env = setmetatable ({ ardour = function () end }, { __index = _ENV })
@@ -112,7 +112,7 @@ function factory (args)
 				Editor:access_action ("Editor", "zoom-to-session")
 				Editor:set_visible_track_count (12)
 			end)
-			Session:save_state ("", false, false, false)
+			Session:save_state ("")
 			log ("saved; READY_FOR_SCREENSHOT")
 		elseif phase == 3 and ticks >= 15 then
 			phase = 4; ticks = 0

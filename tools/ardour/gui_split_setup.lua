@@ -8,7 +8,7 @@ assert (be and not be:isnil (), "no Dummy backend")
 assert (be:set_driver ("Normal Speed") == 0, "set_driver failed")
 assert (AudioEngine:set_device_name ("Silence") == 0, "set_device_name failed")
 assert (create_session (dir, name, 48000), "create_session failed")
-Session:save_state ("", false, false, false)
+Session:save_state ("")
 close_session ()
 -- OSC on: the test quits Ardour through it
 local f = io.open (dir .. "/" .. name .. ".ardour", "r")

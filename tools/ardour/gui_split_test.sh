@@ -15,10 +15,13 @@
 #   shot:   one split, and the screenshot of the README (docs/images/ardour-split.png).
 # usage: gui_split_test.sh split|cancel|dialog|shot WORKDIR ACTION.lua STEMBRIDGE [SCREENSHOT.png]
 # Needs ardour (7.3: ardour7-lua and the GUI), xvfb-run, xdotool, imagemagick (import), sox.
+# Another Ardour: ARDOUR_LUA and ARDOUR_GUI (commands) and ARDOUR_MAJOR (its config folder's
+# number), as in Debian 13's root (tools/ardour/trixie.sh).
 set -u
 MODE=$1; W=$2; CLI=$(cd "$(dirname "$4")" && pwd)/$(basename "$4"); SHOT=${5:-}
 ACTION=$(cd "$(dirname "$3")" && pwd)/$(basename "$3"); R=$(cd "$(dirname "$0")" && pwd)
 PORT=$((20000 + $$ % 20000))
+LUA=${ARDOUR_LUA:-ardour7-lua}; GUI=${ARDOUR_GUI:-ardour}
 rm -rf "$W"; mkdir -p "$W"; cd "$W" || exit 1
 export XDG_CONFIG_HOME="$W/cfg"
 fail() { echo "FAIL: $*"; rc=1; }
@@ -27,7 +30,7 @@ secs=4; secs2=3
 [ "$MODE" = cancel ] && { secs=30; secs2=30; }
 sox -n -r 48000 -c 2 -b 24 guitar_src.wav synth $secs pinknoise vol 0.2 synth $secs sine mix 220 vol 0.5
 sox -n -r 48000 -c 2 -b 24 keys_src.wav synth $secs2 sine 440 sine 660 vol 0.3
-ardour7-lua "$R/gui_split_setup.lua" "$W/sess" sess > setup.log 2>&1 || { cat setup.log; exit 1; }
+$LUA "$R/gui_split_setup.lua" "$W/sess" sess > setup.log 2>&1 || { cat setup.log; exit 1; }
 sh "$R/gui_config.sh" "$W/cfg" "$R/gui_split_hook.lua" "$PORT" "Normal Speed" "Silence"
 export SB_SPLIT_SRC="Guitar=$W/guitar_src.wav@96000,Keys=$W/keys_src.wav@240000"
 export SB_SPLIT_TRIM=24000 SB_SPLIT_GAIN=0.5 SB_SPLIT_ACTION="$ACTION" SB_LOG="$W/hook.log"
@@ -48,7 +51,7 @@ fi
 disp=$((90 + $$ % 400))
 Xvfb :$disp -screen 0 1600x1000x24 -nolisten tcp > xvfb.log 2>&1 & XPID=$!
 sleep 1
-DISPLAY=:$disp ardour -n -a "$W/sess/sess.ardour" > ardour.log 2>&1 & APID=$!
+DISPLAY=:$disp $GUI -n -a "$W/sess/sess.ardour" > ardour.log 2>&1 & APID=$!
 listed=0; clicked=0; shot=0; end=$(( $(date +%s) + 240 ))
 while kill -0 $APID 2>/dev/null && [ "$(date +%s)" -lt $end ]; do
 	if [ $listed = 0 ] && grep -q "SOURCES READY" hook.log 2>/dev/null; then
@@ -105,7 +108,7 @@ if [ "$MODE" = cancel ]; then
 	grep -q "stembridge exit 143" hook.log || fail "stembridge did not end as cancelled (143)"
 	new=$(comm -13 before.txt after.txt | grep -c 'audiofiles')
 	[ "$new" = 0 ] || fail "$new audio files imported after Cancel"
-	ardour7-lua "$R/gui_split_verify.lua" "$W/sess" sess "" 0 0 2>&1 | grep -E "^track=|FAIL|VERIFY" > verify.txt
+	$LUA "$R/gui_split_verify.lua" "$W/sess" sess "" 0 0 2>&1 | grep -E "^track=|FAIL|VERIFY" > verify.txt
 	cat verify.txt
 	n=$(grep -c '^track=' verify.txt)
 	[ "$n" = 2 ] || fail "$n track regions after Cancel, want the 2 sources"
@@ -122,7 +125,7 @@ else
 		[ "$conf" = "model=builtin stems=vocals,bass,other device=cpu precision=bf16 mute=1 " ] ||
 			fail "the last choice was not kept: '$conf'"
 	fi
-	ardour7-lua "$R/gui_split_verify.lua" "$W/sess" sess "Guitar@120000:168000,Keys@240000:144000" 1 $sets $stems 2>&1 |
+	$LUA "$R/gui_split_verify.lua" "$W/sess" sess "Guitar@120000:168000,Keys@240000:144000" 1 $sets $stems 2>&1 |
 		grep -E "^track=|FAIL|VERIFY|set [0-9]" | tee verify.txt
 	grep -q "VERIFY OK" verify.txt || fail "the split session does not verify"
 	n=$(grep -c "GUI timer ticks" hook.log)

@@ -193,7 +193,7 @@ if check (not proc:isnil (), "Stembridge not found (LV2_PATH?)") then
 		-- where the plugin keeps it: its saved state
 		check (SB.name_takes_after (proc, tr), "name_takes_after: the property was not set")
 		sleep (0.3)
-		Session:save_state ("", false, false, false)
+		Session:save_state ("")
 		local id = proc:to_stateful ():id ():to_s ()
 		local ttl = SB.capture ("cat " .. SB.q (Session:path ():gsub ("/$", "") .. "/plugins/" .. id) ..
 			"/state*/state.ttl") or ""
@@ -229,7 +229,7 @@ check (SB.free_group_name ("take 1") == "take 1 (2)" and SB.free_group_name ("ta
 
 tr, r, ar, top = nil, nil, nil, nil
 collectgarbage ()
-Session:save_state ("", false, false, false)
+Session:save_state ("")
 close_session ()
 print (failures == 0 and "ALL OK" or (failures .. " failure(s)"))
 if failures > 0 then error ("FAILED") end

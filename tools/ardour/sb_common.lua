@@ -222,19 +222,6 @@ function SB.name_takes_after (proc, track)
 	return ok and set and true or false
 end
 
--- A file name inside the session's audio folder that no earlier import took: Ardour opens a
--- modal dialog when an import's name is one the session has.
-function SB.free_name (base, ext)
-	local dir = Session:path ():gsub ("/$", "") .. "/interchange/" .. Session:name () .. "/audiofiles/"
-	local clean = base:gsub ("[/\\:]", "_")
-	local name, n = clean, 1
-	while SB.exists (dir .. name .. "." .. ext) do
-		n = n + 1
-		name = string.format ("%s (%d)", clean, n)
-	end
-	return name
-end
-
 -- A route group name no group in the session has.
 function SB.free_group_name (base)
 	local taken = {}

@@ -19,6 +19,7 @@ function action_params ()
 		["precision"] = { title = "Precision (fp32, bf16)", default = "", optional = true },
 		["mute"]      = { title = "Mute the source regions (1/0)", default = "", optional = true },
 		["cli"]       = { title = "The stembridge command (empty: the one installed)", default = "", optional = true },
+		["replace"]   = { title = "Replace the stems of an earlier split (1/0)", default = "", optional = true },
 	}
 end
 
@@ -326,9 +327,10 @@ function factory (params) return function ()
 		if r then
 			local stems = {}
 			for _, s in ipairs (r.stems or {}) do
-				-- a name no earlier import in this session has: Ardour asks about a name it has
-				local name = SB.free_name (j.tname .. " - " .. s.stem, "wav")
-				local path = string.format ("%s/in/%s.wav", tmp, name)
+				-- named as the region Ardour makes of it should be; the folder is this run's own,
+				-- and Ardour asks (in a modal dialog) only about a path it imported before
+				local path = string.format ("%s/in/%s/%s - %s.wav", tmp, n, (j.tname:gsub ("/", "_")), s.stem)
+				SB.run ("mkdir -p " .. SB.q (path:match ("^(.*)/")))
 				os.rename (s.path, path)
 				stems[#stems + 1] = { stem = s.stem, path = path }
 			end

@@ -22,14 +22,16 @@ const char* sbui_stem_title(int stem)
 
 int sbui_device_choices(const sbui_model* m, float* values)
 {
-	const int n = sbui_device_count(m);
-	float v = (float)SB_DEVICE_AUTO;
+	int n = sbui_device_count(m);
+	bool chosen = false;
 	for (int i = 0; i < n; i++) {
-		values[i] = v;
-		sbui_model step = *m;
-		step.device_port = v;
-		v = sbui_device_step(&step, +1);
+		/* the order the button steps through: Auto, CPU, Device 1.., All devices */
+		values[i] = (float)(i < SB_DEVICE_FIRST_ACCEL + m->n_devices ? i : SB_DEVICE_ALL);
+		chosen = chosen || port_int(values[i]) == port_int(m->device_port);
 	}
+	/* a choice this machine lacks (a session from another) stays in the list, as chosen */
+	if (!chosen)
+		values[n++] = (float)port_int(m->device_port);
 	return n;
 }
 
@@ -164,29 +166,30 @@ void sbui_fallback_text(const sbui_model* m, char* out, int size)
 	const int out_v = port_int(m->device_out_port);
 	if (out_v >= SB_DEVICE_FIRST_ACCEL && out_v != SB_DEVICE_ALL)
 		sbui_device_label(m, m->device_out_port, ran, sizeof ran);
-	const int v = port_int(m->device_port);
+	/* the reason is the last job's, whatever the Device control shows now: the words come from
+	 * it, not from the control */
 	const char* tag = strstr(m->device_in_use, "(fallback: ");
 	char reason[SBUI_TEXT] = "";
 	if (tag) {
-		user_words(tag + 11, reason, sizeof reason);
+		snprintf(reason, sizeof reason, "%s", tag + 11);
 		const size_t n = strlen(reason);
 		if (n && reason[n - 1] == ')')
 			reason[n - 1] = '\0';
 	}
-	if (v >= SB_DEVICE_FIRST_ACCEL && v < SB_DEVICE_ALL && m->devices_known && !device_of(m, v)) {
+	int asked = -1, have = -1;
+	if (sscanf(reason, "device:%d not found: %d", &asked, &have) == 2 && asked >= 0) {
 		snprintf(out, (size_t)size,
 		         "Device %d is not on this machine (it has %d device%s besides the CPU): %s ran "
-		         "the take instead", v - SB_DEVICE_FIRST_ACCEL + 1, m->n_devices,
-		         m->n_devices == 1 ? "" : "s", ran);
+		         "the take instead", asked + 1, have, have == 1 ? "" : "s", ran);
 		return;
 	}
-	char chosen[SBUI_TEXT];
-	if (v == SB_DEVICE_AUTO)
-		snprintf(chosen, sizeof chosen, "Auto's GPU");
+	char words[SBUI_TEXT];
+	user_words(reason, words, sizeof words);
+	if (words[0])
+		snprintf(out, (size_t)size, "Fallback: %s; %s ran the take instead", words, ran);
 	else
-		sbui_device_label(m, m->device_port, chosen, sizeof chosen);
-	snprintf(out, (size_t)size, "%s could not run the take%s%s%s: %s ran it instead", chosen,
-	         reason[0] ? " (" : "", reason, reason[0] ? ")" : "", ran);
+		snprintf(out, (size_t)size, "Fallback: the device asked for could not run the take; %s "
+		         "ran it instead", ran);
 }
 
 void sbui_db_text(float linear, char* out, int size)
@@ -228,7 +231,8 @@ void sbui_time_text(int64_t frames, double rate, char* out, int size)
  * region, else the take the state speaks of while it is being separated; 0 unknown. */
 static int lane_take(const sbui_model* m)
 {
-	if (m->lane.start == m->stems_start && sbui_stems_take(m) > 0)
+	if (m->lane.start == m->stems_start && m->lane.frames == m->stems_frames &&
+	    sbui_stems_take(m) > 0)
 		return sbui_stems_take(m);
 	const sbui_stage st = sbui_model_stage(m);
 	if (m->job_take > 0 && (st == SBUI_QUEUED || st == SBUI_SEPARATING || st == SBUI_WRITING ||
@@ -245,10 +249,11 @@ void sbui_lane_caption(const sbui_model* m, char* out, int size)
 		return;
 	const int64_t frames = rec && m->recorded_frames > m->lane.frames ? m->recorded_frames
 	                                                                  : m->lane.frames;
-	char len[32], at[32], peak[24];
+	char len[32], at[32], db[24], peak[32];
 	sbui_time_text(frames, m->sample_rate, len, sizeof len);
 	sbui_time_text(m->lane.start, m->sample_rate, at, sizeof at);
-	sbui_db_text(sbui_lane_peak(&m->lane), peak, sizeof peak);
+	sbui_db_text(sbui_lane_peak(&m->lane), db, sizeof db);
+	snprintf(peak, sizeof peak, "%s%s", sbui_lane_peak(&m->lane) > 0.0f ? "peak " : "", db);
 	char who[32];
 	const int take = rec ? 0 : lane_take(m);
 	if (rec)
@@ -257,7 +262,7 @@ void sbui_lane_caption(const sbui_model* m, char* out, int size)
 		snprintf(who, sizeof who, "Take %d", take);
 	else
 		snprintf(who, sizeof who, "Last take");
-	snprintf(out, (size_t)size, "%s · %s from %s · peak %s", who, len, at, peak);
+	snprintf(out, (size_t)size, "%s · %s from %s · %s", who, len, at, peak);
 }
 
 void sbui_audition_badge(const sbui_model* m, char* out, int size)
@@ -292,4 +297,85 @@ void sbui_zoom_label(float own, float effective, char* out, int size)
 		snprintf(out, (size_t)size, "Zoom %d %%", (int)lrintf(own * 100.0f));
 	else
 		snprintf(out, (size_t)size, "Zoom auto (%d %%)", (int)lrintf(effective * 100.0f));
+}
+
+void sbui_tooltip(const sbui_model* m, int w, int row_stem, const char* row_path, double scale,
+                  const char* scale_source, char* out, int osize)
+{
+	const size_t size = (size_t)osize;
+	out[0] = '\0';
+	if (w >= SBUI_W_ROW0 && w < SBUI_W_MORE) {
+		const int k = (w - SBUI_W_ROW0) / 5, part = (w - SBUI_W_ROW0) % 5;
+		const int s = row_stem;
+		if (s < 0)
+			return;
+		if (part == SBUI_ROW_SOLO)
+			snprintf(out, size, "Play %s alone inside the take, in place of the input (key %d). "
+			         "Click again to stop.", stem_words[s], k + 1);
+		else if (part == SBUI_ROW_MUTE)
+			snprintf(out, size, "Play the mix without %s inside the take (Shift+%d). Click again "
+			         "to stop.", stem_words[s], k + 1);
+		else if (part == SBUI_ROW_WAVE || part == SBUI_ROW_NAME)
+			snprintf(out, size, "%s", row_path ? row_path : "");
+		else
+			snprintf(out, size, "The %s stem's peak and RMS level, in dB below full scale",
+			         stem_words[s]);
+		return;
+	}
+	if (w >= SBUI_W_TOGGLE0 && w < SBUI_W_TOGGLE0 + SBUI_ROWS) {
+		snprintf(out, size, "Write the %s stem of each take", stem_words[w - SBUI_W_TOGGLE0]);
+		return;
+	}
+	switch (w) {
+	case SBUI_W_DEVICE: {
+		char d[900];
+		sbui_device_tooltip(m, m->device_port, d, sizeof d);
+		snprintf(out, size, "%s\n(click: the device list; wheel or arrow keys: the next one)", d);
+		break;
+	}
+	case SBUI_W_ZOOM:
+		snprintf(out, size, "The window's zoom, saved with the session: now %d %%, from %s. "
+		         "Auto follows the host's scale factor, else Xft.dpi. Keys: Ctrl+plus, "
+		         "Ctrl+minus, Ctrl+0 (auto).", (int)lrint(scale * 100),
+		         !strcmp(scale_source, "zoom")      ? "this button"
+		         : !strcmp(scale_source, "host")    ? "the host"
+		         : !strcmp(scale_source, "Xft.dpi") ? "Xft.dpi"
+		                                            : "no setting");
+		break;
+	case SBUI_W_RECORD:
+		snprintf(out, size, "Armed, each stretch the transport rolls is recorded as a take and "
+		         "separated when it stops (key R)");
+		break;
+	case SBUI_W_MODE:
+		snprintf(out, size, "Parallel: takes of several tracks run on several devices at once. "
+		         "Sequential: one take at a time.");
+		break;
+	case SBUI_W_PRECISION:
+		snprintf(out, size, "FP32 products, or BF16 inputs with FP32 sums: about twice as fast "
+		         "where the device has them, stems within about 0.5 %%");
+		break;
+	case SBUI_W_KEEP:
+		snprintf(out, size, "Keep each take's recording beside its stems (off: it goes once the "
+		         "stems are complete)");
+		break;
+	case SBUI_W_MODEL:
+		snprintf(out, size, "The separation model; Auto is the best one installed (click: next, "
+		         "right-click: back)");
+		break;
+	case SBUI_W_INSTALL:
+		snprintf(out, size, "Download, check and install the model; a take recorded meanwhile "
+		         "waits for it");
+		break;
+	case SBUI_W_OPEN:
+		snprintf(out, size, "Open the stems' folder in the file manager");
+		break;
+	case SBUI_W_COPY:
+		snprintf(out, size, "Copy the folder's path to the clipboard");
+		break;
+	case SBUI_W_LANE:
+		snprintf(out, size, "The take's waveform: the loudest and the quietest sample of each "
+		         "slice, live while it records");
+		break;
+	default: break;
+	}
 }

@@ -8,6 +8,7 @@
 #ifndef SBUI_LABELS_H
 #define SBUI_LABELS_H
 
+#include "ui_layout.h"
 #include "ui_logic.h"
 
 #include <stdbool.h>
@@ -17,7 +18,8 @@
 const char* sbui_stem_title(int stem);
 
 /* The Device list: its entries in order (Auto, CPU, Device 1.., All devices once there is a
- * device besides the CPU), as port values. Returns how many (at most SBUI_MAX_DEVICES + 3). */
+ * device besides the CPU, and the chosen one when it is none of those: a device this machine
+ * lacks), as port values. Returns how many (at most SBUI_MAX_DEVICES + 4). */
 int sbui_device_choices(const sbui_model* m, float* values);
 /* One entry: title "Device 2: pthread-skylake", detail "OpenCL CPU · 7.8 GiB · Portable
  * Computing Language"; Auto, CPU and All devices say what they do. */
@@ -34,9 +36,10 @@ void sbui_memory_text(int64_t bytes, char* out, int size);
  * here (the 2 OpenCL devices are processors)"; before a job, what it will choose. "" when the
  * control is not on Auto. */
 void sbui_auto_text(const sbui_model* m, char* out, int size);
-/* A fallback in the user's words: which device is missing or failed, and what ran instead:
- * "Device 8 is not on this machine (it has 2 devices): the CPU ran the take instead". "" when
- * the device in use is no fallback. */
+/* The last job's fallback in the user's words: which device is missing (numbered as the Device
+ * button numbers it) or failed, and what ran instead: "Device 8 is not on this machine (it has
+ * 2 devices besides the CPU): the CPU ran the take instead". "" when the device in use is no
+ * fallback. */
 void sbui_fallback_text(const sbui_model* m, char* out, int size);
 
 /* "-3.2 dB"; "silent" for 0. */
@@ -58,5 +61,11 @@ void sbui_audition_badge(const sbui_model* m, char* out, int size);
 
 /* The window zoom's button: "Zoom 125 %" (chosen), "Zoom auto (200 %)" (the host's or Xft's). */
 void sbui_zoom_label(float own, float effective, char* out, int size);
+
+/* A part's tooltip (parts: ui_layout.h), "" none: what it does and its key. row_stem and
+ * row_path: the stem and file of a stem row's part; scale and scale_source: the window's zoom
+ * now and where it comes from (sbui_scale_pick). */
+void sbui_tooltip(const sbui_model* m, int widget, int row_stem, const char* row_path,
+                  double scale, const char* scale_source, char* out, int size);
 
 #endif

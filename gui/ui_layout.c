@@ -510,3 +510,35 @@ double sbui_zoom_step(double own, int dir)
 			at = i;
 	return steps[((at + (dir >= 0 ? 1 : -1)) % n + n) % n];
 }
+
+void sbui_widget_name(int w, const char* row_stem, char* out, int osize)
+{
+	const size_t size = (size_t)osize;
+	static const char* const names[] = {
+		[SBUI_W_TITLE] = "title", [SBUI_W_ZOOM] = "zoom", [SBUI_W_DEVICE_LABEL] = "device-label",
+		[SBUI_W_DEVICE] = "device", [SBUI_W_IN_USE] = "in-use", [SBUI_W_RECORD] = "record",
+		[SBUI_W_MODE] = "mode", [SBUI_W_PRECISION] = "precision", [SBUI_W_KEEP] = "keep",
+		[SBUI_W_MODEL_LABEL] = "model-label", [SBUI_W_MODEL] = "model",
+		[SBUI_W_INSTALL] = "install", [SBUI_W_NOTICE] = "notice",
+		[SBUI_W_TOGGLES_LABEL] = "stems-label", [SBUI_W_LANE] = "lane",
+		[SBUI_W_LANE_CAPTION] = "lane-caption", [SBUI_W_STATUS] = "status",
+		[SBUI_W_DETAIL] = "detail", [SBUI_W_STEMS_HEADING] = "stems-heading",
+		[SBUI_W_OPEN] = "open-folder", [SBUI_W_COPY] = "copy-path", [SBUI_W_FOLDER] = "folder",
+		[SBUI_W_MORE] = "more", [SBUI_W_BADGE] = "badge"};
+	static const char* const parts[5] = {"name", "wave", "levels", "solo", "mute"};
+	if (w == -2) {
+		snprintf(out, size, "popup");
+	} else if (w == -3) {
+		snprintf(out, size, "tooltip");
+	} else if (w >= SBUI_W_TOGGLE0 && w < SBUI_W_TOGGLE0 + SBUI_ROWS) {
+		static const char* const keys[SBUI_ROWS] = {"vocals", "drums", "bass", "other", "guitar",
+		                                            "piano"};
+		snprintf(out, size, "toggle:%s", keys[w - SBUI_W_TOGGLE0]);
+	} else if (w >= SBUI_W_ROW0 && w < SBUI_W_MORE) {
+		snprintf(out, size, "%s:%s", parts[(w - SBUI_W_ROW0) % 5], row_stem ? row_stem : "?");
+	} else if (w >= 0 && w < (int)(sizeof names / sizeof names[0]) && names[w]) {
+		snprintf(out, size, "%s", names[w]);
+	} else {
+		snprintf(out, size, "w%d", w);
+	}
+}

@@ -91,6 +91,10 @@ typedef struct {
 /* Places what c shows in a window of width x height (unscaled). */
 void sbui_layout_make(const sbui_measure* me, const sbui_content* c, double width, double height,
                       sbui_layout* out);
+/* A part's name, as the window's description of itself says it (ui_x11.h): "device",
+ * "toggle:vocals", "solo:drums" (row_stem: the stem of a row's part), "popup" (-2), "tooltip"
+ * (-3). */
+void sbui_widget_name(int w, const char* row_stem, char* out, int size);
 /* Which wrap slot a wrapped part uses, -1 for others. */
 int sbui_wrap_slot(int w);
 

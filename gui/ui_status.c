@@ -156,5 +156,8 @@ void sbui_status_make(const sbui_model* m, sbui_status* out)
 	out->progress = sbui_progress(m);
 	headline(m, out);
 	detail(m, out);
+	/* the plugin's messages are clauses ("the take at 0:01 ... is silent"): a sentence here */
+	if (out->detail[0] >= 'a' && out->detail[0] <= 'z')
+		out->detail[0] = (char)(out->detail[0] - 'a' + 'A');
 	stems_heading(m, out);
 }

@@ -51,7 +51,7 @@ static void test_device_list(void)
 	const int n = sbui_device_choices(&m, v);
 	CHECK(n == 5 && v[0] == SB_DEVICE_AUTO && v[1] == SB_DEVICE_CPU && v[2] == 2 && v[3] == 3 &&
 	      v[4] == SB_DEVICE_ALL, "%d choices: %g %g %g %g %g", n, v[0], v[1], v[2], v[3], v[4]);
-	char t[SBUI_MAX_DEVICES + 3][SBUI_TEXT], d[SBUI_MAX_DEVICES + 3][SBUI_TEXT];
+	char t[SBUI_MAX_DEVICES + 4][SBUI_TEXT], d[SBUI_MAX_DEVICES + 4][SBUI_TEXT];
 	for (int i = 0; i < n; i++)
 		sbui_device_entry(&m, v[i], t[i], SBUI_TEXT, d[i], SBUI_TEXT);
 	/* every entry distinct; the two devices by number, with type and memory */
@@ -68,6 +68,13 @@ static void test_device_list(void)
 	sbui_set_port(&m, SB_PORT_DEVICE_OUT, 3);
 	CHECK(sbui_device_entry_in_use(&m, 3) && !sbui_device_entry_in_use(&m, 2) &&
 	      !sbui_device_entry_in_use(&m, 1), "the mark is not on Device 2 alone");
+	/* a device this machine lacks, chosen (a session from another machine): listed last, as
+	 * itself */
+	sbui_set_port(&m, SB_PORT_DEVICE, 9);
+	CHECK(sbui_device_choices(&m, v) == 6 && v[5] == 9, "%g", v[5]);
+	sbui_device_entry(&m, 9, t[0], SBUI_TEXT, d[0], SBUI_TEXT);
+	CHECK(!strcmp(t[0], "Device 8 (not present)") && strstr(d[0], "not on this machine"),
+	      "'%s' / '%s'", t[0], d[0]);
 	char mem[32];
 	sbui_memory_text(512 << 20, mem, sizeof mem);
 	CHECK(!strcmp(mem, "512 MiB"), "%s", mem);
@@ -118,12 +125,17 @@ static void test_auto_and_fallback(void)
 	CHECK(!strcmp(s, "Device 8 is not on this machine (it has 2 devices besides the CPU): the "
 	                 "CPU ran the take instead"), "'%s'", s);
 	CHECK(!strstr(s, "device:7"), "'%s'", s);
-	/* a device that is here but failed: its reason, numbered as the button numbers it */
+	/* the words are the last job's: the Device control moved since does not change them */
 	sbui_set_port(&m, SB_PORT_DEVICE, 2);
-	sbui_set_text(m.device_in_use, "CPU (2 threads) (fallback: device:0 ran out of memory)", -1);
+	char again[SBUI_TEXT];
+	sbui_fallback_text(&m, again, sizeof again);
+	CHECK(!strcmp(again, s), "'%s' after the control moved", again);
+	/* a device that failed: the engine's reason, its "device:N" as the button numbers it */
+	sbui_set_text(m.device_in_use, "CPU (2 threads) (fallback: device:0 ran out of memory even "
+	                               "with small chunks)", -1);
 	sbui_fallback_text(&m, s, sizeof s);
-	CHECK(!strcmp(s, "Device 1: pthread-skylake-avx512-AMD EPYC could not run the take (Device 1 "
-	                 "ran out of memory): the CPU ran it instead"), "'%s'", s);
+	CHECK(!strcmp(s, "Fallback: Device 1 ran out of memory even with small chunks; the CPU ran "
+	                 "the take instead"), "'%s'", s);
 }
 
 static void test_numbers(void)
@@ -176,11 +188,12 @@ static void test_lane_and_badge(void)
 	m.stems_frames = m.lane.frames;
 	sbui_lane_caption(&m, s, sizeof s);
 	CHECK(!strcmp(s, "Take 3 · 0:12.400 from 1:05.000 · peak -6.0 dB"), "'%s'", s);
-	/* a newer take recorded and silent: not called take 3 */
-	m.lane.start = 48000 * 100;
+	/* a newer take recorded and silent, from the same place: not called take 3 */
+	m.lane.frames = 48000 * 2;
+	m.lane.lohi[0] = m.lane.lohi[1] = m.lane.lohi[2] = m.lane.lohi[3] = 0.0f;
 	sbui_set_port(&m, SB_PORT_STATE_OUT, SB_STATE_SILENT);
 	sbui_lane_caption(&m, s, sizeof s);
-	CHECK(!strncmp(s, "Last take · ", 12), "'%s'", s);
+	CHECK(!strcmp(s, "Last take · 0:02.000 from 1:05.000 · silent"), "'%s'", s);
 
 	sbui_audition_badge(&m, s, sizeof s);
 	CHECK(!s[0], "a badge with audition off: '%s'", s);

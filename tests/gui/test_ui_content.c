@@ -5,20 +5,10 @@
 #include "ui_content.h"
 
 #include "../../plugin/uris.h"
+#include "../check.h"
 
 #include <stdio.h>
 #include <string.h>
-
-static int failures;
-#define CHECK(cond, ...)                                                               \
-	do {                                                                           \
-		if (!(cond)) {                                                         \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                                  \
-			fprintf(stderr, "\n");                                         \
-			failures++;                                                    \
-		}                                                                      \
-	} while (0)
 
 static sbui_shown out;
 static float ports[SB_N_PORTS_ALL_STEREO];

@@ -5,21 +5,11 @@
 #include "ui_labels.h"
 
 #include "../../plugin/uris.h"
+#include "../check.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-
-static int failures;
-#define CHECK(cond, ...)                                                               \
-	do {                                                                           \
-		if (!(cond)) {                                                         \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                                  \
-			fprintf(stderr, "\n");                                         \
-			failures++;                                                    \
-		}                                                                      \
-	} while (0)
 
 static sbui_device dev(const char* name, const char* type, int64_t mem)
 {

@@ -6,21 +6,12 @@
  * advances per character class (close to DejaVu Sans), so the checks do not hang on a font. */
 #include "ui_layout.h"
 
+#include "../check.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-#define CHECK(cond, ...)                                                               \
-	do {                                                                           \
-		if (!(cond)) {                                                         \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                                  \
-			fprintf(stderr, "\n");                                         \
-			failures++;                                                    \
-		}                                                                      \
-	} while (0)
 
 static double advance(void* user, const char* s, double size)
 {

@@ -3,20 +3,11 @@
  * length; the whole take fits in at most SB_WAVE_COLS columns; a NaN draws as silence. */
 #include "take_wave.h"
 
+#include "../check.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-static int failures;
-#define CHECK(cond, ...)                                                               \
-	do {                                                                           \
-		if (!(cond)) {                                                         \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                                  \
-			fprintf(stderr, "\n");                                         \
-			failures++;                                                    \
-		}                                                                      \
-	} while (0)
 
 static float sample(int64_t i, int c)
 {

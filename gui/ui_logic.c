@@ -173,44 +173,6 @@ sbui_stage sbui_model_stage(const sbui_model* m)
 	}
 }
 
-void sbui_stage_text(const sbui_model* m, char* out, int size)
-{
-	switch (sbui_model_stage(m)) {
-	case SBUI_RECORDING: {
-		long s = (long)((double)m->recorded_frames / m->sample_rate);
-		snprintf(out, (size_t)size, "Recording %ld:%02ld", s / 60, s % 60);
-		break;
-	}
-	case SBUI_QUEUED: snprintf(out, (size_t)size, "Queued"); break;
-	case SBUI_SEPARATING: {
-		const int pct = (int)lrintf(sbui_progress(m) * 100.0f);
-		if (m->time_left_port >= 0.5f) {
-			long s = lrintf(m->time_left_port);
-			if (s >= 3600)
-				snprintf(out, (size_t)size, "Separating %d %%, %ld:%02ld:%02ld left", pct,
-				         s / 3600, s / 60 % 60, s % 60);
-			else
-				snprintf(out, (size_t)size, "Separating %d %%, %ld:%02ld left", pct, s / 60,
-				         s % 60);
-		} else {
-			snprintf(out, (size_t)size, "Separating %d %%", pct);
-		}
-		break;
-	}
-	case SBUI_WRITING: snprintf(out, (size_t)size, "Writing stems"); break;
-	case SBUI_DONE: snprintf(out, (size_t)size, "Done: %d stems", m->n_stems); break;
-	case SBUI_ERROR:
-		snprintf(out, (size_t)size, "Error%s%s", m->last_error[0] ? ": " : "", m->last_error);
-		break;
-	case SBUI_SILENT: snprintf(out, (size_t)size, "Silent take: not separated"); break;
-	case SBUI_RESUMED:
-		snprintf(out, (size_t)size, "Resumed: separating %d %%",
-		         (int)lrintf(sbui_progress(m) * 100.0f));
-		break;
-	default: snprintf(out, (size_t)size, "Idle"); break;
-	}
-}
-
 float sbui_progress(const sbui_model* m)
 {
 	switch (sbui_model_stage(m)) {

@@ -119,9 +119,6 @@ void sbui_in_use_label(const sbui_model* m, char* out, int size, bool* warn);
 void sbui_in_use_parts(const sbui_model* m, char* device, char* reason, int size, bool* warn);
 
 sbui_stage sbui_model_stage(const sbui_model* m);
-/* "Idle", "Recording 0:12", "Queued", "Separating 42 %", "Writing stems", "Done", "Error: …",
- * "Silent take: not separated", "Resumed: separating 42 %" */
-void sbui_stage_text(const sbui_model* m, char* out, int size);
 /* 0..1 for the progress bar. */
 float sbui_progress(const sbui_model* m);
 

@@ -139,85 +139,46 @@ static void test_with_devices(void)
 	      "replaced");
 }
 
-static void stage(const sbui_model *m, char *out)
-{
-	sbui_stage_text(m, out, SBUI_TEXT);
-}
-
+/* The stage from the State and Progress outputs (ui_status.h says it in words). */
 static void test_stage_from_ports(void)
 {
 	sbui_model m;
-	char s[SBUI_TEXT];
 	sbui_model_init(&m, 48000);
-	stage(&m, s);
-	CHECK(!strcmp(s, "Idle") && sbui_progress(&m) == 0, "'%s'", s);
-
+	CHECK(sbui_model_stage(&m) == SBUI_IDLE && sbui_progress(&m) == 0, "idle");
 	sbui_set_port(&m, SB_PORT_STATE_OUT, SB_STATE_RECORDING);
 	m.recorded_frames = 48000 * 75 + 100; /* recordedFrames from the plugin */
-	stage(&m, s);
-	CHECK(!strcmp(s, "Recording 1:15"), "'%s'", s);
+	CHECK(sbui_model_stage(&m) == SBUI_RECORDING, "recording");
 	/* a new take restarts the clock, before the plugin's first count arrives */
 	sbui_set_port(&m, SB_PORT_STATE_OUT, SB_STATE_QUEUED);
-	stage(&m, s);
-	CHECK(!strcmp(s, "Queued") && sbui_progress(&m) == 0, "'%s'", s);
+	CHECK(sbui_model_stage(&m) == SBUI_QUEUED && sbui_progress(&m) == 0, "queued");
 	sbui_set_port(&m, SB_PORT_STATE_OUT, SB_STATE_RECORDING);
-	stage(&m, s);
-	CHECK(!strcmp(s, "Recording 0:00"), "'%s'", s);
-	/* the plugin's count at another rate (options: sampleRate) */
-	sbui_model_init(&m, 44100);
-	sbui_set_port(&m, SB_PORT_STATE_OUT, SB_STATE_RECORDING);
-	m.recorded_frames = 44100 * 12;
-	stage(&m, s);
-	CHECK(!strcmp(s, "Recording 0:12"), "'%s'", s);
-
+	CHECK(m.recorded_frames == 0, "the clock did not restart: %lld", (long long)m.recorded_frames);
 	sbui_set_port(&m, SB_PORT_STATE_OUT, SB_STATE_SEPARATING);
 	sbui_set_port(&m, SB_PORT_PROGRESS_OUT, 0.42f);
-	stage(&m, s);
-	CHECK(!strcmp(s, "Separating 42 %") && sbui_progress(&m) > 0.41f && sbui_progress(&m) < 0.43f,
-	      "'%s' %g", s, sbui_progress(&m));
-	/* the plugin's Time left output, once the job has a rate */
-	sbui_set_time_left(&m, 83.4f);
-	stage(&m, s);
-	CHECK(!strcmp(s, "Separating 42 %, 1:23 left"), "'%s'", s);
-	sbui_set_time_left(&m, 3725.0f);
-	stage(&m, s);
-	CHECK(!strcmp(s, "Separating 42 %, 1:02:05 left"), "'%s'", s);
-	sbui_set_time_left(&m, -1.0f); /* not known yet */
-	stage(&m, s);
-	CHECK(!strcmp(s, "Separating 42 %"), "'%s'", s);
+	CHECK(sbui_model_stage(&m) == SBUI_SEPARATING && sbui_progress(&m) > 0.41f &&
+	      sbui_progress(&m) < 0.43f, "separating %g", sbui_progress(&m));
 	sbui_set_port(&m, SB_PORT_PROGRESS_OUT, 1.0f);
-	stage(&m, s);
-	CHECK(!strcmp(s, "Writing stems") && sbui_progress(&m) == 1.0f, "'%s'", s);
+	CHECK(sbui_model_stage(&m) == SBUI_WRITING && sbui_progress(&m) == 1.0f, "writing");
 	sbui_set_port(&m, SB_PORT_PROGRESS_OUT, 7.0f); /* out of range from a bad host */
 	CHECK(sbui_progress(&m) == 1.0f, "progress %g", sbui_progress(&m));
-
 	sbui_set_port(&m, SB_PORT_STATE_OUT, SB_STATE_DONE);
-	for (int i = 0; i < 4; i++)
-		sbui_add_stem(&m, "/session/plugins/7/scratch/stembridge/t1/Guitar-t1-vocals.wav");
-	stage(&m, s);
-	CHECK(!strcmp(s, "Done: 4 stems") && sbui_progress(&m) == 1.0f, "'%s'", s);
-	sbui_clear_stems(&m);
-	CHECK(m.n_stems == 0, "stems not cleared");
+	CHECK(sbui_model_stage(&m) == SBUI_DONE && sbui_progress(&m) == 1.0f, "done");
 	for (int i = 0; i < 12; i++)
 		sbui_add_stem(&m, "x.wav");
 	CHECK(m.n_stems == SBUI_MAX_STEMS, "%d stems kept", m.n_stems);
-
+	sbui_clear_stems(&m);
+	CHECK(m.n_stems == 0, "stems not cleared");
 	sbui_set_port(&m, SB_PORT_STATE_OUT, SB_STATE_ERROR);
-	sbui_set_text(m.last_error, "device out of memory", -1);
-	stage(&m, s);
-	CHECK(!strcmp(s, "Error: device out of memory") && sbui_progress(&m) == 0, "'%s'", s);
-	m.last_error[0] = '\0';
-	stage(&m, s);
-	CHECK(!strcmp(s, "Error"), "'%s'", s);
+	CHECK(sbui_model_stage(&m) == SBUI_ERROR && sbui_progress(&m) == 0, "error");
+	sbui_set_port(&m, SB_PORT_STATE_OUT, SB_STATE_SILENT);
+	CHECK(sbui_model_stage(&m) == SBUI_SILENT, "silent");
 	/* a take a stopped host left unfinished, separated again after the session reopened */
 	sbui_set_port(&m, SB_PORT_STATE_OUT, SB_STATE_RESUMED);
 	sbui_set_port(&m, SB_PORT_PROGRESS_OUT, 0.25f);
-	stage(&m, s);
-	CHECK(!strcmp(s, "Resumed: separating 25 %") && sbui_progress(&m) == 0.25f, "'%s'", s);
+	CHECK(sbui_model_stage(&m) == SBUI_RESUMED && sbui_progress(&m) == 0.25f, "resumed");
 	/* an unknown state value from a newer plugin reads as idle, not garbage */
 	sbui_set_port(&m, SB_PORT_STATE_OUT, 42);
-	stage(&m, s);
-	CHECK(!strcmp(s, "Idle"), "'%s'", s);
+	CHECK(sbui_model_stage(&m) == SBUI_IDLE, "state 42");
 }
 
 static void test_in_use(void)

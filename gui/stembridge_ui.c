@@ -74,6 +74,8 @@ typedef struct {
 	sbui_layout layout;
 	sbui_view view;
 	sbui_textlog log;
+	char tip[1024];             /* the tooltip shown */
+	char described[65536];      /* the window's description, as last made (publish) */
 
 	/* the pointer, the keyboard, the list, the tooltip, notes */
 	int hover, focus;
@@ -186,14 +188,15 @@ static void name_of(const sb_ui* ui, int w, char* out, int size)
 
 static void publish(sb_ui* ui)
 {
-	static char buf[65536];
+	char* buf = ui->described;
+	const size_t cap = sizeof ui->described;
 	size_t at = 0;
 	const double s = ui->scale;
 	char name[64];
 #define OUT(...)                                                                         \
 	do {                                                                                 \
-		const int n_ = snprintf(buf + at, sizeof buf - at, __VA_ARGS__);                 \
-		if (n_ > 0 && (size_t)n_ < sizeof buf - at)                                      \
+		const int n_ = snprintf(buf + at, cap - at, __VA_ARGS__);                        \
+		if (n_ > 0 && (size_t)n_ < cap - at)                                             \
 			at += (size_t)n_;                                                            \
 	} while (0)
 	OUT("window %d %d scale %.3f source %s\n", ui->width, ui->height, s, ui->scale_source);
@@ -251,14 +254,14 @@ static void draw(sb_ui* ui)
 	v->hover = ui->hover;
 	v->focus = ui->focus;
 	v->focus_visible = ui->focus_visible;
-	static char tip[1024];
+	char* tip = ui->tip;
 	v->tip = NULL;
 	if (ui->tip_shown && !ui->popup_open) {
 		const int row = ui->hover >= SBUI_W_ROW0 && ui->hover < SBUI_W_MORE
 		                    ? (ui->hover - SBUI_W_ROW0) / 5
 		                    : 0;
 		sbui_tooltip(&ui->model, ui->hover, ui->shown.row_stem[row], ui->shown.row_path[row], ui->scale,
-		             ui->scale_source, tip, sizeof tip);
+		             ui->scale_source, tip, (int)sizeof ui->tip);
 		if (tip[0]) {
 			v->tip = tip;
 			v->tip_x = ui->mouse_x;

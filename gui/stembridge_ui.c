@@ -2,18 +2,19 @@
  * (ui:parent), so it works in every X11 host through suil.
  *
  * It talks to the plugin only through ports and atoms (the URIs in plugin/uris.h): control
- * ports it writes with write_function, a patch:Get it sends on the control port when it opens,
- * and the messages the plugin sends on its notify port: patch:Set for writable properties,
- * patch:Put for read-only ones (deviceList, deviceInUse, stems, manifest, recordedFrames,
- * lastError). Its size is its window's (XSizeHints; the host embeds it through suil), not the
- * deprecated ui:resize. Every call here runs on the host's UI thread;
- * idle() only drains pending X events (XPending never blocks) and redraws, so the host's thread
- * is never held.
+ * ports it writes with write_function (Audition included: the S and M buttons set the control
+ * the plugin reads), patch:Set for installModel and uiScale, a patch:Get when it opens, and the
+ * messages the plugin sends on its notify port: patch:Set for writable properties, patch:Put for
+ * read-only ones (deviceList, deviceInUse, stems, stemViews, takeWave, manifest, lastError,
+ * modelNotice, jobTake, queueAhead, ...). Its size is its window's (XSizeHints), not the
+ * deprecated ui:resize; its scale the zoom chosen in it (saved with the session through
+ * uiScale), else the host's ui:scaleFactor, else Xft.dpi.
+ *
+ * What it shows is computed by the plain C units (ui_status, ui_labels, ui_layout), drawn by
+ * ui_draw.c into a back buffer (ui_x11.c) and shown whole. Every call here runs on the host's
+ * UI thread; idle() only drains pending X events (XPending never blocks) and redraws.
  */
-#include "ui_logic.h"
-
-#include "../plugin/uris.h"
-
+/* LV2's headers before X11's, whose Bool macro would break the forge's field of that name */
 #include <lv2/atom/atom.h>
 #include <lv2/atom/forge.h>
 #include <lv2/atom/util.h>
@@ -22,98 +23,77 @@
 #include <lv2/ui/ui.h>
 #include <lv2/urid/urid.h>
 
+#include "ui_content.h"
+#include "ui_draw.h"
+#include "ui_labels.h"
+#include "ui_layout.h"
+#include "ui_logic.h"
+#include "ui_messages.h"
+#include "ui_status.h"
+#include "ui_x11.h"
+
+#include "../plugin/uris.h"
+
 #include <X11/Xlib.h>
 #include <X11/Xutil.h>
-#include <cairo-xlib.h>
+#include <X11/keysym.h>
 #include <cairo.h>
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-#define BASE_W 540
-#define BASE_H 440
-
-typedef struct {
-	LV2_URID atom_eventTransfer, atom_Object, atom_Tuple, atom_String, atom_Path, atom_Long,
-	    atom_Int, atom_Float, atom_URID, patch_Set, patch_Get, patch_Put, patch_body, patch_property,
-	    patch_value, device_list,
-	    device_in_use, stems, last_error, manifest, recorded_frames, dev_key, dev_name,
-	    dev_platform, dev_type, dev_memory, dev_units, dev_driver, model_list, install_model,
-	    install_status;
-} ui_uris;
-
-/* Clickable areas, in unscaled units, laid out by layout(). */
-typedef enum {
-	HIT_NONE = -1, HIT_DEVICE, HIT_RECORD, HIT_MODE, HIT_PRECISION, HIT_KEEP_TAKE, HIT_MODEL,
-	HIT_INSTALL, HIT_STEM0, HIT_STEM1, HIT_STEM2, HIT_STEM3, HIT_STEM4, HIT_STEM5, HIT_COUNT
-} hit_id;
-
-typedef struct { double x, y, w, h; } rect;
+#define TOOLTIP_DELAY_S 0.5
+#define NOTE_S 4.0 /* how long "Copied" and a note stay */
 
 typedef struct {
 	LV2UI_Write_Function write;
 	LV2UI_Controller controller;
 	LV2_URID_Map* map;
-	ui_uris u;
+	sbui_uris u;
 	LV2_Atom_Forge forge;
 
 	Display* dpy;
 	Window win;
-	cairo_surface_t* surface;
-	cairo_t* cr;
-	int width, height;
-	double scale;
-	bool dirty;
-	bool closed;
+	sbui_x11 x;
+	cairo_surface_t* measure_surface;
+	cairo_t* measure;
+	int width, height;        /* pixels */
+	double host_scale, xft_dpi, scale;
+	const char* scale_source;
+	bool dirty, closed;
 
 	sbui_model model;
 	int channels;             /* 1 or 2: where the guitar and piano ports are */
 	float ports[SB_N_PORTS_ALL_STEREO];
-	rect hits[HIT_COUNT];
-	int hover;                /* hit_id under the pointer */
+
+	/* what is shown, where, as drawn */
+	sbui_shown shown;
+	sbui_layout layout;
+	sbui_view view;
+	sbui_textlog log;
+	char tip[1024];             /* the tooltip shown */
+	char described[65536];      /* the window's description, as last made (publish) */
+
+	/* the pointer, the keyboard, the list, the tooltip, notes */
+	int hover, focus;
+	bool focus_visible;
 	double mouse_x, mouse_y;  /* unscaled */
+	double hover_since;
+	bool tip_shown;
+	bool popup_open;
+	int popup_hover;
+	double copied_until, note_until;
+	char note[SBUI_TEXT];
 } sb_ui;
 
-static const char* const stem_names[SB_PLUGIN_STEMS] = {"Vocals", "Drums", "Bass", "Other",
-                                                         "Guitar", "Piano"};
-
-static void map_uris(ui_uris* u, LV2_URID_Map* map)
+static double now_s(void)
 {
-#define M(f, uri) u->f = map->map(map->handle, uri)
-	M(atom_eventTransfer, LV2_ATOM__eventTransfer);
-	M(atom_Object, LV2_ATOM__Object);
-	M(atom_Tuple, LV2_ATOM__Tuple);
-	M(atom_String, LV2_ATOM__String);
-	M(atom_Path, LV2_ATOM__Path);
-	M(atom_Long, LV2_ATOM__Long);
-	M(atom_Int, LV2_ATOM__Int);
-	M(atom_Float, LV2_ATOM__Float);
-	M(atom_URID, LV2_ATOM__URID);
-	M(patch_Set, LV2_PATCH__Set);
-	M(patch_Get, LV2_PATCH__Get);
-	M(patch_Put, LV2_PATCH__Put);
-	M(patch_body, LV2_PATCH__body);
-	M(patch_property, LV2_PATCH__property);
-	M(patch_value, LV2_PATCH__value);
-	M(device_list, SB__deviceList);
-	M(device_in_use, SB__deviceInUse);
-	M(stems, SB__stems);
-	M(last_error, SB__lastError);
-	M(manifest, SB__manifest);
-	M(recorded_frames, SB__recordedFrames);
-	M(dev_key, SB__deviceKey);
-	M(dev_name, SB__deviceName);
-	M(dev_platform, SB__devicePlatform);
-	M(dev_type, SB__deviceType);
-	M(dev_memory, SB__deviceMemory);
-	M(dev_units, SB__deviceUnits);
-	M(dev_driver, SB__deviceDriver);
-	M(model_list, SB__modelList);
-	M(install_model, SB__installModel);
-	M(install_status, SB__installStatus);
-#undef M
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /* ---- talking to the plugin ---- */
@@ -126,24 +106,27 @@ static void write_port(sb_ui* ui, uint32_t port, float v)
 	ui->dirty = true;
 }
 
-/* Asks the plugin to install a model (patch:Set installModel): the download runs on the
- * plugin's side, off the audio thread; installStatus tells how it goes. */
-static void send_install(sb_ui* ui, const char* name)
+/* A patch:Set on the control port: installModel (the download runs on the plugin's side, off
+ * the audio thread) or uiScale (saved with the session). */
+static void send_set(sb_ui* ui, LV2_URID key, const char* text, const float* number)
 {
 	uint8_t buf[256];
 	lv2_atom_forge_set_buffer(&ui->forge, buf, sizeof buf);
 	LV2_Atom_Forge_Frame frame;
 	LV2_Atom* msg = (LV2_Atom*)lv2_atom_forge_object(&ui->forge, &frame, 0, ui->u.patch_Set);
 	lv2_atom_forge_key(&ui->forge, ui->u.patch_property);
-	lv2_atom_forge_urid(&ui->forge, ui->u.install_model);
+	lv2_atom_forge_urid(&ui->forge, key);
 	lv2_atom_forge_key(&ui->forge, ui->u.patch_value);
-	lv2_atom_forge_string(&ui->forge, name, (uint32_t)strlen(name));
+	if (text)
+		lv2_atom_forge_string(&ui->forge, text, (uint32_t)strlen(text));
+	else
+		lv2_atom_forge_float(&ui->forge, *number);
 	lv2_atom_forge_pop(&ui->forge, &frame);
 	ui->write(ui->controller, SB_PORT_CONTROL, lv2_atom_total_size(msg),
 	          ui->u.atom_eventTransfer, msg);
 }
 
-/* Asks the plugin for every property (answered with patch:Set and patch:Put messages on notify). */
+/* Asks the plugin for every property (answered with patch:Set and patch:Put messages). */
 static void send_get(sb_ui* ui)
 {
 	uint8_t buf[128];
@@ -155,439 +138,205 @@ static void send_get(sb_ui* ui)
 	          ui->u.atom_eventTransfer, msg);
 }
 
-static bool is_text(const ui_uris* u, const LV2_Atom* a)
+static const char* const stem_keys[SBUI_STEM_KINDS] = {"vocals", "drums", "bass", "other",
+                                                       "guitar", "piano"};
+
+/* Everything the window says now, then where it goes. */
+static void build(sb_ui* ui)
 {
-	return a && (a->type == u->atom_String || a->type == u->atom_Path);
+	const double t = now_s();
+	const sbui_show_in in = {ui->ports, ui->channels, ui->width / ui->scale, ui->scale,
+	                         t < ui->copied_until, t < ui->note_until ? ui->note : NULL};
+	sbui_shown_make(&ui->model, &in, &ui->shown);
+	const sbui_measure me = {sbui_draw_measure, ui->measure};
+	sbui_layout_make(&me, &ui->shown.content, ui->width / ui->scale, ui->height / ui->scale,
+	                 &ui->layout);
+	if (ui->focus >= 0 && !ui->layout.placed[ui->focus])
+		ui->focus = -1;
 }
 
-static void copy_text(char* dst, const LV2_Atom* a)
+/* The device list's entries, where it opens. */
+static void build_popup(sb_ui* ui)
 {
-	/* atom strings are NUL-terminated inside their size; do not trust it blindly */
-	const char* s = (const char*)LV2_ATOM_BODY_CONST(a);
-	sbui_set_text(dst, s, (int)strnlen(s, a->size));
-}
-
-static int64_t atom_number(const ui_uris* u, const LV2_Atom* a, int64_t fallback)
-{
-	if (!a)
-		return fallback;
-	if (a->type == u->atom_Long)
-		return ((const LV2_Atom_Long*)a)->body;
-	if (a->type == u->atom_Int)
-		return ((const LV2_Atom_Int*)a)->body;
-	if (a->type == u->atom_Float)
-		return (int64_t)((const LV2_Atom_Float*)a)->body;
-	return fallback;
-}
-
-static void read_device(sb_ui* ui, const LV2_Atom_Object* obj)
-{
-	const ui_uris* u = &ui->u;
-	const LV2_Atom *key = NULL, *name = NULL, *platform = NULL, *type = NULL, *memory = NULL,
-	               *units = NULL, *driver = NULL;
-	lv2_atom_object_get(obj, u->dev_key, &key, u->dev_name, &name, u->dev_platform, &platform,
-	                    u->dev_type, &type, u->dev_memory, &memory, u->dev_units, &units,
-	                    u->dev_driver, &driver, 0);
-	sbui_device d;
-	memset(&d, 0, sizeof d);
-	if (is_text(u, key)) copy_text(d.key, key);
-	if (is_text(u, name)) copy_text(d.name, name);
-	if (is_text(u, platform)) copy_text(d.platform, platform);
-	if (is_text(u, type)) copy_text(d.type, type);
-	if (is_text(u, driver)) copy_text(d.driver, driver);
-	d.memory_bytes = atom_number(u, memory, -1);
-	d.compute_units = (int)atom_number(u, units, -1);
-	sbui_add_device(&ui->model, &d);
-}
-
-/* One property the plugin announced: a patch:Set's (writable properties) or one key of a
- * patch:Put's body (read-only ones). */
-static void on_property(sb_ui* ui, LV2_URID key, const LV2_Atom* value)
-{
-	const ui_uris* u = &ui->u;
-	sbui_model* m = &ui->model;
-	if (key == u->device_list && value->type == u->atom_Tuple) {
-		sbui_clear_devices(m);
-		LV2_ATOM_TUPLE_FOREACH ((const LV2_Atom_Tuple*)value, it)
-			if (it->type == u->atom_Object)
-				read_device(ui, (const LV2_Atom_Object*)it);
-	} else if (key == u->stems && value->type == u->atom_Tuple) {
-		sbui_clear_stems(m);
-		LV2_ATOM_TUPLE_FOREACH ((const LV2_Atom_Tuple*)value, it)
-			if (is_text(u, it)) {
-				char path[SBUI_TEXT];
-				copy_text(path, it);
-				sbui_add_stem(m, path);
-			}
-	} else if (key == u->device_in_use && is_text(u, value)) {
-		copy_text(m->device_in_use, value);
-	} else if (key == u->last_error && is_text(u, value)) {
-		copy_text(m->last_error, value);
-	} else if (key == u->manifest && is_text(u, value)) {
-		copy_text(m->manifest, value);
-	} else if (key == u->recorded_frames) {
-		m->recorded_frames = atom_number(u, value, m->recorded_frames);
-	} else if (key == u->model_list && is_text(u, value)) {
-		char text[4096];
-		const char* b = (const char*)LV2_ATOM_BODY_CONST(value);
-		snprintf(text, sizeof text, "%.*s", (int)strnlen(b, value->size), b);
-		sbui_set_model_list(m, text);
-	} else if (key == u->install_status && is_text(u, value)) {
-		char text[SBUI_TEXT + 16];
-		const char* b = (const char*)LV2_ATOM_BODY_CONST(value);
-		snprintf(text, sizeof text, "%.*s", (int)strnlen(b, value->size), b);
-		sbui_set_install_status(m, text);
+	sbui_view* v = &ui->view;
+	v->popup_open = ui->popup_open;
+	if (!ui->popup_open)
+		return;
+	const sbui_model* m = &ui->model;
+	v->popup_n = sbui_device_choices(m, v->popup_values);
+	for (int i = 0; i < v->popup_n; i++) {
+		sbui_device_entry(m, v->popup_values[i], v->popup_title[i], SBUI_TEXT, v->popup_detail[i],
+		                  SBUI_TEXT);
+		v->popup_chosen[i] = lrintf(v->popup_values[i]) == lrintf(m->device_port);
+		v->popup_in_use[i] = sbui_device_entry_in_use(m, v->popup_values[i]);
 	}
-	ui->dirty = true;
+	v->popup = sbui_popup_place(ui->layout.r[SBUI_W_DEVICE], v->popup_n, ui->layout.width,
+	                            ui->layout.height, &v->popup_entry_h);
+	v->popup_hover = ui->popup_hover;
 }
 
-static void on_patch(sb_ui* ui, const LV2_Atom_Object* obj)
+/* ---- the window's own description, for tests and tools ---- */
+
+/* In window pixels: each part, each text with its box and ink, the focus, the list, the
+ * tooltip (_STEMBRIDGE_LAYOUT). */
+static void name_of(const sb_ui* ui, int w, char* out, int size)
 {
-	const ui_uris* u = &ui->u;
-	if (obj->body.otype == u->patch_Set) {
-		const LV2_Atom *prop = NULL, *value = NULL;
-		lv2_atom_object_get(obj, u->patch_property, &prop, u->patch_value, &value, 0);
-		if (prop && prop->type == u->atom_URID && value)
-			on_property(ui, ((const LV2_Atom_URID*)prop)->body, value);
-	} else if (obj->body.otype == u->patch_Put) {
-		const LV2_Atom* body = NULL;
-		lv2_atom_object_get(obj, u->patch_body, &body, 0);
-		if (body && body->type == u->atom_Object)
-			LV2_ATOM_OBJECT_FOREACH ((const LV2_Atom_Object*)body, p)
-				on_property(ui, p->key, &p->value);
+	const int row = w >= SBUI_W_ROW0 && w < SBUI_W_MORE ? (w - SBUI_W_ROW0) / 5 : 0;
+	const int s = ui->shown.row_stem[row];
+	sbui_widget_name(w, s >= 0 ? stem_keys[s] : NULL, out, size);
+}
+
+static void publish(sb_ui* ui)
+{
+	char* buf = ui->described;
+	const size_t cap = sizeof ui->described;
+	size_t at = 0;
+	const double s = ui->scale;
+	char name[64];
+#define OUT(...)                                                                         \
+	do {                                                                                 \
+		const int n_ = snprintf(buf + at, cap - at, __VA_ARGS__);                        \
+		if (n_ > 0 && (size_t)n_ < cap - at)                                             \
+			at += (size_t)n_;                                                            \
+	} while (0)
+	OUT("window %d %d scale %.3f source %s\n", ui->width, ui->height, s, ui->scale_source);
+	name_of(ui, ui->focus, name, sizeof name);
+	OUT("focus %s %d\n", ui->focus >= 0 ? name : "none", ui->focus_visible);
+	if (ui->view.popup_open) {
+		const sbui_rect r = ui->view.popup;
+		OUT("popup %.0f %.0f %.0f %.0f %d %.0f\n", r.x * s, r.y * s, r.w * s, r.h * s,
+		    ui->view.popup_n, ui->view.popup_entry_h * s);
 	}
+	if (ui->view.tip) {
+		const sbui_rect r = ui->view.tip_rect;
+		OUT("tip %.0f %.0f %.0f %.0f\n", r.x * s, r.y * s, r.w * s, r.h * s);
+	}
+	for (int w = 0; w < SBUI_W_COUNT; w++) {
+		if (!ui->layout.placed[w])
+			continue;
+		const sbui_rect r = ui->layout.r[w];
+		name_of(ui, w, name, sizeof name);
+		OUT("w %s %.0f %.0f %.0f %.0f %d\n", name, r.x * s, r.y * s, r.w * s, r.h * s,
+		    ui->view.on[w]);
+	}
+	for (int i = 0; i < ui->log.n; i++) {
+		const sbui_text_entry* e = &ui->log.e[i];
+		name_of(ui, e->widget, name, sizeof name);
+		OUT("t %s %.1f %.1f %.1f %.1f %.1f %.1f %.1f %.1f %s\n", name, e->box.x * s, e->box.y * s,
+		    e->box.w * s, e->box.h * s, e->ink.x * s, e->ink.y * s, e->ink.w * s, e->ink.h * s,
+		    e->text);
+	}
+#undef OUT
+	sbui_x11_publish(&ui->x, buf);
 }
 
 /* ---- drawing ---- */
 
-static void set_rgb(cairo_t* cr, unsigned rgb)
-{
-	cairo_set_source_rgb(cr, ((rgb >> 16) & 255) / 255.0, ((rgb >> 8) & 255) / 255.0,
-	                     (rgb & 255) / 255.0);
-}
-
-static void rounded(cairo_t* cr, rect r, double rad)
-{
-	cairo_new_sub_path(cr);
-	cairo_arc(cr, r.x + r.w - rad, r.y + rad, rad, -M_PI / 2, 0);
-	cairo_arc(cr, r.x + r.w - rad, r.y + r.h - rad, rad, 0, M_PI / 2);
-	cairo_arc(cr, r.x + rad, r.y + r.h - rad, rad, M_PI / 2, M_PI);
-	cairo_arc(cr, r.x + rad, r.y + rad, rad, M_PI, 3 * M_PI / 2);
-	cairo_close_path(cr);
-}
-
-static void text_at(cairo_t* cr, double x, double y, const char* s, double size, unsigned rgb)
-{
-	cairo_set_font_size(cr, size);
-	set_rgb(cr, rgb);
-	cairo_move_to(cr, x, y);
-	cairo_show_text(cr, s);
-}
-
-/* A text clipped to a width with an ellipsis, so nothing spills over: paths lose their front
- * (the file name stays), sentences their end. Cuts whole UTF-8 characters only. */
-static void text_fit_end(cairo_t* cr, double x, double y, double w, const char* s, double size,
-                         unsigned rgb, bool keep_end)
-{
-	char buf[SBUI_TEXT * 2 + 8];
-	snprintf(buf, sizeof buf, "%s", s);
-	cairo_set_font_size(cr, size);
-	cairo_text_extents_t ext;
-	cairo_text_extents(cr, buf, &ext);
-	size_t n = strlen(buf);
-	while (ext.x_advance > w && n > 4) {
-		if (keep_end) {
-			size_t cut = 1; /* bytes of the character after the "..." */
-			while (3 + cut < n && ((unsigned char)buf[3 + cut] & 0xC0) == 0x80)
-				cut++;
-			memmove(buf + 3, buf + 3 + cut, n - 3 - cut + 1);
-			buf[0] = buf[1] = buf[2] = '.';
-			n -= cut;
-		} else {
-			size_t end = n - (n >= 3 && !strcmp(buf + n - 3, "...") ? 3 : 0);
-			do
-				end--;
-			while (end > 0 && ((unsigned char)buf[end] & 0xC0) == 0x80);
-			memcpy(buf + end, "...", 4);
-			n = end + 3;
-		}
-		cairo_text_extents(cr, buf, &ext);
-	}
-	text_at(cr, x, y, buf, size, rgb);
-}
-
-static void text_fit(cairo_t* cr, double x, double y, double w, const char* s, double size,
-                     unsigned rgb)
-{
-	text_fit_end(cr, x, y, w, s, size, rgb, true);
-}
-
-/* Splits a sentence into at most max_lines lines of width w at spaces (the last one ends in an
- * ellipsis when the rest does not fit). Returns the number of lines. */
-#define WRAP_MAX 3
-static int text_wrap(cairo_t* cr, double w, const char* s, double size,
-                     char lines[WRAP_MAX][SBUI_TEXT * 2 + 8])
-{
-	cairo_set_font_size(cr, size);
-	int n = 0;
-	while (*s && n < WRAP_MAX) {
-		while (*s == ' ')
-			s++;
-		size_t len = strlen(s), fit = 0;
-		for (size_t i = 0; i <= len && i < SBUI_TEXT * 2; i++) {
-			if (s[i] != ' ' && s[i] != '\0')
-				continue;
-			char buf[SBUI_TEXT * 2 + 8];
-			snprintf(buf, sizeof buf, "%.*s", (int)i, s);
-			cairo_text_extents_t ext;
-			cairo_text_extents(cr, buf, &ext);
-			if (ext.x_advance > w && fit)
-				break;
-			fit = i;
-			if (ext.x_advance > w)
-				break;
-		}
-		if (!fit || n == WRAP_MAX - 1)
-			fit = len; /* one long word, or the last line: text_fit_end cuts it */
-		snprintf(lines[n++], SBUI_TEXT * 2 + 8, "%.*s", (int)fit, s);
-		s += fit;
-	}
-	return n;
-}
-
-/* A button; 'on' fills it with on_rgb (blue for a chosen stem, red for record armed). */
-static void button_rgb(sb_ui* ui, hit_id id, rect r, const char* label, bool on, unsigned on_rgb)
-{
-	cairo_t* cr = ui->cr;
-	ui->hits[id] = r;
-	rounded(cr, r, 4);
-	set_rgb(cr, on ? on_rgb : (ui->hover == (int)id ? 0x3a3f47 : 0x2c3036));
-	cairo_fill_preserve(cr);
-	set_rgb(cr, 0x5a616b);
-	cairo_set_line_width(cr, 1);
-	cairo_stroke(cr);
-	cairo_set_font_size(cr, 13);
-	cairo_text_extents_t ext;
-	cairo_text_extents(cr, label, &ext);
-	double tx = r.x + (r.w - ext.x_advance) / 2;
-	if (tx < r.x + 6)
-		tx = r.x + 6;
-	cairo_save(cr);
-	cairo_rectangle(cr, r.x + 2, r.y, r.w - 4, r.h);
-	cairo_clip(cr);
-	text_at(cr, tx, r.y + r.h / 2 + 4.5, label, 13, on ? 0xffffff : 0xe8e8e8);
-	cairo_restore(cr);
-}
-
-static void button(sb_ui* ui, hit_id id, rect r, const char* label, bool on)
-{
-	button_rgb(ui, id, r, label, on, 0x2e6e9e);
-}
-
-static void draw_tooltip(sb_ui* ui)
-{
-	cairo_t* cr = ui->cr;
-	char tip[1024];
-	sbui_device_tooltip(&ui->model, ui->model.device_port, tip, sizeof tip);
-	double lw = ui->width / ui->scale;
-	/* measure the lines */
-	cairo_set_font_size(cr, 12);
-	int lines = 1;
-	double maxw = 0;
-	for (char *s = tip, *e;; s = e + 1) {
-		e = strchr(s, '\n');
-		if (e) *e = '\0';
-		cairo_text_extents_t ext;
-		cairo_text_extents(cr, s, &ext);
-		if (ext.x_advance > maxw) maxw = ext.x_advance;
-		if (!e) break;
-		*e = '\n';
-		lines++;
-	}
-	rect r = {ui->mouse_x + 12, ui->mouse_y + 16, maxw + 16, lines * 16 + 8};
-	if (r.x + r.w > lw - 4) r.x = lw - 4 - r.w;
-	if (r.x < 4) r.x = 4;
-	rounded(cr, r, 4);
-	set_rgb(cr, 0xf4f1d6);
-	cairo_fill_preserve(cr);
-	set_rgb(cr, 0x807a50);
-	cairo_stroke(cr);
-	double y = r.y + 16;
-	for (char *s = tip, *e;; s = e + 1) {
-		e = strchr(s, '\n');
-		if (e) *e = '\0';
-		text_at(cr, r.x + 8, y, s, 12, 0x202020);
-		y += 16;
-		if (!e) break;
-	}
-}
-
 static void draw(sb_ui* ui)
 {
-	cairo_t* cr = ui->cr;
-	const sbui_model* m = &ui->model;
-	double lw = ui->width / ui->scale, lh = ui->height / ui->scale;
-	char buf[SBUI_TEXT * 2];
-
-	cairo_save(cr);
+	build(ui);
+	build_popup(ui);
+	cairo_surface_t* back = sbui_x11_back(&ui->x, ui->width, ui->height);
+	if (!back)
+		return;
+	sbui_view* v = &ui->view;
+	v->m = &ui->model;
+	v->status = &ui->shown.status;
+	v->c = &ui->shown.content;
+	memcpy(v->on, ui->shown.on, sizeof v->on);
+	memcpy(v->on_rgb, ui->shown.on_rgb, sizeof v->on_rgb);
+	v->fallback = ui->shown.fallback;
+	v->notice_rgb = ui->shown.notice_rgb;
+	v->folder_note = ui->shown.folder_note;
+	v->l = &ui->layout;
+	v->scale = ui->scale;
+	memcpy(v->row_stem, ui->shown.row_stem, sizeof v->row_stem);
+	v->hover = ui->hover;
+	v->focus = ui->focus;
+	v->focus_visible = ui->focus_visible;
+	char* tip = ui->tip;
+	v->tip = NULL;
+	if (ui->tip_shown && !ui->popup_open) {
+		const int row = ui->hover >= SBUI_W_ROW0 && ui->hover < SBUI_W_MORE
+		                    ? (ui->hover - SBUI_W_ROW0) / 5
+		                    : 0;
+		sbui_tooltip(&ui->model, ui->hover, ui->shown.row_stem[row], ui->shown.row_path[row], ui->scale,
+		             ui->scale_source, tip, (int)sizeof ui->tip);
+		if (tip[0]) {
+			v->tip = tip;
+			v->tip_x = ui->mouse_x;
+			v->tip_y = ui->mouse_y;
+		}
+	}
+	cairo_t* cr = cairo_create(back);
 	cairo_scale(cr, ui->scale, ui->scale);
-	cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
-	set_rgb(cr, 0x1d2024);
-	cairo_paint(cr);
-
-	double x = 14, w = lw - 28, y = 14;
-	text_at(cr, x, y + 14, "Stembridge", 18, 0xffffff);
-	y += 30;
-
-	/* device row */
-	text_at(cr, x, y + 19, "Device", 13, 0xb0b6bf);
-	sbui_device_label(m, m->device_port, buf, sizeof buf);
-	button(ui, HIT_DEVICE, (rect){x + 64, y, w - 64, 28}, buf, false);
-	y += 34;
-	bool warn = false;
-	char reason[SBUI_TEXT];
-	sbui_in_use_parts(m, buf, reason, SBUI_TEXT, &warn);
-	text_at(cr, x, y + 12, "In use", 12, 0xb0b6bf);
-	text_fit_end(cr, x + 64, y + 12, w - 64, buf, 12, warn ? 0xf0a030 : 0x8fd18f, false);
-	if (reason[0]) {
-		y += 16;
-		text_fit_end(cr, x + 64, y + 12, w - 64, reason, 11.5, 0xf0a030, false);
-	}
-	y += 24;
-
-	/* record, mode, precision, keep each take's recording */
-	double bw = (w - 24) / 4;
-	const bool armed = ui->ports[SB_PORT_RECORD] > 0.5f;
-	button_rgb(ui, HIT_RECORD, (rect){x, y, bw, 28}, armed ? "● Armed" : "○ Record", armed,
-	           0xa82b2b);
-	button(ui, HIT_MODE, (rect){x + bw + 8, y, bw, 28},
-	       ui->ports[SB_PORT_MODE] > 0.5f ? "Sequential" : "Parallel", false);
-	button(ui, HIT_PRECISION, (rect){x + 2 * (bw + 8), y, bw, 28},
-	       ui->ports[sb_port_precision(ui->channels)] > 0.5f ? "BF16 (fast)" : "FP32", false);
-	const bool keep = ui->ports[sb_port_keep_take(ui->channels)] > 0.5f;
-	button(ui, HIT_KEEP_TAKE, (rect){x + 3 * (bw + 8), y, bw, 28},
-	       keep ? "☑ Keep take" : "☐ Keep take", keep);
-	y += 36;
-
-	/* model, and what it takes to get it */
-	text_at(cr, x, y + 19, "Model", 13, 0xb0b6bf);
-	char offer[64];
-	int64_t bytes = 0;
-	const bool can_install = sbui_model_install_offer(m, offer, sizeof offer, &bytes);
-	const double iw = can_install ? 150 : 0;
-	sbui_model_label(m, ui->ports[SB_PORT_MODEL], buf, sizeof buf);
-	button(ui, HIT_MODEL, (rect){x + 64, y, w - 64 - (iw ? iw + 8 : 0), 28}, buf, false);
-	ui->hits[HIT_INSTALL] = (rect){0, 0, 0, 0};
-	if (can_install) {
-		snprintf(buf, sizeof buf, "Install (%.0f MB)", (double)bytes / 1e6);
-		button_rgb(ui, HIT_INSTALL, (rect){x + w - iw, y, iw, 28}, buf, true, 0x2f7a3f);
-	}
-	y += 34;
-	if (m->install_status[0]) {
-		const bool busy = sbui_installing(m);
-		if (busy) {
-			rect ib = {x + 64, y + 2, w - 64, 4};
-			set_rgb(cr, 0x2c3036);
-			cairo_rectangle(cr, ib.x, ib.y, ib.w, ib.h);
-			cairo_fill(cr);
-			set_rgb(cr, 0x3f8f5f);
-			cairo_rectangle(cr, ib.x, ib.y, ib.w * m->install_fraction, ib.h);
-			cairo_fill(cr);
-		}
-		const bool failed = strstr(m->install_status, "not installed") != NULL;
-		text_fit_end(cr, x + 64, y + 18, w - 64, m->install_status, 11.5,
-		             failed ? 0xff7070 : busy ? 0xd8dce2 : 0x8fd18f, false);
-		y += 24;
-	}
-
-	/* stems: guitar and piano dimmed (and ignored) when the model makes only four */
-	double sw = (w - 5 * 6) / SB_PLUGIN_STEMS;
-	for (int s = 0; s < SB_PLUGIN_STEMS; s++) {
-		const unsigned port = sb_port_stem(ui->channels, s);
-		bool on = ui->ports[port] > 0.5f;
-		const bool makes = sbui_model_makes(m, s);
-		snprintf(buf, sizeof buf, "%s %s", on ? "☑" : "☐", stem_names[s]);
-		button_rgb(ui, (hit_id)(HIT_STEM0 + s), (rect){x + s * (sw + 6), y, sw, 26}, buf,
-		           on && makes, 0x2e6e9e);
-		if (!makes) {
-			rounded(cr, ui->hits[HIT_STEM0 + s], 4);
-			cairo_set_source_rgba(cr, 0.11, 0.12, 0.14, 0.55);
-			cairo_fill(cr);
-		}
-	}
-	y += 36;
-
-	/* progress */
-	rect bar = {x, y, w, 22};
-	rounded(cr, bar, 3);
-	set_rgb(cr, 0x2c3036);
-	cairo_fill(cr);
-	float p = sbui_progress(m);
-	if (p > 0) {
-		rounded(cr, (rect){bar.x, bar.y, bar.w * p, bar.h}, 3);
-		set_rgb(cr, sbui_model_stage(m) == SBUI_ERROR ? 0xa03030 : 0x3f8f5f);
-		cairo_fill(cr);
-	}
-	if (sbui_model_stage(m) == SBUI_RECORDING) {
-		rounded(cr, bar, 3);
-		cairo_set_source_rgba(cr, 0.8, 0.15, 0.15, 0.5);
-		cairo_fill(cr);
-	}
-	sbui_stage_text(m, buf, sizeof buf);
-	text_fit_end(cr, bar.x + 8, bar.y + 15.5, bar.w - 16, buf, 12, 0xffffff, false);
-	y += 32;
-
-	/* stems produced: their folder once (its end kept when it does not fit), then each file */
-	if (m->n_stems) {
-		const char* slash = strrchr(m->stems[0], '/');
-		int dl = slash ? (int)(slash - m->stems[0]) : 0;
-		text_at(cr, x, y + 12, "Stems in", 12, 0xb0b6bf);
-		cairo_text_extents_t ext;
-		cairo_text_extents(cr, "Stems in ", &ext);
-		snprintf(buf, sizeof buf, "%.*s", dl, m->stems[0]);
-		text_fit(cr, x + ext.x_advance, y + 12, w - ext.x_advance, buf, 12, 0xd8dce2);
-	} else {
-		text_at(cr, x, y + 12, "Stems: none yet", 12, 0xb0b6bf);
-	}
-	y += 18;
-	/* the last error (a silent take's says why) wraps over up to three lines at the bottom */
-	char err[WRAP_MAX][SBUI_TEXT * 2 + 8];
-	int n_err = 0;
-	if (m->last_error[0]) {
-		char full[SBUI_TEXT + 16];
-		snprintf(full, sizeof full, "%s%s", sbui_model_stage(m) == SBUI_SILENT ? "" : "Last error: ",
-		         m->last_error);
-		n_err = text_wrap(cr, w, full, 12, err);
-	}
-	for (int i = 0; i < m->n_stems && y + 14 < lh - 24 - 16 * (n_err > 1 ? n_err - 1 : 0);
-	     i++, y += 16) {
-		const char* base = strrchr(m->stems[i], '/');
-		text_fit(cr, x + 8, y + 12, w - 8, base ? base + 1 : m->stems[i], 11.5, 0xd8dce2);
-	}
-
-	/* last error, pinned to the bottom */
-	for (int i = 0; i < n_err; i++)
-		text_fit_end(cr, x, lh - 10 - 16 * (n_err - 1 - i), w, err[i], 12,
-		             sbui_model_stage(m) == SBUI_SILENT ? 0xe0b050 : 0xff7070, false);
-
-	if (ui->hover == HIT_DEVICE)
-		draw_tooltip(ui);
-	cairo_restore(cr);
-	cairo_surface_flush(ui->surface);
-	XFlush(ui->dpy);
+	sbui_draw(cr, v, &ui->log);
+	cairo_destroy(cr);
+	sbui_x11_show(&ui->x);
+	publish(ui);
 	ui->dirty = false;
+}
+
+/* ---- the window's size and scale ---- */
+
+static void size_hints(sb_ui* ui)
+{
+	XSizeHints hints;
+	memset(&hints, 0, sizeof hints);
+	hints.flags = PMinSize | PBaseSize;
+	hints.min_width = (int)lrint(SBUI_MIN_W * ui->scale);
+	hints.min_height = (int)lrint(SBUI_MIN_H * ui->scale);
+	hints.base_width = (int)lrint(SBUI_BASE_W * ui->scale);
+	hints.base_height = (int)lrint(SBUI_BASE_H * ui->scale);
+	XSetWMNormalHints(ui->dpy, ui->win, &hints);
+}
+
+/* The scale the window's choices give now; a change resizes the window to keep its layout. */
+static void apply_scale(sb_ui* ui)
+{
+	const double s = sbui_scale_pick(ui->model.ui_scale, ui->host_scale, ui->xft_dpi,
+	                                 &ui->scale_source);
+	if (fabs(s - ui->scale) < 1e-6)
+		return;
+	const double uw = ui->width / ui->scale, uh = ui->height / ui->scale;
+	ui->scale = s;
+	size_hints(ui);
+	XResizeWindow(ui->dpy, ui->win, (unsigned)lrint(uw * s), (unsigned)lrint(uh * s));
+	XFlush(ui->dpy);
+	ui->dirty = true;
+}
+
+static void set_zoom(sb_ui* ui, float z)
+{
+	ui->model.ui_scale = z;
+	send_set(ui, ui->u.ui_scale, NULL, &z);
+	apply_scale(ui);
+	ui->dirty = true;
 }
 
 /* ---- input ---- */
 
 static int hit_at(const sb_ui* ui, double x, double y)
 {
-	for (int i = 0; i < HIT_COUNT; i++) {
-		rect r = ui->hits[i];
-		if (x >= r.x && x < r.x + r.w && y >= r.y && y < r.y + r.h)
+	for (int i = 0; i < SBUI_W_COUNT; i++) {
+		if (!ui->layout.placed[i])
+			continue;
+		const bool pointable = sbui_widget_is_button(i) || i == SBUI_W_LANE ||
+		                       (i >= SBUI_W_ROW0 && i < SBUI_W_MORE);
+		const sbui_rect r = ui->layout.r[i];
+		if (pointable && x >= r.x && x < r.x + r.w && y >= r.y && y < r.y + r.h)
 			return i;
 	}
-	return HIT_NONE;
+	return -1;
+}
+
+static int popup_entry_at(const sb_ui* ui, double x, double y)
+{
+	const sbui_rect r = ui->view.popup;
+	if (!ui->popup_open || x < r.x || x >= r.x + r.w || y < r.y + 4)
+		return -1;
+	const int i = (int)((y - r.y - 4) / ui->view.popup_entry_h);
+	return i >= 0 && i < ui->view.popup_n ? i : -1;
 }
 
 static void toggle(sb_ui* ui, uint32_t port)
@@ -595,53 +344,256 @@ static void toggle(sb_ui* ui, uint32_t port)
 	write_port(ui, port, ui->ports[port] > 0.5f ? 0.0f : 1.0f);
 }
 
-/* button: 1 left, 3 right, 4/5 wheel up/down */
-static void on_press(sb_ui* ui, int id, unsigned button)
+static void audition(sb_ui* ui, int row, bool mute)
 {
-	int dir = (button == 1 || button == 4) ? +1 : (button == 3 || button == 5) ? -1 : 0;
+	if (row < 0 || row >= SBUI_ROWS || ui->shown.row_stem[row] < 0)
+		return;
+	write_port(ui, SB_PORT_AUDITION,
+	           sbui_audition_click(ui->ports[SB_PORT_AUDITION], ui->shown.row_stem[row], mute));
+}
+
+static void open_popup(sb_ui* ui, bool open)
+{
+	ui->popup_open = open;
+	ui->popup_hover = -1;
+	if (open) { /* start on the chosen one, for the keyboard */
+		float values[SBUI_POPUP_MAX];
+		const int n = sbui_device_choices(&ui->model, values);
+		for (int i = 0; i < n; i++)
+			if (lrintf(values[i]) == lrintf(ui->model.device_port))
+				ui->popup_hover = i;
+	}
+	ui->tip_shown = false;
+	ui->dirty = true;
+}
+
+static void choose_popup(sb_ui* ui, int i)
+{
+	float values[SBUI_POPUP_MAX];
+	const int n = sbui_device_choices(&ui->model, values);
+	if (i >= 0 && i < n)
+		write_port(ui, SB_PORT_DEVICE, values[i]);
+	open_popup(ui, false);
+}
+
+static void copy_path(sb_ui* ui)
+{
+	if (sbui_x11_copy(&ui->x, ui->shown.folder))
+		ui->copied_until = now_s() + NOTE_S;
+	ui->dirty = true;
+}
+
+static void open_folder(sb_ui* ui)
+{
+	char why[SBUI_TEXT];
+	if (!sbui_x11_open_folder(ui->shown.folder, why, sizeof why)) {
+		/* no file manager to hand: the path goes to the clipboard, and the window says so */
+		snprintf(ui->note, sizeof ui->note, "%.200s: the path is copied instead", why);
+		ui->note_until = now_s() + NOTE_S;
+		copy_path(ui);
+	}
+	ui->dirty = true;
+}
+
+/* A part pressed: button 1 left, 3 right, 4/5 the wheel up/down; from the keyboard, 1. */
+static void activate(sb_ui* ui, int id, unsigned button)
+{
+	const int dir = (button == 1 || button == 5) ? +1 : (button == 3 || button == 4) ? -1 : 0;
 	if (dir == 0)
 		return;
-	/* the wheel: up is back, down is next, like a list */
-	if (button == 4) dir = -1;
-	else if (button == 5) dir = +1;
+	if (id >= SBUI_W_TOGGLE0 && id < SBUI_W_TOGGLE0 + SBUI_ROWS) {
+		if (button == 1)
+			toggle(ui, sb_port_stem(ui->channels, id - SBUI_W_TOGGLE0));
+		return;
+	}
+	if (id >= SBUI_W_ROW0 && id < SBUI_W_MORE) {
+		const int part = (id - SBUI_W_ROW0) % 5;
+		if (button == 1 && (part == SBUI_ROW_SOLO || part == SBUI_ROW_MUTE))
+			audition(ui, (id - SBUI_W_ROW0) / 5, part == SBUI_ROW_MUTE);
+		return;
+	}
 	switch (id) {
-	case HIT_DEVICE: write_port(ui, SB_PORT_DEVICE, sbui_device_step(&ui->model, dir)); break;
-	case HIT_RECORD: if (button == 1) toggle(ui, SB_PORT_RECORD); break;
-	case HIT_MODE: if (button == 1 || button == 3) toggle(ui, SB_PORT_MODE); break;
-	case HIT_PRECISION:
+	case SBUI_W_DEVICE:
+		if (button == 1)
+			open_popup(ui, true);
+		else
+			write_port(ui, SB_PORT_DEVICE, sbui_device_step(&ui->model, dir));
+		break;
+	case SBUI_W_ZOOM: set_zoom(ui, (float)sbui_zoom_step(ui->model.ui_scale, dir)); break;
+	case SBUI_W_RECORD: if (button == 1) toggle(ui, SB_PORT_RECORD); break;
+	case SBUI_W_MODE: if (button == 1 || button == 3) toggle(ui, SB_PORT_MODE); break;
+	case SBUI_W_PRECISION:
 		if (button == 1 || button == 3) toggle(ui, sb_port_precision(ui->channels));
 		break;
-	case HIT_KEEP_TAKE:
-		if (button == 1) toggle(ui, sb_port_keep_take(ui->channels));
-		break;
-	case HIT_MODEL:
+	case SBUI_W_KEEP: if (button == 1) toggle(ui, sb_port_keep_take(ui->channels)); break;
+	case SBUI_W_MODEL:
 		write_port(ui, SB_PORT_MODEL, sbui_model_step(ui->ports[SB_PORT_MODEL], dir));
 		break;
-	case HIT_INSTALL: {
+	case SBUI_W_INSTALL: {
 		char name[64];
 		if (button == 1 && sbui_model_install_offer(&ui->model, name, sizeof name, NULL)) {
-			send_install(ui, name);
+			send_set(ui, ui->u.install_model, name, NULL);
 			snprintf(ui->model.install_status, sizeof ui->model.install_status,
 			         "%s: waiting to install", name);
 			ui->dirty = true;
 		}
 		break;
 	}
-	case HIT_STEM0: case HIT_STEM1: case HIT_STEM2: case HIT_STEM3: case HIT_STEM4:
-	case HIT_STEM5:
-		if (button == 1) toggle(ui, sb_port_stem(ui->channels, id - HIT_STEM0));
-		break;
+	case SBUI_W_OPEN: if (button == 1) open_folder(ui); break;
+	case SBUI_W_COPY: if (button == 1) copy_path(ui); break;
 	default: break;
 	}
 }
 
-static void resize_surface(sb_ui* ui, int w, int h)
+/* The parts the keyboard reaches, in reading order. */
+static int focus_next(const sb_ui* ui, int from, int dir)
+{
+	static const int order[] = {SBUI_W_DEVICE, SBUI_W_RECORD, SBUI_W_MODE, SBUI_W_PRECISION,
+	                            SBUI_W_KEEP, SBUI_W_MODEL, SBUI_W_INSTALL};
+	int list[64], n = 0;
+	for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+		list[n++] = order[i];
+	for (int s = 0; s < SBUI_ROWS; s++)
+		list[n++] = SBUI_W_TOGGLE0 + s;
+	list[n++] = SBUI_W_OPEN;
+	list[n++] = SBUI_W_COPY;
+	for (int k = 0; k < SBUI_ROWS; k++) {
+		list[n++] = sbui_row_part(k, SBUI_ROW_SOLO);
+		list[n++] = sbui_row_part(k, SBUI_ROW_MUTE);
+	}
+	list[n++] = SBUI_W_ZOOM;
+	int at = -1;
+	for (int i = 0; i < n; i++)
+		if (list[i] == from)
+			at = i;
+	for (int step = 1; step <= n; step++) {
+		const int i = at < 0 ? (dir > 0 ? step - 1 : n - step)
+		                     : ((at + dir * step) % n + n) % n;
+		if (ui->layout.placed[list[i]])
+			return list[i];
+	}
+	return -1;
+}
+
+static void on_key(sb_ui* ui, XKeyEvent* ev)
+{
+	const KeySym k = XLookupKeysym(ev, 0);
+	const bool shift = ev->state & ShiftMask, ctrl = ev->state & ControlMask;
+	ui->focus_visible = true;
+	ui->tip_shown = false;
+	ui->dirty = true;
+	if (ui->popup_open) {
+		const int n = ui->view.popup_n;
+		if (k == XK_Escape)
+			open_popup(ui, false);
+		else if (k == XK_Down || k == XK_Tab)
+			ui->popup_hover = n ? (ui->popup_hover + 1) % n : -1;
+		else if (k == XK_Up || k == XK_ISO_Left_Tab)
+			ui->popup_hover = n ? (ui->popup_hover - 1 + n) % n : -1;
+		else if (k == XK_Return || k == XK_KP_Enter || k == XK_space)
+			choose_popup(ui, ui->popup_hover);
+		return;
+	}
+	if (ctrl && (k == XK_plus || k == XK_equal || k == XK_KP_Add)) {
+		set_zoom(ui, (float)sbui_zoom_step(ui->model.ui_scale > 0 ? ui->model.ui_scale : 1.0, +1));
+	} else if (ctrl && (k == XK_minus || k == XK_KP_Subtract)) {
+		const double z = ui->model.ui_scale > 0 ? ui->model.ui_scale : ui->scale;
+		set_zoom(ui, z > 1.0 ? (float)sbui_zoom_step(z, -1) : 1.0f);
+	} else if (ctrl && (k == XK_0 || k == XK_KP_0)) {
+		set_zoom(ui, 0.0f);
+	} else if (k == XK_Tab || k == XK_ISO_Left_Tab) {
+		ui->focus = focus_next(ui, ui->focus, (k == XK_ISO_Left_Tab || shift) ? -1 : +1);
+	} else if (k == XK_space || k == XK_Return || k == XK_KP_Enter) {
+		if (ui->focus >= 0)
+			activate(ui, ui->focus, 1);
+	} else if ((k == XK_Left || k == XK_Right) &&
+	           (ui->focus == SBUI_W_DEVICE || ui->focus == SBUI_W_MODEL || ui->focus == SBUI_W_ZOOM)) {
+		activate(ui, ui->focus, k == XK_Right ? 5 : 4);
+	} else if (k == XK_Down && ui->focus == SBUI_W_DEVICE) {
+		open_popup(ui, true);
+	} else if (k == XK_r || k == XK_R) {
+		toggle(ui, SB_PORT_RECORD);
+	} else if (k >= XK_1 && k <= XK_6) {
+		audition(ui, (int)(k - XK_1), shift);
+	} else if (k == XK_0 || k == XK_Escape) {
+		if (ui->ports[SB_PORT_AUDITION] != SB_AUDITION_OFF)
+			write_port(ui, SB_PORT_AUDITION, SB_AUDITION_OFF);
+		else if (k == XK_Escape)
+			ui->focus_visible = false;
+	}
+}
+
+static int ignore_x_error(Display* d, XErrorEvent* e)
+{
+	(void)d;
+	(void)e;
+	return 0;
+}
+
+/* Keys come to the window once it is clicked (hosts that forward keys, as suil's GTK wrappers
+ * do, need nothing). A window not viewable yet would be an X error: ignored, not fatal. */
+static void take_focus(sb_ui* ui)
+{
+	XWindowAttributes wa;
+	if (!XGetWindowAttributes(ui->dpy, ui->win, &wa) || wa.map_state != IsViewable)
+		return;
+	XSync(ui->dpy, False);
+	int (*old)(Display*, XErrorEvent*) = XSetErrorHandler(ignore_x_error);
+	XSetInputFocus(ui->dpy, ui->win, RevertToParent, CurrentTime);
+	XSync(ui->dpy, False);
+	XSetErrorHandler(old);
+}
+
+static void on_press(sb_ui* ui, const XButtonEvent* ev)
+{
+	const double x = ev->x / ui->scale, y = ev->y / ui->scale;
+	take_focus(ui);
+	ui->focus_visible = false;
+	ui->tip_shown = false;
+	if (ui->popup_open) {
+		const int i = popup_entry_at(ui, x, y);
+		if (i >= 0 && ev->button == 1)
+			choose_popup(ui, i);
+		else if (i < 0)
+			open_popup(ui, false);
+		return;
+	}
+	const int id = hit_at(ui, x, y);
+	ui->focus = id >= 0 && sbui_widget_is_button(id) ? id : -1;
+	activate(ui, id, ev->button);
+	ui->dirty = true;
+}
+
+static void on_motion(sb_ui* ui, double x, double y)
+{
+	ui->mouse_x = x;
+	ui->mouse_y = y;
+	if (ui->popup_open) {
+		const int i = popup_entry_at(ui, x, y);
+		if (i != ui->popup_hover && i >= 0) {
+			ui->popup_hover = i;
+			ui->dirty = true;
+		}
+		return;
+	}
+	const int h = hit_at(ui, x, y);
+	if (h != ui->hover) {
+		ui->hover = h;
+		ui->hover_since = now_s();
+		if (ui->tip_shown) {
+			ui->tip_shown = false;
+			ui->dirty = true;
+		}
+		ui->dirty = true;
+	}
+}
+
+static void resize(sb_ui* ui, int w, int h)
 {
 	if (w == ui->width && h == ui->height)
 		return;
 	ui->width = w;
 	ui->height = h;
-	cairo_xlib_surface_set_size(ui->surface, w, h);
 	ui->dirty = true;
 }
 
@@ -650,32 +602,40 @@ static void handle_events(sb_ui* ui)
 	while (XPending(ui->dpy) > 0) {
 		XEvent ev;
 		XNextEvent(ui->dpy, &ev);
+		if (sbui_x11_selection_event(&ui->x, &ev))
+			continue;
 		switch (ev.type) {
 		case Expose:
-			if (ev.xexpose.count == 0) ui->dirty = true;
+			/* the last frame again, whole; a new one only when something changed */
+			if (ev.xexpose.count == 0 && !ui->dirty)
+				sbui_x11_show(&ui->x);
 			break;
-		case ConfigureNotify:
-			resize_surface(ui, ev.xconfigure.width, ev.xconfigure.height);
-			break;
-		case ButtonPress: {
-			double x = ev.xbutton.x / ui->scale, y = ev.xbutton.y / ui->scale;
-			on_press(ui, hit_at(ui, x, y), ev.xbutton.button);
-			break;
-		}
-		case MotionNotify: {
-			ui->mouse_x = ev.xmotion.x / ui->scale;
-			ui->mouse_y = ev.xmotion.y / ui->scale;
-			int h = hit_at(ui, ui->mouse_x, ui->mouse_y);
-			if (h != ui->hover || h == HIT_DEVICE) ui->dirty = true;
-			ui->hover = h;
-			break;
-		}
+		case ConfigureNotify: resize(ui, ev.xconfigure.width, ev.xconfigure.height); break;
+		case ButtonPress: on_press(ui, &ev.xbutton); break;
+		case MotionNotify: on_motion(ui, ev.xmotion.x / ui->scale, ev.xmotion.y / ui->scale); break;
 		case LeaveNotify:
-			ui->hover = HIT_NONE;
+			ui->hover = -1;
+			ui->tip_shown = false;
 			ui->dirty = true;
 			break;
+		case KeyPress: on_key(ui, &ev.xkey); break;
 		default: break;
 		}
+	}
+	/* a tooltip after the pointer rested half a second */
+	if (!ui->tip_shown && ui->hover >= 0 && !ui->popup_open &&
+	    now_s() - ui->hover_since >= TOOLTIP_DELAY_S) {
+		ui->tip_shown = true;
+		ui->dirty = true;
+	}
+	/* "Copied" and notes go after a while */
+	const double t = now_s();
+	if ((ui->copied_until > 0 && t >= ui->copied_until) || (ui->note_until > 0 && t >= ui->note_until)) {
+		if (t >= ui->copied_until)
+			ui->copied_until = 0;
+		if (t >= ui->note_until)
+			ui->note_until = 0;
+		ui->dirty = true;
 	}
 }
 
@@ -686,7 +646,8 @@ static LV2UI_Handle instantiate(const LV2UI_Descriptor* desc, const char* plugin
                                 LV2UI_Controller controller, LV2UI_Widget* widget,
                                 const LV2_Feature* const* features)
 {
-	(void)desc; (void)bundle_path;
+	(void)desc;
+	(void)bundle_path;
 	if (strncmp(plugin_uri, SB_URI, strlen(SB_URI)) != 0)
 		return NULL;
 	sb_ui* ui = calloc(1, sizeof *ui);
@@ -694,8 +655,7 @@ static LV2UI_Handle instantiate(const LV2UI_Descriptor* desc, const char* plugin
 		return NULL;
 	ui->write = write;
 	ui->controller = controller;
-	ui->scale = 1.0;
-	ui->hover = HIT_NONE;
+	ui->hover = ui->focus = ui->popup_hover = -1;
 	Window parent = 0;
 	const LV2_Options_Option* options = NULL;
 	for (int i = 0; features && features[i]; i++) {
@@ -708,7 +668,7 @@ static LV2UI_Handle instantiate(const LV2UI_Descriptor* desc, const char* plugin
 		free(ui);
 		return NULL;
 	}
-	map_uris(&ui->u, ui->map);
+	sbui_uris_map(&ui->u, ui->map);
 	lv2_atom_forge_init(&ui->forge, ui->map);
 	double rate = 48000.0;
 	if (options) {
@@ -716,8 +676,9 @@ static LV2UI_Handle instantiate(const LV2UI_Descriptor* desc, const char* plugin
 		LV2_URID srate = ui->map->map(ui->map->handle, "http://lv2plug.in/ns/ext/parameters#sampleRate");
 		for (const LV2_Options_Option* o = options; o->key; o++) {
 			if (o->key == scale && o->type == ui->u.atom_Float) {
-				float f = *(const float*)o->value;
-				if (f >= 0.5f && f <= 4.0f) ui->scale = f;
+				const float f = *(const float*)o->value;
+				if (f >= 0.5f && f <= 4.0f)
+					ui->host_scale = f;
 			} else if (o->key == srate && o->type == ui->u.atom_Float) {
 				rate = *(const float*)o->value;
 			}
@@ -725,8 +686,8 @@ static LV2UI_Handle instantiate(const LV2UI_Descriptor* desc, const char* plugin
 	}
 	sbui_model_init(&ui->model, rate);
 	ui->channels = strcmp(plugin_uri, SB_URI_MONO) == 0 ? 1 : 2;
-	for (int i = 0; i < SB_N_PORTS_ALL_STEREO; i++) ui->ports[i] = 0.0f;
-	for (int s = 0; s < SB_PLUGIN_STEMS; s++) ui->ports[sb_port_stem(ui->channels, s)] = 1.0f;
+	for (int s = 0; s < SB_PLUGIN_STEMS; s++)
+		ui->ports[sb_port_stem(ui->channels, s)] = 1.0f;
 	ui->ports[SB_PORT_MODEL] = (float)SB_MODEL_AUTO;
 
 	ui->dpy = XOpenDisplay(NULL);
@@ -735,27 +696,32 @@ static LV2UI_Handle instantiate(const LV2UI_Descriptor* desc, const char* plugin
 		free(ui);
 		return NULL;
 	}
-	int screen = DefaultScreen(ui->dpy);
+	ui->xft_dpi = sbui_x11_xft_dpi(ui->dpy);
+	ui->scale = sbui_scale_pick(0, ui->host_scale, ui->xft_dpi, &ui->scale_source);
+	const int screen = DefaultScreen(ui->dpy);
 	if (!parent)
 		parent = RootWindow(ui->dpy, screen);
-	ui->width = (int)lrint(BASE_W * ui->scale);
-	ui->height = (int)lrint(BASE_H * ui->scale);
+	ui->width = (int)lrint(SBUI_BASE_W * ui->scale);
+	ui->height = (int)lrint(SBUI_BASE_H * ui->scale);
 	ui->win = XCreateSimpleWindow(ui->dpy, parent, 0, 0, (unsigned)ui->width,
 	                              (unsigned)ui->height, 0, 0, 0x1d2024);
 	XSelectInput(ui->dpy, ui->win, ExposureMask | StructureNotifyMask | ButtonPressMask |
-	                                   PointerMotionMask | LeaveWindowMask);
-	XSizeHints hints = {0};
-	hints.flags = PMinSize | PBaseSize;
-	hints.min_width = (int)lrint(360 * ui->scale);
-	hints.min_height = (int)lrint(300 * ui->scale);
-	hints.base_width = ui->width;
-	hints.base_height = ui->height;
-	XSetWMNormalHints(ui->dpy, ui->win, &hints);
+	                                   PointerMotionMask | LeaveWindowMask | KeyPressMask);
+	size_hints(ui);
 	XStoreName(ui->dpy, ui->win, "Stembridge");
+	ui->measure_surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1);
+	ui->measure = cairo_create(ui->measure_surface);
+	sbui_draw_font(ui->measure);
+	if (!sbui_x11_init(&ui->x, ui->dpy, ui->win, ui->width, ui->height)) {
+		fprintf(stderr, "stembridge UI: cannot make the window's back buffer\n");
+		cairo_destroy(ui->measure);
+		cairo_surface_destroy(ui->measure_surface);
+		XDestroyWindow(ui->dpy, ui->win);
+		XCloseDisplay(ui->dpy);
+		free(ui);
+		return NULL;
+	}
 	XMapRaised(ui->dpy, ui->win);
-	ui->surface = cairo_xlib_surface_create(ui->dpy, ui->win, DefaultVisual(ui->dpy, screen),
-	                                        ui->width, ui->height);
-	ui->cr = cairo_create(ui->surface);
 	XFlush(ui->dpy);
 	*widget = (LV2UI_Widget)(uintptr_t)ui->win;
 	ui->dirty = true;
@@ -766,8 +732,9 @@ static LV2UI_Handle instantiate(const LV2UI_Descriptor* desc, const char* plugin
 static void cleanup(LV2UI_Handle handle)
 {
 	sb_ui* ui = handle;
-	cairo_destroy(ui->cr);
-	cairo_surface_destroy(ui->surface);
+	sbui_x11_free(&ui->x);
+	cairo_destroy(ui->measure);
+	cairo_surface_destroy(ui->measure_surface);
 	XDestroyWindow(ui->dpy, ui->win);
 	XCloseDisplay(ui->dpy);
 	free(ui);
@@ -778,16 +745,21 @@ static void port_event(LV2UI_Handle handle, uint32_t port, uint32_t size, uint32
 {
 	sb_ui* ui = handle;
 	if (format == 0 && size == sizeof(float) && port < SB_N_PORTS_ALL_STEREO) {
-		float v = *(const float*)buffer;
-		if (ui->ports[port] != v) ui->dirty = true;
+		const float v = *(const float*)buffer;
+		if (ui->ports[port] != v)
+			ui->dirty = true;
 		ui->ports[port] = v;
 		sbui_set_port(&ui->model, port, v);
-		if (port == sb_port_time_left(ui->channels)) sbui_set_time_left(&ui->model, v);
+		if (port == sb_port_time_left(ui->channels))
+			sbui_set_time_left(&ui->model, v);
 	} else if (format == ui->u.atom_eventTransfer && size >= sizeof(LV2_Atom)) {
 		const LV2_Atom* a = buffer;
 		if (a->type == ui->u.atom_Object && lv2_atom_total_size(a) <= size) {
-			const LV2_Atom_Object* obj = buffer;
-			on_patch(ui, obj);
+			const float zoom = ui->model.ui_scale;
+			sbui_message_read(&ui->u, &ui->model, (const LV2_Atom_Object*)buffer);
+			ui->dirty = true;
+			if (ui->model.ui_scale != zoom) /* the session's zoom came back */
+				apply_scale(ui);
 		}
 	}
 }
@@ -806,7 +778,8 @@ static int ui_idle(LV2UI_Handle handle)
 static const void* extension_data(const char* uri)
 {
 	static const LV2UI_Idle_Interface idle = {ui_idle};
-	if (!strcmp(uri, LV2_UI__idleInterface)) return &idle;
+	if (!strcmp(uri, LV2_UI__idleInterface))
+		return &idle;
 	return NULL;
 }
 

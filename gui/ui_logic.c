@@ -8,13 +8,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-void sbui_set_text(char* dst, const char* src, int len)
+void sbui_set_text_n(char* dst, int cap, const char* src, int len)
 {
 	size_t n = len < 0 ? strlen(src) : (size_t)len;
-	if (n > SBUI_TEXT - 1)
-		n = SBUI_TEXT - 1;
+	if (n > (size_t)cap - 1)
+		n = (size_t)cap - 1;
+	/* never end on half a UTF-8 character */
+	if (n < strlen(src))
+		while (n > 0 && ((unsigned char)src[n] & 0xC0) == 0x80)
+			n--;
 	memcpy(dst, src, n);
 	dst[n] = '\0';
+}
+
+void sbui_set_text(char* dst, const char* src, int len)
+{
+	sbui_set_text_n(dst, SBUI_TEXT, src, len);
 }
 
 void sbui_model_init(sbui_model* m, double sample_rate)
@@ -24,6 +33,7 @@ void sbui_model_init(sbui_model* m, double sample_rate)
 	m->time_left_port = -1.0f;
 	m->model_port = (float)SB_MODEL_AUTO;
 	m->sample_rate = sample_rate > 0 ? sample_rate : 48000.0;
+	m->stems_start = -1;
 }
 
 int sbui_device_count(const sbui_model* m)
@@ -67,8 +77,9 @@ void sbui_device_label(const sbui_model* m, float port_value, char* out, int siz
 		snprintf(out, (size_t)size, "CPU");
 	else if (v == SB_DEVICE_ALL)
 		snprintf(out, (size_t)size, "All devices");
-	else if (d)
-		snprintf(out, (size_t)size, "%s", d->name[0] ? d->name : d->key);
+	else if (d) /* the number first: two devices of one name stay apart */
+		snprintf(out, (size_t)size, "Device %d: %s", v - SB_DEVICE_FIRST_ACCEL + 1,
+		         d->name[0] ? d->name : d->key);
 	else if (!m->devices_known && v > SB_DEVICE_CPU)
 		snprintf(out, (size_t)size, "Device %d", v - SB_DEVICE_FIRST_ACCEL + 1);
 	else
@@ -159,44 +170,6 @@ sbui_stage sbui_model_stage(const sbui_model* m)
 	case SB_STATE_SILENT: return SBUI_SILENT;
 	case SB_STATE_RESUMED: return SBUI_RESUMED;
 	default: return SBUI_IDLE;
-	}
-}
-
-void sbui_stage_text(const sbui_model* m, char* out, int size)
-{
-	switch (sbui_model_stage(m)) {
-	case SBUI_RECORDING: {
-		long s = (long)((double)m->recorded_frames / m->sample_rate);
-		snprintf(out, (size_t)size, "Recording %ld:%02ld", s / 60, s % 60);
-		break;
-	}
-	case SBUI_QUEUED: snprintf(out, (size_t)size, "Queued"); break;
-	case SBUI_SEPARATING: {
-		const int pct = (int)lrintf(sbui_progress(m) * 100.0f);
-		if (m->time_left_port >= 0.5f) {
-			long s = lrintf(m->time_left_port);
-			if (s >= 3600)
-				snprintf(out, (size_t)size, "Separating %d %%, %ld:%02ld:%02ld left", pct,
-				         s / 3600, s / 60 % 60, s % 60);
-			else
-				snprintf(out, (size_t)size, "Separating %d %%, %ld:%02ld left", pct, s / 60,
-				         s % 60);
-		} else {
-			snprintf(out, (size_t)size, "Separating %d %%", pct);
-		}
-		break;
-	}
-	case SBUI_WRITING: snprintf(out, (size_t)size, "Writing stems"); break;
-	case SBUI_DONE: snprintf(out, (size_t)size, "Done: %d stems", m->n_stems); break;
-	case SBUI_ERROR:
-		snprintf(out, (size_t)size, "Error%s%s", m->last_error[0] ? ": " : "", m->last_error);
-		break;
-	case SBUI_SILENT: snprintf(out, (size_t)size, "Silent take: not separated"); break;
-	case SBUI_RESUMED:
-		snprintf(out, (size_t)size, "Resumed: separating %d %%",
-		         (int)lrintf(sbui_progress(m) * 100.0f));
-		break;
-	default: snprintf(out, (size_t)size, "Idle"); break;
 	}
 }
 
@@ -335,10 +308,16 @@ void sbui_set_port(sbui_model* m, uint32_t port, float value)
 	case SB_PORT_DEVICE: m->device_port = value; break;
 	case SB_PORT_MODEL: m->model_port = value; break;
 	case SB_PORT_STATE_OUT:
-		if (port_to_int(value) == SB_STATE_RECORDING && port_to_int(m->state_port) != SB_STATE_RECORDING)
+		/* a new take: its clock starts, and the last take's error is no longer news (the
+		 * plugin clears it too; this does not wait for its message) */
+		if (port_to_int(value) == SB_STATE_RECORDING &&
+		    port_to_int(m->state_port) != SB_STATE_RECORDING) {
 			m->recorded_frames = 0;
+			m->last_error[0] = '\0';
+		}
 		m->state_port = value;
 		break;
+	case SB_PORT_AUDITION: m->audition_port = value; break;
 	case SB_PORT_PROGRESS_OUT: m->progress_port = value; break;
 	case SB_PORT_DEVICE_OUT: m->device_out_port = value; break;
 	case SB_PORT_FALLBACK_OUT: m->fallback_port = value; break;
@@ -370,4 +349,60 @@ bool sbui_add_stem(sbui_model* m, const char* path)
 		return false;
 	sbui_set_text(m->stems[m->n_stems++], path, -1);
 	return true;
+}
+
+int sbui_stem_of_path(const char* path)
+{
+	const char* base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	const char* dot = strrchr(base, '.');
+	const size_t end = dot ? (size_t)(dot - base) : strlen(base);
+	for (int s = 0; s < SB_PLUGIN_STEMS; s++) {
+		const size_t n = strlen(stem_keys[s]);
+		if (end >= n && !strncmp(base + end - n, stem_keys[s], n) &&
+		    (end == n || base[end - n - 1] == '-' || base[end - n - 1] == '_' ||
+		     base[end - n - 1] == '/'))
+			return s;
+	}
+	return -1;
+}
+
+int sbui_take_of_path(const char* path)
+{
+	/* the last "-take<N>" followed by '/' or '-' (the folder or the file name) */
+	int take = 0;
+	for (const char* p = strstr(path, "-take"); p; p = strstr(p + 1, "-take")) {
+		char* end = NULL;
+		const long n = strtol(p + 5, &end, 10);
+		if (end != p + 5 && n > 0 && n < 10000000 && (*end == '/' || *end == '-'))
+			take = (int)n;
+	}
+	return take;
+}
+
+int sbui_stems_take(const sbui_model* m)
+{
+	return m->n_stems ? sbui_take_of_path(m->stems[0]) : 0;
+}
+
+float sbui_audition_click(float current, int stem, bool mute)
+{
+	const int want = sb_audition_value(stem, mute);
+	return port_to_int(current) == want ? (float)SB_AUDITION_OFF : (float)want;
+}
+
+bool sbui_audition_is(float current, int stem, bool mute)
+{
+	const int v = port_to_int(current);
+	return v != SB_AUDITION_OFF && v == sb_audition_value(stem, mute);
+}
+
+float sbui_lane_peak(const sbui_lane* l)
+{
+	float p = 0.0f;
+	for (int c = 0; l->valid && c < l->cols; c++) {
+		p = fmaxf(p, fabsf(l->lohi[2 * c]));
+		p = fmaxf(p, fabsf(l->lohi[2 * c + 1]));
+	}
+	return p;
 }

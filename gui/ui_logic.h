@@ -14,6 +14,10 @@
 #define SBUI_MAX_DEVICES 8    /* matches SB_DEVICE_N_ACCEL in plugin/uris.h */
 #define SBUI_MAX_STEMS   8
 #define SBUI_TEXT        256
+#define SBUI_LONG_TEXT   2048  /* messages that wrap in full: errors, notices */
+#define SBUI_STEM_KINDS  6     /* vocals, drums, bass, other, guitar, piano (SB_PLUGIN_STEMS) */
+#define SBUI_LANE_COLS   512   /* as SB_WAVE_COLS */
+#define SBUI_VIEW_COLS   256   /* as SB_VIEW_COLS */
 
 typedef struct {
 	char key[SBUI_TEXT];
@@ -42,6 +46,22 @@ typedef enum {
 	SBUI_RESUMED  /* a take a stopped host left unfinished runs again from its recording */
 } sbui_stage;
 
+/* The take lane: the take being recorded or the last one (the plugin's takeWave). */
+typedef struct {
+	bool valid;
+	int cols, per_col;         /* columns, frames per column */
+	int64_t start, frames;     /* where the take starts, its length */
+	float lohi[2 * SBUI_LANE_COLS]; /* min, max per column */
+} sbui_lane;
+
+/* One stem row's picture (stemViews), by canonical stem. */
+typedef struct {
+	bool valid;
+	float peak, rms;           /* linear, the engine's */
+	int cols;
+	float lohi[2 * SBUI_VIEW_COLS];
+} sbui_stem_view;
+
 typedef struct {
 	/* what the plugin told us */
 	sbui_device devices[SBUI_MAX_DEVICES];
@@ -58,8 +78,16 @@ typedef struct {
 	double sample_rate;
 	char stems[SBUI_MAX_STEMS][SBUI_TEXT];
 	int n_stems;
-	char last_error[SBUI_TEXT];
+	char last_error[SBUI_LONG_TEXT];
 	char manifest[SBUI_TEXT];
+	char model_notice[SBUI_LONG_TEXT]; /* the chosen model is not installed; "" it is */
+	int job_take;              /* the take the state speaks of, 0 unknown */
+	int queue_ahead;           /* takes ahead of it while queued */
+	float audition_port;       /* SB_AUDITION_* */
+	float ui_scale;            /* the window's own zoom, 0 none (uiScale) */
+	sbui_lane lane;
+	sbui_stem_view views[SBUI_STEM_KINDS];
+	int64_t stems_start, stems_frames; /* the region of the stems (with the manifest) */
 	/* models: the plugin's list, the Model control, the install in progress */
 	sbui_modelinfo models[SBUI_MAX_MODELS];
 	int n_models;
@@ -78,7 +106,7 @@ void sbui_model_init(sbui_model* m, double sample_rate);
 int sbui_device_count(const sbui_model* m);
 /* The port value after a click (dir +1) or a right-click / scroll down (dir -1); wraps. */
 float sbui_device_step(const sbui_model* m, int dir);
-/* "Auto", "CPU", the device's name, "Device N" while the list is unknown, or
+/* "Auto", "CPU", "Device N: <its name>", "Device N" while the list is unknown, or
  * "Device N (not present)"; N counts from 1 as the plugin's enumeration does. */
 void sbui_device_label(const sbui_model* m, float port_value, char* out, int size);
 /* Multi-line details of the device a port value stands for. */
@@ -91,9 +119,6 @@ void sbui_in_use_label(const sbui_model* m, char* out, int size, bool* warn);
 void sbui_in_use_parts(const sbui_model* m, char* device, char* reason, int size, bool* warn);
 
 sbui_stage sbui_model_stage(const sbui_model* m);
-/* "Idle", "Recording 0:12", "Queued", "Separating 42 %", "Writing stems", "Done", "Error: …",
- * "Silent take: not separated", "Resumed: separating 42 %" */
-void sbui_stage_text(const sbui_model* m, char* out, int size);
 /* 0..1 for the progress bar. */
 float sbui_progress(const sbui_model* m);
 
@@ -125,6 +150,24 @@ bool sbui_add_device(sbui_model* m, const sbui_device* d);
 void sbui_set_time_left(sbui_model* m, float seconds);
 void sbui_clear_stems(sbui_model* m);
 bool sbui_add_stem(sbui_model* m, const char* path);
+
+/* The canonical stem (0 vocals .. 5 piano) a stem file is, from its name ("...-vocals.wav");
+ * -1 when none. */
+int sbui_stem_of_path(const char* path);
+/* N of the take folder "<track>-take<N>" a stem or manifest path lies in; 0 when none. */
+int sbui_take_of_path(const char* path);
+/* The take the stems on show belong to (from their folder), 0 none. */
+int sbui_stems_take(const sbui_model* m);
+
+/* Audition: the value the control takes after a click on S (solo: this stem alone) or M (mute:
+ * the mix without it) of stem s; a click on the one playing turns it off. One at a time. */
+float sbui_audition_click(float current, int stem, bool mute);
+/* Whether S (mute false) or M (mute true) of stem s is the one playing. */
+bool sbui_audition_is(float current, int stem, bool mute);
+/* The lane's loudest |sample| so far, 0 for none. */
+float sbui_lane_peak(const sbui_lane* l);
 void sbui_set_text(char* dst, const char* src, int len); /* len may be -1: NUL-terminated */
+/* The same into a buffer of cap bytes (a message that wraps: SBUI_LONG_TEXT). */
+void sbui_set_text_n(char* dst, int cap, const char* src, int len);
 
 #endif

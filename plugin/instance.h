@@ -16,6 +16,7 @@
 
 #include "realtime.h"
 #include "take_store.h"
+#include "take_wave.h"
 #include "uris.h"
 
 #include <lv2/atom/forge.h>
@@ -67,7 +68,8 @@ typedef enum {
 	SB_MSG_ERROR,           /* text: the error in words */
 	SB_MSG_MODELS,          /* text: the model list (SB__modelList's lines) */
 	SB_MSG_INSTALL,         /* text: the install's status; progress: its fraction */
-	SB_MSG_SILENT           /* text: why the take was not separated (SB_STATE_SILENT) */
+	SB_MSG_SILENT,          /* text: why the take was not separated (SB_STATE_SILENT) */
+	SB_MSG_NOTICE           /* text: the Model control's model is not installed; "" it is */
 } sb_msg_kind;
 typedef struct {
 	sb_msg_kind kind;
@@ -77,15 +79,26 @@ typedef struct {
 	int device;             /* SB_PORT_DEVICE_OUT numbering */
 	int fallback;
 	uint32_t jobs_done;
+	int take;               /* the take number state and progress speak of, 0 none */
+	int ahead;              /* takes queued or running before it (any track) */
 	int64_t start, frames;
 	char text[SB_TEXT];
 } sb_msg;
 
-/* Stems of the last take, read back for audition; immutable once handed to run(). */
+/* Stems of the last take, read back for audition and for the UI's stem rows; immutable once
+ * handed to run(). */
+#define SB_VIEW_COLS 256
 typedef struct {
 	int64_t start, frames;
 	int channels;
-	float *stem[SB_PLUGIN_STEMS]; /* interleaved, by canonical index; NULL where not written */
+	bool held;                    /* the stems are in memory: audition plays */
+	float *stem[SB_PLUGIN_STEMS]; /* interleaved, by canonical index; NULL where not written,
+	                                 or where the take is too long to hold */
+	/* what the UI shows of each stem written (shown[s]): the engine's peak and RMS, and min,
+	 * max of each of SB_VIEW_COLS columns */
+	bool shown[SB_PLUGIN_STEMS];
+	float peak[SB_PLUGIN_STEMS], rms[SB_PLUGIN_STEMS];
+	float view[SB_PLUGIN_STEMS][2 * SB_VIEW_COLS];
 } sb_audition;
 
 /* Properties set through patch:Set and state. */
@@ -94,6 +107,7 @@ typedef struct {
 	char model_file[SB_TEXT];   /* "" none: the Model control names the model */
 	char track[256];
 	float max_minutes;
+	float ui_scale;             /* the UI's own zoom, 0 none (SB__uiScale) */
 } sb_props;
 
 typedef struct {
@@ -106,7 +120,10 @@ typedef struct {
 		sb_deviceInUse, sb_lastError, sb_recordedFrames, sb_timelineStart, sb_maxMinutes, sb_trackName,
 		sb_devicePort, sb_mode, sb_model, sb_stemMask, sb_precision, sb_keepTake, sb_stems, sb_deviceList,
 		sb_devicePlatform, sb_deviceType, sb_deviceMemory, sb_deviceUnits, sb_deviceDriver,
-		sb_modelList, sb_installModel, sb_installStatus, sb_instanceId, sb_lastTake;
+		sb_modelList, sb_installModel, sb_installStatus, sb_instanceId, sb_lastTake,
+		sb_uiScale, sb_modelNotice, sb_jobTake, sb_queueAhead, sb_takeWave, sb_takeWaveFrames,
+		sb_takeStart, sb_takeFrames, sb_stemViews, sb_stemIndex, sb_stemPeak, sb_stemRms,
+		sb_stemWave;
 } sb_urids;
 
 typedef struct sb_instance {
@@ -165,6 +182,14 @@ typedef struct sb_instance {
 	bool rt_listener;       /* a patch:Get arrived: someone (the UI) reads the messages */
 	bool rt_service_asked;  /* run() scheduled the work that starts the service */
 	float rt_peak;          /* of the take being recorded */
+	/* the take lane's feed: the waveform of the take being recorded (or the last one), its
+	 * start and length, the length it had when last sent */
+	sb_wave rt_wave;
+	int64_t rt_wave_start, rt_wave_frames, rt_wave_sent;
+	bool rt_wave_valid, rt_announce_wave, rt_announce_view, rt_announce_notice, rt_announce_job;
+	char rt_notice[SB_TEXT];    /* the model notice */
+	int rt_job_take, rt_ahead;  /* as the service last said */
+	int rt_job_take_sent, rt_ahead_sent; /* as last announced (-1: never) */
 
 	/* rings */
 	sb_ring free_blocks;    /* service -> run(): sb_block* */
@@ -218,14 +243,16 @@ typedef struct sb_instance {
 		bool keep_audio;        /* the journal's keep_audio */
 		bool resumed;           /* run again after the host stopped: the state says so */
 		unsigned stems;
-		int last_state;
+		int take_no;            /* N of its folder's "<track>-take<N>" */
+		int last_state, last_ahead;
 		float last_progress, last_eta;
 		int last_n_devices;
 	} jobs[SB_MAX_JOBS];
 	uint32_t jobs_done;
 	int nrt_state, nrt_dev, nrt_fallback;
 	int nrt_model_port;         /* the Model control value last looked at, -1 none */
-	bool nrt_model_missing;     /* the chosen model is not installed (said in lastError) */
+	bool nrt_model_missing;     /* the chosen model is not installed (said in modelNotice) */
+	int nrt_take, nrt_ahead;    /* sb_msg's take and ahead, for sb_service_post */
 	unsigned nrt_models_gen;    /* the model list run() has: +1, as sb_models_generation() */
 	double nrt_models_checked;  /* when the model list was last read */
 	char nrt_models_text[SB_TEXT]; /* the list run() has */

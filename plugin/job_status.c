@@ -65,6 +65,8 @@ void sb_jobs_poll(sb_instance *self, sb_engine *e)
 		/* a take run again after the host stopped says so while it runs */
 		if (self->jobs[i].resumed && (state == SB_STATE_QUEUED || state == SB_STATE_SEPARATING))
 			state = SB_STATE_RESUMED;
+		self->nrt_take = self->jobs[i].take_no;
+		self->nrt_ahead = 0;
 		/* one device: its port value and name; several sharing the take: All devices, and
 		 * their names */
 		const int dev = p.n_devices > 1 ? SB_DEVICE_ALL : sb_device_port_of_key(self, p.device_key);
@@ -82,10 +84,22 @@ void sb_jobs_poll(sb_instance *self, sb_engine *e)
 		}
 		if (state == SB_STATE_QUEUED || state == SB_STATE_SEPARATING ||
 		    state == SB_STATE_RESUMED) {
+			/* the state speaks of this instance's first take still running: a take queued
+			 * behind it is said once that one ends */
+			bool behind = false;
+			for (int k = 0; k < SB_MAX_JOBS; k++)
+				behind = behind || (k != i && self->jobs[k].active &&
+				                    self->jobs[k].id < self->jobs[i].id);
+			if (behind && p.state == SB_JOB_QUEUED)
+				continue;
 			const float eta = p.eta_s >= 0 ? (float)p.eta_s : -1.0f;
-			if (state != self->jobs[i].last_state ||
+			const int ahead = p.state == SB_JOB_QUEUED ? sb_service_jobs_before(self->jobs[i].id)
+			                                           : 0;
+			if (state != self->jobs[i].last_state || ahead != self->jobs[i].last_ahead ||
 			    p.fraction - self->jobs[i].last_progress >= 0.01 ||
 			    fabsf(eta - self->jobs[i].last_eta) >= 1.0f) {
+				self->nrt_ahead = ahead;
+				self->jobs[i].last_ahead = ahead;
 				self->nrt_state = state;
 				self->nrt_progress = (float)p.fraction;
 				self->nrt_time_left = eta;
@@ -141,7 +155,7 @@ void sb_jobs_poll(sb_instance *self, sb_engine *e)
 			if (stems_of(r, paths) == 0)
 				lv2_log_warning(&self->logger, "stembridge: no stems in the result of %s\n",
 				                r->manifest_path);
-			sb_audition_load(self, self->jobs[i].start, self->jobs[i].frames, paths);
+			sb_audition_load(self, self->jobs[i].start, self->jobs[i].frames, paths, r);
 			char list[SB_TEXT] = "";
 			for (int s = 0, at = 0; s < SB_PLUGIN_STEMS; s++) {
 				if (!paths[s][0])
@@ -163,6 +177,7 @@ void sb_jobs_poll(sb_instance *self, sb_engine *e)
 			mm.device = self->nrt_dev;
 			mm.fallback = self->nrt_fallback;
 			mm.jobs_done = self->jobs_done;
+			mm.take = self->nrt_take;
 			mm.start = self->jobs[i].start;
 			mm.frames = self->jobs[i].frames;
 			snprintf(mm.text, sizeof mm.text, "%s", r->manifest_path);

@@ -31,7 +31,8 @@ static void take_requests(sb_instance *self)
 }
 
 /* The Model control names a model that is not installed: say so, with how to install it,
- * before a take needs it (a generic host UI shows the state and lastError, the log has it). */
+ * before a take needs it, as a notice (modelNotice, and the log), not an error: nothing has
+ * failed yet, and the state stays what it was. A take recorded meanwhile fails saying so. */
 static void watch_models(sb_instance *self)
 {
 	/* the list again after each install here, and every two seconds for models installed
@@ -77,16 +78,9 @@ static void watch_models(sb_instance *self)
 		sb_models_install_hint(mc.missing, hint, sizeof hint);
 		snprintf(msg, sizeof msg, "%s is not installed: %s", mc.title, hint);
 		lv2_log_warning(&self->logger, "stembridge: %s\n", msg);
-		/* a take that just failed with its reason (a failed install) keeps that message */
-		const bool other_error = self->nrt_state == SB_STATE_ERROR && !self->nrt_model_missing;
-		if (!other_error) {
-			if (self->nrt_state != SB_STATE_QUEUED && self->nrt_state != SB_STATE_SEPARATING)
-				self->nrt_state = SB_STATE_ERROR;
-			sb_service_post(self, SB_MSG_ERROR, msg);
-		}
-	} else if (self->nrt_model_missing && self->nrt_state == SB_STATE_ERROR) {
-		self->nrt_state = SB_STATE_IDLE;
-		sb_service_post(self, SB_MSG_STATUS, NULL);
+		sb_service_post(self, SB_MSG_NOTICE, msg);
+	} else if (self->nrt_model_missing) {
+		sb_service_post(self, SB_MSG_NOTICE, "");
 	}
 	self->nrt_model_missing = missing;
 }

@@ -78,6 +78,19 @@ static void map_urids(LV2_URID_Map *map, sb_urids *u)
 	u->sb_installStatus = map->map(map->handle, SB__installStatus);
 	u->sb_instanceId = map->map(map->handle, SB__instanceId);
 	u->sb_lastTake = map->map(map->handle, SB__lastTake);
+	u->sb_uiScale = map->map(map->handle, SB__uiScale);
+	u->sb_modelNotice = map->map(map->handle, SB__modelNotice);
+	u->sb_jobTake = map->map(map->handle, SB__jobTake);
+	u->sb_queueAhead = map->map(map->handle, SB__queueAhead);
+	u->sb_takeWave = map->map(map->handle, SB__takeWave);
+	u->sb_takeWaveFrames = map->map(map->handle, SB__takeWaveFrames);
+	u->sb_takeStart = map->map(map->handle, SB__takeStart);
+	u->sb_takeFrames = map->map(map->handle, SB__takeFrames);
+	u->sb_stemViews = map->map(map->handle, SB__stemViews);
+	u->sb_stemIndex = map->map(map->handle, SB__stemIndex);
+	u->sb_stemPeak = map->map(map->handle, SB__stemPeak);
+	u->sb_stemRms = map->map(map->handle, SB__stemRms);
+	u->sb_stemWave = map->map(map->handle, SB__stemWave);
 }
 
 SB_REALTIME void sb_props_write_begin(sb_instance *self)
@@ -168,6 +181,8 @@ static LV2_Handle instantiate(const LV2_Descriptor *d, double rate, const char *
 	self->nrt_dev = -1;
 	self->rt_time_left = self->nrt_time_left = -1.0f;
 	self->nrt_model_port = -1;
+	sb_wave_reset(&self->rt_wave);
+	self->rt_job_take_sent = self->rt_ahead_sent = -1;
 	atomic_init(&self->model_port, -1);
 	atomic_init(&self->keep_take, 0);
 	atomic_init(&self->resume_scan, 0);
@@ -266,6 +281,15 @@ SB_REALTIME static void take_finish(sb_instance *self)
 	}
 	/* The finished ring holds every take descriptor, so this cannot fail. */
 	sb_ring_push(&self->finished, &t);
+	self->rt_announce_wave = true; /* the take lane's last picture of it */
+	/* until the service says more, the take waits its turn: the state shows no stale Error or
+	 * Done of the take before */
+	if (t->frames > 0) {
+		self->rt_state = SB_STATE_QUEUED;
+		self->rt_progress = 0.0f;
+		self->rt_time_left = -1.0f;
+		self->rt_job_take = self->rt_ahead = 0;
+	}
 	self->rt_take = NULL;
 	self->rt_recording = false;
 }
@@ -298,6 +322,13 @@ SB_REALTIME static void take_start(sb_instance *self)
 	self->rt_take = t;
 	self->rt_recording = true;
 	self->rt_reported_frames = 0;
+	/* a new take: its lane starts empty, and the last take's error is no longer news */
+	sb_wave_reset(&self->rt_wave);
+	self->rt_wave_start = t->timeline_start;
+	self->rt_wave_frames = self->rt_wave_sent = 0;
+	self->rt_wave_valid = self->rt_announce_wave = true;
+	self->rt_error[0] = '\0';
+	self->rt_announce_error = true;
 }
 
 /* Freewheeling (lv2:freeWheeling: an export or offline bounce) runs run() faster than real
@@ -354,8 +385,10 @@ SB_REALTIME static void take_append(sb_instance *self, uint32_t from, uint32_t n
 				peak = fabsf(v) > peak ? fabsf(v) : peak;
 			}
 		t->peak = peak;
+		sb_wave_add(&self->rt_wave, self->in, ch, from, k);
 		b->used += k;
 		t->frames += k;
+		self->rt_wave_frames = t->frames;
 		from += k;
 		n -= k;
 		if (b->used == SB_BLOCK_FRAMES) {
@@ -382,7 +415,7 @@ SB_REALTIME static void render(sb_instance *self, uint32_t from, uint32_t to)
 	const sb_audition *a = self->rt_audition;
 	int without = 0;
 	const int sel = sb_audition_stem(ctl_int(self, SB_PORT_AUDITION, 0), &without);
-	const bool audition = a && rolling && sel >= 0 && a->channels == self->channels &&
+	const bool audition = a && a->held && rolling && sel >= 0 && a->channels == self->channels &&
 	                      (without || a->stem[sel]) && self->rt_pos + n > a->start &&
 	                      self->rt_pos < a->start + a->frames;
 	for (int c = 0; c < self->channels; c++) {
@@ -542,6 +575,10 @@ SB_REALTIME static void handle_set(sb_instance *self, const LV2_Atom_Object *obj
 		float m = ((const LV2_Atom_Float *)value)->body;
 		if (m >= 0.1f && m <= 240.0f)
 			self->props.max_minutes = m;
+	} else if (key == self->u.sb_uiScale && value->type == self->u.atom_Float) {
+		const float z = ((const LV2_Atom_Float *)value)->body;
+		if (z == 0.0f || (z >= SB_UI_SCALE_MIN && z <= SB_UI_SCALE_MAX))
+			self->props.ui_scale = z;
 	} else if (key == self->u.sb_installModel && value->type == self->u.atom_String) {
 		/* the service downloads and installs it, off this thread */
 		sb_request r;
@@ -576,7 +613,7 @@ SB_REALTIME static bool is_writable(const sb_instance *self, LV2_URID key)
 {
 	const sb_urids *u = &self->u;
 	return key == u->sb_outputDir || key == u->sb_modelFile || key == u->sb_trackName ||
-	       key == u->sb_maxMinutes;
+	       key == u->sb_maxMinutes || key == u->sb_uiScale;
 }
 
 /* False, and nothing written, when the notify port has no room for the message with a value
@@ -669,6 +706,102 @@ SB_REALTIME static void forge_atom(sb_instance *self, const LV2_Atom *a)
 	lv2_atom_forge_pad(&self->forge, size);
 }
 
+/* The take lane: [patch:Put; patch:body [takeWaveFrames; takeStart; takeFrames; takeWave]],
+ * the columns and the one being filled as min, max pairs. False when there is no room. */
+SB_REALTIME static bool forge_wave(sb_instance *self)
+{
+	const sb_wave *w = &self->rt_wave;
+	const uint32_t cols = sb_wave_columns(w);
+	if (notify_room(self) < SB_MSG_OVERHEAD + 128 + 2 * cols * (uint32_t)sizeof(float))
+		return false;
+	LV2_Atom_Forge *f = &self->forge;
+	const sb_urids *u = &self->u;
+	LV2_Atom_Forge_Frame msg, body, vec;
+	lv2_atom_forge_frame_time(f, 0);
+	lv2_atom_forge_object(f, &msg, 0, u->patch_Put);
+	lv2_atom_forge_key(f, u->patch_body);
+	lv2_atom_forge_object(f, &body, 0, 0);
+	lv2_atom_forge_key(f, u->sb_takeWaveFrames);
+	lv2_atom_forge_int(f, (int32_t)w->per_col);
+	lv2_atom_forge_key(f, u->sb_takeStart);
+	lv2_atom_forge_long(f, self->rt_wave_start);
+	lv2_atom_forge_key(f, u->sb_takeFrames);
+	lv2_atom_forge_long(f, self->rt_wave_frames);
+	lv2_atom_forge_key(f, u->sb_takeWave);
+	lv2_atom_forge_vector_head(f, &vec, sizeof(float), u->atom_Float);
+	for (uint32_t i = 0; i < cols; i++) {
+		const float pair[2] = {i < w->n ? w->lo[i] : w->cur_lo, i < w->n ? w->hi[i] : w->cur_hi};
+		lv2_atom_forge_raw(f, pair, sizeof pair);
+	}
+	lv2_atom_forge_pop(f, &vec);
+	lv2_atom_forge_pop(f, &body);
+	lv2_atom_forge_pop(f, &msg);
+	self->rt_wave_sent = self->rt_wave_frames;
+	return true;
+}
+
+/* The stem rows: [patch:Put; patch:body [stemViews (stemIndex, stemPeak, stemRms, stemWave)
+ * ...]] of the stems the audition holds. False when there is no room. */
+SB_REALTIME static bool forge_views(sb_instance *self, const sb_audition *a)
+{
+	uint32_t shown = 0;
+	for (int s = 0; s < SB_PLUGIN_STEMS; s++)
+		shown += a->shown[s];
+	if (notify_room(self) <
+	    SB_MSG_OVERHEAD + shown * (160 + 2 * SB_VIEW_COLS * (uint32_t)sizeof(float)))
+		return false;
+	LV2_Atom_Forge *f = &self->forge;
+	const sb_urids *u = &self->u;
+	LV2_Atom_Forge_Frame msg, body, tup, obj;
+	lv2_atom_forge_frame_time(f, 0);
+	lv2_atom_forge_object(f, &msg, 0, u->patch_Put);
+	lv2_atom_forge_key(f, u->patch_body);
+	lv2_atom_forge_object(f, &body, 0, 0);
+	lv2_atom_forge_key(f, u->sb_stemViews);
+	lv2_atom_forge_tuple(f, &tup);
+	for (int s = 0; s < SB_PLUGIN_STEMS; s++) {
+		if (!a->shown[s])
+			continue;
+		lv2_atom_forge_object(f, &obj, 0, 0);
+		lv2_atom_forge_key(f, u->sb_stemIndex);
+		lv2_atom_forge_int(f, s);
+		lv2_atom_forge_key(f, u->sb_stemPeak);
+		lv2_atom_forge_float(f, a->peak[s]);
+		lv2_atom_forge_key(f, u->sb_stemRms);
+		lv2_atom_forge_float(f, a->rms[s]);
+		lv2_atom_forge_key(f, u->sb_stemWave);
+		lv2_atom_forge_vector(f, sizeof(float), u->atom_Float, 2 * SB_VIEW_COLS, a->view[s]);
+		lv2_atom_forge_pop(f, &obj);
+	}
+	lv2_atom_forge_pop(f, &tup);
+	lv2_atom_forge_pop(f, &body);
+	lv2_atom_forge_pop(f, &msg);
+	return true;
+}
+
+/* Which take the state speaks of and how many are ahead of it: one patch:Put with both. */
+SB_REALTIME static bool forge_job(sb_instance *self)
+{
+	if (notify_room(self) < SB_MSG_OVERHEAD + 64)
+		return false;
+	LV2_Atom_Forge *f = &self->forge;
+	const sb_urids *u = &self->u;
+	LV2_Atom_Forge_Frame msg, body;
+	lv2_atom_forge_frame_time(f, 0);
+	lv2_atom_forge_object(f, &msg, 0, u->patch_Put);
+	lv2_atom_forge_key(f, u->patch_body);
+	lv2_atom_forge_object(f, &body, 0, 0);
+	lv2_atom_forge_key(f, u->sb_jobTake);
+	lv2_atom_forge_int(f, self->rt_job_take);
+	lv2_atom_forge_key(f, u->sb_queueAhead);
+	lv2_atom_forge_int(f, self->rt_ahead);
+	lv2_atom_forge_pop(f, &body);
+	lv2_atom_forge_pop(f, &msg);
+	self->rt_job_take_sent = self->rt_job_take;
+	self->rt_ahead_sent = self->rt_ahead;
+	return true;
+}
+
 SB_REALTIME static void read_status(sb_instance *self)
 {
 	/* sb_msg is large: copy one at a time into the instance's own slot. */
@@ -683,6 +816,8 @@ SB_REALTIME static void read_status(sb_instance *self)
 		self->rt_device = m->device;
 		self->rt_fallback = m->fallback;
 		self->rt_jobs_done = m->jobs_done;
+		self->rt_job_take = m->take;
+		self->rt_ahead = m->ahead;
 		if (m->kind == SB_MSG_MANIFEST) {
 			memcpy(self->rt_manifest, m->text, sizeof self->rt_manifest);
 			self->rt_start = m->start;
@@ -703,6 +838,9 @@ SB_REALTIME static void read_status(sb_instance *self)
 		} else if (m->kind == SB_MSG_INSTALL) {
 			memcpy(self->rt_install, m->text, sizeof self->rt_install);
 			self->rt_announce_install = true;
+		} else if (m->kind == SB_MSG_NOTICE) {
+			memcpy(self->rt_notice, m->text, sizeof self->rt_notice);
+			self->rt_announce_notice = true;
 		}
 	}
 	/* Take a new audition only once the service has freed the one retired before. */
@@ -713,6 +851,7 @@ SB_REALTIME static void read_status(sb_instance *self)
 			atomic_store_explicit(&self->audition_retired, self->rt_audition,
 			                      memory_order_release);
 			self->rt_audition = a;
+			self->rt_announce_view = true;
 		}
 	}
 }
@@ -735,6 +874,7 @@ SB_REALTIME static void announce(sb_instance *self)
 		forge_set_text(self, self->u.sb_modelFile, self->u.atom_Path, self->props.model_file);
 		forge_set_text(self, self->u.sb_trackName, self->u.atom_String, self->props.track);
 		forge_set_float(self, self->u.sb_maxMinutes, self->props.max_minutes);
+		forge_set_float(self, self->u.sb_uiScale, self->props.ui_scale);
 	}
 	if (self->rt_listener) {
 		const LV2_Atom *devices = atomic_load_explicit(&self->device_list, memory_order_acquire);
@@ -747,8 +887,21 @@ SB_REALTIME static void announce(sb_instance *self)
 		if (self->rt_announce_device && self->rt_device_in_use[0])
 			forge_set_text(self, self->u.sb_deviceInUse, self->u.atom_String,
 			               self->rt_device_in_use);
-		if (self->rt_announce_error && self->rt_error[0])
+		/* an empty lastError clears the last one (a new take began) */
+		if (self->rt_announce_error)
 			forge_set_text(self, self->u.sb_lastError, self->u.atom_String, self->rt_error);
+		if (self->rt_announce_notice)
+			forge_set_text(self, self->u.sb_modelNotice, self->u.atom_String, self->rt_notice);
+		if ((self->rt_announce_job || self->rt_job_take != self->rt_job_take_sent ||
+		     self->rt_ahead != self->rt_ahead_sent) && forge_job(self))
+			self->rt_announce_job = false;
+		/* the take lane: ten times a second while recording, and once more at the end */
+		const bool wave_due = self->rt_recording &&
+		                      self->rt_wave_frames - self->rt_wave_sent >= (int64_t)(self->rate / 10);
+		if (self->rt_wave_valid && (self->rt_announce_wave || wave_due) && forge_wave(self))
+			self->rt_announce_wave = false;
+		if (self->rt_announce_view && self->rt_audition && forge_views(self, self->rt_audition))
+			self->rt_announce_view = false;
 		if (self->rt_announce_models && self->rt_models[0])
 			forge_set_text(self, self->u.sb_modelList, self->u.atom_String, self->rt_models);
 		if (self->rt_announce_install && self->rt_install[0])
@@ -767,6 +920,10 @@ SB_REALTIME static void announce(sb_instance *self)
 	self->rt_announce = self->rt_announce_device = self->rt_announce_error = false;
 	self->rt_announce_props = self->rt_announce_stems = self->rt_announce_devices = false;
 	self->rt_announce_limit = self->rt_announce_models = self->rt_announce_install = false;
+	self->rt_announce_notice = false;
+	/* without a listener the lane, the rows and the job wait for one (patch:Get asks again) */
+	if (!self->rt_listener)
+		self->rt_announce_wave = self->rt_announce_view = false;
 }
 
 /* The service thread starts when this instance first needs it: armed for recording, a UI
@@ -843,7 +1000,9 @@ SB_REALTIME static void run(LV2_Handle h, uint32_t n_frames)
 				self->rt_listener = self->rt_announce = self->rt_announce_device =
 					self->rt_announce_error = self->rt_announce_props =
 					self->rt_announce_stems = self->rt_announce_devices =
-					self->rt_announce_models = self->rt_announce_install = true;
+					self->rt_announce_models = self->rt_announce_install =
+					self->rt_announce_wave = self->rt_announce_view =
+					self->rt_announce_notice = self->rt_announce_job = true;
 		}
 	}
 	if (armed && !self->rt_recording && !self->rt_limit_hit && self->rt_have_pos &&

@@ -91,6 +91,8 @@ void sb_service_post(sb_instance *self, sb_msg_kind kind, const char *text)
 	sb_msg m;
 	memset(&m, 0, offsetof(sb_msg, text));
 	m.kind = kind;
+	m.take = self->nrt_take;
+	m.ahead = self->nrt_ahead;
 	m.state = self->nrt_state;
 	m.progress = self->nrt_progress;
 	m.time_left = self->nrt_time_left;
@@ -100,6 +102,15 @@ void sb_service_post(sb_instance *self, sb_msg_kind kind, const char *text)
 	snprintf(m.text, sizeof m.text, "%s", text ? text : "");
 	if (!sb_ring_push(&self->status, &m))
 		lv2_log_warning(&self->logger, "stembridge: status ring full, message dropped\n");
+}
+
+int sb_service_jobs_before(sb_job_id id)
+{
+	int n = 0;
+	for (sb_instance *i = svc.list; i; i = i->next)
+		for (int k = 0; k < SB_MAX_JOBS; k++)
+			n += i->jobs[k].active && i->jobs[k].id < id;
+	return n;
 }
 
 /* Between pieces of a take's write: every instance's record pool stays full (the service is

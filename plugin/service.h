@@ -30,6 +30,9 @@ sb_engine *sb_service_engine(void);
 bool sb_service_accel_key(size_t k, char *key, size_t klen, char *name, size_t nlen);
 /* A status message to run(), with the instance's nrt_* state. */
 void sb_service_post(sb_instance *self, sb_msg_kind kind, const char *text);
+/* Jobs of any instance submitted before job id and not finished yet: the takes a queued one
+ * waits behind. Under the service lock. */
+int sb_service_jobs_before(sb_job_id id);
 /* Fills every instance's record pool (between pieces of a long write; user is unused). */
 void sb_service_refill_pools(void *user);
 
@@ -77,9 +80,10 @@ void sb_jobs_poll(sb_instance *self, sb_engine *e);
 /* audition.c */
 void sb_audition_free(sb_audition *a);
 /* Reads a finished take's stems (paths by stem, "" where none) into memory and offers them to
- * run(); a take too long to hold is only logged. */
+ * run() with what the UI shows of each (r: the engine's peak and RMS); a take too long to hold
+ * is shown, not held (logged). */
 void sb_audition_load(sb_instance *self, int64_t start, int64_t frames,
-                      char paths[SB_PLUGIN_STEMS][SB_TEXT]);
+                      char paths[SB_PLUGIN_STEMS][SB_TEXT], const sb_job_result *r);
 
 /* device_choice.c */
 /* The name state saves for a device: its name and platform. */

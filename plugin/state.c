@@ -102,6 +102,10 @@ static LV2_State_Status save(LV2_Handle instance, LV2_State_Store_Function store
 		      LV2_STATE_IS_POD | LV2_STATE_IS_PORTABLE);
 	store(handle, u->sb_maxMinutes, &pr.max_minutes, sizeof(float), u->atom_Float,
 	      LV2_STATE_IS_POD | LV2_STATE_IS_PORTABLE);
+	/* the UI's own zoom, once someone chose one */
+	if (pr.ui_scale > 0.0f)
+		store(handle, u->sb_uiScale, &pr.ui_scale, sizeof(float), u->atom_Float,
+		      LV2_STATE_IS_POD | LV2_STATE_IS_PORTABLE);
 	if (pr.track[0])
 		store_text(store, handle, u->sb_trackName, u->atom_String, pr.track);
 	if (manifest[0])
@@ -196,6 +200,17 @@ static LV2_State_Status restore(LV2_Handle instance, LV2_State_Retrieve_Function
 		} else {
 			lv2_log_warning(&self->logger, "stembridge: ignoring a damaged saved maxMinutes\n");
 		}
+	}
+	pr.ui_scale = 0.0f;
+	v = retrieve(handle, u->sb_uiScale, &size, &t, &fl);
+	if (v) {
+		float z;
+		if (t == u->atom_Float && size == sizeof z)
+			memcpy(&z, v, sizeof z);
+		if (t == u->atom_Float && size == sizeof z && z >= SB_UI_SCALE_MIN && z <= SB_UI_SCALE_MAX)
+			pr.ui_scale = z;
+		else
+			lv2_log_warning(&self->logger, "stembridge: ignoring a damaged saved uiScale\n");
 	}
 	static_assert(sizeof pr.output_dir >= sizeof pr.track, "text buffer");
 	char text[sizeof pr.output_dir];

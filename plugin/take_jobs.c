@@ -69,6 +69,8 @@ static void fail_take(sb_instance *self, ready_take *r, const char *msg)
 	sb_take_failed_text(self, &r->f, r->j.out_dir, r->made_root, msg, text, sizeof text);
 	lv2_log_error(&self->logger, "stembridge: take %s: %s\n", r->j.id, text);
 	self->nrt_state = SB_STATE_ERROR;
+	self->nrt_take = (int)sb_take_number(r->j.id, r->j.track);
+	self->nrt_ahead = 0;
 	sb_service_post(self, SB_MSG_ERROR, text);
 }
 
@@ -90,6 +92,8 @@ static void wait_for_install(sb_instance *self, ready_take *r, const char *name)
 		lv2_log_note(&self->logger, "stembridge: take %s waits for %s to install\n", w->j.id,
 		             name);
 		self->nrt_state = w->resumed ? SB_STATE_RESUMED : SB_STATE_QUEUED;
+		self->nrt_take = (int)sb_take_number(w->j.id, w->j.track);
+		self->nrt_ahead = 0;
 		self->nrt_progress = 0.0f;
 		self->nrt_time_left = -1.0f;
 		sb_service_post(self, SB_MSG_STATUS, NULL);
@@ -182,6 +186,8 @@ static void start_take(sb_instance *self, ready_take *r)
 	self->jobs[slot].frames = j->frames;
 	self->jobs[slot].stems = stems;
 	self->jobs[slot].last_state = -1;
+	self->jobs[slot].last_ahead = -1;
+	self->jobs[slot].take_no = (int)sb_take_number(j->id, j->track);
 	self->jobs[slot].last_progress = -1.0f;
 	self->jobs[slot].last_eta = -2.0f;
 	self->jobs[slot].last_n_devices = 0;
@@ -195,6 +201,8 @@ static void start_take(sb_instance *self, ready_take *r)
 	self->nrt_state = r->resumed ? SB_STATE_RESUMED : SB_STATE_QUEUED;
 	self->nrt_progress = 0.0f;
 	self->nrt_time_left = -1.0f;
+	self->nrt_take = self->jobs[slot].take_no;
+	self->nrt_ahead = sb_service_jobs_before(id);
 	sb_service_post(self, SB_MSG_STATUS, NULL);
 }
 
@@ -219,6 +227,8 @@ static void silent_take(sb_instance *self, const sb_take *t, int64_t frames)
 	         (int)(at / 60.0), fmod(at, 60.0), len, peak, SB_SILENT_DBFS);
 	lv2_log_warning(&self->logger, "stembridge: %s\n", msg);
 	self->nrt_state = SB_STATE_SILENT;
+	self->nrt_take = 0; /* it has no folder, so no number */
+	self->nrt_ahead = 0;
 	self->nrt_progress = 0.0f;
 	self->nrt_time_left = -1.0f;
 	sb_service_post(self, SB_MSG_SILENT, msg);

@@ -38,6 +38,33 @@
 #define SB__recordedFrames SB__ "recordedFrames" /* atom:Long */
 #define SB__timelineStart  SB__ "timelineStart"  /* atom:Long: region start, samples */
 #define SB__maxMinutes   SB__ "maxMinutes"    /* atom:Float, patch:writable: recording limit */
+#define SB__uiScale      SB__ "uiScale"       /* atom:Float, patch:writable: the plugin window's
+                                                 own zoom (0: the host's scale factor, else
+                                                 Xft.dpi), saved with the session */
+/* the uiScale values a UI may choose besides 0 */
+#define SB_UI_SCALE_MIN 0.5f
+#define SB_UI_SCALE_MAX 4.0f
+#define SB__modelNotice  SB__ "modelNotice"   /* atom:String: the Model control names a model
+                                                 that is not installed (how to install it); ""
+                                                 none. A notice, not an error: the state stays */
+#define SB__jobTake      SB__ "jobTake"       /* atom:Int: the take number the state and
+                                                 progress speak of; 0 none */
+#define SB__queueAhead   SB__ "queueAhead"    /* atom:Int: while that take is queued, the takes
+                                                 (of any track) ahead of it */
+/* The take lane: patch:Put of the take being recorded (or the last one), a few times a second
+ * while recording and once at its end: */
+#define SB__takeWave     SB__ "takeWave"      /* atom:Vector of atom:Float: min, max of each
+                                                 column of frames, in order */
+#define SB__takeWaveFrames SB__ "takeWaveFrames" /* atom:Int: frames per column */
+#define SB__takeStart    SB__ "takeStart"     /* atom:Long: where the take starts, samples */
+#define SB__takeFrames   SB__ "takeFrames"    /* atom:Long: its length so far */
+/* The stems of the last take, once the audition has them: stemViews, an atom:Tuple of one
+ * object per stem with these keys: */
+#define SB__stemViews    SB__ "stemViews"
+#define SB__stemIndex    SB__ "stemIndex"     /* atom:Int: canonical stem (vocals 0 .. piano 5) */
+#define SB__stemPeak     SB__ "stemPeak"      /* atom:Float: largest |sample| (the manifest's) */
+#define SB__stemRms      SB__ "stemRms"       /* atom:Float: RMS (the manifest's) */
+#define SB__stemWave     SB__ "stemWave"      /* atom:Vector of atom:Float: min, max per column */
 #define SB__trackName    SB__ "trackName"     /* atom:String, patch:writable: names stem files */
 /* keys of each device object in the deviceList tuple (deviceKey and deviceName too) */
 #define SB__devicePlatform SB__ "devicePlatform" /* atom:String */
@@ -86,6 +113,13 @@ static inline int sb_audition_stem(int sel, int *without)
 	     : sel >= 9 && sel <= 10  ? sel - 5
 	     : sel >= 11 && sel <= 12 ? sel - 7
 	                              : -1;
+}
+/* The audition value that plays stem s alone (without = 0) or the mix without it (1). */
+static inline int sb_audition_value(int s, int without)
+{
+	if (s < 0 || s >= SB_PLUGIN_STEMS)
+		return SB_AUDITION_OFF;
+	return s < 4 ? (without ? s + 5 : s + 1) : (without ? s + 7 : s + 5);
 }
 /* SB_STATE_SILENT: the last take was silent (below SB_SILENT_DBFS throughout: with Ardour's
  * hardware monitoring a recording track feeds its plugins silence), so no job was queued.

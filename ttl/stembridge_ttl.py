@@ -87,10 +87,24 @@ PROPERTIES = [
      "A model's name: the plugin downloads, checks and installs it off the audio thread.", []),
     ("installStatus", "Install status", "atom:String",
      "What the install in progress is doing, or how it ended.", []),
+    ("uiScale", "Window zoom", "atom:Float",
+     "The plugin window's own zoom (1 is 100 %), saved with the session; 0 follows the host's "
+     "scale factor, else the X resource Xft.dpi.",
+     ["lv2:minimum 0.0", "lv2:maximum 4.0", "lv2:default 0.0"]),
+    ("modelNotice", "Model notice", "atom:String",
+     "The Model control names a model that is not installed, and how to install it; empty when "
+     "it is. A notice, not an error: a take recorded meanwhile fails saying so.", []),
+    ("jobTake", "Take", "atom:Int",
+     "The take number the State and Progress outputs speak of; 0 when none.",
+     ["lv2:minimum 0", "lv2:maximum 9999999"]),
+    ("queueAhead", "Takes ahead", "atom:Int",
+     "While that take is queued, how many takes (of any track) are ahead of it.",
+     ["lv2:minimum 0", "lv2:maximum 1000"]),
 ]
-WRITABLE = ["outputDir", "modelFile", "maxMinutes", "trackName"]
+WRITABLE = ["outputDir", "modelFile", "maxMinutes", "trackName", "uiScale"]
 READABLE = ["manifest", "deviceKey", "deviceName", "deviceInUse", "lastError", "timelineStart",
-            "recordedFrames", "modelList", "installStatus"]
+            "recordedFrames", "modelList", "installStatus", "modelNotice", "jobTake",
+            "queueAhead"]
 
 DEVICE_POINTS = ([("Auto", 0), ("CPU", 1)] + [(f"Device {k}", k + 1) for k in range(1, 9)] +
                  [("All devices", 10)])

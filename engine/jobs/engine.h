@@ -127,6 +127,7 @@ typedef struct {
 		int stem;                    /* SB_STEM_* */
 		char name[32];               /* "vocals" */
 		char path[4096];             /* absolute */
+		double peak, rms;            /* of its samples, as the manifest has them */
 	} stems[SB_JOB_MAX_STEMS];
 	int model_kept;                  /* 1: the model was still loaded from the worker's job
 	                                    before (its file not read again, its weights still on

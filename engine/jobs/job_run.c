@@ -687,6 +687,8 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 		snprintf(res->stems[res->n_stems].name, sizeof res->stems[0].name, "%s", si.name);
 		sb_stem_writer_abs_path(si.path, res->stems[res->n_stems].path,
 		                        sizeof res->stems[0].path);
+		res->stems[res->n_stems].peak = si.peak;
+		res->stems[res->n_stems].rms = si.rms;
 		res->n_stems++;
 	}
 	res->status = SB_OK;

@@ -13,12 +13,20 @@
  *   status              -> "STATUS device D state S jobs J device_out O fallback F devices N"
  *   set PORT VALUE      -> the host changes an input control (automation, generic UI, preset);
  *                          the UI gets a port event
- *   roll SECONDS        -> transport rolls from sample 48000 for SECONDS, then stops
+ *   roll SECONDS [FROM] -> transport rolls from sample FROM (48000) for SECONDS, then stops
  *   save DIR            -> lilv state of the running instance (save() included) in DIR/state.ttl
  *   resize W H          -> the host resizes its window and the embedded UI window with it
+ *   input tone|silent   -> what the track plays: a tone with a changing level, or silence
+ *   heard               -> "HEARD N": samples of the output that differed from the input since
+ *                          the last roll (audition playing a stem in place of the input)
+ *   layout              -> the UI window's _STEMBRIDGE_LAYOUT property, between "LAYOUT" and
+ *                          "END" lines (what the window says is where)
+ *   uiwindow            -> "UIWINDOW geometry" of the UI's own window (it may resize itself)
+ *   clipboard           -> "CLIPBOARD text" of the CLIPBOARD selection (asked as a client)
  *   quit
  * Unprompted lines: "READY", "UI_WRITE port value" for each control the UI writes.
- * Usage: ui_host [SCALE]
+ * Usage: ui_host [SCALE|none [XFT_DPI]]   (none: no ui:scaleFactor option, as some hosts; XFT_DPI:
+ *        the desktop's Xft.dpi, set in the root window's RESOURCE_MANAGER before the UI opens)
  */
 #include "../../plugin/uris.h"
 
@@ -35,6 +43,7 @@
 #include <lv2/worker/worker.h>
 #include <suil/suil.h>
 
+#include <X11/Xatom.h>
 #include <X11/Xlib.h>
 
 #include <math.h>
@@ -127,6 +136,9 @@ typedef struct {
 	int n_devices;          /* devices in the last deviceList seen, -1 none yet */
 
 	atomic_int quit;
+	atomic_int silent;      /* the input is silence */
+	atomic_long heard;      /* output samples unlike the input since the last roll */
+	bool want_clip;
 	SuilInstance *ui;
 	Display *dpy;
 	Window win;
@@ -200,13 +212,28 @@ static void *audio_main(void *arg)
 		pthread_mutex_unlock(&H.lock);
 		lv2_atom_forge_pop(&forge, &seq);
 
+		/* a tone whose level swells and fades twice a second, with a beat every half second:
+		 * a take whose waveform shows its shape */
+		const bool quiet = atomic_load(&H.silent);
 		for (int c = 0; c < 2; c++)
-			for (int i = 0; i < BLOCK; i++)
-				H.in[c][i] = rolling ? 0.3f * sinf((float)(H.pos + i) * 0.05f * (c + 1)) : 0.0f;
+			for (int i = 0; i < BLOCK; i++) {
+				const double t = (double)(H.pos + i) / RATE;
+				const double env = 0.15 + 0.25 * (0.5 + 0.5 * sin(2 * M_PI * 0.7 * t)) +
+				                   0.4 * exp(-fmod(t, 0.5) * 18.0);
+				H.in[c][i] = rolling && !quiet
+				                 ? (float)(env * sin((double)(H.pos + i) * 0.05 * (c + 1)))
+				                 : 0.0f;
+			}
 		LV2_Atom_Sequence *n = (LV2_Atom_Sequence *)H.notify;
 		n->atom.type = 0;
 		n->atom.size = NOTIFY_CAP - sizeof(LV2_Atom);
 		lilv_instance_run(H.inst, BLOCK);
+		long differ = 0;
+		for (int c = 0; c < 2; c++)
+			for (int i = 0; i < BLOCK; i++)
+				differ += H.out[c][i] != H.in[c][i];
+		if (differ)
+			atomic_fetch_add(&H.heard, differ);
 		if (rolling)
 			H.pos += BLOCK;
 
@@ -346,6 +373,44 @@ static const void *port_value(const char *sym, void *user, uint32_t *size, uint3
 	return &H.ctl[i];
 }
 
+/* The UI window's description of itself (gui/ui_x11.h: _STEMBRIDGE_LAYOUT). */
+static void print_layout(void)
+{
+	Atom type;
+	int format;
+	unsigned long n = 0, after = 0;
+	unsigned char *data = NULL;
+	printf("LAYOUT\n");
+	if (XGetWindowProperty(H.dpy, H.ui_window, XInternAtom(H.dpy, "_STEMBRIDGE_LAYOUT", False), 0,
+	                       1 << 20, False, AnyPropertyType, &type, &format, &n, &after,
+	                       &data) == Success && data) {
+		fwrite(data, 1, n, stdout);
+		XFree(data);
+	}
+	printf("\nEND\n");
+}
+
+/* The CLIPBOARD's text, asked for by "clipboard", has come (or not). */
+static void clipboard_answer(const XSelectionEvent *ev)
+{
+	if (!H.want_clip)
+		return;
+	H.want_clip = false;
+	Atom type;
+	int format;
+	unsigned long n = 0, after = 0;
+	unsigned char *data = NULL;
+	if (ev->property != None &&
+	    XGetWindowProperty(H.dpy, H.win, ev->property, 0, 1 << 16, True, AnyPropertyType, &type,
+	                       &format, &n, &after, &data) == Success && data) {
+		printf("CLIPBOARD %.*s\n", (int)n, (const char *)data);
+		XFree(data);
+	} else {
+		printf("CLIPBOARD_NONE\n");
+	}
+	fflush(stdout);
+}
+
 static void command(char *line)
 {
 	line[strcspn(line, "\r\n")] = '\0';
@@ -360,16 +425,43 @@ static void command(char *line)
 		XTranslateCoordinates(H.dpy, H.win, DefaultRootWindow(H.dpy), 0, 0, &x, &y, &child);
 		printf("GEOMETRY %d %d %d %d\n", x, y, H.ui_w, H.ui_h);
 	} else if (!strcmp(line, "status")) {
-		printf("STATUS device %g state %g jobs %g device_out %g fallback %g devices %d\n",
+		printf("STATUS device %g state %g jobs %g device_out %g fallback %g devices %d "
+		       "audition %g record %g model %g\n",
 		       (double)H.ctl[SB_PORT_DEVICE], (double)H.ctl[SB_PORT_STATE_OUT],
 		       (double)H.ctl[SB_PORT_JOBS_DONE_OUT], (double)H.ctl[SB_PORT_DEVICE_OUT],
-		       (double)H.ctl[SB_PORT_FALLBACK_OUT], H.n_devices);
+		       (double)H.ctl[SB_PORT_FALLBACK_OUT], H.n_devices, (double)H.ctl[SB_PORT_AUDITION],
+		       (double)H.ctl[SB_PORT_RECORD], (double)H.ctl[SB_PORT_MODEL]);
 	} else if (sscanf(line, "set %u %f", &port, &v) == 2 && port < N_PORTS) {
 		H.ctl[port] = v;
 		printf("SET %u %g\n", port, (double)v);
+	} else if (!strcmp(line, "input silent") || !strcmp(line, "input tone")) {
+		atomic_store(&H.silent, !strcmp(line, "input silent"));
+		printf("INPUT\n");
+	} else if (!strcmp(line, "heard")) {
+		printf("HEARD %ld\n", atomic_load(&H.heard));
+	} else if (!strcmp(line, "layout")) {
+		print_layout();
+	} else if (!strcmp(line, "uiwindow")) {
+		Window child;
+		int x = 0, y = 0;
+		XWindowAttributes wa;
+		XGetWindowAttributes(H.dpy, H.ui_window, &wa);
+		XTranslateCoordinates(H.dpy, H.ui_window, DefaultRootWindow(H.dpy), 0, 0, &x, &y, &child);
+		printf("UIWINDOW %d %d %d %d\n", x, y, wa.width, wa.height);
+	} else if (!strcmp(line, "clipboard")) {
+		/* the answer comes as a SelectionNotify in the main loop */
+		XConvertSelection(H.dpy, XInternAtom(H.dpy, "CLIPBOARD", False),
+		                  XInternAtom(H.dpy, "UTF8_STRING", False),
+		                  XInternAtom(H.dpy, "UI_HOST_CLIP", False), H.win, CurrentTime);
+		XFlush(H.dpy);
+		H.want_clip = true;
+		return;
 	} else if (sscanf(line, "roll %f", &secs) == 1) {
+		long from = 48000;
+		sscanf(line, "roll %*f %ld", &from);
+		atomic_store(&H.heard, 0);
 		pthread_mutex_lock(&H.lock);
-		H.pos = 48000;
+		H.pos = from;
 		H.roll_until = H.pos + (int64_t)(secs * RATE);
 		H.send_pos = true;
 		pthread_mutex_unlock(&H.lock);
@@ -398,7 +490,8 @@ static void command(char *line)
 
 int main(int argc, char **argv)
 {
-	float scale = argc > 1 ? strtof(argv[1], NULL) : 1.0f;
+	const bool no_scale = argc > 1 && !strcmp(argv[1], "none");
+	float scale = argc > 1 && !no_scale ? strtof(argv[1], NULL) : 1.0f;
 	pthread_mutex_init(&H.lock, NULL);
 	H.n_devices = -1;
 	H.atom_Sequence = map_uri(NULL, LV2_ATOM__Sequence);
@@ -417,6 +510,13 @@ int main(int argc, char **argv)
 	if (!H.dpy) {
 		fprintf(stderr, "ui_host: no X display\n");
 		return 1;
+	}
+	if (argc > 2) { /* what a desktop's settings daemon sets for a 2x screen: Xft.dpi 192 */
+		char rm[64];
+		snprintf(rm, sizeof rm, "Xft.dpi:\t%s\n", argv[2]);
+		XChangeProperty(H.dpy, DefaultRootWindow(H.dpy), XA_RESOURCE_MANAGER, XA_STRING, 8,
+		                PropModeReplace, (const unsigned char *)rm, (int)strlen(rm));
+		XSync(H.dpy, False);
 	}
 	H.world = lilv_world_new();
 	lilv_world_load_all(H.world);
@@ -488,12 +588,14 @@ int main(int argc, char **argv)
 	SuilHost *sh = suil_host_new(ui_write, ui_index, NULL, NULL);
 	float rate = (float)RATE;
 	LV2_Options_Option options[] = {
-		{LV2_OPTIONS_INSTANCE, 0, map_uri(NULL, LV2_UI__scaleFactor), sizeof(float), H.atom_Float,
-		 &scale},
 		{LV2_OPTIONS_INSTANCE, 0, map_uri(NULL, "http://lv2plug.in/ns/ext/parameters#sampleRate"),
 		 sizeof(float), H.atom_Float, &rate},
+		{LV2_OPTIONS_INSTANCE, 0, map_uri(NULL, LV2_UI__scaleFactor), sizeof(float), H.atom_Float,
+		 &scale},
 		{LV2_OPTIONS_INSTANCE, 0, 0, 0, 0, NULL},
 	};
+	if (no_scale) /* the list ends before the scale factor */
+		memset(&options[1], 0, sizeof options[1]);
 	LV2_Feature parent_f = {LV2_UI__parent, (void *)(uintptr_t)H.win};
 	LV2_Feature options_f = {LV2_OPTIONS__options, options};
 	LV2_Feature idle_f = {LV2_UI__idleInterface, NULL};
@@ -517,6 +619,9 @@ int main(int argc, char **argv)
 		H.ui_w = wa.width;
 		H.ui_h = wa.height;
 		XResizeWindow(H.dpy, H.win, (unsigned)H.ui_w, (unsigned)H.ui_h);
+		/* and follows it when the UI resizes itself (its zoom), as suil's X11 wrappers size
+		 * their socket from the plugin's window */
+		XSelectInput(H.dpy, H.ui_window, StructureNotifyMask);
 		XFlush(H.dpy);
 	}
 	const LV2UI_Idle_Interface *idle =
@@ -537,6 +642,14 @@ int main(int argc, char **argv)
 		while (XPending(H.dpy)) {
 			XEvent ev;
 			XNextEvent(H.dpy, &ev);
+			if (ev.type == SelectionNotify)
+				clipboard_answer(&ev.xselection);
+			if (ev.type == ConfigureNotify && ev.xconfigure.window == H.ui_window &&
+			    (ev.xconfigure.width != H.ui_w || ev.xconfigure.height != H.ui_h)) {
+				H.ui_w = ev.xconfigure.width;
+				H.ui_h = ev.xconfigure.height;
+				XResizeWindow(H.dpy, H.win, (unsigned)H.ui_w, (unsigned)H.ui_h);
+			}
 		}
 		if (++frames == 20) {
 			printf("READY\n");

@@ -362,6 +362,21 @@ static void test_match(void)
 		double rel = stem_diff(dc, dg, "song", stem);
 		CHECK(rel < 1e-4, "%s: OpenCL differs from CPU by %g relative", stem, rel);
 	}
+	/* the result carries each stem's peak and RMS as the manifest has them (a UI shows them) */
+	json_t *m = manifest(&ra);
+	json_t *ms = json_object_get(m, "stems");
+	CHECK(json_array_size(ms) == (size_t)ra.n_stems, "%zu stems in the manifest, %d in the result",
+	      json_array_size(ms), ra.n_stems);
+	for (int k = 0; k < ra.n_stems && k < (int)json_array_size(ms); k++) {
+		json_t *st = json_array_get(ms, (size_t)k);
+		const double peak = json_real_value(json_object_get(st, "peak"));
+		const double rms = json_real_value(json_object_get(st, "rms"));
+		CHECK(peak > 0 && fabs(ra.stems[k].peak - peak) <= 1e-9 * peak &&
+		      fabs(ra.stems[k].rms - rms) <= 1e-9 * rms && rms > 0 && rms <= peak,
+		      "%s: result peak %g rms %g, manifest %g %g", ra.stems[k].name, ra.stems[k].peak,
+		      ra.stems[k].rms, peak, rms);
+	}
+	json_decref(m);
 	sb_engine_free(e);
 }
 

@@ -200,6 +200,7 @@ static host_plugin *host_new_full(bool stereo, uint32_t block, host_path_mode mo
 	h->channels = stereo ? 2 : 1;
 	h->block = block;
 	h->n_device_list = -1;
+	h->job_take = h->queue_ahead = -1;
 	h->path_mode = mode;
 	snprintf(h->scratch, sizeof h->scratch, "%s", scratch ? scratch : "/tmp");
 	LilvNode *uri = lilv_new_uri(host_world, stereo ? SB_URI_STEREO : SB_URI_MONO);
@@ -412,8 +413,56 @@ static void read_property(host_plugin *h, LV2_URID key, const LV2_Atom *value, b
 		snprintf(h->model_list, sizeof h->model_list, "%s", text);
 	if (key == host_map(SB__installStatus) && value->type == host_map(LV2_ATOM__String))
 		snprintf(h->install_status, sizeof h->install_status, "%s", text);
+	if (key == host_map(SB__modelNotice) && value->type == host_map(LV2_ATOM__String))
+		snprintf(h->model_notice, sizeof h->model_notice, "%s", text);
+	if (key == host_map(SB__jobTake) && value->type == host_map(LV2_ATOM__Int))
+		h->job_take = ((const LV2_Atom_Int *)value)->body;
+	if (key == host_map(SB__queueAhead) && value->type == host_map(LV2_ATOM__Int))
+		h->queue_ahead = ((const LV2_Atom_Int *)value)->body;
+	if (key == host_map(SB__uiScale) && value->type == host_map(LV2_ATOM__Float))
+		h->ui_scale = ((const LV2_Atom_Float *)value)->body;
+	if (key == host_map(SB__takeWaveFrames) && value->type == host_map(LV2_ATOM__Int))
+		h->wave_per_col = ((const LV2_Atom_Int *)value)->body;
+	if (key == host_map(SB__takeStart) && value->type == host_map(LV2_ATOM__Long))
+		h->wave_start = ((const LV2_Atom_Long *)value)->body;
+	if (key == host_map(SB__takeFrames) && value->type == host_map(LV2_ATOM__Long))
+		h->wave_frames = ((const LV2_Atom_Long *)value)->body;
+	if (key == host_map(SB__takeWave) && value->type == host_map(LV2_ATOM__Vector)) {
+		const LV2_Atom_Vector *v = (const LV2_Atom_Vector *)value;
+		const uint32_t n = (v->atom.size - sizeof v->body) / sizeof(float);
+		if (v->body.child_type == host_map(LV2_ATOM__Float) && n <= 2 * 1024 && n % 2 == 0) {
+			memcpy(h->wave, v + 1, n * sizeof(float));
+			h->wave_cols = (int)(n / 2);
+			h->waves_seen++;
+		}
+	}
+	if (key == host_map(SB__stemViews) && value->type == host_map(LV2_ATOM__Tuple)) {
+		h->n_views = 0;
+		LV2_ATOM_TUPLE_FOREACH ((const LV2_Atom_Tuple *)value, it) {
+			if (it->type != host_map(LV2_ATOM__Object) || h->n_views >= 8)
+				continue;
+			const LV2_Atom *idx = NULL, *peak = NULL, *rms = NULL, *wave = NULL;
+			lv2_atom_object_get((const LV2_Atom_Object *)it, host_map(SB__stemIndex), &idx,
+			                    host_map(SB__stemPeak), &peak, host_map(SB__stemRms), &rms,
+			                    host_map(SB__stemWave), &wave, 0);
+			if (!idx || !peak || !rms || !wave || wave->type != host_map(LV2_ATOM__Vector))
+				continue;
+			const LV2_Atom_Vector *v = (const LV2_Atom_Vector *)wave;
+			const uint32_t n = (v->atom.size - sizeof v->body) / sizeof(float);
+			if (n > 2 * 512)
+				continue;
+			h->views[h->n_views].stem = ((const LV2_Atom_Int *)idx)->body;
+			h->views[h->n_views].peak = ((const LV2_Atom_Float *)peak)->body;
+			h->views[h->n_views].rms = ((const LV2_Atom_Float *)rms)->body;
+			h->views[h->n_views].cols = (int)(n / 2);
+			memcpy(h->views[h->n_views].wave, v + 1, n * sizeof(float));
+			h->n_views++;
+		}
+		h->views_seen++;
+	}
 	const bool writable = key == host_map(SB__outputDir) || key == host_map(SB__modelFile) ||
-	                      key == host_map(SB__trackName) || key == host_map(SB__maxMinutes);
+	                      key == host_map(SB__trackName) || key == host_map(SB__maxMinutes) ||
+	                      key == host_map(SB__uiScale);
 	/* Ardour 7.3 warns about a patch:Set of anything it may not write */
 	if (!put && !writable)
 		h->sets_not_writable++;

@@ -48,6 +48,21 @@ typedef struct {
 	char stems[8][1024];     /* the last stems tuple */
 	int n_stems;
 	int n_device_list;       /* devices in the last deviceList, -1 before one came */
+	char model_notice[1024]; /* the modelNotice property as last announced */
+	int job_take, queue_ahead; /* jobTake, queueAhead as last announced (-1 before) */
+	/* the take lane as last announced: min, max per column */
+	float wave[2 * 1024];
+	int wave_cols, wave_per_col, waves_seen;
+	int64_t wave_start, wave_frames;
+	/* the stem rows as last announced */
+	int n_views, views_seen;
+	struct {
+		int stem;
+		float peak, rms;
+		int cols;
+		float wave[2 * 512];
+	} views[8];
+	float ui_scale;          /* the uiScale property as last announced */
 } host_plugin;
 
 void host_init(void);

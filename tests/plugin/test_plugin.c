@@ -24,6 +24,9 @@
  *                                           tests/models/test_models.py, which serves the files)
  *   lazy                                    no thread until first needed (lv2lint's fork)
  *   silent                                  a silent take is said and not separated
+ *   lane                                    what the window is fed: the take lane while
+ *                                           recording, stem rows, the take the state speaks
+ *                                           of, takes ahead, a stale error cleared
  *   naming                                  stable stem names, take numbers that go on, the
  *                                           same state saved twice
  *   paths                                   output folder through generic UIs' file slots;
@@ -509,6 +512,7 @@ static int test_state(void)
 	host_set_text(a, SB__outputDir, "http://lv2plug.in/ns/ext/atom#Path", outdir);
 	host_set_text(a, SB__trackName, "http://lv2plug.in/ns/ext/atom#String", "Drum Bus");
 	host_set_float(a, SB__maxMinutes, 12.5f);
+	host_set_float(a, SB__uiScale, 1.5f); /* the window's own zoom, chosen in the UI */
 	/* a model file outside the state folder, as a user converts one anywhere: lilv links it
 	 * into the state (mapPath), and what comes back leads to the same file */
 	char models[1200], model[1400];
@@ -558,6 +562,7 @@ static int test_state(void)
 	      "outputDir %s", kv_text(&s, SB__outputDir));
 	CHECK(kv_text(&s, SB__trackName) && !strcmp(kv_text(&s, SB__trackName), "Drum Bus"), "track");
 	CHECK(kv_float(&s, SB__maxMinutes) == 12.5f, "maxMinutes %g", kv_float(&s, SB__maxMinutes));
+	CHECK(kv_float(&s, SB__uiScale) == 1.5f, "uiScale %g", kv_float(&s, SB__uiScale));
 	CHECK(kv_text(&s, SB__deviceKey) && !strcmp(kv_text(&s, SB__deviceKey), "cpu"), "device key %s",
 	      kv_text(&s, SB__deviceKey));
 	CHECK(kv_text(&s, SB__deviceName) && kv_text(&s, SB__deviceName)[0], "device name");
@@ -576,6 +581,7 @@ static int test_state(void)
 	host_run(b);
 	CHECK(mv[0] && !strcmp(b->model_file, mv), "modelFile announced '%s' after restore, saved %s",
 	      b->model_file, mv);
+	CHECK(b->ui_scale == 1.5f, "uiScale announced %g after restore, saved 1.5", b->ui_scale);
 
 	/* without mapPath (a host that keeps absolute paths) the path comes back as it was */
 	kv direct;
@@ -643,11 +649,13 @@ static int test_damaged(void)
 	put(&s, SB__outputDir, "http://lv2plug.in/ns/ext/atom#Path", "relative/dir", 13);
 	put(&s, SB__manifest, INT, &big, sizeof big);            /* wrong type */
 	put(&s, SB__modelFile, "http://lv2plug.in/ns/ext/atom#Path", "/models/htdemucs.th", 20);
+	float zoom = 40.0f;
+	put(&s, SB__uiScale, FLT, &zoom, sizeof zoom);           /* out of range */
 	int before = host_log_warnings();
 	const LV2_State_Interface *si = lilv_instance_get_extension_data(h->inst, LV2_STATE__interface);
 	LV2_State_Status r = si->restore(lilv_instance_get_handle(h->inst), kv_retrieve, &s, 0, NULL);
 	CHECK(r == LV2_STATE_SUCCESS, "restore failed on damaged values");
-	CHECK(host_log_warnings() - before >= 8, "%d log lines for 8 damaged values",
+	CHECK(host_log_warnings() - before >= 9, "%d log lines for 9 damaged values",
 	      host_log_warnings() - before);
 	kv out;
 	save_direct(h, &out);
@@ -656,6 +664,7 @@ static int test_damaged(void)
 	CHECK(!kv_text(&out, SB__outputDir), "relative output dir kept");
 	CHECK(!kv_text(&out, SB__manifest), "damaged manifest kept");
 	CHECK(!kv_text(&out, SB__modelFile), "a model file that is no .safetensors kept");
+	CHECK(!kv_text(&out, SB__uiScale), "a window zoom of 4000 %% kept");
 	CHECK(kv_text(&out, SB__deviceKey) && !strcmp(kv_text(&out, SB__deviceKey), "auto"),
 	      "device key %s", kv_text(&out, SB__deviceKey));
 	/* still works */
@@ -830,6 +839,10 @@ static int test_rt(void)
 	 * holds 5 s; a real-time host never gets near it) */
 	roll(h, 20 * 48000 / 256, 5, &rec, 2);
 	CHECK((int)h->ctl[SB_PORT_STATE_OUT] == SB_STATE_RECORDING, "not recording");
+	/* the window's feed was on: the take lane went out ten times a second */
+	CHECK(h->waves_seen >= 150 && h->wave_frames > rec.frames - 48000 / 10,
+	      "the take lane was sent %d times, last at %lld of %lld frames", h->waves_seen,
+	      (long long)h->wave_frames, (long long)rec.frames);
 	h->ctl[SB_PORT_RECORD] = 0;
 	host_transport(h, h->pos, 0.0f);
 	CHECK(host_wait_jobs(h, 1, 900), "take not separated: %s", h->last_error);
@@ -1585,6 +1598,11 @@ static int error_has(host_plugin *h, const void *arg)
 	return strstr(h->last_error, arg) != NULL;
 }
 
+static int notice_has(host_plugin *h, const void *arg)
+{
+	return strstr(h->model_notice, arg) != NULL;
+}
+
 static int list_has(host_plugin *h, const void *arg)
 {
 	return strstr(h->model_list, arg) != NULL;
@@ -1596,8 +1614,8 @@ static int status_has(host_plugin *h, const void *arg)
 }
 
 /* Auto, the default, runs the best installed model (the built-in one when none is); a Demucs
- * choice that is not installed is said (log, lastError, state) when it is chosen and fails its
- * take with the command that installs it; htdemucs_6s gives six stems, which audition plays;
+ * choice that is not installed is said (log, modelNotice: a notice, the state is no Error) when
+ * it is chosen and fails its take with the command that installs it; htdemucs_6s gives six stems, which audition plays;
  * the guitar and piano toggles are ignored for a four-stem model. The models are the compact
  * golden ones of the repository, installed under the names of the released models. */
 static int test_auto(void)
@@ -1632,13 +1650,14 @@ static int test_auto(void)
 	manifest_model_requested(h->manifest, name, sizeof name);
 	CHECK(!strcmp(name, "auto"), "the manifest's requested model is '%s'", name);
 
-	/* a model the control names but that is not installed: said at once, and at the take */
+	/* a model the control names but that is not installed: said at once as a notice (nothing
+	 * failed yet: the state stays Done, lastError stays empty), and at the take as an error */
 	h->ctl[SB_PORT_MODEL] = SB_MODEL_HTDEMUCS_6S;
-	CHECK(wait_for(h, 10, error_has, "stembridge models install htdemucs_6s"),
-	      "choosing a missing model: lastError '%s'", h->last_error);
-	CHECK(strstr(h->last_error, "HTDemucs 6 stems is not installed") &&
-	      (int)h->ctl[SB_PORT_STATE_OUT] == SB_STATE_ERROR, "state %g, lastError '%s'",
-	      h->ctl[SB_PORT_STATE_OUT], h->last_error);
+	CHECK(wait_for(h, 10, notice_has, "stembridge models install htdemucs_6s"),
+	      "choosing a missing model: modelNotice '%s'", h->model_notice);
+	CHECK(strstr(h->model_notice, "HTDemucs 6 stems is not installed") &&
+	      (int)h->ctl[SB_PORT_STATE_OUT] == SB_STATE_DONE && !h->last_error[0],
+	      "state %g, lastError '%s'", h->ctl[SB_PORT_STATE_OUT], h->last_error);
 	const uint32_t jobs = (uint32_t)h->ctl[SB_PORT_JOBS_DONE_OUT];
 	h->last_error[0] = '\0';
 	h->ctl[SB_PORT_RECORD] = 1.0f;
@@ -1660,6 +1679,7 @@ static int test_auto(void)
 	h->ctl[SB_PORT_MODEL] = SB_MODEL_AUTO;
 	host_get(h); /* a UI opening again: the list is asked for */
 	CHECK(wait_for(h, 10, list_has, "auto\tAuto: HTDemucs\t"), "model list: %s", h->model_list);
+	CHECK(!h->model_notice[0], "the notice stays with an installed model: '%s'", h->model_notice);
 	CHECK(record_take(h, 30 * 48000, 47, 3, &rec), "Auto with htdemucs installed: %s",
 	      h->last_error);
 	manifest_model_name(h->manifest, name, sizeof name);
@@ -1727,17 +1747,18 @@ static int test_model_install(void)
 	host_set_text(h, SB__outputDir, ATOM_PATH, outdir);
 	h->ctl[SB_PORT_DEVICE] = SB_DEVICE_CPU;
 	h->ctl[SB_PORT_MODEL] = SB_MODEL_HTDEMUCS;
-	CHECK(wait_for(h, 10, error_has, "HTDemucs is not installed"), "lastError '%s'", h->last_error);
+	CHECK(wait_for(h, 10, notice_has, "HTDemucs is not installed"), "modelNotice '%s'",
+	      h->model_notice);
 
 	host_set_text(h, SB__installModel, ATOM_STRING, "htdemucs");
 	CHECK(wait_for(h, 30, status_has, "htdemucs: downloading"), "install status '%s'",
 	      h->install_status);
-	/* the model being installed, its choice is no error any more */
-	for (double end = host_now() + 10;
-	     host_now() < end && (int)h->ctl[SB_PORT_STATE_OUT] == SB_STATE_ERROR;) {
+	/* the model being installed, its notice goes (the install status speaks), never an error */
+	for (double end = host_now() + 10; host_now() < end && h->model_notice[0];) {
 		host_sleep_ms(2);
 		host_run(h);
 	}
+	CHECK(!h->model_notice[0], "modelNotice '%s' while installing", h->model_notice);
 	CHECK((int)h->ctl[SB_PORT_STATE_OUT] != SB_STATE_ERROR, "state Error while installing");
 	/* a take recorded while the model installs waits for it */
 	const uint32_t jobs = (uint32_t)h->ctl[SB_PORT_JOBS_DONE_OUT];
@@ -1926,6 +1947,180 @@ static int test_silent(void)
 	      strstr(prec, "\"requested\": \"bf16\"") - prec < 40,
 	      "the take's manifest does not say bf16 was asked for: %s", prec ? prec : "(none)");
 	free(man);
+	host_free(h);
+	return failures;
+}
+
+/* A stem's "peak" or "rms" in the manifest's stems array (-1 when missing). */
+static double manifest_stem_figure(const char *man, const char *stem, const char *key)
+{
+	char want[64];
+	snprintf(want, sizeof want, "\"stem\": \"%s\"", stem);
+	const char *at = man ? strstr(man, want) : NULL;
+	char k[32];
+	snprintf(k, sizeof k, "\"%s\": ", key);
+	const char *v = at ? strstr(at, k) : NULL;
+	const char *end = at ? strchr(at, '}') : NULL;
+	return v && end && v < end ? strtod(v + strlen(k), NULL) : -1.0;
+}
+
+/* Records blocks of the test signal from start, checking the take lane as it goes; returns how
+ * many times the announced length grew. */
+static int record_watching_lane(host_plugin *h, int64_t start, int blocks, recording *rec)
+{
+	rec->frames = 0;
+	rec->channels = h->channels;
+	h->ctl[SB_PORT_RECORD] = 1.0f;
+	host_transport(h, start, 1.0f);
+	int grew = 0;
+	int64_t last = 0;
+	for (int b = 0; b < blocks; b++) {
+		roll(h, 1, 3, rec, 0);
+		if (h->wave_frames > last) {
+			grew++;
+			last = h->wave_frames;
+		}
+		if (b % 16 == 0)
+			host_sleep_ms(1);
+	}
+	h->ctl[SB_PORT_RECORD] = 0.0f;
+	host_transport(h, h->pos, 0.0f);
+	host_run(h);
+	return grew;
+}
+
+/* What the plugin's window is fed: the take lane while recording (each column's min and max
+ * exactly as recorded, the whole take in at most 512 columns, its start and length), the stem
+ * rows once the stems exist (the engine's peak and RMS as the manifest has them, a waveform
+ * that reaches that peak), the take the state speaks of, the takes ahead of a queued one, and
+ * a new take clearing the last take's error. */
+static int test_lane(void)
+{
+	char dir[1200], outdir[1300];
+	make_tmp("lane", dir, sizeof dir);
+	snprintf(outdir, sizeof outdir, "%s/out", dir);
+	host_plugin *h = host_new(true, 256, HOST_PATH_NONE, NULL);
+	CHECK(h != NULL, "instantiate");
+	if (!h)
+		return 1;
+	host_set_text(h, SB__outputDir, ATOM_PATH, outdir);
+	host_set_text(h, SB__trackName, ATOM_STRING, "Lane");
+	h->ctl[SB_PORT_DEVICE] = SB_DEVICE_CPU;
+	h->ctl[SB_PORT_MODEL] = SB_MODEL_BUILTIN;
+	recording rec = {0};
+	const int64_t start = 48000 * 2 + 77;
+	const int grew = record_watching_lane(h, start, 48000 * 3 / 256, &rec);
+	CHECK(grew >= 20, "the lane grew %d times in 3 s of recording (ten a second expected)", grew);
+	CHECK(h->wave_start == start && h->wave_frames == rec.frames,
+	      "the lane says start %lld, %lld frames; recorded %lld from %lld",
+	      (long long)h->wave_start, (long long)h->wave_frames, (long long)rec.frames,
+	      (long long)start);
+	const int64_t per = h->wave_per_col;
+	CHECK(per >= 64 && h->wave_cols >= 256 && h->wave_cols <= 512 &&
+	      (int64_t)(h->wave_cols - 1) * per < rec.frames && rec.frames <= h->wave_cols * per,
+	      "%d columns of %lld frames for %lld frames", h->wave_cols, (long long)per,
+	      (long long)rec.frames);
+	double worst = 0;
+	for (int c = 0; c < h->wave_cols && per > 0; c++) {
+		float lo = INFINITY, hi = -INFINITY;
+		for (int64_t f = c * per; f < (c + 1) * per && f < rec.frames; f++)
+			for (int ch = 0; ch < 2; ch++) {
+				lo = fminf(lo, rec.data[f * 2 + ch]);
+				hi = fmaxf(hi, rec.data[f * 2 + ch]);
+			}
+		worst = fmax(worst, fabs(lo - h->wave[2 * c]) + fabs(hi - h->wave[2 * c + 1]));
+	}
+	CHECK(worst == 0.0, "the lane's columns differ from the recording's min and max by %g", worst);
+
+	CHECK(host_wait_jobs(h, 1, 600), "take 1 was not separated: %s", h->last_error);
+	for (double end = host_now() + 10; host_now() < end && h->n_views < 4;) {
+		host_run(h);
+		host_sleep_ms(2);
+	}
+	CHECK(h->n_views == 4, "%d stem rows announced, 4 stems written", h->n_views);
+	char *man = h->manifest[0] ? slurp(h->manifest) : NULL;
+	for (int k = 0; k < h->n_views; k++) {
+		const int s = h->views[k].stem;
+		const char *name = s >= 0 && s < 6 ? stems[s] : "?";
+		const double peak = manifest_stem_figure(man, name, "peak");
+		const double rms = manifest_stem_figure(man, name, "rms");
+		CHECK(peak > 0 && fabs(h->views[k].peak - peak) <= 1e-6 * peak &&
+		      fabs(h->views[k].rms - rms) <= 1e-6 * rms,
+		      "%s: row peak %g rms %g, manifest %g %g", name, h->views[k].peak, h->views[k].rms,
+		      peak, rms);
+		float top = 0;
+		for (int c = 0; c < h->views[k].cols; c++)
+			top = fmaxf(top, fmaxf(-h->views[k].wave[2 * c], h->views[k].wave[2 * c + 1]));
+		CHECK(h->views[k].cols == 256 && fabs(top - peak) <= 1e-6 * peak,
+		      "%s: %d columns reaching %g, peak %g", name, h->views[k].cols, top, peak);
+	}
+	free(man);
+	CHECK(h->job_take == 1, "the state speaks of take %d, not 1", h->job_take);
+
+	/* a missing model is a notice; the take recorded with it fails (an error, take 2) */
+	h->ctl[SB_PORT_MODEL] = SB_MODEL_HTDEMUCS;
+	CHECK(wait_for(h, 10, notice_has, "HTDemucs is not installed"), "modelNotice '%s'",
+	      h->model_notice);
+	CHECK((int)h->ctl[SB_PORT_STATE_OUT] == SB_STATE_DONE && !h->last_error[0],
+	      "a missing model made state %g, lastError '%s'", h->ctl[SB_PORT_STATE_OUT],
+	      h->last_error);
+	record_watching_lane(h, 48000 * 10, 40, &rec);
+	CHECK(wait_for(h, 10, error_has, "was not separated"), "take 2: lastError '%s'",
+	      h->last_error);
+	CHECK((int)h->ctl[SB_PORT_STATE_OUT] == SB_STATE_ERROR && h->job_take == 2,
+	      "take 2 failed: state %g, take %d", h->ctl[SB_PORT_STATE_OUT], h->job_take);
+	/* a new take: the last one's error is no longer news */
+	h->ctl[SB_PORT_MODEL] = SB_MODEL_BUILTIN;
+	for (double end = host_now() + 10; host_now() < end && h->model_notice[0];) {
+		host_run(h);
+		host_sleep_ms(2);
+	}
+	CHECK(!h->model_notice[0], "the notice stays with the built-in model: '%s'", h->model_notice);
+	h->ctl[SB_PORT_RECORD] = 1.0f;
+	host_transport(h, 48000 * 20, 1.0f);
+	roll(h, 8, 5, NULL, 0);
+	CHECK(!h->last_error[0] && (int)h->ctl[SB_PORT_STATE_OUT] == SB_STATE_RECORDING &&
+	      h->wave_start == 48000 * 20 && h->wave_frames <= 8 * 256,
+	      "a new take kept lastError '%s' (state %g) or the old lane (start %lld, %lld frames)",
+	      h->last_error, h->ctl[SB_PORT_STATE_OUT], (long long)h->wave_start,
+	      (long long)h->wave_frames);
+	roll(h, 100, 5, NULL, 8);
+	h->ctl[SB_PORT_RECORD] = 0.0f;
+	host_transport(h, h->pos, 0.0f);
+	CHECK(host_wait_jobs(h, 2, 600), "take 3 was not separated: %s", h->last_error);
+	CHECK(h->job_take == 3 && !h->last_error[0], "take %d done, lastError '%s'", h->job_take,
+	      h->last_error);
+
+	/* two tracks on the CPU, the first one's job slowed: the second waits, one take ahead */
+	host_plugin *g = host_new(true, 256, HOST_PATH_NONE, NULL);
+	host_set_text(g, SB__outputDir, ATOM_PATH, outdir);
+	host_set_text(g, SB__trackName, ATOM_STRING, "Queue");
+	g->ctl[SB_PORT_DEVICE] = SB_DEVICE_CPU;
+	g->ctl[SB_PORT_MODEL] = SB_MODEL_BUILTIN;
+	setenv("SB_FAULT_INJECT", "job:slow:300", 1);
+	record_watching_lane(h, 48000 * 30, 100, &rec);
+	for (double end = host_now() + 30;
+	     host_now() < end && (int)h->ctl[SB_PORT_STATE_OUT] != SB_STATE_SEPARATING;) {
+		host_run(h);
+		host_sleep_ms(2);
+	}
+	record_watching_lane(g, 48000 * 30, 100, &rec);
+	int ahead = -1;
+	for (double end = host_now() + 30; host_now() < end && ahead < 1;) {
+		host_run(g);
+		host_run(h);
+		if ((int)g->ctl[SB_PORT_STATE_OUT] == SB_STATE_QUEUED)
+			ahead = g->queue_ahead;
+		host_sleep_ms(2);
+	}
+	CHECK(ahead == 1, "the second track's take was queued with %d takes ahead, not 1", ahead);
+	unsetenv("SB_FAULT_INJECT");
+	CHECK(host_wait_jobs(g, 1, 600), "the queued take was not separated: %s", g->last_error);
+	CHECK(g->job_take == 1 && g->queue_ahead == 0, "queued take %d, %d ahead once done",
+	      g->job_take, g->queue_ahead);
+	host_wait_jobs(h, 3, 600);
+	free(rec.data);
+	host_free(g);
 	host_free(h);
 	return failures;
 }
@@ -2170,6 +2365,8 @@ int main(int argc, char **argv)
 		r = test_lazy();
 	} else if (!strcmp(argv[1], "silent")) {
 		r = test_silent();
+	} else if (!strcmp(argv[1], "lane")) {
+		r = test_lane();
 	} else if (!strcmp(argv[1], "naming")) {
 		r = test_naming();
 	} else if (!strcmp(argv[1], "paths")) {

@@ -12,7 +12,7 @@
 #           xdotool: no track added, no file left, the stembridge process gone.
 #   dialog: no choices given: the dialog comes up with the defaults of the Stembridge insert on
 #           the first track, OK is clicked, the stems it chose land, and the choice is kept.
-#   shot:   one split, and the screenshot of the README (docs/images/ardour-split.png).
+#   shot:   one split, and the screenshot of the README (doc/images/ardour-split.png).
 # usage: gui_split_test.sh split|cancel|dialog|shot WORKDIR ACTION.lua STEMBRIDGE [SCREENSHOT.png]
 # Needs ardour (7.3: ardour7-lua and the GUI), xvfb-run, xdotool, imagemagick (import), sox.
 # Another Ardour: ARDOUR_LUA and ARDOUR_GUI (commands) and ARDOUR_MAJOR (its config folder's

@@ -32,6 +32,10 @@ sox -n -r 48000 -c 2 -b 24 guitar_src.wav synth $secs pinknoise vol 0.2 synth $s
 sox -n -r 48000 -c 2 -b 24 keys_src.wav synth $secs2 sine 440 sine 660 vol 0.3
 $LUA "$R/gui_split_setup.lua" "$W/sess" sess > setup.log 2>&1 || { cat setup.log; exit 1; }
 sh "$R/gui_config.sh" "$W/cfg" "$R/gui_split_hook.lua" "$PORT" "Normal Speed" "Silence"
+# what a run leaves when Ardour dies under it: its command gone; the next run removes it
+mkdir -p sess/.stembridge-split/run-1-1/in
+echo 999999 > sess/.stembridge-split/run-1-1/pid
+: > sess/.stembridge-split/run-1-1/in/r1.wav
 export SB_SPLIT_SRC="Guitar=$W/guitar_src.wav@96000,Keys=$W/keys_src.wav@240000"
 export SB_SPLIT_TRIM=24000 SB_SPLIT_GAIN=0.5 SB_SPLIT_ACTION="$ACTION" SB_LOG="$W/hook.log"
 export SB_OSC_PORT=$PORT

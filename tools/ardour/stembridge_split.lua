@@ -208,12 +208,17 @@ function factory (params) return function ()
 
 	-- 2. a folder of this run's own inside the session (the same disk the stems are copied to),
 	-- gone when the action ends however it ends
-	local tmp = string.format ("%s/.stembridge-split/run-%d-%d", Session:path ():gsub ("/$", ""),
-		os.time (), math.floor (SB.now () * 1000) % 1000000)
+	local base = Session:path ():gsub ("/$", "") .. "/.stembridge-split"
+	local tmp = string.format ("%s/run-%d-%d", base, os.time (), math.floor (SB.now () * 1000) % 1000000)
+	-- what a run left when Ardour died under it: its command is gone (or it never started one
+	-- and is an hour old)
+	SB.run ("for d in " .. SB.q (base) .. "/run-*; do [ -d \"$d\" ] || continue; " ..
+		"p=$(cat \"$d/pid\" 2>/dev/null); if [ -n \"$p\" ]; then kill -0 \"$p\" && continue; " ..
+		"elif [ -z \"$(find \"$d\" -maxdepth 0 -mmin +60)\" ]; then continue; fi; rm -rf \"$d\"; done")
 	SB.run ("mkdir -p " .. SB.q (tmp .. "/in"))
 	local function cleanup ()
 		if p.keep ~= "1" then
-			SB.run ("rm -rf " .. SB.q (tmp) .. "; rmdir " .. SB.q (tmp:match ("^(.*)/")))
+			SB.run ("rm -rf " .. SB.q (tmp) .. "; rmdir " .. SB.q (base))
 		end
 	end
 	local pw = LuaDialog.ProgressWindow ("Stembridge: separating stems", true)

@@ -87,16 +87,15 @@ static inline int sb_audition_stem(int sel, int *without)
 	     : sel >= 11 && sel <= 12 ? sel - 7
 	                              : -1;
 }
-/* SB_STATE_SILENT: the last take was silent (below SB_SILENT_DBFS throughout: with Ardour's
- * hardware monitoring a recording track feeds its plugins silence), so no job was queued.
+/* SB_STATE_SILENT: the last take was silent (below stembridge.h's SB_SILENT_DBFS throughout:
+ * with Ardour's hardware monitoring a recording track feeds its plugins silence), so no job was
+ * queued.
  * SB_STATE_RESUMED: a take the host left unfinished when it stopped (killed, crashed, quit) is
  * queued or separating again, from its recording on disk (the Progress port counts). */
 enum {
 	SB_STATE_IDLE = 0, SB_STATE_RECORDING, SB_STATE_QUEUED, SB_STATE_SEPARATING, SB_STATE_DONE,
 	SB_STATE_ERROR, SB_STATE_SILENT, SB_STATE_RESUMED
 };
-#define SB_SILENT_DBFS (-90.0)
-#define SB_SILENT_PEAK 3.1622777e-5f /* 10^(-90/20) */
 
 /* Port indices, identical in the mono and stereo plugins up to the audio ports. */
 typedef enum {

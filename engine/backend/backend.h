@@ -267,9 +267,9 @@ struct sb_backend {
 	 * id ("<name>:<index>", or the name alone for a backend with one device), stable key,
 	 * names, type, memory, and backend/index set. Failures that only mean "no device" (no
 	 * driver installed) are logged as notes and leave none. */
-	sb_status (*enumerate)(const sb_logger *log, sb_device_props *out, size_t cap, size_t *n);
+	sb_status (*enumerate)(const sb_logger *log, sb_device *out, size_t cap, size_t *n);
 	/* Opens a device for use: SB_ERR_DEVICE (logged, with the driver's words) when it cannot. */
-	sb_status (*open)(const sb_device_props *dev, const sb_open_opts *o, const sb_logger *log,
+	sb_status (*open)(const sb_device *dev, const sb_open_opts *o, const sb_logger *log,
 	                  sb_bdev **out);
 	void (*close)(sb_bdev *d);
 	/* Lost for good (a failure that ends the device for this process). */
@@ -327,7 +327,7 @@ struct sb_backend {
 	/* Optional: one line on how a device of this backend computes, for device listings (the
 	 * CPU: its instructions and what runs its products). May load libraries; never called
 	 * where no thread may start (a plugin's instantiate). */
-	void (*details)(const sb_device_props *p, char *buf, size_t len);
+	void (*details)(const sb_device *p, char *buf, size_t len);
 };
 
 /* ---- the registry (backend/registry.c) ---- */
@@ -342,11 +342,11 @@ const sb_backend *sb_backend_cpu(void);
 typedef struct {
 	const sb_backend *be;
 	sb_bdev *d;
-	const sb_device_props *props;
+	const sb_device *props;
 } sb_exec;
 
 /* Opens the device of a table entry through its backend (logs the reason on failure). */
-sb_status sb_exec_open(const sb_device_props *dev, const sb_open_opts *o, const sb_logger *log,
+sb_status sb_exec_open(const sb_device *dev, const sb_open_opts *o, const sb_logger *log,
                        sb_exec *out);
 void sb_exec_close(sb_exec *x);
 

@@ -35,7 +35,7 @@ const sb_backend *sb_backend_cpu(void)
 	return registry[0];
 }
 
-sb_status sb_exec_open(const sb_device_props *dev, const sb_open_opts *o, const sb_logger *log,
+sb_status sb_exec_open(const sb_device *dev, const sb_open_opts *o, const sb_logger *log,
                        sb_exec *out)
 {
 	memset(out, 0, sizeof *out);

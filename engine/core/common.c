@@ -53,7 +53,7 @@ double sb_now(void)
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-struct timespec sb_deadline(clockid_t clock, long ms)
+struct timespec sb_deadline(int clock, long ms)
 {
 	struct timespec t;
 	clock_gettime(clock, &t);

@@ -1,7 +1,7 @@
 /* Stem files, all or nothing (stem_writer.h). Runs on the job's thread only. */
 #include "io/stem_writer.h"
 
-#include "io/wav_writer.h"
+#include "sb_common.h"
 
 #include <errno.h>
 #include <fcntl.h>

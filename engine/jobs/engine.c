@@ -1,26 +1,6 @@
-/* The engine (engine.h): workers, queues and the devices they run on.
- *
- * One worker thread per device set in use (one device, or several for a job that shares a file
- * among them), each with a FIFO of jobs. In parallel mode a job that asks for several devices
- * waits in the engine's pool, which the workers of those devices take from when their own FIFO
- * is empty (worth_taking: a device leaves a job to another that would finish it sooner), so
- * four tracks on two GPUs run two at a time and a slow device never holds up the end; a
- * device that takes a job nothing else waits for lends itself and the set's idle devices to the
- * worker of that device set, which runs it (their workers are lent_to it until it ends), so a
- * lone file is shared segment by segment; in
- * sequential mode every job goes to one worker, which runs them one at a time in
- * submission order, each on its own devices. A device is opened once, through its backend, the
- * first time a job needs it, and kept open; a job holds its devices' locks while it runs (taken
- * in table order), so a device never runs two jobs at once. Each worker keeps the model of its
- * last job loaded, and its weights on those devices (model_keep.h), for the next job that asks
- * for the same model on the same devices: a batch or a session reads and uploads it once.
- *
- * Locking: e->lock guards the job table, the queues and every job's progress; it is never
- * held while a job runs. A device's own lock (dev[i].lock) is held by the job using it and
- * guards its opening. Workers wait on their own condition variable; sb_engine_wait() waits on
- * the job's.
- */
-#include "jobs/engine.h"
+/* The engine (stembridge.h: sb_engine_*): workers, queues and the devices they run on.
+ * README.md here tells how it schedules and what each lock guards. */
+#include "sb_common.h"
 
 #include "backend/backend.h"
 #include "core/pace.h"
@@ -45,7 +25,7 @@ struct sb_job {
 	char requested[640];       /* what the job asked for, for the result */
 	sb_device_set set;         /* resolved entries, with their fallbacks' reasons */
 	sb_job_progress progress;
-	sb_job_result result;
+	sb_job_outcome result;
 	atomic_int cancel;
 	int ended;
 	int released;              /* released while running: freed by its worker when it ends */
@@ -152,7 +132,7 @@ static sb_status open_device(void *user, size_t i, sb_exec *out, char *why, size
 {
 	job_devices *jd = user;
 	sb_engine *e = jd->e;
-	const sb_device_props *d = sb_devices_get(e->devices, i);
+	const sb_device *d = sb_devices_get(e->devices, i);
 	if (sb_device_is_native(d)) {
 		if (jd->n_own == 4)
 			return SB_ERR_INVALID;
@@ -312,7 +292,7 @@ static sb_status run_job(sb_worker *w, sb_job *j, double *ran)
 		.model_path = (const char *const *)e->model_path,
 		.keep = w->keep,
 	};
-	sb_job_result *r = malloc(sizeof *r);
+	sb_job_outcome *r = malloc(sizeof *r);
 	if (r)
 		sb_job_run(&j->spec, &env, r);
 	*ran = sb_now() - t0;
@@ -535,7 +515,7 @@ static void end_unstarted(sb_engine *e, sb_job *j)
 	j->result.status = SB_ERR_CANCELLED;
 	snprintf(j->result.message, sizeof j->result.message, "cancelled before it started");
 	j->progress.state = SB_JOB_CANCELLED;
-	snprintf(j->progress.stage, sizeof j->progress.stage, "cancelled");
+	j->progress.stage = "cancelled";
 	j->ended = 1;
 	pthread_cond_broadcast(&j->done);
 	end_lending(e, j->id);
@@ -565,7 +545,7 @@ static void *worker_main(void *arg)
 			continue;
 		}
 		j->progress.state = SB_JOB_RUNNING;
-		snprintf(j->progress.stage, sizeof j->progress.stage, "starting");
+		j->progress.stage = "starting";
 		const int pooled = j->pooled;
 		w->busy_since = sb_now();
 		w->busy_units = j->units;
@@ -860,8 +840,7 @@ sb_status sb_engine_submit(sb_engine *e, const sb_job_spec *spec, sb_job_id *id)
 		return SB_ERR_NOMEM;
 	}
 	j->id = e->next_id++;
-	j->progress.state = SB_JOB_QUEUED;
-	snprintf(j->progress.stage, sizeof j->progress.stage, "queued");
+	sb_job_progress_init(&j->progress);
 	j->next_in_table = e->jobs;
 	e->jobs = j;
 	if (j->pooled) {
@@ -924,7 +903,7 @@ sb_status sb_engine_result(sb_engine *e, sb_job_id id, sb_job_result *out)
 	sb_job *j = find(e, id);
 	sb_status st = SB_ERR_INVALID;
 	if (j && j->ended) {
-		*out = j->result;
+		sb_job_outcome_view(&j->result, out);
 		st = SB_OK;
 	}
 	pthread_mutex_unlock(&e->lock);

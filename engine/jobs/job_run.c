@@ -26,7 +26,6 @@
 
 #define MAX_EVENTS 16
 #define MAX_OOM_RETRIES 3
-#define SB_SILENT_INPUT_PEAK 3.1622777e-5 /* -90 dBFS */
 
 typedef struct {
 	char text[MAX_EVENTS][600];
@@ -61,11 +60,49 @@ typedef struct {
 	const sb_logger *log;
 } progress_state;
 
+const char *sb_job_stage(const char *stage)
+{
+	static const char *const stages[] = {"queued", "starting", "loading", "resampling",
+	                                     "separating", "mixing back", "writing", "done",
+	                                     "failed", "cancelled"};
+	for (size_t i = 0; stage && i < sizeof stages / sizeof stages[0]; i++)
+		if (!strcmp(stage, stages[i]))
+			return stages[i];
+	return "separating";
+}
+
+void sb_job_progress_init(sb_job_progress *p)
+{
+	memset(p, 0, sizeof *p);
+	p->stage = "queued";
+	p->device_id = p->device_key = p->device_name = "";
+}
+
+void sb_job_outcome_view(const sb_job_outcome *o, sb_job_result *r)
+{
+	memset(r, 0, sizeof *r);
+	r->status = o->status;
+	r->message = o->message;
+	r->manifest_path = o->manifest_path;
+	r->device_requested = o->device_requested;
+	r->device_used = o->device_used;
+	r->fallback_reason = o->fallback_reason;
+	r->precision = o->precision;
+	r->products = o->products;
+	r->n_stems = o->n_stems;
+	for (int i = 0; i < o->n_stems && i < SB_JOB_MAX_STEMS; i++) {
+		r->stems[i].stem = o->stems[i].stem;
+		r->stems[i].name = o->stems[i].name;
+		r->stems[i].path = o->stems[i].path;
+	}
+	r->model_kept = o->model_kept;
+}
+
 static void report(progress_state *ps, sb_job_state state, double fraction, const char *stage)
 {
 	ps->p.state = state;
 	ps->p.fraction = fraction;
-	snprintf(ps->p.stage, sizeof ps->p.stage, "%s", stage);
+	ps->p.stage = sb_job_stage(stage);
 	const double now = sb_now();
 	ps->p.elapsed_s = now - ps->t0;
 	/* time left: the separation's own rate so far (its first percent is too early to tell) */
@@ -130,18 +167,18 @@ typedef struct {
 
 static void use_devices(progress_state *ps, const dev_plan *pl)
 {
-	const sb_device_props *d = pl->dev[0].props;
-	snprintf(ps->p.device_id, sizeof ps->p.device_id, "%s", d->id);
-	snprintf(ps->p.device_key, sizeof ps->p.device_key, "%s", d->key);
-	snprintf(ps->p.device_name, sizeof ps->p.device_name, "%s", d->label);
+	const sb_device *d = pl->dev[0].props;
+	ps->p.device_id = d->id;
+	ps->p.device_key = d->key;
+	ps->p.device_name = d->label;
 	ps->p.fell_back = pl->fell_back;
 	ps->p.n_devices = pl->n < SB_JOB_MAX_DEVICES ? pl->n : SB_JOB_MAX_DEVICES;
 	for (int i = 0; i < ps->p.n_devices; i++) {
 		sb_job_device *jd = &ps->p.devices[i];
 		memset(jd, 0, sizeof *jd);
-		snprintf(jd->id, sizeof jd->id, "%s", pl->dev[i].props->id);
-		snprintf(jd->key, sizeof jd->key, "%s", pl->dev[i].props->key);
-		snprintf(jd->name, sizeof jd->name, "%s", pl->dev[i].props->label);
+		jd->id = pl->dev[i].props->id;
+		jd->key = pl->dev[i].props->key;
+		jd->name = pl->dev[i].props->label;
 	}
 }
 
@@ -150,9 +187,9 @@ static int is_device_failure(sb_status st)
 	return st == SB_ERR_DEVICE || st == SB_ERR_DEVICE_OOM || st == SB_ERR_DEVICE_LOST;
 }
 
-static void set_message(sb_job_result *res, sb_status st, const char *fmt, ...)
+static void set_message(sb_job_outcome *res, sb_status st, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-static void set_message(sb_job_result *res, sb_status st, const char *fmt, ...)
+static void set_message(sb_job_outcome *res, sb_status st, const char *fmt, ...)
 {
 	res->status = st;
 	va_list ap;
@@ -204,7 +241,7 @@ static sb_status source_peak(sb_source *src, const atomic_int *cancel, double *p
 	return st;
 }
 
-static void note_fallback(sb_job_result *res, const char *why)
+static void note_fallback(sb_job_outcome *res, const char *why)
 {
 	if (!res->fallback_reason[0])
 		snprintf(res->fallback_reason, sizeof res->fallback_reason, "%s", why);
@@ -213,7 +250,7 @@ static void note_fallback(sb_job_result *res, const char *why)
 /* The set the scheduler chose, opened: a device missing here (resolved to the CPU with its
  * reason) or that does not open is left out, and the CPU stands in when none is left. */
 static sb_status open_devices(const sb_job_env *env, event_log *ev, const sb_logger *log,
-                              sb_job_result *res, dev_plan *pl)
+                              sb_job_outcome *res, dev_plan *pl)
 {
 	const sb_device_set *set = env->devices;
 	const sb_device_access *a = env->access;
@@ -225,7 +262,7 @@ static sb_status open_devices(const sb_job_env *env, event_log *ev, const sb_log
 		*a->gpus = 0;
 	for (int native = 0; native < 2; native++)
 		for (size_t k = 0; set && k < set->n && k < SB_MAX_SET; k++) {
-			const sb_device_props *d = sb_devices_get(a->list, set->index[k]);
+			const sb_device *d = sb_devices_get(a->list, set->index[k]);
 			if ((d && sb_device_is_native(d)) != native)
 				continue;
 			if (set->reason[k][0]) {
@@ -291,7 +328,7 @@ static void clock_of(int64_t frame, double rate, char *buf, size_t len)
 	snprintf(buf, len, "%d:%06.3f", (int)(t / 60), t - 60.0 * (int)(t / 60));
 }
 
-sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_result *res)
+sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_outcome *res)
 {
 	memset(res, 0, sizeof *res);
 	capture_log cap = {env->log, ""};
@@ -300,6 +337,7 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 	const double t_start = sb_now();
 	event_log ev = {0};
 	progress_state ps = {env, {0}, 0.02, 0.97, 0, 0, 0, &ev, log};
+	sb_job_progress_init(&ps.p);
 	sb_model *model = NULL;
 	int n_parts = 0; /* models combined, one per stem group ('auto' with stems) */
 	int residual_ran = 0; /* "other" is the input minus the other stems */
@@ -363,7 +401,7 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_resu
 	st = source_peak(src, env->cancel, &in_peak);
 	if (st != SB_OK)
 		goto fail;
-	const int silent = !(in_peak >= SB_SILENT_INPUT_PEAK);
+	const int silent = !(in_peak >= SB_SILENT_PEAK);
 	if (silent)
 		event(&ev, log, SB_LOG_WARNING, "the input is silent (peak %s, below -90 dBFS): its "
 		      "stems are silent too", in_peak > 0 ? "very low" : "zero");

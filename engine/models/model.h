@@ -120,10 +120,6 @@ sb_status sb_model_locate(const char *name, const char *const *search_path, cons
 /* Opens what sb_model_locate() found: the file at path ("": the built-in) as the model name. */
 sb_status sb_model_open_file(const char *name, const char *path, const sb_logger *log,
                              sb_model **out);
-/* What "auto" stands for now: the installed catalogue model of the best 'auto' rank
- * (models/catalog.h: htdemucs first), else "builtin". Written into buf, returned. */
-const char *sb_model_auto(const char *const *search_path, const sb_logger *log, char *buf,
-                          size_t len);
 /* The same for the stems asked for (bit SB_STEM_*; 0: every stem): the installed catalogue
  * model that makes them all with the best published SDR for them (catalog.json "sdr": a
  * RoFormer for vocals), else the 'auto' rank among those that make them, else "builtin". */
@@ -142,18 +138,14 @@ int sb_model_auto_parts(const char *const *search_path, unsigned stems, const sb
  * refused. */
 sb_status sb_model_composite(sb_model *const *parts, const unsigned *take, int n,
                              const sb_logger *log, sb_model **out);
-/* The canonical stems (bit SB_STEM_*) the model 'name' (as sb_model_open takes it) makes,
- * read from its file's header only; 0 when it is not installed or unreadable. */
-unsigned sb_model_stems(const char *name, const char *const *search_path);
-/* The model folders in search order (see registry.c); returns how many were filled. */
-size_t sb_model_dirs(const char *const *extra, char (*dirs)[4096], size_t max);
+/* sb_model_auto(), sb_model_stems() and sb_model_dirs(): stembridge.h. */
 
 /* The devices a model runs on: ctx's, or, when ctx names none (tests, tools), the native CPU
  * opened for the call. */
 typedef struct {
 	sb_run_ctx ctx;            /* ctx with its devices */
 	sb_exec own;
-	sb_device_props props;
+	sb_device props;
 	sb_run_ctx empty;
 } sb_run_devices;
 sb_status sb_run_devices_open(const sb_run_ctx *ctx, sb_run_devices *out);

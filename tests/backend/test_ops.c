@@ -1341,7 +1341,7 @@ int main(int argc, char **argv)
 	float *cpu_classic = NULL;
 	size_t cpu_classic_n = 0;
 	for (size_t i = 0; i < sb_devices_count(list); i++) {
-		const sb_device_props *d = sb_devices_get(list, i);
+		const sb_device *d = sb_devices_get(list, i);
 		sb_exec x;
 		const sb_open_opts oo = {0, bf16_mode ? SB_PREC_BF16 : SB_PREC_FP32, 0};
 		printf("%s: %s [%s]\n", d->id, d->label, d->backend->name);

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static sb_device_props props[2];
+static sb_device props[2];
 static sb_exec dev[2];
 
 static char *slurp(const char *path)

@@ -62,7 +62,7 @@ static const char *describe(const sb_bdev *d)
 	return sb_gemm_describe(d ? d->bf16 : 0);
 }
 
-static void details(const sb_device_props *p, char *buf, size_t len)
+static void details(const sb_device *p, char *buf, size_t len)
 {
 	(void)p;
 	const sb_cpu_features *f = sb_cpu_features_get();
@@ -79,12 +79,12 @@ static const char *precision(const sb_bdev *d)
 
 /* ---- devices ---- */
 
-static sb_status enumerate(const sb_logger *log, sb_device_props *out, size_t cap, size_t *n)
+static sb_status enumerate(const sb_logger *log, sb_device *out, size_t cap, size_t *n)
 {
 	(void)log;
 	if (*n >= cap)
 		return SB_OK;
-	sb_device_props *p = &out[(*n)++];
+	sb_device *p = &out[(*n)++];
 	memset(p, 0, sizeof *p);
 	long nc = sysconf(_SC_NPROCESSORS_ONLN);
 	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
@@ -108,7 +108,7 @@ static sb_status enumerate(const sb_logger *log, sb_device_props *out, size_t ca
 
 static void cpu_close(sb_bdev *d);
 
-static sb_status cpu_open(const sb_device_props *dev, const sb_open_opts *o, const sb_logger *log,
+static sb_status cpu_open(const sb_device *dev, const sb_open_opts *o, const sb_logger *log,
                           sb_bdev **out)
 {
 	(void)dev;

@@ -29,7 +29,7 @@ void sb_cl_attention_setup(sb_bdev *c, cl_device_type type)
 	 * segment 25.4 -> 22.4 s) and on NVIDIA's driver (H100: an ep_317 chunk 0.479 -> 0.405 s);
 	 * the products' way on any other driver. Its key tiles go through local memory on a GPU,
 	 * where they are (the caches) on a CPU driver. */
-	const sb_device_props *dp = sb_cl_device_props(c->dev);
+	const sb_device *dp = sb_cl_device_props(c->dev);
 	const int pocl_cpu = strstr(dp->platform, "Portable Computing Language") != NULL &&
 	                     (type & CL_DEVICE_TYPE_CPU);
 	const int nvidia_gpu = strstr(dp->platform, "NVIDIA") != NULL && (type & CL_DEVICE_TYPE_GPU);

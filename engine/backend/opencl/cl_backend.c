@@ -48,7 +48,7 @@ void sb_cl_prof_product(sb_bdev *c, double t0, int M, int N, int K, int tb, int 
 
 static int wait_way(const sb_bdev *d);
 
-static sb_status cl_open(const sb_device_props *dev, const sb_open_opts *o, const sb_logger *log,
+static sb_status cl_open(const sb_device *dev, const sb_open_opts *o, const sb_logger *log,
                          sb_bdev **out)
 {
 	*out = NULL;
@@ -301,7 +301,7 @@ static int wait_way(const sb_bdev *d)
 	if (e && *e)
 		sb_log(d->log, SB_LOG_WARNING, "SB_CL_WAIT='%s' is none of 'callback', 'poll', "
 		       "'finish': ignored", e);
-	const sb_device_props *p = sb_cl_device_props(d->dev);
+	const sb_device *p = sb_cl_device_props(d->dev);
 	return p->type == SB_DEV_OPENCL_CPU ? WAIT_CALLBACK : WAIT_POLL;
 }
 
@@ -439,7 +439,7 @@ static void cl_set_precision(sb_bdev *d, sb_precision p)
 }
 
 /* for `stembridge devices`: what runs the products, and whether bf16 can (no device opened) */
-static void cl_details(const sb_device_props *p, char *buf, size_t len)
+static void cl_details(const sb_device *p, char *buf, size_t len)
 {
 	unsigned cc = 0;
 	const char *why = NULL;

@@ -98,6 +98,6 @@ void sb_cl_prof_end(sb_bdev *d, int id, double t0, double flops);
 void sb_cl_prof_product(sb_bdev *d, double t0, int M, int N, int K, int tb, int batch, int bias,
                         const char *path);
 /* the devices of the ICD loader, for the registry (cl_enum.c) */
-sb_status sb_cl_enumerate(const sb_logger *log, sb_device_props *out, size_t cap, size_t *n);
+sb_status sb_cl_enumerate(const sb_logger *log, sb_device *out, size_t cap, size_t *n);
 
 #endif

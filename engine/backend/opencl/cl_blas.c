@@ -307,12 +307,12 @@ sb_cl_gemm_kind sb_cl_gemm_choose(sb_cl_device *d)
 	return k;
 }
 
-int sb_cl_gemm_measured(const sb_device_props *p)
+int sb_cl_gemm_measured(const sb_device *p)
 {
 	return sb_cl_measured(p, "SB_CL_GEMM");
 }
 
-int sb_cl_measured(const sb_device_props *p, const char *var)
+int sb_cl_measured(const sb_device *p, const char *var)
 {
 	const char *env = getenv(var);
 	if (env && *env)

@@ -120,7 +120,7 @@ static sb_status ocl_create(sb_bdev *bd, const sb_classic_geom *g, sb_classic_st
 		return SB_ERR_INVALID;
 	if (sb_cl_device_is_lost(dev))
 		return SB_ERR_DEVICE_LOST;
-	const sb_device_props *props = sb_cl_device_props(dev);
+	const sb_device *props = sb_cl_device_props(dev);
 	ocl_state *s = calloc(1, sizeof *s);
 	if (!s)
 		return SB_ERR_NOMEM;

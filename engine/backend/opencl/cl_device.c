@@ -32,7 +32,7 @@ static pthread_mutex_t build_lock = PTHREAD_MUTEX_INITIALIZER;
 #define BUILD_LOG_MAX_LINES 200
 
 struct sb_cl_device {
-	sb_device_props props;
+	sb_device props;
 	sb_logger log;
 	cl_device_id dev;
 	cl_context ctx;
@@ -691,7 +691,7 @@ static void CL_CALLBACK context_notify(const char *info, const void *priv, size_
 	sb_log(&d->log, SB_LOG_WARNING, "OpenCL %s driver: %s", d->props.id, info);
 }
 
-sb_status sb_cl_device_open(const sb_device_props *dev, const sb_logger *log, sb_cl_device **out)
+sb_status sb_cl_device_open(const sb_device *dev, const sb_logger *log, sb_cl_device **out)
 {
 	if (!out)
 		return SB_ERR_INVALID;
@@ -786,7 +786,7 @@ int sb_cl_device_is_lost(const sb_cl_device *d)
 	return d ? atomic_load(&((sb_cl_device *)d)->lost) : 0;
 }
 
-const sb_device_props *sb_cl_device_props(const sb_cl_device *d)
+const sb_device *sb_cl_device_props(const sb_cl_device *d)
 {
 	return d ? &d->props : NULL;
 }

@@ -70,11 +70,11 @@ int sb_cl_device_fault_tune_wrong(const sb_cl_device *d, int kind);
  * SB_ERR_DEVICE with the reason (and the compiler's log) logged on failure, SB_ERR_NOMEM for
  * host memory. The logger is copied; its fn and user must stay valid until close. Call on a
  * worker thread: a first build can take seconds. */
-sb_status sb_cl_device_open(const sb_device_props *dev, const sb_logger *log, sb_cl_device **out);
+sb_status sb_cl_device_open(const sb_device *dev, const sb_logger *log, sb_cl_device **out);
 void sb_cl_device_close(sb_cl_device *d);
 /* Once a device is lost it stays lost for the life of this sb_cl_device. Any thread. */
 int sb_cl_device_is_lost(const sb_cl_device *d);
-const sb_device_props *sb_cl_device_props(const sb_cl_device *d);
+const sb_device *sb_cl_device_props(const sb_cl_device *d);
 
 /* 1 when this open loaded the built-in separator's kernels from the disk cache, 0 when it
  * compiled them (first run, new driver, corrupt or missing cache). */

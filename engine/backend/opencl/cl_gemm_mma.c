@@ -190,7 +190,7 @@ static sb_status check_products(sb_bdev *c, const sb_cl_mma *m, double *worst)
 sb_status sb_cl_mma_open(sb_bdev *c, int emulate, int tf32, sb_cl_mma **out)
 {
 	*out = NULL;
-	const sb_device_props *p = sb_cl_device_props(c->dev);
+	const sb_device *p = sb_cl_device_props(c->dev);
 	sb_cl_mma *m = calloc(1, sizeof *m);
 	if (!m)
 		return SB_ERR_NOMEM;

@@ -117,7 +117,7 @@ const char *sb_cl_tiled_describe(const sb_cl_tiled *t)
 sb_status sb_cl_tiled_open(sb_bdev *c, sb_cl_tiled **out)
 {
 	*out = NULL;
-	const sb_device_props *p = sb_cl_device_props(c->dev);
+	const sb_device *p = sb_cl_device_props(c->dev);
 	cl_device_id id = sb_cl_device_id(c->dev);
 	size_t max_wg = 256;
 	cl_ulong local_mem = 32768;

@@ -322,6 +322,47 @@ static int all_native(const dev_plan *pl)
 	return 1;
 }
 
+/* The model placed only where its operations are (backend.h: the optional groups its family
+ * needs): a device without one leaves the plan, the CPU standing in when none is left; and a
+ * model that does not share its work keeps the first device alone. */
+static sb_status place_model(const sb_job_env *env, event_log *ev, const sb_logger *log,
+                             sb_job_outcome *res, const sb_model *model, dev_plan *pl)
+{
+	int kept = 0;
+	for (int i = 0; i < pl->n; i++) {
+		sb_op_group missing = SB_OPS_CORE;
+		if (sb_exec_has_groups(&pl->dev[i], model->info.ops, &missing)) {
+			pl->dev[kept++] = pl->dev[i];
+			continue;
+		}
+		char why[512];
+		snprintf(why, sizeof why, "%.300s has no operations for this model (%.64s needs the %s "
+		         "group)", pl->dev[i].props->label, model->info.name,
+		         sb_op_group_name(missing));
+		event(ev, log, SB_LOG_WARNING, "%s: %s", why,
+		      pl->n > 1 ? "the others go on without it" : "running on the CPU");
+		note_fallback(res, why);
+		pl->fell_back = 1;
+	}
+	pl->n = kept;
+	if (kept == 0) {
+		char why[512];
+		if (env->access->gpus)
+			*env->access->gpus = 0; /* the CPU alone: no GPU runs beside it */
+		if (env->access->open(env->access->user, 0, &pl->dev[0], why, sizeof why) != SB_OK) {
+			sb_log(log, SB_LOG_ERROR, "the CPU could not be opened: %s", why);
+			return SB_ERR_DEVICE;
+		}
+		pl->n = 1;
+	}
+	if (pl->n > 1 && !model->info.shares_devices) {
+		event(ev, log, SB_LOG_INFO, "%s runs on one device: %s", model->info.name,
+		      pl->dev[0].props->label);
+		pl->n = 1;
+	}
+	return SB_OK;
+}
+
 static void clock_of(int64_t frame, double rate, char *buf, size_t len)
 {
 	const double t = rate > 0 ? (double)frame / rate : 0;
@@ -443,12 +484,10 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_outc
 		device_list(&pl, on, sizeof on);
 		sb_log(log, SB_LOG_INFO, "model %s kept loaded on %s", model->info.name, on);
 	}
-	if (pl.n > 1 && !model->info.shares_devices) {
-		event(&ev, log, SB_LOG_INFO, "%s runs on one device: %s", model->info.name,
-		      pl.dev[0].props->label);
-		pl.n = 1;
-		use_devices(&ps, &pl);
-	}
+	st = place_model(env, &ev, log, res, model, &pl);
+	if (st != SB_OK)
+		goto fail;
+	use_devices(&ps, &pl);
 	const unsigned model_stems = model->info.stems ? model->info.stems
 	                                               : (1u << SB_N_STEMS) - 1;
 	const unsigned stems = spec->stems ? spec->stems : model_stems;
@@ -582,12 +621,10 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_outc
 			      "%s ran out of memory: retrying with chunks of %lld frames (try %d of %d)",
 			      pl.dev[0].props->label, (long long)chunk, oom_retries, MAX_OOM_RETRIES);
 		} else {
-			const int lacks = model->vt->runs_on && !model->vt->runs_on(model, pl.dev[0].be);
 			const char *why = st == SB_ERR_DEVICE_OOM ? "ran out of memory even with small chunks"
 			                : st == SB_ERR_DEVICE_LOST ? "was lost mid-job"
 			                : nonfinite ? "produced NaN or infinite samples"
-			                : lacks ? "has no operations for this model"
-			                        : "failed";
+			                            : "failed";
 			const char *who = pl.n > 1 ? "every device" : pl.dev[0].props->label;
 			event(&ev, log, SB_LOG_WARNING, "%s %s: finishing on the CPU", who, why);
 			char reason[512];

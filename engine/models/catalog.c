@@ -2,6 +2,7 @@
 #include "models/catalog.h"
 
 #include "io/stream.h"
+#include "models/families.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -194,9 +195,9 @@ static int parse_model(json_t *e, sb_catalog_model *m, char *why, size_t wl)
 		m->n_files++;
 	}
 	const char *fam = str(e, "family");
-	if (fam && strcmp(fam, "bs_roformer") && strcmp(fam, "mel_band_roformer")) {
-		snprintf(why, wl, "model \"%s\": \"family\" is not bs_roformer or mel_band_roformer",
-		         name);
+	if (fam && (!*fam || !sb_model_family_of_catalog(fam))) {
+		snprintf(why, wl, "model \"%s\": no model family installs \"family\": \"%s\"", name,
+		         fam);
 		return 0;
 	}
 	snprintf(m->family, sizeof m->family, "%s", fam ? fam : "");

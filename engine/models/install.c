@@ -1,12 +1,10 @@
 /* Model installer (install.h): libcurl downloads, SHA-256 checks (OpenSSL's libcrypto, which
  * libcurl already brings), in-process conversion, an atomic rename into the model folder. */
 #include "models/install.h"
-#include "models/roformer/roformer_model.h"
 
 #include "convert/convert.h"
 #include "io/temp_file.h"
-#include "models/demucs/demucs.h"
-#include "models/model.h"
+#include "models/families.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -484,8 +482,8 @@ sb_status sb_model_install(const sb_catalog *cat, const char *name, const sb_ins
 	st = sbc_convert(&co);
 	if (st == SB_OK) {
 		sb_model *model = NULL;
-		st = m->family[0] ? sb_roformer_model_open(stage.path, m->name, log, &model)
-		                  : sb_demucs_model_open(stage.path, m->name, NULL, log, &model);
+		const sb_model_family *f = sb_model_family_of_catalog(m->family);
+		st = f ? f->open(stage.path, m->name, log, &model) : SB_ERR_MODEL;
 		if (st == SB_OK && model->info.stems != m->stems) {
 			char got[128], want[128];
 			sb_stem_mask_text(model->info.stems, ", ", got, sizeof got);

@@ -89,15 +89,15 @@ typedef struct {
 	                                  several (sb_model_composite); NULL: this one */
 	int64_t default_chunk_frames;  /* input frames per chunk when ctx->chunk_frames is 0: where
 	                                  the job runner starts halving after a device OOM */
+	unsigned ops;                  /* the optional operation groups it runs on (bits 1 <<
+	                                  SB_OPS_*, backend.h), set by its family: the job runner
+	                                  places it only on devices that have them all */
 } sb_model_info;
 
 typedef struct sb_model sb_model;
 typedef struct {
 	sb_status (*separate)(sb_model *m, const sb_run_ctx *ctx, sb_source *in, sb_sink *out);
 	void (*free)(sb_model *m);
-	/* optional: whether a backend has what the model needs (NULL: every backend does); a
-	 * device of one that has not is taken to the CPU by the job runner, which says why */
-	int (*runs_on)(const sb_model *m, const sb_backend *be);
 } sb_model_vtable;
 
 struct sb_model {

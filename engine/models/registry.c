@@ -1,12 +1,11 @@
-/* Model registry: maps a model name to the family that opens it, and knows where model files
- * live: the caller's folders first (CLI --model-path, plugin state), then
- * $XDG_DATA_HOME/stembridge/models (default ~/.local/share/stembridge/models), then each of
- * $XDG_DATA_DIRS (default /usr/local/share:/usr/share) + /stembridge/models. */
-#include "models/classic/classic.h"
-#include "models/demucs/demucs.h"
+/* Model registry: maps a model name to its file and the family that opens it (families.h), and
+ * knows where model files live: the caller's folders first (CLI --model-path, plugin state),
+ * then $XDG_DATA_HOME/stembridge/models (default ~/.local/share/stembridge/models), then each
+ * of $XDG_DATA_DIRS (default /usr/local/share:/usr/share) + /stembridge/models. */
 #include "models/catalog.h"
+#include "models/demucs/safetensors.h"
+#include "models/families.h"
 #include "models/model.h"
-#include "models/roformer/roformer_model.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -17,6 +16,13 @@
 size_t sb_model_dirs(const char *const *extra, char (*dirs)[4096], size_t max)
 {
 	return sb_data_dirs("models", extra, dirs, max);
+}
+
+/* whether catalogue model m is installed, as its family tells */
+static int installed(const sb_catalog_model *m, const char *const *search_path)
+{
+	const sb_model_family *f = sb_model_family_of_catalog(m->family);
+	return f && sb_model_family_installed(f, m->name, search_path);
 }
 
 const char *sb_model_auto_for(const char *const *search_path, unsigned stems,
@@ -30,7 +36,7 @@ const char *sb_model_auto_for(const char *const *search_path, unsigned stems,
 	double best_sdr = -1;
 	for (int i = 0; i < sb_catalog_count(cat); i++) {
 		const sb_catalog_model *m = sb_catalog_at(cat, i);
-		if (!sb_demucs_model_installed(m->name, search_path))
+		if (!installed(m, search_path))
 			continue;
 		/* stems asked for: the installed model that makes them all with the best mean
 		 * published SDR over them (a model with a figure for each beats one without) */
@@ -82,8 +88,7 @@ int sb_model_auto_parts(const char *const *search_path, unsigned stems, const sb
 		double top = 0;
 		for (int i = 0; i < sb_catalog_count(cat); i++) {
 			const sb_catalog_model *m = sb_catalog_at(cat, i);
-			if ((m->stems & (1u << s)) && m->sdr[s] > top &&
-			    sb_demucs_model_installed(m->name, search_path)) {
+			if ((m->stems & (1u << s)) && m->sdr[s] > top && installed(m, search_path)) {
 				top = m->sdr[s];
 				best[s] = i;
 			}
@@ -162,7 +167,8 @@ unsigned sb_model_stems(const char *name, const char *const *search_path)
 
 /* Where sb_model_open() finds a model, in its order: "auto" resolved, "builtin" (path ""), a
  * .safetensors path as given (its name: the base name), then name.safetensors in the model
- * folders (a RoFormer file first, then the first readable one, as the families look). */
+ * folders: the first that a family recognises by its header, else the first readable one (for
+ * the catch-all family). */
 sb_status sb_model_locate(const char *name, const char *const *search_path, const sb_logger *log,
                           char *real, size_t rlen, char *path, size_t plen)
 {
@@ -191,7 +197,7 @@ sb_status sb_model_locate(const char *name, const char *const *search_path, cons
 		snprintf(p, sizeof p, "%s/%s.safetensors", dirs[i], name);
 		if (access(p, R_OK) != 0)
 			continue;
-		if (sb_roformer_is_file(p)) {
+		if (sb_model_family_of_file(p)->recognise) {
 			snprintf(first, sizeof first, "%s", p);
 			break;
 		}
@@ -208,11 +214,7 @@ sb_status sb_model_locate(const char *name, const char *const *search_path, cons
 sb_status sb_model_open_file(const char *name, const char *path, const sb_logger *log,
                              sb_model **out)
 {
-	if (!path[0])
-		return sb_classic_model_new(log, out);
-	if (sb_roformer_is_file(path))
-		return sb_roformer_model_open(path, name, log, out);
-	return sb_demucs_model_open(path, name, NULL, log, out);
+	return sb_model_family_of_file(path)->open(path, name, log, out);
 }
 
 sb_status sb_model_open(const char *name, const char *const *search_path, const sb_logger *log,
@@ -221,21 +223,31 @@ sb_status sb_model_open(const char *name, const char *const *search_path, const 
 	char real[256], path[4352];
 	if (sb_model_locate(name, search_path, log, real, sizeof real, path, sizeof path) == SB_OK)
 		return sb_model_open_file(real, path, log, out);
+	*out = NULL;
 	char chosen[64];
 	if (!name || !*name || !strcmp(name, "auto"))
 		name = sb_model_auto(search_path, log, chosen, sizeof chosen);
-	/* not found: the htdemucs family says where to get it */
-	if (!strncmp(name, "htdemucs", 8))
-		return sb_demucs_model_find(name, search_path, log, out);
 	char dirs[16][4096];
 	size_t n = sb_model_dirs(search_path, dirs, 16);
 	char where[1024] = "";
-	for (size_t i = 0; i < n && i < 3; i++) {
+	for (size_t i = 0; i < n && i < 4; i++) {
 		size_t at = strlen(where);
 		snprintf(where + at, sizeof where - at, "%s%s", i ? ", " : "", dirs[i]);
 	}
-	sb_log(log, SB_LOG_ERROR, "unknown model '%s' (installed: builtin; searched %s)", name,
-	       where);
+	/* not found: a catalogue model says where to get it */
+	sb_catalog *cat = NULL;
+	const sb_logger quiet = {NULL, NULL};
+	const int listed = !strchr(name, '/') && sb_catalog_load(&quiet, &cat) == SB_OK &&
+	                   sb_catalog_find(cat, name);
+	sb_catalog_free(cat);
+	if (listed)
+		sb_log(log, SB_LOG_ERROR,
+		       "model '%s' is not installed (no %s.safetensors in %s): install it with "
+		       "`stembridge models install %s`, or convert a checkpoint with stembridge-convert "
+		       "into one of those folders", name, name, where, name);
+	else
+		sb_log(log, SB_LOG_ERROR, "unknown model '%s' (installed: builtin; searched %s)", name,
+		       where);
 	return SB_ERR_MODEL;
 }
 

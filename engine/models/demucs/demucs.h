@@ -30,14 +30,6 @@ void sb_demucs_opts_default(sb_demucs_opts *o);
 sb_status sb_demucs_model_open(const char *path, const char *name, const sb_demucs_opts *opts,
                                const sb_logger *log, sb_model **out);
 
-/* Find "<name>.safetensors" in the model folders (sb_model_dirs) and open it; SB_ERR_MODEL
- * (logged with the folders searched and where to get the model) when it is not there. */
-sb_status sb_demucs_model_find(const char *name, const char *const *search_path,
-                               const sb_logger *log, sb_model **out);
-
-/* Whether "<name>.safetensors" is in one of the model folders. */
-int sb_demucs_model_installed(const char *name, const char *const *search_path);
-
 /* Change the options of an opened Demucs model (before separate(); not while one runs). */
 sb_status sb_demucs_model_set_opts(sb_model *m, const sb_demucs_opts *opts);
 

@@ -24,7 +24,7 @@
  * mono model given stereo separates each channel on its own.
  */
 #include "models/demucs/safetensors.h"
-#include "models/model.h"
+#include "models/families.h"
 #include "models/roformer/roformer.h"
 #include "models/roformer/roformer_model.h"
 #include "models/share.h"
@@ -565,7 +565,7 @@ static void rm_free(sb_model *m)
 	free(m);
 }
 
-static const sb_model_vtable rm_vt = {rm_separate, rm_free, NULL};
+static const sb_model_vtable rm_vt = {rm_separate, rm_free};
 
 sb_status sb_roformer_model_open(const char *path, const char *name, const sb_logger *log,
                                  sb_model **out)
@@ -644,3 +644,10 @@ int sb_roformer_is_file(const char *path)
 	sb_safetensors_close(st);
 	return yes;
 }
+
+/* The RoFormers' family (models/families.c): a file whose header names one, and the
+ * catalogue's entries of either. */
+static const char *const roformer_catalog[] = {"bs_roformer", "mel_band_roformer", NULL};
+
+const sb_model_family sb_family_roformer = {"roformer", roformer_catalog, sb_roformer_is_file,
+                                            sb_roformer_model_open, NULL};

@@ -39,7 +39,7 @@
 #include "../check.h"
 #include "log_capture.h"
 #include "backend/backend.h"
-#include "backend/opencl/cl_backend.h"
+#include "backend/opencl/cl_base.h"
 #include "backend/opencl/cl_gemm_pick.h"
 
 #include <dirent.h>

@@ -16,7 +16,7 @@
 #include "backend/backend.h"
 #include "models/model.h"
 /* the OpenCL backend's own test: its device internals (kernel cache, fault injection) */
-#include "backend/opencl/cl_backend.h"
+#include "backend/opencl/cl_base.h"
 
 #include <math.h>
 #include <pthread.h>

@@ -1,13 +1,15 @@
 /* The OpenCL backend (backend.h): any device an OpenCL driver offers (NVIDIA, AMD, Intel, PoCL
  * on a CPU). The device itself (context, in-order queue, kernel cache, error mapping, fault
- * injection) is cl_device.c; the operations are cl_ops.c on the kernels of ops.cl (matrix
- * products through CLBlast, cl_blas.c; attention in cl_attention.c); the built-in separator's operation group is
- * cl_classic.c on classic.cl.
+ * injection) is cl_device.c; the folder reads one way above it: the base every file calls
+ * (cl_base.c: launches, checks, profiling), the kernels over it (products in cl_gemm_*.c and
+ * CLBlast's in cl_blas.c, attention in cl_attention.c, the signal operations in cl_signal.c,
+ * the built-in separator's group in cl_classic.c), the dispatcher that chooses among them
+ * (cl_ops.c), and this file, the sb_backend on top.
  *
  * Threads: a device is used by one thread at a time (the worker that opened it).
  */
-#include "backend/opencl/cl_backend.h"
-
+#include "backend/opencl/cl_attention.h"
+#include "backend/opencl/cl_classic.h"
 #include "backend/opencl/cl_gemm_mma.h"
 #include "backend/opencl/cl_gemm_pick.h"
 #include "backend/opencl/cl_gemm_tiled.h"
@@ -18,33 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-double sb_cl_prof_begin(sb_bdev *c)
-{
-	if (!c->profiling)
-		return 0.0;
-	clFinish(c->q);
-	return sb_now();
-}
-
-void sb_cl_prof_end(sb_bdev *c, int id, double t0, double flops)
-{
-	if (!c->profiling)
-		return;
-	clFinish(c->q);
-	c->prof_calls[id]++;
-	c->prof_s[id] += sb_now() - t0;
-	c->prof_flops[id] += flops;
-}
-
-void sb_cl_prof_product(sb_bdev *c, double t0, int M, int N, int K, int tb, int batch, int bias,
-                        const char *path)
-{
-	if (!c->profiling)
-		return;
-	clFinish(c->q);
-	sb_prof_shape_add(&c->prof_shapes, M, N, K, tb, batch, bias, path, sb_now() - t0);
-}
 
 static int wait_way(const sb_bdev *d);
 
@@ -78,7 +53,8 @@ static void cl_close(sb_bdev *d)
 			clReleaseKernel(d->k[i]);
 	if (d->prog)
 		clReleaseProgram(d->prog);
-	sb_cl_attention_free(d);
+	sb_cl_attention_free(d->attention);
+	sb_cl_pick_free(d->att_pick);
 	sb_cl_pick_free(d->pick);
 	sb_cl_tiled_free(d->tiled);
 	sb_cl_mma_free(d->mma);
@@ -87,8 +63,6 @@ static void cl_close(sb_bdev *d)
 		clReleaseMemObject(d->parts);
 	if (d->stats)
 		clReleaseMemObject(d->stats);
-	if (d->att)
-		clReleaseMemObject(d->att);
 	if (d->tw)
 		clReleaseMemObject(d->tw);
 	sb_cl_device_close(d->dev);
@@ -418,13 +392,13 @@ static const char *cl_describe(const sb_bdev *d)
 {
 	if (d->want_bf16 && d->mma)
 		return sb_cl_mma_describe(d->mma);
-	if (d->built && d->tf32 && d->gemm == SB_CL_GEMM_TF32)
+	if (d->chosen && d->tf32 && d->gemm == SB_CL_GEMM_TF32)
 		return sb_cl_mma_describe(d->tf32);
-	if (d->built && d->pick)
+	if (d->chosen && d->pick)
 		return sb_cl_pick_describe(d->pick);
-	if (d->built && d->tiled && d->gemm == SB_CL_GEMM_TILED)
+	if (d->chosen && d->tiled && d->gemm == SB_CL_GEMM_TILED)
 		return sb_cl_tiled_describe(d->tiled); /* with its tiling */
-	return sb_cl_gemm_name(d->built ? d->gemm : sb_cl_gemm_planned());
+	return sb_cl_gemm_name(d->chosen ? d->gemm : sb_cl_gemm_planned());
 }
 
 static const char *cl_precision(const sb_bdev *d)

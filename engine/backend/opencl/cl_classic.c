@@ -19,8 +19,7 @@
  * accurate as fftw's in float.
  * Reference: E. Bainville, "OpenCL Fast Fourier Transform" (2010), for the Stockham passes.
  */
-#include "backend/opencl/cl_backend.h"
-#include "backend/opencl/classic_cl.h" /* generated from classic.cl: static const char classic_cl[] */
+#include "backend/opencl/cl_classic.h"
 
 #include <limits.h>
 #include <math.h>
@@ -322,11 +321,6 @@ static sb_status ocl_process(sb_classic_state *s, int nt, const float *in, float
 		return sb_cl_status(s->dev, err, what);
 	}
 	return SB_OK;
-}
-
-const char *sb_cl_classic_kernels(void)
-{
-	return classic_cl;
 }
 
 const sb_classic_ops sb_cl_classic_ops = {

@@ -7,12 +7,13 @@
  * is_lost() from another thread), and the cache is shared only through the file system, where
  * rename() makes each file appear whole.
  */
-#include "backend/opencl/cl_blas.h"      /* the product paths named by tune-slow */
-#include "backend/opencl/cl_gemm_pick.h" /* and attention's */
+#include "backend/opencl/cl_blas.h" /* the product paths named by tune-slow */
 #include "backend/opencl/cl_internal.h"
 
 #include "io/keep_file.h"
 #include "io/temp_file.h"
+
+#include "classic_cl.h" /* generated from classic.cl: the built-in model's kernels */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -745,7 +746,7 @@ sb_status sb_cl_device_open(const sb_device *dev, const sb_logger *log, sb_cl_de
 	/* Builds are serialised across devices: some drivers' compilers (PoCL's LLVM, seen under
 	 * ThreadSanitizer) are not safe to run from two threads at once, and a build is rare. */
 	pthread_mutex_lock(&build_lock);
-	sb_status st = build_cached(d, "classic", sb_cl_classic_kernels(), "", &d->classic,
+	sb_status st = build_cached(d, "classic", (const char *)classic_cl, "", &d->classic,
 	                            &d->classic_cached, d->cache_path, sizeof d->cache_path);
 	pthread_mutex_unlock(&build_lock);
 	if (st != SB_OK) {

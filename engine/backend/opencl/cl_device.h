@@ -53,13 +53,21 @@
 
 typedef struct sb_cl_device sb_cl_device;
 
+/* Attention's ways, by number (the fault injector's tune-slow and tune-wrong name them; the
+ * dispatcher, cl_ops.c, measures them per shape): two products around a softmax, in one pass
+ * (attention.cl), by tiles (attention_tiles.cl). */
+enum { SB_CL_ATT_SPLIT = 0, SB_CL_ATT_FUSED = 1, SB_CL_ATT_TILES = 2 };
+
+/* the devices of the ICD loader, for the registry (cl_enum.c) */
+sb_status sb_cl_enumerate(const sb_logger *log, sb_device *out, size_t cap, size_t *n);
+
 /* The injected slowness before a kernel launch (opencl:N:slow:MS waits; opencl:N:hold:MS holds
  * the queue at a chunk's first launch). Called by the device's owner thread. */
 void sb_cl_device_delay(sb_cl_device *d);
 /* 1 when opencl:N:mma asks for a wrong tensor-core kernel on this device */
 int sb_cl_device_fault_mma(const sb_cl_device *d);
 /* 1 when opencl:N:tune-slow:KIND names this path (a cl_blas.h sb_cl_gemm_kind, or 4 + an
- * attention path of cl_gemm_pick.h) */
+ * attention way above) */
 int sb_cl_device_fault_tune_slow(const sb_cl_device *d, int kind);
 /* 1 when opencl:N:tune-notimes asks for a measuring queue without times on this device */
 int sb_cl_device_fault_tune_notimes(const sb_cl_device *d);

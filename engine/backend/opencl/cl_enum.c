@@ -1,8 +1,8 @@
 /* The OpenCL backend's devices: every device the ICD loader offers, in a stable order
  * (platforms sorted by name, devices in the platform's order), with the stable key
- * "opencl|<platform>|<vendor>|<name>|<ordinal>" (backend/device.h).
+ * "opencl|<platform>|<vendor>|<name>|<ordinal>" (stembridge.h).
  */
-#include "backend/opencl/cl_backend.h"
+#include "backend/opencl/cl_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
 #include "backend/opencl/cl_gemm_mma.h"
 
 #include "backend/opencl/cl_gemm_tiled.h"
-#include "backend/opencl/cl_ops.h"
+#include "backend/opencl/cl_base.h"
 #include "mma_cl.h" /* generated: gemm_rows.cl + mma.cl */
 
 #include <math.h>

@@ -639,3 +639,49 @@ long sb_cl_pick_runs(const sb_cl_pick *p)
 {
 	return p->runs_total;
 }
+
+void sb_cl_time_paths(sb_bdev *c, struct sb_cl_pick *p, int slot, int want, size_t lead,
+                      size_t floats, sb_cl_timed_fn run, const void *op)
+{
+	sb_dv S;
+	cl_command_queue tq = sb_cl_pick_begin(c, p, slot, floats, &S);
+	if (!tq)
+		return;
+	S.off = lead;
+	cl_command_queue q = c->q;
+	c->q = tq;
+	for (int j = 0; j < 3 && c->st == SB_OK; j++) {
+		if (!(want >> j & 1))
+			continue;
+		/* a run that leaned on what is not settled yet (a product of attention's products'
+		 * way still undecided, so run through the default and timed inside this run, or
+		 * checked inside it) is not this path's own time */
+		const long provisional = c->pick ? sb_cl_pick_provisional(c->pick) : 0;
+		const int tried = c->paths_tried;
+		sb_cl_pick_mark(p);
+		const sb_status st = run(c, j, S, op);
+		const int leaned = (c->pick && sb_cl_pick_provisional(c->pick) != provisional) ||
+		                   c->paths_tried != tried;
+		if (st == SB_ERR_UNSUPPORTED) {
+			sb_cl_pick_drop(p, j); /* CLBlast refused the shape (logged) */
+		} else if (c->st == SB_ERR_DEVICE_LOST || c->st == SB_ERR_NOMEM) {
+			sb_cl_pick_discard(p, slot, j); /* the pass's failure, not the path's */
+		} else if (leaned) {
+			/* a failure may be the unsettled work's (memory for a default's buffers beside
+			 * the scratch outputs), not the path's: tried again */
+			c->st = SB_OK;
+			sb_cl_pick_discard(p, slot, j);
+		} else if (c->st != SB_OK) {
+			/* a timed run that could not be enqueued (memory for CLBlast's own buffers beside
+			 * the scratch output, say) is this shape's loss of that path, not the pass's */
+			sb_log(c->log, SB_LOG_INFO, "a timed run of %s failed (%s): measured without it",
+			       sb_cl_pick_name(p, j), sb_status_str(c->st));
+			c->st = SB_OK;
+			sb_cl_pick_failed(p, slot, j);
+		} else {
+			sb_cl_pick_timed(p, slot, j);
+		}
+	}
+	c->q = q;
+	sb_cl_pick_end(c, p);
+}

@@ -44,10 +44,10 @@
  *
  * CHECKED: the own and the tiled kernel may never have run on this device (an AMD or Intel
  * GPU), so each is checked against the host's products before its first use on an opened device
- * (cl_ops.c: both layouts of B, aligned rows and not, at both of the tiled kernel's tilings, and
- * nothing written outside C's products), with one wait; a path that gives wrong products or
- * that the driver refuses is left out, with a warning, even where a kept file names it. CLBlast,
- * the default and a tested library, is not checked. Attention in one pass and by tiles are
+ * (cl_products.c: both layouts of B, aligned rows and not, at both of the tiled kernel's
+ * tilings, and nothing written outside C's products), with one wait; a path that gives wrong
+ * products or that the driver refuses is left out, with a warning, even where a kept file names
+ * it. CLBlast, the default and a tested library, is not checked. Attention in one pass and by tiles are
  * checked the same way (cl_attention.c) before they are measured or used where a kept file
  * names them.
  *
@@ -56,7 +56,7 @@
  * and any shape while the device profiles its operations (bench --profile: every operation
  * waits there). A timed run that cannot be enqueued (memory for CLBlast's own buffers, say)
  * leaves that path out of its shape's choice; it fails the pass only when the device is lost
- * or the host's memory ran out (cl_ops.h: sb_cl_time_paths).
+ * or the host's memory ran out (sb_cl_time_paths below).
  * A driver that gives no times for the markers turns the measuring off (logged): its shapes keep
  * the default, and are kept so (a new driver gets a file of its own); a queue or a marker
  * refused turns it off for this process only.
@@ -66,14 +66,13 @@
 #ifndef SB_CL_GEMM_PICK_H
 #define SB_CL_GEMM_PICK_H
 
-#include "backend/opencl/cl_backend.h"
+#include "backend/opencl/cl_base.h"
 
 typedef struct sb_cl_pick sb_cl_pick;
 
 /* What a pick measures, and its paths: the products' are cl_blas.h's sb_cl_gemm_kind (own,
- * CLBlast, tiled), attention's these. */
+ * CLBlast, tiled), attention's cl_device.h's SB_CL_ATT_*. */
 typedef enum { SB_CL_PICK_PRODUCTS, SB_CL_PICK_ATTENTION } sb_cl_pick_op;
-enum { SB_CL_ATT_SPLIT = 0, SB_CL_ATT_FUSED = 1, SB_CL_ATT_TILES = 2 };
 
 /* What decides a path: a product's M, N, K, B transposed (0, 1), batch and the operands'
  * alignment (sb_cl_gemm_flags; plus 8 with gemm_bias's epilogue); an attention's query rows,
@@ -137,5 +136,17 @@ const char *sb_cl_pick_name(const sb_cl_pick *p, int path);
 int sb_cl_pick_count(const sb_cl_pick *p, int path);
 /* Timed runs enqueued by this process on p so far: for tests (0 once every shape is kept) */
 long sb_cl_pick_runs(const sb_cl_pick *p);
+
+/* Timed runs of one operation on a device that measures it per shape (the dispatchers): run(c,
+ * path, out, op) enqueues path 'path' of the operation 'op' on c->q, its output 'out' (a scratch
+ * output of 'floats' floats, the operation's own output's first 'lead' skipped to keep its
+ * alignment), and returns SB_ERR_UNSUPPORTED when the path refuses the shape (it is dropped), else c's
+ * status. Each path of 'want' runs once on the measuring queue, ordered between c's work before
+ * and after; a run the device could not take is that shape's loss of the path; one that leaned
+ * on an undecided product or a product path's check is not counted; a lost device or host
+ * memory is the pass's failure. */
+typedef sb_status (*sb_cl_timed_fn)(sb_bdev *c, int path, sb_dv out, const void *op);
+void sb_cl_time_paths(sb_bdev *c, sb_cl_pick *p, int slot, int want, size_t lead, size_t floats,
+                      sb_cl_timed_fn run, const void *op);
 
 #endif

@@ -4,7 +4,7 @@
  */
 #include "backend/opencl/cl_gemm_tiled.h"
 
-#include "backend/opencl/cl_ops.h"
+#include "backend/opencl/cl_base.h"
 #include "gemm_cl.h" /* generated: gemm.cl's source */
 
 #include <stdio.h>
@@ -190,18 +190,6 @@ sb_status sb_cl_tiled_open(sb_bdev *c, sb_cl_tiled **out)
 static long tiles(const tiling *t, int M, int N, int batch)
 {
 	return (long)((M + t->tm - 1) / t->tm) * ((N + t->tn - 1) / t->tn) * batch;
-}
-
-/* 1 when every row of the operand starts 16-byte aligned in every batch item */
-static int aligned4(sb_dv x, int ld, long stride)
-{
-	return x.off % 4 == 0 && ld % 4 == 0 && stride % 4 == 0;
-}
-
-int sb_cl_gemm_flags(sb_dv A, int lda, long sa, sb_dv B, int ldb, long sb, sb_dv C, int ldc,
-                     long sc)
-{
-	return aligned4(A, lda, sa) | aligned4(B, ldb, sb) << 1 | aligned4(C, ldc, sc) << 2;
 }
 
 /* the values of an M x N product padded to whole tiles of t */

@@ -55,6 +55,7 @@ typedef struct {
 	int cpu_threads;
 	int batch;                       /* segments per forward pass, 0 = each device's */
 	const char *const *model_path;
+	const sb_model_choice *choice;   /* the model, resolved when the job was submitted */
 	sb_model_keep *keep;             /* the model kept from the job before, and where this job's
 	                                    is kept for the next (model_keep.h); NULL: opened and
 	                                    freed by this job */

@@ -48,15 +48,12 @@ static int same_key(const keep_key *a, const keep_key *b)
 	return 1;
 }
 
-/* The key of the model name resolves to now; SB_ERR_MODEL when it resolves to nothing. */
-static sb_status key_of(const char *name, const char *const *search_path,
-                        const sb_device_set *set, int bf16, const sb_logger *log, keep_key *key)
+/* The key of the model part names, its file as it is on disk now */
+static void key_of(const sb_model_part *part, const sb_device_set *set, int bf16, keep_key *key)
 {
 	memset(key, 0, sizeof *key);
-	sb_status st = sb_model_locate(name, search_path, log, key->name, sizeof key->name,
-	                               key->path, sizeof key->path);
-	if (st != SB_OK)
-		return st;
+	snprintf(key->name, sizeof key->name, "%s", part->name);
+	snprintf(key->path, sizeof key->path, "%s", part->path);
 	key->valid = 1;
 	if (key->path[0]) {
 		struct stat s;
@@ -73,18 +70,18 @@ static sb_status key_of(const char *name, const char *const *search_path,
 	for (size_t i = 0; i < key->n_set && i < SB_MAX_SET; i++)
 		key->set[i] = set->index[i];
 	key->bf16 = bf16 != 0;
-	return SB_OK;
 }
 
-sb_status sb_model_keep_open(sb_model_keep *k, const char *name, const char *const *search_path,
+sb_status sb_model_keep_open(sb_model_keep *k, const sb_model_part *part,
                              const sb_device_set *set, int bf16, const sb_logger *log,
                              sb_model **out, int *kept)
 {
 	*out = NULL;
 	*kept = 0;
+	if (!k)
+		return sb_model_open_file(part->name, part->path, log, out);
 	keep_key key;
-	if (!k || key_of(name, search_path, set, bf16, log, &key) != SB_OK)
-		return sb_model_open(name, search_path, log, out); /* it says why it is not there */
+	key_of(part, set, bf16, &key);
 	if (k->model && same_key(&k->held, &key)) {
 		*out = k->model;
 		k->model = NULL;

@@ -30,12 +30,12 @@ sb_model_keep *sb_model_keep_new(void);
 /* Frees the kept model (before the devices it ran on are closed). */
 void sb_model_keep_free(sb_model_keep *k);
 
-/* The model 'name' (as sb_model_open takes it) for a job on the devices of set (may be NULL)
- * at bf16 or not: the kept one when it is the same model, unchanged on disk, on the same devices
- * at the same precision (*kept = 1); else the kept one is freed and the model opened (*kept =
- * 0). k NULL: opened for the job alone. The job gives the model back with sb_model_keep_done(),
- * whatever happened. */
-sb_status sb_model_keep_open(sb_model_keep *k, const char *name, const char *const *search_path,
+/* The model of a job's resolved part (models/model.h: sb_model_choice) on the devices of set
+ * (may be NULL) at bf16 or not: the kept one when it is the same model, its file unchanged on
+ * disk, on the same devices at the same precision (*kept = 1); else the kept one is freed and
+ * the model opened (*kept = 0). k NULL: opened for the job alone. The job gives the model back
+ * with sb_model_keep_done(), whatever happened. */
+sb_status sb_model_keep_open(sb_model_keep *k, const sb_model_part *part,
                              const sb_device_set *set, int bf16, const sb_logger *log,
                              sb_model **out, int *kept);
 /* 1: a model is kept (not lent to a job). k may be NULL. */

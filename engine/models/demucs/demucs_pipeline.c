@@ -78,49 +78,6 @@ static uint64_t splitmix64(uint64_t *s)
 }
 
 
-/* Mean and unbiased std of the channel-averaged model input over the whole file, one block
- * at a time (Chan et al.'s pairwise update of mean and M2). */
-static sb_status file_stats(sb_source *in, const atomic_int *cancel, double *mean,
-                            double *std_)
-{
-	enum { B = 65536 };
-	float *buf = malloc(sizeof(float) * B * (size_t)in->channels);
-	if (!buf)
-		return SB_ERR_NOMEM;
-	double n = 0, m = 0, m2 = 0;
-	sb_status st = SB_OK;
-	for (int64_t at = 0; at < in->frames && st == SB_OK; at += B) {
-		if (cancel && atomic_load(cancel)) {
-			st = SB_ERR_CANCELLED;
-			break;
-		}
-		const int64_t nb = in->frames - at < B ? in->frames - at : B;
-		st = in->read(in, at, nb, buf);
-		if (st != SB_OK)
-			break;
-		/* the reference's ref is the mean of the model's input channels: a stereo input is
-		 * averaged either way, a mono one duplicated (or kept) */
-		double s = 0;
-		for (int64_t i = 0; i < nb; i++)
-			s += in->channels == 2 ? 0.5 * ((double)buf[2 * i] + buf[2 * i + 1]) : buf[i];
-		const double bm = s / (double)nb;
-		double bq = 0;
-		for (int64_t i = 0; i < nb; i++) {
-			const double v = in->channels == 2 ? 0.5 * ((double)buf[2 * i] + buf[2 * i + 1])
-			                                   : buf[i];
-			bq += (v - bm) * (v - bm);
-		}
-		const double tot = n + (double)nb, d = bm - m;
-		m += d * (double)nb / tot;
-		m2 += bq + d * d * n * (double)nb / tot;
-		n = tot;
-	}
-	free(buf);
-	*mean = m;
-	*std_ = n > 1 ? sqrt(m2 / (n - 1)) : 0;
-	return st;
-}
-
 typedef struct {
 	const sb_demucs_bag *bag;
 	const sb_run_ctx *ctx;
@@ -566,12 +523,21 @@ sb_status sb_demucs_separate_kept(const sb_demucs_bag *bag, const sb_demucs_opts
 	p.N = in->frames;
 	map_stems(&p, c0);
 	const atomic_int *cancel = ctx->cancel;
-	sb_status st = file_stats(in, cancel, &p.mean, &p.std_);
+	/* the mix's mean and unbiased std, as demucs.separate takes them (model.h): read with the
+	 * job's input, or here */
+	sb_input_stats whole;
+	sb_status st = SB_OK;
+	if (ctx->input)
+		whole = *ctx->input;
+	else
+		st = sb_input_stats_read(in, cancel, &whole);
 	if (st != SB_OK) {
 		if (st == SB_ERR_NOMEM)
 			sb_log(log, SB_LOG_ERROR, "htdemucs: out of memory");
 		return st;
 	}
+	p.mean = whole.blocks_mean;
+	p.std_ = whole.blocks_std;
 	if (!(p.std_ > 0))
 		return silent_input(&p);
 

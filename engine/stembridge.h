@@ -64,6 +64,23 @@ double sb_now(void);
  * pthread_cond_timedwait's default, CLOCK_MONOTONIC for a condition variable set to it). */
 struct timespec sb_deadline(int clock, long ms);
 
+/* ---- knobs: the environment variables Stembridge reads ---------------------------------
+ *
+ * One table names each with what reads it and what it changes (man/stembridge.1 lists them
+ * all; a test holds the page and the sources to the table). An option given through this API
+ * for the same thing wins over a variable. */
+typedef struct {
+	const char *name;              /* "SB_CL_GEMM" */
+	const char *owner;             /* what reads it: "engine/backend/opencl" */
+	const char *meaning;           /* in a line */
+	int tests;                     /* 1: for tests and benchmarks */
+} sb_knob;
+
+/* The table's entries in order; NULL past the last. */
+const sb_knob *sb_knob_at(size_t i);
+/* A variable of the table's value (getenv), NULL when unset. */
+const char *sb_knob_get(const char *name);
+
 /* ---- stems and formats ------------------------------------------------------------------ */
 
 /* Stems by canonical index, the same everywhere (files, masks, ports, manifests): the four of

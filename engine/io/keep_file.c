@@ -13,7 +13,7 @@
 
 int sb_cache_dir(char *buf, size_t len)
 {
-	const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+	const char *x = sb_knob_get("XDG_CACHE_HOME"), *h = sb_knob_get("HOME");
 	int n;
 	if (x && x[0] == '/')
 		n = snprintf(buf, len, "%s/stembridge/", x);

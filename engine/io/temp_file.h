@@ -15,23 +15,20 @@
  * FAULT INJECTION (tests of the commit's rollback), in SB_FAULT_INJECT, comma-separated:
  *   io:rename:K     the K-th sb_place_file() of this process fails with EIO (1-based)
  *   io:dirsync:K    the K-th sb_sync_dir() of this process fails with EIO
- * Entries of other subsystems are ignored; sb_fault_number() reads theirs too (jobs/job_run.h).
+ * read through core/fault.h, which reads every subsystem's entries.
  *
  * Threads: any; nothing here holds state but the fault counters (atomics).
  */
 #ifndef SB_TEMP_FILE_H
 #define SB_TEMP_FILE_H
 
+#include "core/fault.h"
 #include "sb_common.h"
 
 #include <stddef.h>
 
 /* sb_temp, sb_temp_create(), sb_temp_discard(), sb_temp_clean_stale(), sb_place_file(),
  * sb_sync_dir(), sb_make_parents() and sb_dir_of(): stembridge.h. */
-
-/* N of an entry "<key>N" in SB_FAULT_INJECT (key such as "io:rename:"), N > 0; 0 when there
- * is none. */
-long sb_fault_number(const char *key);
 
 /* Closes the descriptor (and with it the lock). Call only once the file has its final name
  * or has been removed. */

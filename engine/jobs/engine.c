@@ -18,6 +18,13 @@ sb_status sb_engine_new(const sb_engine_opts *opts, sb_engine **out)
 	if (!e)
 		return SB_ERR_NOMEM;
 	e->opts = *opts;
+	/* SB_BATCH where the caller leaves the batch to the devices (the option wins) */
+	const char *batch = sb_knob_get("SB_BATCH");
+	if (opts->batch <= 0 && batch && atoi(batch) > 0) {
+		e->opts.batch = atoi(batch);
+		sb_log(&e->opts.log, SB_LOG_INFO, "SB_BATCH=%d: segments per forward pass",
+		       e->opts.batch);
+	}
 	e->opts.devices = NULL;
 	e->opts.model_path = NULL;
 	e->next_id = 1;

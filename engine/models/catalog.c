@@ -304,7 +304,7 @@ static sb_status load_file(const char *path, const sb_logger *log, sb_catalog **
 
 sb_status sb_catalog_load(const sb_logger *log, sb_catalog **out)
 {
-	const char *env = getenv("STEMBRIDGE_CATALOG");
+	const char *env = sb_knob_get("STEMBRIDGE_CATALOG");
 	if (env && *env)
 		return load_file(env, log, out);
 	char dirs[16][4096];

@@ -54,7 +54,7 @@ static void cache_dir_of(const sb_install_opts *o, char *buf, size_t len)
 		snprintf(buf, len, "%s", o->cache_dir);
 		return;
 	}
-	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	const char *xdg = sb_knob_get("XDG_CACHE_HOME"), *home = sb_knob_get("HOME");
 	if (xdg && xdg[0] == '/')
 		snprintf(buf, len, "%s/stembridge/downloads", xdg);
 	else
@@ -426,7 +426,7 @@ sb_status sb_model_install(const sb_catalog *cat, const char *name, const sb_ins
 		sb_log(log, SB_LOG_ERROR, "libcurl did not start");
 		return SB_ERR_NETWORK;
 	}
-	const char *env = getenv("STEMBRIDGE_MODEL_URL");
+	const char *env = sb_knob_get("STEMBRIDGE_MODEL_URL");
 	const char *base = o->base_url && *o->base_url ? o->base_url
 	                 : env && *env               ? env
 	                                             : sb_catalog_base_url(cat);

@@ -19,7 +19,7 @@ typedef struct {
 /* The file's path (SB_PACE_FILE, else in the cache folder); 0 when there is none. */
 static int keep_path(char *buf, size_t len)
 {
-	const char *f = getenv("SB_PACE_FILE");
+	const char *f = sb_knob_get("SB_PACE_FILE");
 	if (f && *f)
 		return snprintf(buf, len, "%s", f) < (int)len;
 	char dir[4000];

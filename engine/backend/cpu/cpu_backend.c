@@ -126,7 +126,7 @@ static sb_status cpu_open(const sb_device *dev, const sb_open_opts *o, const sb_
 		const long nc = sysconf(_SC_NPROCESSORS_ONLN);
 		threads = nc > beside + 1 ? (int)nc - beside : 1;
 	}
-	const char *ns = getenv("SB_CPU_BESIDE_NICE");
+	const char *ns = sb_knob_get("SB_CPU_BESIDE_NICE");
 	const int nice = !beside ? 0 : ns && *ns ? atoi(ns) : SB_CPU_BESIDE_NICE;
 	sb_status st = sb_pool_new(threads, nice, &d->pool);
 	if (st != SB_OK) {
@@ -141,7 +141,7 @@ static sb_status cpu_open(const sb_device *dev, const sb_open_opts *o, const sb_
 		       d->threads, d->threads == 1 ? "" : "s", d->threads - 1, nice > 0 ? nice : 0,
 		       beside == 1 ? "its" : "their", beside == 1 ? "" : "s");
 	/* two rows per thread by default: a tile's activations stay in the cores' caches */
-	const char *t = getenv("SB_ROW_TILE");
+	const char *t = sb_knob_get("SB_ROW_TILE");
 	d->tile = t && atoi(t) >= 0 ? atoi(t) : 2 * d->threads;
 	sb_gemm_init();
 	if (o && o->precision == SB_PREC_BF16) {

@@ -39,7 +39,7 @@ sb_status sb_cl_attention_new(cl_device_type type, sb_cl_attention **out)
 	if (!a)
 		return SB_ERR_NOMEM;
 	a->local = type & CL_DEVICE_TYPE_CPU ? 0 : 1;
-	const char *al = getenv("SB_CL_ATT_LOCAL"); /* a test's override */
+	const char *al = sb_knob_get("SB_CL_ATT_LOCAL"); /* a test's override */
 	if (al && (!strcmp(al, "0") || !strcmp(al, "1")))
 		a->local = atoi(al);
 	*out = a;

@@ -265,7 +265,7 @@ enum { WAIT_CALLBACK, WAIT_POLL, WAIT_FINISH };
 /* read once, at the device's opening */
 static int wait_way(const sb_bdev *d)
 {
-	const char *e = getenv("SB_CL_WAIT");
+	const char *e = sb_knob_get("SB_CL_WAIT");
 	if (e && !strcmp(e, "callback"))
 		return WAIT_CALLBACK;
 	if (e && !strcmp(e, "poll"))

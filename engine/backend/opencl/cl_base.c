@@ -80,7 +80,7 @@ sb_status sb_cl_ops_ready(sb_bdev *c)
 	cl_device_type type = 0;
 	clGetDeviceInfo(id, CL_DEVICE_TYPE, sizeof type, &type, NULL);
 	c->red_wg = type & CL_DEVICE_TYPE_CPU ? 32 : 256;
-	const char *rw = getenv("SB_CL_RED_WG"); /* a bench's override */
+	const char *rw = sb_knob_get("SB_CL_RED_WG"); /* a bench's override */
 	if (rw && atoi(rw) >= 16 && atoi(rw) <= 256 && !(atoi(rw) & (atoi(rw) - 1)))
 		c->red_wg = (size_t)atoi(rw);
 	while (c->red_wg > max_wg)

@@ -10,6 +10,7 @@
 #include "backend/opencl/cl_blas.h" /* the product paths named by tune-slow */
 #include "backend/opencl/cl_internal.h"
 
+#include "core/fault.h"
 #include "io/keep_file.h"
 #include "io/temp_file.h"
 
@@ -191,20 +192,11 @@ static int parse_long(const char *s, long *v, const char **end)
  * must fail. */
 static int parse_faults(sb_cl_device *d)
 {
-	const char *env = getenv("SB_FAULT_INJECT");
 	int open_fails = 0;
-	if (!env || !*env)
-		return 0;
-	char *buf = strdup(env);
-	if (!buf)
-		return 0;
-	char *save = NULL;
-	for (char *e = strtok_r(buf, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
-		while (*e == ' ')
-			e++;
-		if (strncmp(e, "opencl:", 7) != 0)
-			continue; /* another subsystem's entry */
-		const char *p = e + 7;
+	char entries[32][128];
+	const int n_entries = sb_fault_entries("opencl:", entries, 32);
+	for (int i = 0; i < n_entries; i++) {
+		const char *e = entries[i], *p = e;
 		long n = 0, k = 0;
 		int ok = parse_long(p, &n, &p) && *p++ == ':';
 		int is_open = 0, is_alloc = 0, is_lost = 0, is_slow = 0, is_hold = 0, is_mma = 0;
@@ -259,7 +251,7 @@ static int parse_faults(sb_cl_device *d)
 		}
 		if (!ok) {
 			sb_log(&d->log, SB_LOG_WARNING,
-			       "SB_FAULT_INJECT: ignoring '%s' (want opencl:N:open, opencl:N:alloc:K[+], "
+			       "SB_FAULT_INJECT: ignoring 'opencl:%s' (want opencl:N:open, opencl:N:alloc:K[+], "
 			       "opencl:N:lost:K, opencl:N:slow:MS, opencl:N:hold:MS, opencl:N:mma, "
 			       "opencl:N:tune-slow:clblast|own|tiled|split|fused|tiles, opencl:N:tune-notimes "
 			       "or opencl:N:tune-wrong:own|tiled|fused|tiles)", e);
@@ -282,9 +274,9 @@ static int parse_faults(sb_cl_device *d)
 		if (is_mma)
 			d->fault_mma = 1;
 		d->fault_tune |= tune;
-		sb_log(&d->log, SB_LOG_INFO, "SB_FAULT_INJECT: %s will fail: %s", d->props.id, e);
+		sb_log(&d->log, SB_LOG_INFO, "SB_FAULT_INJECT: %s will fail: opencl:%s", d->props.id,
+		       e);
 	}
-	free(buf);
 	return open_fails;
 }
 

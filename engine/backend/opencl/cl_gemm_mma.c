@@ -105,7 +105,7 @@ const char *sb_cl_mma_options(const sb_cl_mma *m)
 
 int sb_cl_mma_emulate_asked(void)
 {
-	const char *env = getenv("SB_CL_MMA");
+	const char *env = sb_knob_get("SB_CL_MMA");
 	return env && !strcmp(env, "emulate");
 }
 
@@ -207,7 +207,7 @@ sb_status sb_cl_mma_open(sb_bdev *c, int emulate, int tf32, sb_cl_mma **out)
 	m->t[1] = (tiling){64, 64};
 	m->n = tf32 ? 2 : 1;
 	m->cus = p->compute_units ? p->compute_units : 1;
-	const char *env = getenv("SB_CL_MMA_TILE");
+	const char *env = sb_knob_get("SB_CL_MMA_TILE");
 	if (env && *env) {
 		tiling w[2] = {{0, 0}, {0, 0}};
 		char tail = 0;

@@ -262,7 +262,7 @@ sb_status sb_cl_pick_open(sb_bdev *c, sb_cl_pick_op op, int paths, int def, cons
 	p->def = def;
 	/* a new driver, new kernels (the sources hashed into the file's name), another tiling, a
 	 * new CLBlast or new tuning for it: measured again */
-	const char *tile = getenv("SB_CL_TILE"), *tiled = sb_cl_tiled_source();
+	const char *tile = sb_knob_get("SB_CL_TILE"), *tiled = sb_cl_tiled_source();
 	char opts[768], table[256];
 	sb_cl_tiled_table(table, sizeof table);
 	snprintf(opts, sizeof opts, "%s v1, paths %d, %s tuned %d, SB_CL_TILE=%s, tilings %s%s%s",

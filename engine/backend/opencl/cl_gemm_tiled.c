@@ -133,7 +133,7 @@ sb_status sb_cl_tiled_open(sb_bdev *c, sb_cl_tiled **out)
 	t->t[1] = table[row].small;
 	t->t[2] = table[row].thin;
 	t->cus = p->compute_units ? p->compute_units : 1;
-	const char *env = getenv("SB_CL_TILE");
+	const char *env = sb_knob_get("SB_CL_TILE");
 	if (env && *env) {
 		tiling w[NT] = {{0}, {0}, {0}};
 		const char *why = NULL;

@@ -336,7 +336,7 @@ static sb_status attention_setup(sb_bdev *c, cl_device_type type)
 	const int nvidia_gpu = strstr(dp->platform, "NVIDIA") != NULL && (type & CL_DEVICE_TYPE_GPU);
 	/* SB_CL_ATTENTION: "split", "fused" or "tiles" (a bench's choice), "auto" (measured per
 	 * shape on any device); unset, measured on a GPU or an accelerator */
-	const char *att = getenv("SB_CL_ATTENTION");
+	const char *att = sb_knob_get("SB_CL_ATTENTION");
 	c->att_way = att && !strcmp(att, "fused")   ? SB_CL_ATT_FUSED
 	             : att && !strcmp(att, "tiles") ? SB_CL_ATT_TILES
 	             : att && !strcmp(att, "split") ? SB_CL_ATT_SPLIT

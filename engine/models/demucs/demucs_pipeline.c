@@ -466,9 +466,6 @@ static int device_batch(const sb_run_ctx *ctx, int dev, int64_t Ls)
 {
 	const sb_exec *x = &ctx->dev[dev];
 	int b = ctx->batch > 0 ? ctx->batch : x->be->batch ? x->be->batch(x->d) : 1;
-	const char *env = getenv("SB_BATCH");
-	if (ctx->batch <= 0 && env && atoi(env) > 0)
-		b = atoi(env);
 	/* about 600 bytes of activations per input frame of a released-size segment */
 	const double per = 600.0 * (double)Ls;
 	if (x->props && x->props->global_mem && x->props->type != SB_DEV_CPU_NATIVE) {

@@ -72,7 +72,7 @@ enum {
 static const char *const sb_model_choice_names[SB_N_MODEL_CHOICES] = {
 	"builtin", "htdemucs", "htdemucs_ft", "htdemucs_6s", "auto"};
 
-/* Stems by canonical index (engine/core/stream.h): vocals, drums, bass, other, guitar, piano. */
+/* Stems by canonical index (stembridge.h: SB_STEM_*): vocals, drums, bass, other, guitar, piano. */
 #define SB_PLUGIN_STEMS 6
 /* audition: 0 off (input passes); 1..4 vocals, drums, bass, other; 5..8 the mix without one of
  * them; 9, 10 guitar, piano; 11, 12 the mix without one of those */

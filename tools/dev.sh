@@ -74,6 +74,13 @@ test)
 	[ -d build-toy ] || meson setup build-toy -Dtoy_backend=true -Dtoy_family=true -Dgui=disabled
 	ninja -C build-toy
 	meson test -C build-toy --suite toy --print-errorlogs --num-processes 2 || rc=1
+	# A machine without an OpenCL loader (-Dopencl=disabled): the CPU path alone configures,
+	# builds, and separates a clip
+	[ -d build-cpu ] || meson setup build-cpu -Dopencl=disabled -Dgui=disabled -Dtests=false
+	ninja -C build-cpu
+	tools/make_demo_clip.sh build-cpu/clip.wav >/dev/null
+	build-cpu/tools/cli/stembridge separate build-cpu/clip.wav -o build-cpu/out --model builtin \
+		--overwrite -q || rc=1
 	# Every parser a user or a download reaches, under libFuzzer with ASan and UBSan, for a
 	# fixed number of inputs from its seed corpus (tools/fuzz.sh runs them longer).
 	[ -d build-fuzz ] || CC=clang meson setup build-fuzz -Dfuzz=true \

@@ -55,7 +55,7 @@ struct sb_stem_writer {
 	int committed;
 };
 
-const char *sb_format_ext(sb_format f)
+static const char *sb_format_ext(sb_format f)
 {
 	return f == SB_FORMAT_FLAC ? "flac" : "wav";
 }

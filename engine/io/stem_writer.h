@@ -46,7 +46,7 @@ typedef struct {
 } sb_stem_writer_opts;
 
 /* sb_expand_template() and sb_track_name(): stembridge.h. */
-const char *sb_format_ext(sb_format f);
+
 
 /* Works out the final names and checks them: SB_ERR_EXISTS (naming the file) when one is
  * there and overwrite is off; creates the folders; cleans stale temporary files there; opens

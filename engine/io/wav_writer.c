@@ -1,8 +1,8 @@
-/* 32-bit float WAV files (stembridge.h: sb_wav_writer_*), written by us rather than libsndfile, so that every common reader
- * takes them without a warning: libsndfile writes a 16-byte "fmt " chunk for IEEE float, which
- * the format's definition extends by cbSize (18 bytes) and which sox reports ("wave header
- * missing extended part of fmt chunk"); it also adds a PEAK chunk that carries a time stamp, so
- * two runs would differ.
+/* 32-bit float WAV files (stembridge.h: sb_wav_writer_*), written by us rather than libsndfile, so
+ * that every common reader takes them without a warning: libsndfile writes a 16-byte "fmt " chunk
+ * for IEEE float, which the format's definition extends by cbSize (18 bytes) and which sox reports
+ * ("wave header missing extended part of fmt chunk"); it also adds a PEAK chunk that carries a time
+ * stamp, so two runs would differ.
  *
  * Layout (all little-endian, every chunk even-sized):
  *   RIFF <size> WAVE

@@ -126,7 +126,7 @@ uint64_t sb_slots_lock(sb_engine *e, sb_worker *w, const sb_device_set *set)
 	const uint64_t mine = sb_slots_mask(e, set);
 	uint64_t held = 0;
 	int locked = 0;
-	sb_model_keep *drop[64];
+	sb_model_cache *drop[64];
 	int n_drop = 0;
 	for (;;) {
 		pthread_mutex_lock(&e->lock);
@@ -151,7 +151,7 @@ uint64_t sb_slots_lock(sb_engine *e, sb_worker *w, const sb_device_set *set)
 		locked = 1;
 	}
 	for (int i = 0; i < n_drop; i++)
-		sb_model_keep_drop(drop[i]);
+		sb_model_cache_drop(drop[i]);
 	/* the others' devices were locked only for that: the job holds its own */
 	sb_slots_unlock(e, held & ~mine);
 	return mine;

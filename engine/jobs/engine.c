@@ -98,7 +98,7 @@ void sb_engine_free(sb_engine *e)
 		sb_worker *n = w->next;
 		if (w->started)
 			pthread_join(w->thread, NULL);
-		sb_model_keep_free(w->keep); /* its weights on the devices go before the devices */
+		sb_model_cache_free(w->keep); /* its weights on the devices go before the devices */
 		pthread_cond_destroy(&w->wake);
 		free(w);
 		w = n;

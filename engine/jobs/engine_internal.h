@@ -40,7 +40,7 @@ struct sb_worker {
 	pthread_t thread;
 	int started;
 	uint64_t key;              /* the set's entries as bits; 0: each job's own (sequential) */
-	sb_model_keep *keep;       /* its last job's model: touched by its thread, or by another
+	sb_model_cache *keep;       /* its last job's model: touched by its thread, or by another
 	                              holding the locks of every device in kept_mask (run_job) */
 	uint64_t kept_mask;        /* the devices (not the CPU) the kept model's weights are on */
 	sb_job *head, *tail;
@@ -119,8 +119,7 @@ void sb_sched_wake_pool(sb_engine *e);
 int sb_sched_unqueue(sb_engine *e, sb_job *j);
 /* Under e->lock: j, cancelled before any device took it, ends now */
 void sb_sched_end_unstarted(sb_engine *e, sb_job *j);
-/* the caller's samples given back (once) and everything of j freed */
-void sb_sched_release_input(sb_job *j);
+/* everything of j freed, its samples given back (once) first */
 void sb_sched_job_free(sb_job *j);
 /* the CLOCK_REALTIME time s seconds from now, for pthread_cond_timedwait */
 struct timespec sb_sched_deadline(double s);

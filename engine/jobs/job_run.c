@@ -12,7 +12,7 @@
 #include "io/resample.h"
 #include "io/stem_writer.h"
 #include "io/temp_file.h"
-#include "models/pace_keep.h"
+#include "models/pace_cache.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -60,7 +60,7 @@ typedef struct {
 	const sb_logger *log;
 } progress_state;
 
-const char *sb_job_stage(const char *stage)
+static const char *sb_job_stage(const char *stage)
 {
 	static const char *const stages[] = {"queued", "starting", "loading", "resampling",
 	                                     "separating", "mixing back", "writing", "done",
@@ -440,7 +440,7 @@ static sb_status open_model(job *j)
 		/* each stem from its best model: the parts opened for this job alone (the kept model,
 		 * if any, is let go first: memory for one model more, not two) */
 		j->n_parts = c->n;
-		sb_model_keep_drop(env->keep);
+		sb_model_cache_drop(env->keep);
 		sb_model *parts[SB_MAX_STEMS] = {0};
 		unsigned take[SB_MAX_STEMS];
 		for (int i = 0; i < c->n && st == SB_OK; i++) {
@@ -454,7 +454,7 @@ static sb_status open_model(job *j)
 				sb_model_free(parts[i]);
 		j->res->model_kept = 0;
 	} else {
-		st = sb_model_keep_open(env->keep, &c->part[0], env->devices, j->spec->bf16, j->log,
+		st = sb_model_cache_open(env->keep, &c->part[0], env->devices, j->spec->bf16, j->log,
 		                        &j->model, &j->res->model_kept);
 	}
 	if (st != SB_OK)
@@ -590,15 +590,15 @@ static sb_status separate(job *j)
 	j->ps.t_sep = j->t_loaded;
 	int64_t chunk = 0;
 	int oom_retries = 0;
-	/* several devices: each one's pace on this model from earlier jobs (pace_keep.h) */
+	/* several devices: each one's pace on this model from earlier jobs (pace_cache.h) */
 	sb_pace_entry pace[SB_JOB_MAX_DEVICES];
 	char pace_job[256];
-	sb_pace_keep_job(pace_job, sizeof pace_job, model->info.name, j->spec->bf16,
+	sb_pace_cache_job(pace_job, sizeof pace_job, model->info.name, j->spec->bf16,
 	                 env->cpu_threads, env->batch);
 	/* a composite's parts run other models on the same devices: none of theirs is kept */
 	const int keep_pace = pl->n > 1 && pl->n <= SB_JOB_MAX_DEVICES && j->n_parts <= 1;
 	if (keep_pace)
-		sb_pace_keep_load(pace_job, pl->dev, pl->n, pace, j->log);
+		sb_pace_cache_load(pace_job, pl->dev, pl->n, pace, j->log);
 	sb_status st;
 	for (;;) {
 		const sb_run_ctx ctx = {
@@ -628,7 +628,7 @@ static sb_status separate(job *j)
 		j->model_ran = 1;
 		st = sb_model_separate(j->model, &ctx, j->model_src, j->model_sink);
 		if (keep_pace && pl->n > 1 && st == SB_OK) {
-			sb_pace_keep_save(pace_job, pl->dev, pl->n, pace, j->log);
+			sb_pace_cache_save(pace_job, pl->dev, pl->n, pace, j->log);
 			/* a device its kept pace left out says so (the manifest's events) */
 			for (int i = 0; i < pl->n; i++)
 				if (pace[i].kept > 0 && pace[i].runs == 0 && pace[i].declined)
@@ -806,7 +806,7 @@ static void end(job *j, sb_status st)
 		j->src->close(j->src);
 	for (int i = 0; i < j->ps.p.n_devices; i++)
 		j->device_trouble |= j->ps.p.devices[i].dropped;
-	sb_model_keep_done(j->n_parts > 1 ? NULL : j->env->keep, j->model,
+	sb_model_cache_done(j->n_parts > 1 ? NULL : j->env->keep, j->model,
 	                   res->status == SB_OK ? !j->device_trouble : !j->model_ran);
 }
 

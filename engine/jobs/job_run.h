@@ -24,7 +24,7 @@
 
 #include "backend/backend.h"
 #include "sb_common.h"
-#include "jobs/model_keep.h"
+#include "jobs/model_cache.h"
 #include "models/model.h"
 
 #include <stdatomic.h>
@@ -56,8 +56,8 @@ typedef struct {
 	int batch;                       /* segments per forward pass, 0 = each device's */
 	const char *const *model_path;
 	const sb_model_choice *choice;   /* the model, resolved when the job was submitted */
-	sb_model_keep *keep;             /* the model kept from the job before, and where this job's
-	                                    is kept for the next (model_keep.h); NULL: opened and
+	sb_model_cache *keep;             /* the model kept from the job before, and where this job's
+	                                    is kept for the next (model_cache.h); NULL: opened and
 	                                    freed by this job */
 } sb_job_env;
 
@@ -87,9 +87,6 @@ void sb_job_outcome_view(const sb_job_outcome *o, sb_job_result *r);
 /* A job's progress before it has a device: "queued", every string "" (never NULL). */
 void sb_job_progress_init(sb_job_progress *p);
 
-/* A constant string for a progress stage: one of the engine's stages, else "separating" (a
- * model's stage, whose string may not outlive its call). */
-const char *sb_job_stage(const char *stage);
 
 sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_outcome *res);
 

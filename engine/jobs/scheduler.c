@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-void sb_sched_release_input(sb_job *j)
+static void sb_sched_release_input(sb_job *j)
 {
 	if (!j->input_released && j->spec.samples && j->spec.input_free)
 		j->spec.input_free(j->spec.input_user, j->spec.samples);
@@ -89,7 +89,7 @@ static sb_status run_job(sb_worker *w, sb_job *j, double *ran)
 	*ran = sb_now() - t0;
 	for (int i = 0; i < jd.n_own; i++)
 		sb_exec_close(&jd.own[i]);
-	const int kept = sb_model_keep_holds(w->keep);
+	const int kept = sb_model_cache_holds(w->keep);
 	pthread_mutex_lock(&e->lock);
 	w->kept_mask = kept ? sb_slots_mask(e, &j->set) : 0;
 	pthread_mutex_unlock(&e->lock);
@@ -376,11 +376,11 @@ sb_worker *sb_sched_worker_for(sb_engine *e, const sb_device_set *set)
 	w->e = e;
 	w->key = key;
 	/* without memory for a keep, the worker opens each job's model for that job alone */
-	w->keep = sb_model_keep_new();
+	w->keep = sb_model_cache_new();
 	pthread_cond_init(&w->wake, NULL);
 	if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
 		pthread_cond_destroy(&w->wake);
-		sb_model_keep_free(w->keep);
+		sb_model_cache_free(w->keep);
 		free(w);
 		sb_log(&e->opts.log, SB_LOG_ERROR, "cannot start a worker thread");
 		return NULL;

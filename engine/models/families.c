@@ -22,11 +22,6 @@ static const sb_model_family *const families[] = {
 
 #define N_FAMILIES (sizeof families / sizeof families[0])
 
-const sb_model_family *sb_model_family_at(size_t i)
-{
-	return i < N_FAMILIES ? families[i] : NULL;
-}
-
 const sb_model_family *sb_model_family_of_file(const char *path)
 {
 	for (size_t i = 0; i + 1 < N_FAMILIES; i++)

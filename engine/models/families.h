@@ -1,7 +1,7 @@
 /* Model families, registered as backends are (backend/registry.c): each is a folder of models/
  * that defines one sb_model_family, and registering it is one line in families.c. A family says
  * whether a file is one of its own, opens it as an sb_model (written once against the backend
- * interface, on the chunk pipelines of share.h and place.h), and whether a catalogue model of
+ * interface, on the chunk pipelines of share.h and resident.h), and whether a catalogue model of
  * its own is installed; the operation groups it needs beyond the core (backend.h) are in the
  * models it opens (sb_model_info.ops).
  *
@@ -27,9 +27,6 @@ typedef struct {
 	int (*installed)(const char *name, const char *const *search_path);
 } sb_model_family;
 
-/* The registered families in the order they look at a file (the catch-all last); NULL past
- * the last. */
-const sb_model_family *sb_model_family_at(size_t i);
 /* The family that opens the file at path ("": the built-in). */
 const sb_model_family *sb_model_family_of_file(const char *path);
 /* The family that installs a catalogue entry of 'family' ("" : none named); NULL: none. */

@@ -35,7 +35,7 @@ static sb_status errno_status(int e)
 	return e == ENOSPC || e == EDQUOT || e == EFBIG ? SB_ERR_NOSPACE : SB_ERR_IO;
 }
 
-void sb_install_model_dir(const sb_install_opts *o, char *buf, size_t len)
+static void sb_install_model_dir(const sb_install_opts *o, char *buf, size_t len)
 {
 	if (o && o->model_dir && *o->model_dir) {
 		snprintf(buf, len, "%s", o->model_dir);

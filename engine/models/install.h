@@ -27,7 +27,5 @@
 /* sb_install_opts, sb_install_progress, sb_model_install() and sb_model_remove():
  * stembridge.h. */
 
-/* The model folder installs go to (o->model_dir or the user's), into buf. */
-void sb_install_model_dir(const sb_install_opts *o, char *buf, size_t len);
 
 #endif

@@ -77,7 +77,7 @@ typedef struct {
 	int bf16;                      /* devices the model opens itself: bf16 products */
 	unsigned keep;                 /* bit i: dev[i] stays open, the same device behind the same
 	                                  handle, until the model is freed (the job runner's kept
-	                                  model, jobs/model_keep.h): the model may keep its weights
+	                                  model, jobs/model_cache.h): the model may keep its weights
 	                                  placed there for the next call; 0: place them for this
 	                                  call only */
 	const sb_input_stats *input;   /* the input read as a whole, or NULL: the model reads it
@@ -86,7 +86,7 @@ typedef struct {
 	                                  from earlier jobs, where the sharing rule starts
 	                                  (core/pace.h), so that a device too slow to help need
 	                                  not run a piece to find out; a model that shares its
-	                                  work fills in what this job measured (models/pace_keep.h
+	                                  work fills in what this job measured (models/pace_cache.h
 	                                  keeps them in a file) */
 } sb_run_ctx;
 
@@ -128,11 +128,6 @@ struct sb_model {
  * then the system data dirs. info.name is always the real model's name, never "auto". */
 sb_status sb_model_open(const char *name, const char *const *search_path, const sb_logger *log,
                         sb_model **out);
-/* The model file sb_model_open(name) would open, without opening it: the real name (never
- * "auto"; a path's base name) into real, the file into path ("" for the built-in). SB_ERR_MODEL
- * when there is none (sb_model_open says why). */
-sb_status sb_model_locate(const char *name, const char *const *search_path, const sb_logger *log,
-                          char *real, size_t rlen, char *path, size_t plen);
 /* Opens what sb_model_locate() found: the file at path ("": the built-in) as the model name. */
 sb_status sb_model_open_file(const char *name, const char *path, const sb_logger *log,
                              sb_model **out);

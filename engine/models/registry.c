@@ -190,7 +190,7 @@ unsigned sb_model_stems(const char *name, const char *const *search_path)
  * .safetensors path as given (its name: the base name), then name.safetensors in the model
  * folders: the first that a family recognises by its header, else the first readable one (for
  * the catch-all family). */
-sb_status sb_model_locate(const char *name, const char *const *search_path, const sb_logger *log,
+static sb_status sb_model_locate(const char *name, const char *const *search_path, const sb_logger *log,
                           char *real, size_t rlen, char *path, size_t plen)
 {
 	char chosen[64];

@@ -1054,7 +1054,7 @@ int main(int argc, char **argv)
 		perror("mkdtemp");
 		return 1;
 	}
-	/* the devices' kept paces (models/pace_keep.h) start empty in every run */
+	/* the devices' kept paces (models/pace_cache.h) start empty in every run */
 	char paces[4200];
 	snprintf(paces, sizeof paces, "%s/paces.txt", tmp_root);
 	setenv("SB_PACE_FILE", paces, 1);

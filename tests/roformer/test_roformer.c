@@ -22,7 +22,6 @@
 #include "models/demucs/safetensors.h"
 #include "models/model.h"
 #include "models/roformer/roformer.h"
-#include "models/roformer/roformer_model.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -116,10 +116,8 @@ static sb_status cpu_open(const sb_device *dev, const sb_open_opts *o, const sb_
 	if (!d)
 		return SB_ERR_NOMEM;
 	/* Beside GPUs (sb_open_opts.beside) the CPU is the helper: each GPU's feeding thread keeps
-	 * a core, and the pool's threads run below it, so that a GPU runs as fast as alone. On an
-	 * H100 machine a CPU on all 16 threads made the GPU's segments 14 % slower and the file's
-	 * reading and writing 2.4 ms a segment late: GPU + CPU took 1.48 s a song where the GPU
-	 * alone took 1.24 (bench/gpu/README.md). */
+	 * a core, and the pool's threads run below it, so that a GPU runs as fast as alone (a CPU
+	 * on every thread slowed an H100's segments: bench/gpu/README.md). */
 	const int beside = o && o->beside > 0 ? o->beside : 0;
 	int threads = o ? o->threads : 0;
 	if (threads <= 0 && beside > 0) {
@@ -198,11 +196,6 @@ static int cpu_batch(const sb_bdev *d)
 {
 	(void)d;
 	return 1; /* bench/demucs: B = 2 and 4 gain nothing on the CPU's products */
-}
-
-sb_pool *sb_cpu_pool(sb_bdev *d)
-{
-	return d->pool;
 }
 
 /* ---- memory ---- */

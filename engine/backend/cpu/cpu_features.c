@@ -92,7 +92,3 @@ const sb_cpu_features *sb_cpu_features_get(void)
 	return &feats;
 }
 
-const char *sb_isa_name(sb_isa isa)
-{
-	return isa == SB_ISA_AVX512 ? "avx512" : isa == SB_ISA_AVX2 ? "avx2" : "generic";
-}

@@ -85,12 +85,8 @@ static int cl_row_tile(const sb_bdev *d)
 	return 0; /* every row in one launch: launches are what a GPU pays for */
 }
 
-/* Segments or chunks a pass: 1 on every OpenCL device. Batching paid on the H100 while each
- * pass had host round trips (2.76 s a song at B = 4 against 2.95 s, cb2b333); with the whole
- * pass on the device it no longer does (2026-11-27, one sitting, 6de0717): a 180 s HTDemucs song
- * 1.11-1.14 s at B = 1, 1.09-1.11 s at 2, 1.28-1.46 s at 4; a 30 s BS-RoFormer song 4.24 s at 1,
- * 4.75 at 2, 4.92 at 4 (bf16 2.45 at 1, 2.67 at 4). A CPU through OpenCL (PoCL) gains nothing
- * either (bench/demucs/README.md). --batch still asks for more. */
+/* Segments or chunks a pass: 1 on every OpenCL device, measured the fastest (README.md here:
+ * the defaults' measurements); --batch still asks for more. */
 static int cl_batch(const sb_bdev *d)
 {
 	(void)d;
@@ -255,10 +251,8 @@ static void CL_CALLBACK pass_ended(cl_event ev, cl_int status, void *user)
 /* How a pass's end is waited for, SB_CL_WAIT=callback|poll|finish, else by the device:
  *   callback: the host sleeps until the driver's callback on the pass's marker (a CPU driver:
  *             a poll would take the cores the pass computes on);
- *   poll:     the marker's status read every 50 us (about 100 with the kernel's timer slack;
- *             a GPU: on the H100 NVIDIA's callback cost about 6 ms a segment, a 180 s HTDemucs
- *             song 1.39 s with it against 1.20-1.25 s polled and 1.25-1.26 s through clFinish,
- *             one sitting, bench/gpu/README.md);
+ *   poll:     the marker's status read every 50 us (a GPU, where the callback costs more:
+ *             README.md here);
  *   finish:   clFinish, the stop flags not looked at (for comparison only). */
 enum { WAIT_CALLBACK, WAIT_POLL, WAIT_FINISH };
 

@@ -11,7 +11,7 @@
 #include "backend/opencl/cl_internal.h"
 
 #include "core/fault.h"
-#include "io/keep_file.h"
+#include "io/cache_file.h"
 #include "io/temp_file.h"
 
 #include "classic_cl.h" /* generated from classic.cl: the built-in model's kernels */

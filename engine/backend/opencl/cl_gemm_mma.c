@@ -198,11 +198,8 @@ sb_status sb_cl_mma_open(sb_bdev *c, int emulate, int tf32, sb_cl_mma **out)
 	clGetDeviceInfo(sb_cl_device_id(c->dev), CL_DEVICE_LOCAL_MEM_SIZE, sizeof local_mem,
 	                &local_mem, NULL);
 	m->tf32 = tf32;
-	/* bf16: 64 x 64 tiles on every product, measured on an H100 (bench/gpu, step gemm,
-	 * 2026-11-27): HTDemucs's five 37.6 TFLOP/s against 34.1 for 128 x 64 with 64 x 64 below a
-	 * tile per compute unit, the RoFormer's five 55.4 against 48.9, no shape slower but the
-	 * feed-forward out (45.4 against 128 x 128's 46.6). tf32 keeps the pair (its 64 x 64 not
-	 * measured yet). */
+	/* bf16: 64 x 64 tiles on every product, measured the fastest on an H100 (README.md here);
+	 * tf32 keeps the pair (its 64 x 64 not measured yet). */
 	m->t[0] = tf32 ? (tiling){128, 64} : (tiling){64, 64};
 	m->t[1] = (tiling){64, 64};
 	m->n = tf32 ? 2 : 1;

@@ -2,7 +2,7 @@
 #include "backend/opencl/cl_gemm_pick.h"
 
 #include "backend/opencl/cl_gemm_tiled.h"
-#include "io/keep_file.h"
+#include "io/cache_file.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -154,7 +154,7 @@ static int parse_line(const op_info *op, const char *line, sb_cl_shape *s, int *
  * are). 1 when the file was whole or absent; 0 with *why when it is damaged or unreadable. */
 static int read_kept(sb_cl_pick *p, const char *path, char *why, size_t why_len)
 {
-	FILE *f = sb_keep_open(path, FILE_MAX);
+	FILE *f = sb_cache_file_open(path, FILE_MAX);
 	if (!f) {
 		const int err = errno;
 		snprintf(why, why_len, "%s", strerror(err));
@@ -213,7 +213,7 @@ static void load(sb_cl_pick *p)
 		       p->op->what, sb_cl_device_props(p->dev)->label, p->n, p->path);
 }
 
-/* sb_keep_save's two steps: what another process kept since is read in first under the lock,
+/* sb_cache_file_save's two steps: what another process kept since is read in first under the lock,
  * so no writer drops another's; then every kept decision */
 static int reread(void *user)
 {
@@ -241,7 +241,7 @@ static int write_kept(FILE *f, void *user)
 
 static void save(sb_cl_pick *p)
 {
-	if (p->path[0] && sb_keep_save(p->path, reread, write_kept, p, p->log) != 0)
+	if (p->path[0] && sb_cache_file_save(p->path, reread, write_kept, p, p->log) != 0)
 		sb_log(p->log, SB_LOG_WARNING, "cannot keep the measured %s in %s: %s (measured again "
 		       "next time)", p->op->what, p->path, strerror(errno));
 }
@@ -350,7 +350,7 @@ int sb_cl_pick_path(sb_cl_pick *p, const sb_cl_shape *s, int may_time, int *time
 	return p->def;
 }
 
-cl_command_queue sb_cl_pick_begin(sb_bdev *c, sb_cl_pick *p, int slot, size_t floats,
+static cl_command_queue sb_cl_pick_begin(sb_bdev *c, sb_cl_pick *p, int slot, size_t floats,
                                   sb_dv *scratch)
 {
 	entry *e = &p->e[slot];
@@ -425,14 +425,14 @@ static void release_open(sb_cl_pick *p)
 	p->open = NULL;
 }
 
-void sb_cl_pick_mark(sb_cl_pick *p)
+static void sb_cl_pick_mark(sb_cl_pick *p)
 {
 	release_open(p);
 	if (clEnqueueMarkerWithWaitList(p->tq, 0, NULL, &p->open) != CL_SUCCESS)
 		p->open = NULL;
 }
 
-void sb_cl_pick_timed(sb_cl_pick *p, int slot, int k)
+static void sb_cl_pick_timed(sb_cl_pick *p, int slot, int k)
 {
 	cl_event e1 = NULL;
 	if (!p->open || clEnqueueMarkerWithWaitList(p->tq, 0, NULL, &e1) != CL_SUCCESS) {
@@ -445,7 +445,7 @@ void sb_cl_pick_timed(sb_cl_pick *p, int slot, int k)
 	p->runs_total++;
 }
 
-void sb_cl_pick_end(sb_bdev *c, sb_cl_pick *p)
+static void sb_cl_pick_end(sb_bdev *c, sb_cl_pick *p)
 {
 	cl_event t = NULL;
 	if (clEnqueueMarkerWithWaitList(p->tq, 0, NULL, &t) != CL_SUCCESS) {
@@ -466,7 +466,7 @@ void sb_cl_pick_end(sb_bdev *c, sb_cl_pick *p)
 	}
 }
 
-void sb_cl_pick_failed(sb_cl_pick *p, int slot, int k)
+static void sb_cl_pick_failed(sb_cl_pick *p, int slot, int k)
 {
 	entry *e = &p->e[slot];
 	e->runs[k] = e->got[k] = RUNS; /* done, with no time: never this shape's choice */
@@ -474,13 +474,13 @@ void sb_cl_pick_failed(sb_cl_pick *p, int slot, int k)
 	release_open(p);
 }
 
-void sb_cl_pick_discard(sb_cl_pick *p, int slot, int k)
+static void sb_cl_pick_discard(sb_cl_pick *p, int slot, int k)
 {
 	p->e[slot].tried[k]++;
 	release_open(p);
 }
 
-long sb_cl_pick_provisional(const sb_cl_pick *p)
+static long sb_cl_pick_provisional(const sb_cl_pick *p)
 {
 	return p->provisional;
 }

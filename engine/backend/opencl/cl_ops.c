@@ -326,10 +326,9 @@ static void op_head_gate(sb_bdev *c, sb_dv x, int ldx, sb_dv g, int ldg, size_t 
 
 static sb_status attention_setup(sb_bdev *c, cl_device_type type)
 {
-	/* Until a shape is measured (or where nothing is): one pass where it was measured faster
-	 * (bench/gpu/README.md), on PoCL's CPU device (a RoFormer chunk 11.4 -> 8.8 s, an HTDemucs
-	 * segment 25.4 -> 22.4 s) and on NVIDIA's driver (H100: an ep_317 chunk 0.479 -> 0.405 s);
-	 * the products' way on any other driver. */
+	/* Until a shape is measured (or where nothing is): one pass where it was measured faster,
+	 * on PoCL's CPU device and on NVIDIA's driver (README.md here); the products' way on any
+	 * other driver. */
 	const sb_device *dp = sb_cl_device_props(c->dev);
 	const int pocl_cpu = strstr(dp->platform, "Portable Computing Language") != NULL &&
 	                     (type & CL_DEVICE_TYPE_CPU);

@@ -31,7 +31,7 @@ static void classic_free(sb_model *m)
 
 static const sb_model_vtable classic_vt = {classic_separate, classic_free};
 
-sb_status sb_classic_model_new(const sb_logger *log, sb_model **out)
+static sb_status sb_classic_model_new(const sb_logger *log, sb_model **out)
 {
 	sb_model *m = calloc(1, sizeof *m);
 	classic_model *cm = calloc(1, sizeof *cm);

@@ -26,7 +26,6 @@
 #include "models/demucs/safetensors.h"
 #include "models/families.h"
 #include "models/roformer/roformer.h"
-#include "models/roformer/roformer_model.h"
 #include "models/share.h"
 
 #include <math.h>
@@ -546,7 +545,7 @@ static void rm_free(sb_model *m)
 
 static const sb_model_vtable rm_vt = {rm_separate, rm_free};
 
-sb_status sb_roformer_model_open(const char *path, const char *name, const sb_logger *log,
+static sb_status sb_roformer_model_open(const char *path, const char *name, const sb_logger *log,
                                  sb_model **out)
 {
 	*out = NULL;
@@ -613,7 +612,7 @@ sb_status sb_roformer_model_open(const char *path, const char *name, const sb_lo
 	return SB_OK;
 }
 
-int sb_roformer_is_file(const char *path)
+static int sb_roformer_is_file(const char *path)
 {
 	sb_safetensors *st = NULL;
 	if (sb_safetensors_open(path, NULL, &st) != SB_OK)

@@ -1,5 +1,5 @@
-/* The model kept from one job to the next (model_keep.h). */
-#include "jobs/model_keep.h"
+/* The model cached from one job to the next (model_cache.h). */
+#include "jobs/model_cache.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,18 +17,18 @@ typedef struct {
 	int bf16;
 } keep_key;
 
-struct sb_model_keep {
+struct sb_model_cache {
 	sb_model *model;           /* NULL while a job has it, or when none is kept */
 	keep_key held;             /* the kept model's */
 	keep_key lent;             /* the model a job has now: kept under it when given back */
 };
 
-sb_model_keep *sb_model_keep_new(void)
+sb_model_cache *sb_model_cache_new(void)
 {
-	return calloc(1, sizeof(sb_model_keep));
+	return calloc(1, sizeof(sb_model_cache));
 }
 
-void sb_model_keep_free(sb_model_keep *k)
+void sb_model_cache_free(sb_model_cache *k)
 {
 	if (!k)
 		return;
@@ -72,7 +72,7 @@ static void key_of(const sb_model_part *part, const sb_device_set *set, int bf16
 	key->bf16 = bf16 != 0;
 }
 
-sb_status sb_model_keep_open(sb_model_keep *k, const sb_model_part *part,
+sb_status sb_model_cache_open(sb_model_cache *k, const sb_model_part *part,
                              const sb_device_set *set, int bf16, const sb_logger *log,
                              sb_model **out, int *kept)
 {
@@ -96,7 +96,7 @@ sb_status sb_model_keep_open(sb_model_keep *k, const sb_model_part *part,
 	return sb_model_open_file(key.name, key.path, log, out);
 }
 
-void sb_model_keep_done(sb_model_keep *k, sb_model *m, int keep)
+void sb_model_cache_done(sb_model_cache *k, sb_model *m, int keep)
 {
 	if (!m)
 		return;
@@ -108,12 +108,12 @@ void sb_model_keep_done(sb_model_keep *k, sb_model *m, int keep)
 	k->held = k->lent;
 }
 
-int sb_model_keep_holds(const sb_model_keep *k)
+int sb_model_cache_holds(const sb_model_cache *k)
 {
 	return k && k->model;
 }
 
-void sb_model_keep_drop(sb_model_keep *k)
+void sb_model_cache_drop(sb_model_cache *k)
 {
 	if (!k || !k->model)
 		return;

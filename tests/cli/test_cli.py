@@ -1382,7 +1382,7 @@ with tempfile.TemporaryDirectory(prefix="sb-cli-") as tmp:
     os.environ["XDG_DATA_HOME"] = os.path.join(tmp, "xdg-data")
     os.environ["XDG_DATA_DIRS"] = os.path.join(tmp, "xdg-sys")
     os.environ.pop("STEMBRIDGE_CATALOG", None)
-    # the devices' kept paces (models/pace_keep.h) start empty in every group and every run:
+    # the devices' kept paces (models/pace_cache.h) start empty in every group and every run:
     # one group's slow device must not leave another's out
     os.environ["SB_PACE_FILE"] = os.path.join(tmp, "paces-group.txt")
     GROUPS[GROUP](tmp)

@@ -1,6 +1,7 @@
 /* What the window says the plugin is doing. See ui_status.h. */
 #include "ui_status.h"
 
+#include "../engine/stembridge.h" /* SB_SILENT_* */
 #include "../plugin/uris.h"
 
 #include <math.h>

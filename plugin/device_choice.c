@@ -16,12 +16,13 @@
 
 /* The name state saves for a device: its name and platform, and no figure that changes from
  * one save to the next (the label's memory, which some drivers report as what is free). */
-void sb_device_saved_name(const sb_device_props *d, char *name, size_t len)
+void sb_device_saved_name(const sb_device *d, char *name, size_t len)
 {
-	if (d->platform[0])
-		snprintf(name, len, "%.200s (%.120s)", d->name, d->platform);
+	const char *platform = sb_device_get_platform(d);
+	if (platform[0])
+		snprintf(name, len, "%.200s (%.120s)", sb_device_get_name(d), platform);
 	else
-		snprintf(name, len, "%s", d->name);
+		snprintf(name, len, "%s", sb_device_get_name(d));
 }
 
 /* The Device control is only how a generic host UI shows the choice: Auto, CPU, All devices,
@@ -129,29 +130,31 @@ void sb_device_list_publish(sb_instance *self, sb_engine *e)
 	lv2_atom_forge_key(f, u->sb_deviceList);
 	lv2_atom_forge_tuple(f, &tup);
 	for (int k = 0; k < SB_DEVICE_N_ACCEL; k++) {
-		const sb_device_props *d = sb_devices_accel(l, (size_t)k);
+		const sb_device *d = sb_devices_accel(l, (size_t)k);
 		if (!d)
 			break;
+		const char *key = sb_device_get_key(d), *name = sb_device_get_name(d),
+		           *platform = sb_device_get_platform(d), *driver = sb_device_get_driver(d);
 		pthread_mutex_lock(&self->nrt_lock);
-		snprintf(self->nrt_keys[k], sizeof self->nrt_keys[k], "%s", d->key);
+		snprintf(self->nrt_keys[k], sizeof self->nrt_keys[k], "%s", key);
 		sb_device_saved_name(d, self->nrt_names[k], sizeof self->nrt_names[k]);
 		pthread_mutex_unlock(&self->nrt_lock);
-		const char *type = sb_device_type_str(d->type);
+		const char *type = sb_device_type_str(sb_device_get_type(d));
 		lv2_atom_forge_object(f, &dev, 0, 0);
 		lv2_atom_forge_key(f, u->sb_deviceKey);
-		lv2_atom_forge_string(f, d->key, (uint32_t)strlen(d->key));
+		lv2_atom_forge_string(f, key, (uint32_t)strlen(key));
 		lv2_atom_forge_key(f, u->sb_deviceName);
-		lv2_atom_forge_string(f, d->name, (uint32_t)strlen(d->name));
+		lv2_atom_forge_string(f, name, (uint32_t)strlen(name));
 		lv2_atom_forge_key(f, u->sb_devicePlatform);
-		lv2_atom_forge_string(f, d->platform, (uint32_t)strlen(d->platform));
+		lv2_atom_forge_string(f, platform, (uint32_t)strlen(platform));
 		lv2_atom_forge_key(f, u->sb_deviceType);
 		lv2_atom_forge_string(f, type, (uint32_t)strlen(type));
 		lv2_atom_forge_key(f, u->sb_deviceMemory);
-		lv2_atom_forge_long(f, (int64_t)d->global_mem);
+		lv2_atom_forge_long(f, (int64_t)sb_device_get_global_mem(d));
 		lv2_atom_forge_key(f, u->sb_deviceUnits);
-		lv2_atom_forge_int(f, (int32_t)d->compute_units);
+		lv2_atom_forge_int(f, (int32_t)sb_device_get_compute_units(d));
 		lv2_atom_forge_key(f, u->sb_deviceDriver);
-		lv2_atom_forge_string(f, d->driver, (uint32_t)strlen(d->driver));
+		lv2_atom_forge_string(f, driver, (uint32_t)strlen(driver));
 		lv2_atom_forge_pop(f, &dev);
 	}
 	lv2_atom_forge_pop(f, &tup);
@@ -182,15 +185,15 @@ void sb_device_resolve_saved(sb_instance *self, sb_engine *e)
 	sb_device_resolution res;
 	if (!l || sb_devices_resolve(l, key, &res) != SB_OK)
 		return;
-	const sb_device_props *d = sb_devices_get(l, res.index);
-	self->nrt_dev = sb_device_port_of_key(self, d->key);
+	const sb_device *d = sb_devices_get(l, res.index);
+	self->nrt_dev = sb_device_port_of_key(self, sb_device_get_key(d));
 	self->nrt_fallback = res.fell_back;
 	char text[SB_TEXT];
 	if (res.fell_back) {
-		snprintf(text, sizeof text, "%s (fallback: %s)", d->label, res.reason);
+		snprintf(text, sizeof text, "%s (fallback: %s)", sb_device_get_label(d), res.reason);
 		lv2_log_warning(&self->logger, "stembridge: saved device not here: %s\n", res.reason);
 	} else {
-		snprintf(text, sizeof text, "%s", d->label);
+		snprintf(text, sizeof text, "%s", sb_device_get_label(d));
 	}
 	sb_service_post(self, SB_MSG_DEVICE_IN_USE, text);
 }

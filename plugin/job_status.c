@@ -119,11 +119,10 @@ void sb_jobs_poll(sb_instance *self, sb_engine *e)
 			free(r);
 			continue;
 		}
-		sb_engine_release(e, self->jobs[i].id);
 		self->jobs[i].active = false;
 		/* the device the job ended on, with the reason in words when it was a fallback */
 		if (r->fallback_reason[0]) {
-			char text[SB_TEXT + sizeof r->fallback_reason + 16];
+			char text[SB_TEXT + 528];
 			snprintf(text, sizeof text, "%s (fallback: %s)", self->nrt_dev_label,
 			         r->fallback_reason);
 			self->nrt_fallback = 1;
@@ -194,6 +193,7 @@ void sb_jobs_poll(sb_instance *self, sb_engine *e)
 			lv2_log_error(&self->logger, "stembridge: job failed: %s\n", text);
 			sb_service_post(self, SB_MSG_ERROR, text);
 		}
+		sb_engine_release(e, self->jobs[i].id); /* and the result's strings with it */
 		free(r);
 	}
 }

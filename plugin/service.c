@@ -77,9 +77,9 @@ bool sb_service_accel_key(size_t k, char *key, size_t klen, char *name, size_t n
 {
 	pthread_mutex_lock(&svc.lock);
 	const sb_device_list *l = svc.engine ? sb_engine_devices(svc.engine) : NULL;
-	const sb_device_props *d = l ? sb_devices_accel(l, k) : NULL;
+	const sb_device *d = l ? sb_devices_accel(l, k) : NULL;
 	if (d) {
-		snprintf(key, klen, "%s", d->key);
+		snprintf(key, klen, "%s", sb_device_get_key(d));
 		sb_device_saved_name(d, name, nlen);
 	}
 	pthread_mutex_unlock(&svc.lock);

@@ -87,7 +87,7 @@ void sb_audition_load(sb_instance *self, int64_t start, int64_t frames,
 
 /* device_choice.c */
 /* The name state saves for a device: its name and platform. */
-void sb_device_saved_name(const sb_device_props *d, char *name, size_t len);
+void sb_device_saved_name(const sb_device *d, char *name, size_t len);
 /* The Device control value that shows a device key (-1: none), from the announced table. */
 int sb_device_port_of_key(sb_instance *self, const char *key);
 /* Announces the engine's accelerators to run() (patch:Put of the deviceList). */

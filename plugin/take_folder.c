@@ -82,8 +82,8 @@ bool sb_take_folder_root(sb_instance *self, const sb_props *pr, char *root, size
 		if (stat(root, &st) == 0 && !S_ISDIR(st.st_mode) && slash)
 			*(slash == root ? slash + 1 : slash) = '\0';
 	} else {
-		const char *xdg = getenv("XDG_DATA_HOME");
-		const char *home = getenv("HOME");
+		const char *xdg = sb_knob_get("XDG_DATA_HOME");
+		const char *home = sb_knob_get("HOME");
 		if (xdg && xdg[0] == '/')
 			w = snprintf(root, len, "%s/stembridge/stems", xdg);
 		else

@@ -379,17 +379,17 @@ sb_status sb_take_read_audio(const sb_take_files *f, const sb_take_journal *j, f
 		snprintf(why, wlen, "%s holds %lld frames x %d at %g Hz, its journal says %lld x %d at "
 		         "%g Hz", f->audio, (long long)info.frames, info.channels, info.rate,
 		         (long long)j->frames, j->channels, j->rate);
-		src->close(src);
+		sb_source_close(src);
 		return SB_ERR_FORMAT;
 	}
 	float *buf = malloc((size_t)j->frames * (size_t)j->channels * sizeof(float));
 	if (!buf) {
-		src->close(src);
+		sb_source_close(src);
 		snprintf(why, wlen, "out of memory for the take's %lld frames", (long long)j->frames);
 		return SB_ERR_NOMEM;
 	}
-	st = src->read(src, 0, j->frames, buf);
-	src->close(src);
+	st = sb_source_read(src, 0, j->frames, buf);
+	sb_source_close(src);
 	if (st != SB_OK) {
 		free(buf);
 		snprintf(why, wlen, "%s cannot be read: %s", f->audio, sb_status_str(st));

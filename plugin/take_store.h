@@ -3,7 +3,7 @@
  * instance restored with the session finds the take and runs it again from the file.
  *
  * FILES, in the take's folder "<root>/<id>/" (id = "<track>-take<N>", the folder's own name):
- *   <id>-recording.wav   the audio as recorded: 32-bit float WAV (io/wav_writer.h), the region's
+ *   <id>-recording.wav   the audio as recorded: 32-bit float WAV (sb_wav_writer), the region's
  *                        start as its Broadcast-WAV time reference
  *   <id>-journal.json    what the job needs to run again (below)
  * Each is written under a temporary name of ours (io/temp_file.h), synced, renamed into place,

@@ -99,7 +99,7 @@ enum {
 static const char *const sb_model_choice_names[SB_N_MODEL_CHOICES] = {
 	"builtin", "htdemucs", "htdemucs_ft", "htdemucs_6s", "auto"};
 
-/* Stems by canonical index (engine/core/stream.h): vocals, drums, bass, other, guitar, piano. */
+/* Stems by canonical index (stembridge.h: SB_STEM_*): vocals, drums, bass, other, guitar, piano. */
 #define SB_PLUGIN_STEMS 6
 /* audition: 0 off (input passes); 1..4 vocals, drums, bass, other; 5..8 the mix without one of
  * them; 9, 10 guitar, piano; 11, 12 the mix without one of those */
@@ -121,16 +121,15 @@ static inline int sb_audition_value(int s, int without)
 		return SB_AUDITION_OFF;
 	return s < 4 ? (without ? s + 5 : s + 1) : (without ? s + 7 : s + 5);
 }
-/* SB_STATE_SILENT: the last take was silent (below SB_SILENT_DBFS throughout: with Ardour's
- * hardware monitoring a recording track feeds its plugins silence), so no job was queued.
+/* SB_STATE_SILENT: the last take was silent (below stembridge.h's SB_SILENT_DBFS throughout:
+ * with Ardour's hardware monitoring a recording track feeds its plugins silence), so no job was
+ * queued.
  * SB_STATE_RESUMED: a take the host left unfinished when it stopped (killed, crashed, quit) is
  * queued or separating again, from its recording on disk (the Progress port counts). */
 enum {
 	SB_STATE_IDLE = 0, SB_STATE_RECORDING, SB_STATE_QUEUED, SB_STATE_SEPARATING, SB_STATE_DONE,
 	SB_STATE_ERROR, SB_STATE_SILENT, SB_STATE_RESUMED
 };
-#define SB_SILENT_DBFS (-90.0)
-#define SB_SILENT_PEAK 3.1622777e-5f /* 10^(-90/20) */
 
 /* Port indices, identical in the mono and stereo plugins up to the audio ports. */
 typedef enum {

@@ -69,10 +69,18 @@ test)
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(pwd)/tests/jobs/tsan.supp" \
 		meson test -C build-tsan --suite jobs --print-errorlogs --num-processes 1 || rc=1
 	# A third backend (the CPU registered again as "toy", without the built-in model's group):
-	# listed, chosen, saved and restored by the plugin, sharing a song, the per-operation test
-	[ -d build-toy ] || meson setup build-toy -Dtoy_backend=true -Dgui=disabled
+	# listed, chosen, saved and restored by the plugin, sharing a song, the per-operation test;
+	# and a test model family whose optional operation group the CPU alone has
+	[ -d build-toy ] || meson setup build-toy -Dtoy_backend=true -Dtoy_family=true -Dgui=disabled
 	ninja -C build-toy
 	meson test -C build-toy --suite toy --print-errorlogs --num-processes 2 || rc=1
+	# A machine without an OpenCL loader (-Dopencl=disabled): the CPU path alone configures,
+	# builds, and separates a clip
+	[ -d build-cpu ] || meson setup build-cpu -Dopencl=disabled -Dgui=disabled -Dtests=false
+	ninja -C build-cpu
+	tools/make_demo_clip.sh build-cpu/clip.wav >/dev/null
+	build-cpu/tools/cli/stembridge separate build-cpu/clip.wav -o build-cpu/out --model builtin \
+		--overwrite -q || rc=1
 	# Every parser a user or a download reaches, under libFuzzer with ASan and UBSan, for a
 	# fixed number of inputs from its seed corpus (tools/fuzz.sh runs them longer).
 	[ -d build-fuzz ] || CC=clang meson setup build-fuzz -Dfuzz=true \

@@ -26,7 +26,7 @@
 #include "backend/backend.h"
 #include "core/thread_pool.h"
 #include "models/demucs/demucs.h"
-#include "models/pace_keep.h"
+#include "models/pace_cache.h"
 #include "random_model.h"
 
 #include <math.h>
@@ -219,19 +219,19 @@ int main(int argc, char **argv)
 	ns.sink.impl = &ns;
 	dev_report dr = {0};
 	/* several devices: their paces from earlier runs, as the job runner keeps them
-	 * (models/pace_keep.h), and what this song measured kept for the next */
+	 * (models/pace_cache.h), and what this song measured kept for the next */
 	sb_pace_entry pace[8];
 	char pace_job[256];
 	int paces_known = 0;
-	sb_pace_keep_job(pace_job, sizeof pace_job, "htdemucs", bf16, threads, batch);
+	sb_pace_cache_job(pace_job, sizeof pace_job, "htdemucs", bf16, threads, batch);
 	if (set.n > 1 && set.n <= 8) {
-		sb_pace_keep_load(pace_job, dev, (int)set.n, pace, &log);
+		sb_pace_cache_load(pace_job, dev, (int)set.n, pace, &log);
 		for (size_t i = 0; i < set.n; i++)
 			paces_known += pace[i].kept > 0;
 	}
 	/* as the job engine runs a song: the devices stay open and the model keeps its weights on
 	 * them after the call (freed with the model, outside the timings), so the song ends
-	 * without waiting for a pass another device won (place.h: sb_place_drain) */
+	 * without waiting for a pass another device won (resident.h: sb_resident_drain) */
 	sb_run_ctx ctx = {.log = &log, .threads = threads, .progress = progress, .dev = dev,
 	                  .n_dev = (int)set.n, .batch = batch, .progress_user = &dr,
 	                  .device_report = dev_report_take, .keep = (1u << set.n) - 1,
@@ -242,7 +242,7 @@ int main(int argc, char **argv)
 	const double song_s = sb_now() - t0;
 	const double song_cpu = cpu_seconds() - c0;
 	if (set.n > 1 && set.n <= 8 && st == SB_OK)
-		sb_pace_keep_save(pace_job, dev, (int)set.n, pace, &log);
+		sb_pace_cache_save(pace_job, dev, (int)set.n, pace, &log);
 	fprintf(stderr, "\n");
 	src->close(src);
 	free(song);

@@ -6,7 +6,7 @@
  * With PoCL, POCL_DEVICES="pthread pthread" gives the two devices; each PoCL device uses every
  * core, so on a 2-core machine parallel mode can only win by overlapping I/O and serial parts.
  */
-#include "jobs/engine.h"
+#include "sb_common.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -148,7 +148,7 @@ typedef struct {
 } firsts;
 
 /* One path: every shape; 0 when all ran */
-static int run_path(const sb_device_props *dev, const char *label, int scale, double seconds,
+static int run_path(const sb_device *dev, const char *label, int scale, double seconds,
                     firsts *first, int is_first, int bf16)
 {
 	sb_exec x;
@@ -309,9 +309,9 @@ int main(int argc, char **argv)
 	sb_device_list *list = NULL;
 	if (sb_devices_enumerate(&logger, &list) != SB_OK)
 		return 1;
-	const sb_device_props *dev = NULL;
+	const sb_device *dev = NULL;
 	for (size_t i = 0; i < sb_devices_count(list); i++) {
-		const sb_device_props *p = sb_devices_get(list, i);
+		const sb_device *p = sb_devices_get(list, i);
 		if (device) {
 			if (!strcmp(p->id, device))
 				dev = p;

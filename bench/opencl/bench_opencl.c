@@ -141,7 +141,7 @@ int main(int argc, char **argv)
 
 	int fail = r != SB_OK;
 	for (size_t i = 0; i < sb_devices_count(devs); i++) {
-		const sb_device_props *dp = sb_devices_get(devs, i);
+		const sb_device *dp = sb_devices_get(devs, i);
 		if (sb_device_is_native(dp))
 			continue;
 		sb_exec d;

@@ -20,9 +20,10 @@
  * owns it); different devices may be used from different threads at once. enumerate() may run
  * on any non-real-time thread.
  *
- * Adding a backend: a folder with enumerate/open/close, the buffer functions and every entry of
- * sb_ops (tests/backend checks each against the CPU backend the day it is registered), one line
- * in registry.c, one line in backend/meson.build.
+ * Adding a backend: a folder with enumerate/open/close, the buffer functions, the core of sb_ops
+ * and the optional groups it has (tests/backend checks each against the CPU backend the day it
+ * is registered, and says "not supported" for what it leaves out), one line in registry.c, one
+ * line in backend/meson.build.
  */
 #ifndef SB_BACKEND_H
 #define SB_BACKEND_H
@@ -34,7 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SB_BACKEND_API 7
+#define SB_BACKEND_API 8
 
 /* 1 when one of the n stop flags (NULL entries skipped) is set: what drain() and a model's
  * pass look at between their steps */
@@ -88,6 +89,9 @@ typedef struct {
 
 /* The operations the models are written in. Each one is defined by its arithmetic here; every
  * backend computes it within float rounding of the CPU backend (tests/backend/test_ops.c).
+ * The core comes first and every backend fills it; then the optional groups (sb_op_group), whose
+ * members a backend may leave NULL: a model family names the groups it needs
+ * (models/families.c) and the job runner places a model only on devices that have them.
  * Indices: i over the n elements of a tensor; [..][C][T] tensors hold channel c = (i / T) % C;
  * token tensors [n][D] hold column i % D. Norms use the mean and the biased variance of their
  * group (eps = 1e-5, rstd = 1 / sqrt(var + eps)); how a backend sums them is its own. */
@@ -125,13 +129,6 @@ typedef struct {
 	void (*rows_tokens)(sb_bdev *d, sb_dv x, sb_dv o, int F, int C, int T, int back);
 	/* x[f][c][t] += e[f][c] */
 	void (*add_row_channel)(sb_bdev *d, sb_dv x, int F, int C, int T, sb_dv e);
-	/* the input columns of a Conv1d(kernel 8, stride 4, padding 2) over x [cin][lin]:
-	 * col[ci 8 + k][j] = x[ci][4 j + k - 2] (0 outside), j < lout */
-	void (*im2col_k8s4)(sb_bdev *d, sb_dv x, long lin, int cin, sb_dv col, long lout);
-	/* a ConvTranspose1d(kernel 8, stride 4) from per-tap products p [8][cout][lin], cropped by
-	 * 2: o[c][t] = act(b[c] + p[u%4][c][u/4] + p[u%4 + 4][c][u/4 - 1]), u = t + 2, t < length */
-	void (*convtr_k8s4)(sb_bdev *d, sb_dv p, long lin, int cout, long length, sb_dv b, int act,
-	                    sb_dv o);
 	/* multi-head attention over batch sequences: for item b < batch, head h < heads, query
 	 * row i < nq, c < hd,
 	 * o[b so + i ldo + h hd + c] = sum_j P[i][j] v[b skv + j ldkv + h hd + c] with
@@ -194,13 +191,51 @@ typedef struct {
 	void (*gemm_bias)(sb_bdev *d, int M, int N, int K, float alpha, sb_dv A, int lda, long sa,
 	                  sb_dv B, int ldb, long sb, int tb, float beta, sb_dv C, int ldc, long sc,
 	                  int batch, int batch2, long sa2, long sb2, long sc2, const sb_bias *e);
+
+	/* ---- SB_OPS_HTDEMUCS: HTDemucs's convolutions and DConv steps, fused ---- */
+	/* the input columns of a Conv1d(kernel 8, stride 4, padding 2) over x [cin][lin]:
+	 * col[ci 8 + k][j] = x[ci][4 j + k - 2] (0 outside), j < lout */
+	void (*im2col_k8s4)(sb_bdev *d, sb_dv x, long lin, int cin, sb_dv col, long lout);
+	/* a ConvTranspose1d(kernel 8, stride 4) from per-tap products p [8][cout][lin], cropped by
+	 * 2: o[c][t] = act(b[c] + p[u%4][c][u/4] + p[u%4 + 4][c][u/4 - 1]), u = t + 2, t < length */
+	void (*convtr_k8s4)(sb_bdev *d, sb_dv p, long lin, int cout, long length, sb_dv b, int act,
+	                    sb_dv o);
 	/* DConv's last steps: z' = groupnorm(z, zs, 2 C, T, batch, w, b, SB_ACT_NONE), then for
 	 * each batch item b and e < C T: x[b xs + e] += scale[e / T] z'[e] sigmoid(z'[C T + e])
 	 * (z' at b zs), without a pass that writes z' where the backend can (issue #24); z is
 	 * scratch afterwards */
 	void (*gn_glu_add)(sb_bdev *d, sb_dv x, long xs, sb_dv z, long zs, int C, int T, sb_dv w,
 	                   sb_dv b, sb_dv scale, int batch);
+#ifdef SB_TOY_FAMILY
+	/* ---- SB_OPS_TOY (tests only, -Dtoy_family=true): o[i] = a x[i] + b y[i], i < n ---- */
+	void (*toy_mix)(sb_bdev *d, sb_dv x, sb_dv y, sb_dv o, size_t n, float a, float b);
+#endif
 } sb_ops;
+
+/* The operation groups: the core, and the optional ones. Adding an optional group is an entry
+ * here, its members at the end of sb_ops, one line each in backend/ops.c's table, and the
+ * families that need it naming it; a backend fills its members where it has them. */
+typedef enum {
+	SB_OPS_CORE = 0,   /* every backend, every entry */
+	SB_OPS_HTDEMUCS,   /* im2col_k8s4, convtr_k8s4, gn_glu_add */
+	SB_OPS_CLASSIC,    /* the built-in model's chunk: sb_backend.classic (sb_classic_ops) */
+#ifdef SB_TOY_FAMILY
+	SB_OPS_TOY,        /* tests only: toy_mix */
+#endif
+	SB_N_OP_GROUPS
+} sb_op_group;
+
+/* An operation by name, its group and where it sits in sb_ops (backend/ops.c). */
+typedef struct {
+	const char *name;
+	sb_op_group group;
+	size_t offset;     /* of its member in sb_ops; (size_t)-1 for the classic group's chunk */
+} sb_op_info;
+
+/* The operations, core first, then each optional group's; NULL past the last. */
+const sb_op_info *sb_op_at(size_t i);
+const sb_op_info *sb_op_find(const char *name);
+const char *sb_op_group_name(sb_op_group g);
 
 /* The built-in separator's per-chunk work (models/classic/classic.h steps 1-6 and the inverse
  * STFT of step 7), an operation group of its own: an STFT, medians and masks do not decompose
@@ -267,9 +302,9 @@ struct sb_backend {
 	 * id ("<name>:<index>", or the name alone for a backend with one device), stable key,
 	 * names, type, memory, and backend/index set. Failures that only mean "no device" (no
 	 * driver installed) are logged as notes and leave none. */
-	sb_status (*enumerate)(const sb_logger *log, sb_device_props *out, size_t cap, size_t *n);
+	sb_status (*enumerate)(const sb_logger *log, sb_device *out, size_t cap, size_t *n);
 	/* Opens a device for use: SB_ERR_DEVICE (logged, with the driver's words) when it cannot. */
-	sb_status (*open)(const sb_device_props *dev, const sb_open_opts *o, const sb_logger *log,
+	sb_status (*open)(const sb_device *dev, const sb_open_opts *o, const sb_logger *log,
 	                  sb_bdev **out);
 	void (*close)(sb_bdev *d);
 	/* Lost for good (a failure that ends the device for this process). */
@@ -307,7 +342,11 @@ struct sb_backend {
 	void (*clear)(sb_bdev *d);
 
 	const sb_ops *ops;
-	const sb_classic_ops *classic; /* optional: NULL runs the built-in model on the CPU */
+	const sb_classic_ops *classic; /* optional (SB_OPS_CLASSIC): NULL runs the built-in model
+	                                  on the CPU */
+	/* Optional (ggml's supports_op): whether device d runs op, for a backend whose devices
+	 * differ; NULL: every operation whose member it fills. */
+	int (*supports)(const sb_bdev *d, const sb_op_info *op);
 
 	/* Profiling: with it on, every operation waits for the device before and after it and is
 	 * timed; turning it on clears the totals. profile() copies up to max non-empty entries,
@@ -327,7 +366,7 @@ struct sb_backend {
 	/* Optional: one line on how a device of this backend computes, for device listings (the
 	 * CPU: its instructions and what runs its products). May load libraries; never called
 	 * where no thread may start (a plugin's instantiate). */
-	void (*details)(const sb_device_props *p, char *buf, size_t len);
+	void (*details)(const sb_device *p, char *buf, size_t len);
 };
 
 /* ---- the registry (backend/registry.c) ---- */
@@ -342,11 +381,17 @@ const sb_backend *sb_backend_cpu(void);
 typedef struct {
 	const sb_backend *be;
 	sb_bdev *d;
-	const sb_device_props *props;
+	const sb_device *props;
 } sb_exec;
 
+/* Whether x runs op (its member is there, and supports() says yes) */
+int sb_exec_supports(const sb_exec *x, const sb_op_info *op);
+/* Whether x runs every operation of the groups (bits 1 << SB_OPS_*; the core is assumed); when
+ * not, the first group it lacks into *missing (may be NULL). */
+int sb_exec_has_groups(const sb_exec *x, unsigned groups, sb_op_group *missing);
+
 /* Opens the device of a table entry through its backend (logs the reason on failure). */
-sb_status sb_exec_open(const sb_device_props *dev, const sb_open_opts *o, const sb_logger *log,
+sb_status sb_exec_open(const sb_device *dev, const sb_open_opts *o, const sb_logger *log,
                        sb_exec *out);
 void sb_exec_close(sb_exec *x);
 

@@ -13,7 +13,7 @@
 
 struct sb_device_list {
 	size_t n;
-	sb_device_props *dev;
+	sb_device *dev;
 };
 
 const char *sb_device_type_str(sb_device_type t)
@@ -33,7 +33,7 @@ const char *sb_device_type_str(sb_device_type t)
 sb_status sb_devices_enumerate(const sb_logger *log, sb_device_list **out)
 {
 	sb_device_list *l = calloc(1, sizeof *l);
-	sb_device_props *dev = calloc(MAX_DEVICES, sizeof *dev);
+	sb_device *dev = calloc(MAX_DEVICES, sizeof *dev);
 	if (!l || !dev) {
 		free(l);
 		free(dev);
@@ -77,16 +77,36 @@ size_t sb_devices_count(const sb_device_list *list)
 	return list ? list->n : 0;
 }
 
-const sb_device_props *sb_devices_get(const sb_device_list *list, size_t i)
+const sb_device *sb_devices_get(const sb_device_list *list, size_t i)
 {
 	return list && i < list->n ? &list->dev[i] : NULL;
 }
 
-int sb_device_is_gpu(const sb_device_props *d)
+int sb_device_is_gpu(const sb_device *d)
 {
 	return d->type == SB_DEV_GPU_DISCRETE || d->type == SB_DEV_GPU_INTEGRATED ||
 	       d->type == SB_DEV_ACCELERATOR;
 }
+
+int sb_device_is_native(const sb_device *d)
+{
+	return d->type == SB_DEV_CPU_NATIVE;
+}
+
+/* The getters of stembridge.h: a front end reads a device through these alone. */
+const char *sb_device_get_id(const sb_device *d) { return d->id; }
+const char *sb_device_get_key(const sb_device *d) { return d->key; }
+const char *sb_device_get_name(const sb_device *d) { return d->name; }
+const char *sb_device_get_platform(const sb_device *d) { return d->platform; }
+const char *sb_device_get_vendor(const sb_device *d) { return d->vendor; }
+const char *sb_device_get_driver(const sb_device *d) { return d->driver; }
+const char *sb_device_get_label(const sb_device *d) { return d->label; }
+sb_device_type sb_device_get_type(const sb_device *d) { return d->type; }
+uint64_t sb_device_get_global_mem(const sb_device *d) { return d->global_mem; }
+uint64_t sb_device_get_max_alloc(const sb_device *d) { return d->max_alloc; }
+unsigned sb_device_get_compute_units(const sb_device *d) { return d->compute_units; }
+int sb_device_get_platform_index(const sb_device *d) { return d->platform_index; }
+int sb_device_get_device_index(const sb_device *d) { return d->device_index; }
 
 size_t sb_devices_auto(const sb_device_list *list)
 {
@@ -107,7 +127,7 @@ size_t sb_devices_count_accel(const sb_device_list *list)
 	return n;
 }
 
-const sb_device_props *sb_devices_accel(const sb_device_list *list, size_t k)
+const sb_device *sb_devices_accel(const sb_device_list *list, size_t k)
 {
 	for (size_t i = 0; list && i < list->n; i++)
 		if (!sb_device_is_native(&list->dev[i]) && k-- == 0)
@@ -154,7 +174,7 @@ static int resolve_key(const sb_device_list *l, const char *key, sb_device_resol
 	long seen = 0;
 	size_t same_name = (size_t)-1;
 	for (size_t i = 0; i < l->n; i++) {
-		const sb_device_props *d = &l->dev[i];
+		const sb_device *d = &l->dev[i];
 		if (sb_device_is_native(d) || strcmp(d->backend->name, f[0]) ||
 		    strcmp(d->platform, f[1]) || strcmp(d->vendor, f[2]) || strcmp(d->name, f[3]))
 			continue;
@@ -200,7 +220,7 @@ sb_status sb_devices_resolve(const sb_device_list *list, const char *request,
 		if (colon[1] == '\0' || !end || *end || n < 0)
 			return SB_ERR_INVALID;
 		const size_t have = sb_devices_count_accel(list);
-		const sb_device_props *d = sb_devices_accel(list, (size_t)n);
+		const sb_device *d = sb_devices_accel(list, (size_t)n);
 		for (size_t i = 0; d && i < list->n; i++)
 			if (&list->dev[i] == d) {
 				res->index = i;
@@ -304,12 +324,12 @@ sb_status sb_devices_resolve_set(const sb_device_list *list, const char *request
 	return out->n ? SB_OK : SB_ERR_INVALID;
 }
 
-const char *sb_device_backend_name(const sb_device_props *d)
+const char *sb_device_backend_name(const sb_device *d)
 {
 	return d && d->backend ? d->backend->name : "";
 }
 
-void sb_device_details(const sb_device_props *d, char *buf, size_t len)
+void sb_device_details(const sb_device *d, char *buf, size_t len)
 {
 	if (!len)
 		return;

@@ -11,7 +11,9 @@ extern const sb_backend sb_backend_toy_impl;
 
 static const sb_backend *const registry[] = {
 	&sb_backend_cpu_impl,
-	&sb_backend_opencl_impl,
+#ifdef SB_HAVE_OPENCL
+	&sb_backend_opencl_impl, /* -Dopencl=auto: where an OpenCL loader is installed */
+#endif
 #ifdef SB_TOY_BACKEND
 	&sb_backend_toy_impl, /* tests only (-Dtoy_backend=true) */
 #endif
@@ -35,7 +37,7 @@ const sb_backend *sb_backend_cpu(void)
 	return registry[0];
 }
 
-sb_status sb_exec_open(const sb_device_props *dev, const sb_open_opts *o, const sb_logger *log,
+sb_status sb_exec_open(const sb_device *dev, const sb_open_opts *o, const sb_logger *log,
                        sb_exec *out)
 {
 	memset(out, 0, sizeof *out);

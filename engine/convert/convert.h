@@ -18,26 +18,8 @@
 
 #include "sb_common.h"
 
-#define SBC_MAX_INPUTS 16
+/* sbc_convert_opts and sbc_convert(): stembridge.h. */
 
-typedef struct {
-	const char *const *inputs;  /* checkpoint files */
-	int n_inputs;               /* 1 .. SBC_MAX_INPUTS */
-	const char *output;         /* the safetensors file; may be NULL with dry_run */
-	const char *name;           /* the model's name in the file; NULL: output's base name */
-	const char *weights;        /* a bag's weights "1,0;0,1"; NULL: htdemucs_ft's or all 1 */
-	const char *shapes;         /* released-shapes.json to check names and shapes, or NULL */
-	const char *config;         /* a RoFormer's YAML configuration: inputs[0] is its state
-	                               dict (roformer_convert.c), or NULL for Demucs */
-	int overwrite, dry_run;
-	/* errors: one line each naming the file; warnings; info: what was done (for a person) */
-	const sb_logger *log;
-} sbc_convert_opts;
-
-/* SB_OK when written (or checked, with dry_run); else the reason is logged: SB_ERR_EXISTS,
- * SB_ERR_FORMAT / SB_ERR_MODEL / SB_ERR_UNSUPPORTED (a checkpoint refused), SB_ERR_NOSPACE,
- * SB_ERR_IO, SB_ERR_INVALID (options), SB_ERR_NOMEM. */
-sb_status sbc_convert(const sbc_convert_opts *o);
 /* The RoFormer path of sbc_convert (o->config set). */
 sb_status sbc_convert_roformer(const sbc_convert_opts *o);
 

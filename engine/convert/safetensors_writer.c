@@ -211,7 +211,7 @@ sb_status sbc_st_write(sbc_st_writer *w, const char *path, int overwrite, char *
 	char dir[4096];
 	sb_dir_of(path, dir, sizeof dir);
 	/* what an interrupted conversion or install left here, then ours: a locked temporary file
-	 * of core/temp_file.h's naming, which nothing lists as a model */
+	 * of io/temp_file.h's naming, which nothing lists as a model */
 	sb_temp_clean_stale(dir, NULL);
 	sb_temp t;
 	if (sb_temp_create(path, &t) != 0) {

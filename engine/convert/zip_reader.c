@@ -286,12 +286,6 @@ void sbc_zip_close(sbc_zip *z)
 	free(z);
 }
 
-const uint8_t *sbc_zip_file_bytes(const sbc_zip *z, size_t *len)
-{
-	*len = z->len;
-	return z->map;
-}
-
 size_t sbc_zip_count(const sbc_zip *z)
 {
 	return z->n;

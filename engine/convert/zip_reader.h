@@ -28,8 +28,6 @@ typedef struct {
 sb_status sbc_zip_open(const char *path, sbc_zip **out, char *err, size_t errlen);
 void sbc_zip_close(sbc_zip *z);
 
-/* The mapped file, for callers that want to look at its first bytes. */
-const uint8_t *sbc_zip_file_bytes(const sbc_zip *z, size_t *len);
 
 size_t sbc_zip_count(const sbc_zip *z);
 const sbc_zip_entry *sbc_zip_entry_at(const sbc_zip *z, size_t i);

@@ -53,7 +53,7 @@ double sb_now(void)
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-struct timespec sb_deadline(clockid_t clock, long ms)
+struct timespec sb_deadline(int clock, long ms)
 {
 	struct timespec t;
 	clock_gettime(clock, &t);
@@ -71,13 +71,13 @@ size_t sb_data_dirs(const char *sub, const char *const *extra, char (*dirs)[4096
 	size_t n = 0;
 	for (size_t i = 0; extra && extra[i] && n < max; i++)
 		snprintf(dirs[n++], 4096, "%s", extra[i]);
-	const char *xdg = getenv("XDG_DATA_HOME");
-	const char *home = getenv("HOME");
+	const char *xdg = sb_knob_get("XDG_DATA_HOME");
+	const char *home = sb_knob_get("HOME");
 	if (n < max && xdg && xdg[0] == '/')
 		snprintf(dirs[n++], 4096, "%s/stembridge/%s", xdg, sub);
 	else if (n < max && home && *home)
 		snprintf(dirs[n++], 4096, "%s/.local/share/stembridge/%s", home, sub);
-	const char *sys = getenv("XDG_DATA_DIRS");
+	const char *sys = sb_knob_get("XDG_DATA_DIRS");
 	if (!sys || !*sys)
 		sys = "/usr/local/share:/usr/share";
 	char buf[4096];

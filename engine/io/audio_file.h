@@ -10,20 +10,7 @@
 
 #include "io/stream.h"
 
-typedef struct {
-	int channels;
-	double rate;
-	int64_t frames;
-	int format;          /* SF_FORMAT_* of the file */
-	char format_name[64];/* "WAV 24-bit", "FLAC 16-bit", ... */
-} sb_audio_info;
-
-/* Opens 'path' as a source. Errors (logged with the path and the reason):
- * SB_ERR_IO (missing, unreadable), SB_ERR_FORMAT (not audio, truncated, unsupported channel
- * count or rate), SB_ERR_EMPTY (zero frames). NaN/Inf samples are found while reading:
- * read() returns SB_ERR_FORMAT naming the frame. */
-sb_status sb_source_file(const char *path, const sb_logger *log, sb_source **out,
-                         sb_audio_info *info);
+/* sb_source_file() and sb_audio_info: stembridge.h. */
 
 /* The length of the audio in 'path' in seconds, from its header; 0 when it cannot be read
  * (nothing is logged: the job that opens it says why). For the scheduler's estimates. */

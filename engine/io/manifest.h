@@ -67,12 +67,7 @@ typedef struct {
 	double load_s, separate_s, write_s, total_s;
 } sb_manifest;
 
-/* Where a job's manifest goes, under its output folder, when the job names no other. */
-#define SB_MANIFEST_NAME "{track}/manifest.json"
-
-/* input.path as a manifest records it: the real path (links and ".." resolved), or, for a
- * path that does not resolve, the path made absolute as written. */
-void sb_manifest_input_path(const char *path, char *out, size_t len);
+/* SB_MANIFEST_NAME and sb_manifest_input_path(): stembridge.h. */
 
 /* stems.txt's path for a manifest path: "...manifest.json" -> "...stems.txt", otherwise the
  * manifest path with ".stems.txt" appended. */

@@ -17,7 +17,7 @@ static const int converter = SRC_SINC_BEST_QUALITY;
 /* An unlinked temporary file in $TMPDIR (tmpfile() ignores it), gone when closed. */
 static FILE *temp_file(void)
 {
-	const char *dir = getenv("TMPDIR");
+	const char *dir = sb_knob_get("TMPDIR");
 	char path[4096];
 	snprintf(path, sizeof path, "%s/stembridge-resample-XXXXXX", dir && *dir ? dir : "/tmp");
 	int fd = mkstemp(path);

@@ -1,7 +1,7 @@
 /* Stem files, all or nothing (stem_writer.h). Runs on the job's thread only. */
 #include "io/stem_writer.h"
 
-#include "io/wav_writer.h"
+#include "sb_common.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -55,7 +55,7 @@ struct sb_stem_writer {
 	int committed;
 };
 
-const char *sb_format_ext(sb_format f)
+static const char *sb_format_ext(sb_format f)
 {
 	return f == SB_FORMAT_FLAC ? "flac" : "wav";
 }

@@ -1,6 +1,6 @@
 /* The stem writer: the sink that turns a model's output into files, all or nothing.
  *
- * Each stem goes to a temporary file of our naming in its final folder (core/temp_file.h:
+ * Each stem goes to a temporary file of our naming in its final folder (io/temp_file.h:
  * ".<name>.part-<pid>-XXXXXX", locked while this writer lives), and so do the job's other files
  * (the manifest and stems.txt, added with sb_stem_writer_add_file). Nothing gets its final name
  * until commit(), which syncs every file, renames them all (never replacing a file the user has
@@ -12,7 +12,7 @@
  * Every sample is checked: a NaN or an infinity fails the write with SB_ERR_NONFINITE, and
  * sb_stem_writer_nonfinite() says in which stem and where. Nothing is committed after that.
  *
- * Formats: 32-bit float WAV through core/wav_writer.h (a header every reader takes without a
+ * Formats: 32-bit float WAV through io/wav_writer.c (a header every reader takes without a
  * warning, nothing that changes from run to run); 16/24-bit WAV and 24-bit FLAC through
  * libsndfile. WAV stems carry the region's timeline start as the Broadcast-WAV time reference,
  * so a DAW can place them where the region was.
@@ -25,7 +25,6 @@
 
 #include "io/stream.h"
 #include "io/temp_file.h"
-#include "io/format.h"
 
 #include <stdatomic.h>
 
@@ -46,15 +45,8 @@ typedef struct {
 	const sb_logger *log;
 } sb_stem_writer_opts;
 
-/* Expands a template into out (no folder creation). SB_ERR_INVALID for an unknown field or a
- * name that would leave out_dir ("..", an absolute part). */
-sb_status sb_expand_template(const char *tmpl, const char *track, const char *take,
-                             const char *stem, const char *model, const char *ext,
-                             char *out, size_t len);
-const char *sb_format_ext(sb_format f);
+/* sb_expand_template() and sb_track_name(): stembridge.h. */
 
-/* {track} for an input file when none is given: its base name without the extension. */
-const char *sb_track_name(const char *path, char *buf, size_t len);
 
 /* Works out the final names and checks them: SB_ERR_EXISTS (naming the file) when one is
  * there and overwrite is off; creates the folders; cleans stale temporary files there; opens

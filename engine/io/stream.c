@@ -74,3 +74,14 @@ void sb_stem_mask_text(unsigned mask, const char *sep, char *buf, size_t len)
 			at += (size_t)snprintf(buf + at, at < len ? len - at : 0, "%s%s", at ? sep : "",
 			                       sb_stem_names[k]);
 }
+
+sb_status sb_source_read(sb_source *s, int64_t start, int64_t n, float *out)
+{
+	return s->read(s, start, n, out);
+}
+
+void sb_source_close(sb_source *s)
+{
+	if (s)
+		s->close(s);
+}

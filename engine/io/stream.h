@@ -10,7 +10,7 @@
 
 #include "sb_common.h"
 
-typedef struct sb_source sb_source;
+/* sb_source (stembridge.h: sb_source_read, sb_source_close call these) */
 struct sb_source {
 	int channels;          /* 1..8 */
 	double rate;           /* Hz */
@@ -35,22 +35,5 @@ struct sb_sink {
 	sb_status (*write)(sb_sink *self, int stem, const float *data, int64_t n);
 	void *impl;
 };
-
-/* Stems by canonical index, the same everywhere (files, masks, ports, manifests): the four of
- * every 4-source model first, then the extra sources of larger models (htdemucs_6s). A model
- * declares which of these it makes (sb_model_info.stems); a sink takes any of them by index. */
-enum {
-	SB_STEM_VOCALS = 0, SB_STEM_DRUMS, SB_STEM_BASS, SB_STEM_OTHER,
-	SB_N_STEMS,                       /* the four standard stems */
-	SB_STEM_GUITAR = SB_N_STEMS, SB_STEM_PIANO,
-	SB_N_KNOWN_STEMS,                 /* every stem name this build knows */
-	SB_MAX_STEMS = 8                  /* room in masks and tables */
-};
-/* "vocals","drums","bass","other","guitar","piano"; NULL past SB_N_KNOWN_STEMS */
-extern const char *const sb_stem_names[SB_MAX_STEMS];
-/* The canonical index of a stem name, -1 when it is none of them. */
-int sb_stem_index(const char *name);
-/* The names of a mask of canonical stems, in canonical order, joined by sep ("vocals, drums") */
-void sb_stem_mask_text(unsigned mask, const char *sep, char *buf, size_t len);
 
 #endif

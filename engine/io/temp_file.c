@@ -23,26 +23,6 @@
 /* Process-wide counters for the io:* fault injector only. */
 static atomic_long renames_done, dirsyncs_done;
 
-long sb_fault_number(const char *key)
-{
-	const char *env = getenv("SB_FAULT_INJECT");
-	if (!env)
-		return 0;
-	const size_t kl = strlen(key);
-	for (const char *p = env; p && *p;) {
-		while (*p == ' ' || *p == ',')
-			p++;
-		if (!strncmp(p, key, kl)) {
-			char *end = NULL;
-			long k = strtol(p + kl, &end, 10);
-			if (end != p + kl && k > 0)
-				return k;
-		}
-		p = strchr(p, ',');
-	}
-	return 0;
-}
-
 /* K of "io:<what>:K" in SB_FAULT_INJECT, 0 when absent. */
 static long fault_at(const char *what)
 {

@@ -1,5 +1,23 @@
-/* 32-bit float WAV files (wav_writer.h). */
-#include "io/wav_writer.h"
+/* 32-bit float WAV files (stembridge.h: sb_wav_writer_*), written by us rather than libsndfile, so
+ * that every common reader takes them without a warning: libsndfile writes a 16-byte "fmt " chunk
+ * for IEEE float, which the format's definition extends by cbSize (18 bytes) and which sox reports
+ * ("wave header missing extended part of fmt chunk"); it also adds a PEAK chunk that carries a time
+ * stamp, so two runs would differ.
+ *
+ * Layout (all little-endian, every chunk even-sized):
+ *   RIFF <size> WAVE
+ *   JUNK 28     reserved; becomes "ds64" (EBU Tech 3306, RF64) when the file passes 4 GiB
+ *   fmt  18     WAVE_FORMAT_IEEE_FLOAT (3), channels, rate, bytes/s, block, 32 bits, cbSize 0
+ *   fact 4      frames per channel
+ *   bext 602    Broadcast-WAV v1, only with a timeline position: its time reference (the
+ *               region start in samples), description, originator; no date or time
+ *   data <size> interleaved float32
+ * Sizes are patched by finish(); a file past 4 GiB turns into RF64 (RIFF -> RF64, sizes
+ * 0xFFFFFFFF, the real ones in ds64), which libsndfile and most DAWs read.
+ *
+ * Threads: one writer, one thread.
+ */
+#include "sb_common.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -23,8 +23,8 @@
 #define SB_JOB_RUN_H
 
 #include "backend/backend.h"
-#include "jobs/engine.h"
-#include "jobs/model_keep.h"
+#include "sb_common.h"
+#include "jobs/model_cache.h"
 #include "models/model.h"
 
 #include <stdatomic.h>
@@ -55,11 +55,41 @@ typedef struct {
 	int cpu_threads;
 	int batch;                       /* segments per forward pass, 0 = each device's */
 	const char *const *model_path;
-	sb_model_keep *keep;             /* the model kept from the job before, and where this job's
-	                                    is kept for the next (model_keep.h); NULL: opened and
+	const sb_model_choice *choice;   /* the model, resolved when the job was submitted */
+	sb_model_cache *keep;             /* the model kept from the job before, and where this job's
+	                                    is kept for the next (model_cache.h); NULL: opened and
 	                                    freed by this job */
 } sb_job_env;
 
-sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_result *res);
+/* How a job ended, as the engine keeps it: sb_engine_result() hands out its strings
+ * (stembridge.h: sb_job_result). */
+typedef struct {
+	sb_status status;
+	char message[1024];
+	char manifest_path[4096];
+	char stems_txt_path[4096];
+	char device_requested[640];
+	char device_used[640];
+	char fallback_reason[512];
+	char precision[8];
+	char products[128];
+	int n_stems;
+	struct {
+		int stem;
+		char name[32];
+		char path[4096];
+		double peak, rms;
+	} stems[SB_JOB_MAX_STEMS];
+	int model_kept;
+} sb_job_outcome;
+
+/* The result's view of an outcome: strings into o, which must outlive r. */
+void sb_job_outcome_view(const sb_job_outcome *o, sb_job_result *r);
+
+/* A job's progress before it has a device: "queued", every string "" (never NULL). */
+void sb_job_progress_init(sb_job_progress *p);
+
+
+sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_outcome *res);
 
 #endif

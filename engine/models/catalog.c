@@ -2,6 +2,7 @@
 #include "models/catalog.h"
 
 #include "io/stream.h"
+#include "models/families.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -194,9 +195,9 @@ static int parse_model(json_t *e, sb_catalog_model *m, char *why, size_t wl)
 		m->n_files++;
 	}
 	const char *fam = str(e, "family");
-	if (fam && strcmp(fam, "bs_roformer") && strcmp(fam, "mel_band_roformer")) {
-		snprintf(why, wl, "model \"%s\": \"family\" is not bs_roformer or mel_band_roformer",
-		         name);
+	if (fam && (!*fam || !sb_model_family_of_catalog(fam))) {
+		snprintf(why, wl, "model \"%s\": no model family installs \"family\": \"%s\"", name,
+		         fam);
 		return 0;
 	}
 	snprintf(m->family, sizeof m->family, "%s", fam ? fam : "");
@@ -303,7 +304,7 @@ static sb_status load_file(const char *path, const sb_logger *log, sb_catalog **
 
 sb_status sb_catalog_load(const sb_logger *log, sb_catalog **out)
 {
-	const char *env = getenv("STEMBRIDGE_CATALOG");
+	const char *env = sb_knob_get("STEMBRIDGE_CATALOG");
 	if (env && *env)
 		return load_file(env, log, out);
 	char dirs[16][4096];

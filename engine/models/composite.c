@@ -80,17 +80,7 @@ static void composite_free(sb_model *m)
 	free(m);
 }
 
-/* a backend runs the composite if it runs every part */
-static int runs_on(const sb_model *m, const sb_backend *be)
-{
-	const composite *c = m->impl;
-	for (int i = 0; i < c->n; i++)
-		if (c->part[i]->vt->runs_on && !c->part[i]->vt->runs_on(c->part[i], be))
-			return 0;
-	return 1;
-}
-
-static const sb_model_vtable composite_vt = {separate, composite_free, runs_on};
+static const sb_model_vtable composite_vt = {separate, composite_free};
 
 sb_status sb_model_composite(sb_model *const *parts, const unsigned *take, int n,
                              const sb_logger *log, sb_model **out)
@@ -123,6 +113,7 @@ sb_status sb_model_composite(sb_model *const *parts, const unsigned *take, int n
 		c->take[i] = take[i];
 		info->stems |= take[i];
 		info->shares_devices &= pi->shares_devices;
+		info->ops |= pi->ops; /* a device runs the composite if it runs every part */
 		if (!info->default_chunk_frames || (pi->default_chunk_frames &&
 		                                    pi->default_chunk_frames < info->default_chunk_frames))
 			info->default_chunk_frames = pi->default_chunk_frames;

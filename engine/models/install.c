@@ -1,12 +1,10 @@
 /* Model installer (install.h): libcurl downloads, SHA-256 checks (OpenSSL's libcrypto, which
  * libcurl already brings), in-process conversion, an atomic rename into the model folder. */
 #include "models/install.h"
-#include "models/roformer/roformer_model.h"
 
 #include "convert/convert.h"
 #include "io/temp_file.h"
-#include "models/demucs/demucs.h"
-#include "models/model.h"
+#include "models/families.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -37,7 +35,7 @@ static sb_status errno_status(int e)
 	return e == ENOSPC || e == EDQUOT || e == EFBIG ? SB_ERR_NOSPACE : SB_ERR_IO;
 }
 
-void sb_install_model_dir(const sb_install_opts *o, char *buf, size_t len)
+static void sb_install_model_dir(const sb_install_opts *o, char *buf, size_t len)
 {
 	if (o && o->model_dir && *o->model_dir) {
 		snprintf(buf, len, "%s", o->model_dir);
@@ -56,7 +54,7 @@ static void cache_dir_of(const sb_install_opts *o, char *buf, size_t len)
 		snprintf(buf, len, "%s", o->cache_dir);
 		return;
 	}
-	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	const char *xdg = sb_knob_get("XDG_CACHE_HOME"), *home = sb_knob_get("HOME");
 	if (xdg && xdg[0] == '/')
 		snprintf(buf, len, "%s/stembridge/downloads", xdg);
 	else
@@ -428,7 +426,7 @@ sb_status sb_model_install(const sb_catalog *cat, const char *name, const sb_ins
 		sb_log(log, SB_LOG_ERROR, "libcurl did not start");
 		return SB_ERR_NETWORK;
 	}
-	const char *env = getenv("STEMBRIDGE_MODEL_URL");
+	const char *env = sb_knob_get("STEMBRIDGE_MODEL_URL");
 	const char *base = o->base_url && *o->base_url ? o->base_url
 	                 : env && *env               ? env
 	                                             : sb_catalog_base_url(cat);
@@ -484,8 +482,8 @@ sb_status sb_model_install(const sb_catalog *cat, const char *name, const sb_ins
 	st = sbc_convert(&co);
 	if (st == SB_OK) {
 		sb_model *model = NULL;
-		st = m->family[0] ? sb_roformer_model_open(stage.path, m->name, log, &model)
-		                  : sb_demucs_model_open(stage.path, m->name, NULL, log, &model);
+		const sb_model_family *f = sb_model_family_of_catalog(m->family);
+		st = f ? f->open(stage.path, m->name, log, &model) : SB_ERR_MODEL;
 		if (st == SB_OK && model->info.stems != m->stems) {
 			char got[128], want[128];
 			sb_stem_mask_text(model->info.stems, ", ", got, sizeof got);

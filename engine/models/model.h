@@ -43,6 +43,20 @@ typedef struct {
 	int declined;                  /* out: the sharing rule left work to the others */
 } sb_pace_entry;
 
+/* What a job's input is as a whole, read in one pass before its model runs (or by the model
+ * itself where the caller has not: sb_input_stats_read). The mean and deviation of the channel
+ * average come as each reference computes them: demucs.separate's over blocks of 65536 frames
+ * (a stereo input's channels averaged, a mono one kept; Chan et al.'s update; unbiased) and
+ * MSST's normalize_audio's a frame at a time (every channel averaged; Welford's; population),
+ * so that each family's stems are the bytes its own reading gave. */
+typedef struct {
+	double peak;                   /* the largest |sample| */
+	double blocks_mean, blocks_std;
+	double frames_mean, frames_std;
+} sb_input_stats;
+
+sb_status sb_input_stats_read(sb_source *in, const atomic_int *cancel, sb_input_stats *out);
+
 typedef struct {
 	const sb_logger *log;
 	const atomic_int *cancel;      /* non-zero: stop; may be NULL */
@@ -63,14 +77,16 @@ typedef struct {
 	int bf16;                      /* devices the model opens itself: bf16 products */
 	unsigned keep;                 /* bit i: dev[i] stays open, the same device behind the same
 	                                  handle, until the model is freed (the job runner's kept
-	                                  model, jobs/model_keep.h): the model may keep its weights
+	                                  model, jobs/model_cache.h): the model may keep its weights
 	                                  placed there for the next call; 0: place them for this
 	                                  call only */
+	const sb_input_stats *input;   /* the input read as a whole, or NULL: the model reads it
+	                                  itself */
 	sb_pace_entry *pace;           /* n_dev entries, or NULL: each device's pace on this model
 	                                  from earlier jobs, where the sharing rule starts
 	                                  (core/pace.h), so that a device too slow to help need
 	                                  not run a piece to find out; a model that shares its
-	                                  work fills in what this job measured (models/pace_keep.h
+	                                  work fills in what this job measured (models/pace_cache.h
 	                                  keeps them in a file) */
 } sb_run_ctx;
 
@@ -89,15 +105,15 @@ typedef struct {
 	                                  several (sb_model_composite); NULL: this one */
 	int64_t default_chunk_frames;  /* input frames per chunk when ctx->chunk_frames is 0: where
 	                                  the job runner starts halving after a device OOM */
+	unsigned ops;                  /* the optional operation groups it runs on (bits 1 <<
+	                                  SB_OPS_*, backend.h), set by its family: the job runner
+	                                  places it only on devices that have them all */
 } sb_model_info;
 
 typedef struct sb_model sb_model;
 typedef struct {
 	sb_status (*separate)(sb_model *m, const sb_run_ctx *ctx, sb_source *in, sb_sink *out);
 	void (*free)(sb_model *m);
-	/* optional: whether a backend has what the model needs (NULL: every backend does); a
-	 * device of one that has not is taken to the CPU by the job runner, which says why */
-	int (*runs_on)(const sb_model *m, const sb_backend *be);
 } sb_model_vtable;
 
 struct sb_model {
@@ -112,48 +128,44 @@ struct sb_model {
  * then the system data dirs. info.name is always the real model's name, never "auto". */
 sb_status sb_model_open(const char *name, const char *const *search_path, const sb_logger *log,
                         sb_model **out);
-/* The model file sb_model_open(name) would open, without opening it: the real name (never
- * "auto"; a path's base name) into real, the file into path ("" for the built-in). SB_ERR_MODEL
- * when there is none (sb_model_open says why). */
-sb_status sb_model_locate(const char *name, const char *const *search_path, const sb_logger *log,
-                          char *real, size_t rlen, char *path, size_t plen);
 /* Opens what sb_model_locate() found: the file at path ("": the built-in) as the model name. */
 sb_status sb_model_open_file(const char *name, const char *path, const sb_logger *log,
                              sb_model **out);
-/* What "auto" stands for now: the installed catalogue model of the best 'auto' rank
- * (models/catalog.h: htdemucs first), else "builtin". Written into buf, returned. */
-const char *sb_model_auto(const char *const *search_path, const sb_logger *log, char *buf,
-                          size_t len);
-/* The same for the stems asked for (bit SB_STEM_*; 0: every stem): the installed catalogue
- * model that makes them all with the best published SDR for them (catalog.json "sdr": a
- * RoFormer for vocals), else the 'auto' rank among those that make them, else "builtin". */
-const char *sb_model_auto_for(const char *const *search_path, unsigned stems,
-                              const sb_logger *log, char *buf, size_t len);
-/* 'auto' per stem (the stems asked for, bit SB_STEM_*): for each stem but "other", the
- * installed catalogue model with the best published SDR for it; when that is more than one
- * model, their names into names[] and the stems each is to write into take[] ("other" to the
- * last one that makes it, for the job runner to replace by the residual), and their number is
- * returned; 0 when one model serves (sb_model_auto_for's choice then) or a stem has no
- * published figure. */
-int sb_model_auto_parts(const char *const *search_path, unsigned stems, const sb_logger *log,
-                        char (*names)[64], unsigned *take, int max);
+/* What a job's model name stands for, resolved once, when the job is submitted, and carried by
+ * it: the file of each model ("auto" for some stems may be several models, each writing its
+ * stem group), never "auto". */
+typedef struct {
+	char name[64];                 /* the real name: "htdemucs", a path's base name */
+	char path[4352];               /* the file; "" for the built-in */
+	unsigned take;                 /* the stems it writes where there are several parts */
+} sb_model_part;
+
+typedef struct {
+	int n;                         /* parts: 1, or several; 0 when nothing was found */
+	sb_model_part part[SB_MAX_STEMS];
+} sb_model_choice;
+
+/* 'name' ("auto" or NULL, "builtin", a name in the model folders, a .safetensors path) for the
+ * stems asked for (bit SB_STEM_*; 0: every stem), in one look at the catalogue and the folders:
+ * "auto" with stems is, per stem, the installed catalogue model with the best published SDR
+ * for it (catalog.json "sdr": a RoFormer for vocals), several parts when that is several
+ * models, else the one that makes them all best, else the 'auto' rank among those that make
+ * them, else "builtin". SB_ERR_MODEL when nothing is found (sb_model_open says why). */
+sb_status sb_model_resolve(const char *name, unsigned stems, const char *const *search_path,
+                           const sb_logger *log, sb_model_choice *out);
 /* A model of parts (models/composite.c): each part writes the stems of its take[] mask; the
  * parts are the composite's from then on (freed with it). Parts at different rates are
  * refused. */
 sb_status sb_model_composite(sb_model *const *parts, const unsigned *take, int n,
                              const sb_logger *log, sb_model **out);
-/* The canonical stems (bit SB_STEM_*) the model 'name' (as sb_model_open takes it) makes,
- * read from its file's header only; 0 when it is not installed or unreadable. */
-unsigned sb_model_stems(const char *name, const char *const *search_path);
-/* The model folders in search order (see registry.c); returns how many were filled. */
-size_t sb_model_dirs(const char *const *extra, char (*dirs)[4096], size_t max);
+/* sb_model_auto(), sb_model_stems() and sb_model_dirs(): stembridge.h. */
 
 /* The devices a model runs on: ctx's, or, when ctx names none (tests, tools), the native CPU
  * opened for the call. */
 typedef struct {
 	sb_run_ctx ctx;            /* ctx with its devices */
 	sb_exec own;
-	sb_device_props props;
+	sb_device props;
 	sb_run_ctx empty;
 } sb_run_devices;
 sb_status sb_run_devices_open(const sb_run_ctx *ctx, sb_run_devices *out);

@@ -1,12 +1,11 @@
-/* Model registry: maps a model name to the family that opens it, and knows where model files
- * live: the caller's folders first (CLI --model-path, plugin state), then
- * $XDG_DATA_HOME/stembridge/models (default ~/.local/share/stembridge/models), then each of
- * $XDG_DATA_DIRS (default /usr/local/share:/usr/share) + /stembridge/models. */
-#include "models/classic/classic.h"
-#include "models/demucs/demucs.h"
+/* Model registry: maps a model name to its file and the family that opens it (families.h), and
+ * knows where model files live: the caller's folders first (CLI --model-path, plugin state),
+ * then $XDG_DATA_HOME/stembridge/models (default ~/.local/share/stembridge/models), then each
+ * of $XDG_DATA_DIRS (default /usr/local/share:/usr/share) + /stembridge/models. */
 #include "models/catalog.h"
+#include "models/demucs/safetensors.h"
+#include "models/families.h"
 #include "models/model.h"
-#include "models/roformer/roformer_model.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -19,18 +18,37 @@ size_t sb_model_dirs(const char *const *extra, char (*dirs)[4096], size_t max)
 	return sb_data_dirs("models", extra, dirs, max);
 }
 
-const char *sb_model_auto_for(const char *const *search_path, unsigned stems,
-                              const sb_logger *log, char *buf, size_t len)
+/* The catalogue and which of its models are installed, looked at once for one resolution (each
+ * family says whether its own is there). NULL without a catalogue: only "builtin" then. */
+typedef struct {
+	sb_catalog *cat;
+	unsigned char inst[64];
+} installed_models;
+
+static void look(const char *const *search_path, const sb_logger *log, installed_models *im)
+{
+	memset(im, 0, sizeof *im);
+	if (sb_catalog_load(log, &im->cat) != SB_OK)
+		return;
+	for (int i = 0; i < sb_catalog_count(im->cat) && i < 64; i++) {
+		const sb_catalog_model *m = sb_catalog_at(im->cat, i);
+		const sb_model_family *f = sb_model_family_of_catalog(m->family);
+		im->inst[i] = f && sb_model_family_installed(f, m->name, search_path);
+	}
+}
+
+/* 'auto' for the stems asked for (bit SB_STEM_*; 0: every stem): the installed catalogue model
+ * that makes them all with the best published SDR for them (catalog.json "sdr": a RoFormer for
+ * vocals), else the 'auto' rank among those that make them, else "builtin". */
+static const char *auto_for(const sb_catalog *cat, const unsigned char *inst, unsigned stems,
+                            char *buf, size_t len)
 {
 	snprintf(buf, len, "builtin");
-	sb_catalog *cat = NULL;
-	if (sb_catalog_load(log, &cat) != SB_OK)
-		return buf;
 	int best = 0;
 	double best_sdr = -1;
 	for (int i = 0; i < sb_catalog_count(cat); i++) {
 		const sb_catalog_model *m = sb_catalog_at(cat, i);
-		if (!sb_demucs_model_installed(m->name, search_path))
+		if (!inst[i])
 			continue;
 		/* stems asked for: the installed model that makes them all with the best mean
 		 * published SDR over them (a model with a figure for each beats one without) */
@@ -58,21 +76,31 @@ const char *sb_model_auto_for(const char *const *search_path, unsigned stems,
 			snprintf(buf, len, "%s", m->name);
 		}
 	}
-	sb_catalog_free(cat);
 	return buf;
 }
 
 const char *sb_model_auto(const char *const *search_path, const sb_logger *log, char *buf,
                           size_t len)
 {
-	return sb_model_auto_for(search_path, 0, log, buf, len);
+	installed_models im;
+	look(search_path, log, &im);
+	snprintf(buf, len, "builtin");
+	if (im.cat)
+		auto_for(im.cat, im.inst, 0, buf, len);
+	sb_catalog_free(im.cat);
+	return buf;
 }
 
-int sb_model_auto_parts(const char *const *search_path, unsigned stems, const sb_logger *log,
-                        char (*names)[64], unsigned *take, int max)
+/* 'auto' per stem (the stems asked for, bit SB_STEM_*): for each stem but "other", the
+ * installed catalogue model with the best published SDR for it; when that is more than one
+ * model, their names into names[] and the stems each is to write into take[] ("other" to the
+ * last one that makes it, for the job runner to replace by the residual), and their number is
+ * returned; 0 when one model serves (auto_for's choice then) or a stem has no published
+ * figure. */
+static int auto_parts(const sb_catalog *cat, const unsigned char *inst, unsigned stems,
+                      char (*names)[64], unsigned *take, int max)
 {
-	sb_catalog *cat = NULL;
-	if (!stems || sb_catalog_load(log, &cat) != SB_OK)
+	if (!stems)
 		return 0;
 	int best[SB_MAX_STEMS], n = 0, ok = 1;
 	for (int s = 0; s < SB_MAX_STEMS && ok; s++) {
@@ -82,8 +110,7 @@ int sb_model_auto_parts(const char *const *search_path, unsigned stems, const sb
 		double top = 0;
 		for (int i = 0; i < sb_catalog_count(cat); i++) {
 			const sb_catalog_model *m = sb_catalog_at(cat, i);
-			if ((m->stems & (1u << s)) && m->sdr[s] > top &&
-			    sb_demucs_model_installed(m->name, search_path)) {
+			if ((m->stems & (1u << s)) && m->sdr[s] > top && inst[i]) {
 				top = m->sdr[s];
 				best[s] = i;
 			}
@@ -119,7 +146,6 @@ int sb_model_auto_parts(const char *const *search_path, unsigned stems, const sb
 	}
 	for (int p = 0; ok && p < n; p++)
 		snprintf(names[p], 64, "%s", sb_catalog_at(cat, part_of[p])->name);
-	sb_catalog_free(cat);
 	return ok && n > 1 ? n : 0;
 }
 
@@ -162,8 +188,9 @@ unsigned sb_model_stems(const char *name, const char *const *search_path)
 
 /* Where sb_model_open() finds a model, in its order: "auto" resolved, "builtin" (path ""), a
  * .safetensors path as given (its name: the base name), then name.safetensors in the model
- * folders (a RoFormer file first, then the first readable one, as the families look). */
-sb_status sb_model_locate(const char *name, const char *const *search_path, const sb_logger *log,
+ * folders: the first that a family recognises by its header, else the first readable one (for
+ * the catch-all family). */
+static sb_status sb_model_locate(const char *name, const char *const *search_path, const sb_logger *log,
                           char *real, size_t rlen, char *path, size_t plen)
 {
 	char chosen[64];
@@ -191,7 +218,7 @@ sb_status sb_model_locate(const char *name, const char *const *search_path, cons
 		snprintf(p, sizeof p, "%s/%s.safetensors", dirs[i], name);
 		if (access(p, R_OK) != 0)
 			continue;
-		if (sb_roformer_is_file(p)) {
+		if (sb_model_family_of_file(p)->recognise) {
 			snprintf(first, sizeof first, "%s", p);
 			break;
 		}
@@ -205,14 +232,44 @@ sb_status sb_model_locate(const char *name, const char *const *search_path, cons
 	return SB_OK;
 }
 
+sb_status sb_model_resolve(const char *name, unsigned stems, const char *const *search_path,
+                           const sb_logger *log, sb_model_choice *out)
+{
+	memset(out, 0, sizeof *out);
+	if (!name || !*name)
+		name = "auto";
+	char names[SB_MAX_STEMS][64], chosen[64];
+	unsigned take[SB_MAX_STEMS];
+	int n = 0;
+	if (!strcmp(name, "auto")) {
+		installed_models im;
+		look(search_path, log, &im);
+		snprintf(chosen, sizeof chosen, "builtin");
+		if (im.cat) {
+			n = auto_parts(im.cat, im.inst, stems, names, take, SB_MAX_STEMS);
+			if (n < 2)
+				auto_for(im.cat, im.inst, stems, chosen, sizeof chosen);
+		}
+		sb_catalog_free(im.cat);
+		name = chosen;
+	}
+	for (int i = 0; i < (n < 2 ? 1 : n); i++) {
+		sb_model_part *p = &out->part[i];
+		p->take = n > 1 ? take[i] : 0;
+		if (sb_model_locate(n > 1 ? names[i] : name, search_path, log, p->name, sizeof p->name,
+		                    p->path, sizeof p->path) != SB_OK) {
+			memset(out, 0, sizeof *out);
+			return SB_ERR_MODEL;
+		}
+	}
+	out->n = n < 2 ? 1 : n;
+	return SB_OK;
+}
+
 sb_status sb_model_open_file(const char *name, const char *path, const sb_logger *log,
                              sb_model **out)
 {
-	if (!path[0])
-		return sb_classic_model_new(log, out);
-	if (sb_roformer_is_file(path))
-		return sb_roformer_model_open(path, name, log, out);
-	return sb_demucs_model_open(path, name, NULL, log, out);
+	return sb_model_family_of_file(path)->open(path, name, log, out);
 }
 
 sb_status sb_model_open(const char *name, const char *const *search_path, const sb_logger *log,
@@ -221,21 +278,31 @@ sb_status sb_model_open(const char *name, const char *const *search_path, const 
 	char real[256], path[4352];
 	if (sb_model_locate(name, search_path, log, real, sizeof real, path, sizeof path) == SB_OK)
 		return sb_model_open_file(real, path, log, out);
+	*out = NULL;
 	char chosen[64];
 	if (!name || !*name || !strcmp(name, "auto"))
 		name = sb_model_auto(search_path, log, chosen, sizeof chosen);
-	/* not found: the htdemucs family says where to get it */
-	if (!strncmp(name, "htdemucs", 8))
-		return sb_demucs_model_find(name, search_path, log, out);
 	char dirs[16][4096];
 	size_t n = sb_model_dirs(search_path, dirs, 16);
 	char where[1024] = "";
-	for (size_t i = 0; i < n && i < 3; i++) {
+	for (size_t i = 0; i < n && i < 4; i++) {
 		size_t at = strlen(where);
 		snprintf(where + at, sizeof where - at, "%s%s", i ? ", " : "", dirs[i]);
 	}
-	sb_log(log, SB_LOG_ERROR, "unknown model '%s' (installed: builtin; searched %s)", name,
-	       where);
+	/* not found: a catalogue model says where to get it */
+	sb_catalog *cat = NULL;
+	const sb_logger quiet = {NULL, NULL};
+	const int listed = !strchr(name, '/') && sb_catalog_load(&quiet, &cat) == SB_OK &&
+	                   sb_catalog_find(cat, name);
+	sb_catalog_free(cat);
+	if (listed)
+		sb_log(log, SB_LOG_ERROR,
+		       "model '%s' is not installed (no %s.safetensors in %s): install it with "
+		       "`stembridge models install %s`, or convert a checkpoint with stembridge-convert "
+		       "into one of those folders", name, name, where, name);
+	else
+		sb_log(log, SB_LOG_ERROR, "unknown model '%s' (installed: builtin; searched %s)", name,
+		       where);
 	return SB_ERR_MODEL;
 }
 

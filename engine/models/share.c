@@ -370,7 +370,7 @@ static void *worker_main(void *arg)
 	worker *w = arg;
 	sched *s = w->s;
 	const sb_run_ctx *ctx = s->ctx;
-	const sb_device_props *props = ctx->dev[w->dev].props;
+	const sb_device *props = ctx->dev[w->dev].props;
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
 		if (ended(s))
@@ -567,7 +567,7 @@ sb_status sb_share_run(const sb_share_ops *ops, void *user, const sb_run_ctx *ct
 		 * cannot see that each of its units slows the CPU's */
 		int native = 0, cpu_behind = -1;
 		for (int i = 0; i < s.n_w; i++) {
-			const sb_device_props *dp = ctx->dev[i].props;
+			const sb_device *dp = ctx->dev[i].props;
 			native |= dp && dp->type == SB_DEV_CPU_NATIVE;
 			if (dp && dp->type == SB_DEV_OPENCL_CPU && cpu_behind < 0)
 				cpu_behind = i;

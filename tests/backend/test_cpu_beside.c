@@ -60,7 +60,7 @@ typedef struct {
 } seen;
 
 /* opens the native CPU with o and reads what started */
-static int open_and_look(const sb_device_props *cpu, const sb_open_opts *o, seen *s)
+static int open_and_look(const sb_device *cpu, const sb_open_opts *o, seen *s)
 {
 	long before[MAX_TASKS], after[MAX_TASKS];
 	const int nb = tasks(before);
@@ -93,7 +93,7 @@ int main(void)
 		fprintf(stderr, "FAIL: no device list\n");
 		return 1;
 	}
-	const sb_device_props *cpu = sb_devices_get(list, 0);
+	const sb_device *cpu = sb_devices_get(list, 0);
 	const long nc = sysconf(_SC_NPROCESSORS_ONLN);
 	const int mine = getpriority(PRIO_PROCESS, 0);
 	const int below = mine + 10 < 19 ? mine + 10 : 19; /* nice ends at 19 */

@@ -5,7 +5,8 @@
  *     double (so the CPU backend is checked too, not taken as the truth);
  *   - sb_ops and the classic group against the CPU backend.
  * Nothing below names a backend: one registered in backend/registry.c is tested here the day
- * it is added. Shapes are odd on purpose (tails of tiles and vectors), some large enough that
+ * it is added. An operation of an optional group (backend/ops.c's table) that a backend or a
+ * device leaves out is reported "not supported"; the core must be there in full. Shapes are odd on purpose (tails of tiles and vectors), some large enough that
  * the CPU backend splits them over its threads, with offsets into buffers and padded leading
  * dimensions, and batches whose items share one weight (stride 0).
  *
@@ -27,6 +28,8 @@
  *              ran bf16, and a CPU without bf16 instructions is left out (test_gemm checks it)
  *   --tf32     the same for tf32 inputs (to nearest, ties away), the product path the
  *              environment chose (SB_CL_GEMM=tf32); the CPU backend, which has none, left out
+ *   --unsupported OP  an optional operation some device here leaves out: its cases must say
+ *              "not supported" there (exit 77, a skip, when every device has it)
  */
 #include "backend/backend.h"
 #include "models/classic/classic_ops.h"
@@ -224,6 +227,22 @@ static void judge(run *r, const char *op, const char *shape, sb_status st, const
 
 static const sb_ops *ops(run *r) { return r->a->x->be->ops; }
 static sb_bdev *dv(run *r) { return r->a->x->d; }
+
+/* Whether the device runs op (a member of an optional group, which a backend may leave out).
+ * A case of one it does not run draws its inputs all the same, so that the cases after it get
+ * the CPU's, and says so in place of a verdict. */
+static int has(run *r, const char *op)
+{
+	return sb_exec_supports(r->a->x, sb_op_find(op));
+}
+static const char *unsupported_op; /* --unsupported */
+static int unsupported_seen;
+static void not_supported(run *r, const char *op, const char *shape)
+{
+	printf("  %-9s %-16s %-28s not supported\n", r->dev, op, shape);
+	unsupported_seen += unsupported_op && !strcmp(op, unsupported_op);
+	r->i++;
+}
 
 /* ---- the operations ---- */
 
@@ -485,14 +504,18 @@ static void case_gn_glu_add(run *r, int C, int T, int batch)
 	}
 	sb_dv dz = put(r->a, z, nz), dx = put(r->a, x, nx), dw = put(r->a, w, (size_t)2 * C),
 	      db = put(r->a, b, (size_t)2 * C), ds = put(r->a, sc, (size_t)C);
-	if (!r->a->failed)
+	const int on = has(r, "gn_glu_add");
+	if (on && !r->a->failed)
 		ops(r)->gn_glu_add(dv(r), dx, xs, dz, zs, C, T, dw, db, ds, batch);
 	memcpy(got, x, sizeof(float) * nx);
 	get(r->a, got, dx, nx);
 	sb_status st = done(r->a);
 	char shape[64];
 	snprintf(shape, sizeof shape, "%d x 2 %d x %d", batch, C, T);
-	judge(r, "gn_glu_add", shape, st, got, want, nx, 2e-6);
+	if (on)
+		judge(r, "gn_glu_add", shape, st, got, want, nx, 2e-6);
+	else
+		not_supported(r, "gn_glu_add", shape);
 	arena_free(r->a);
 	free(z);
 	free(x);
@@ -635,13 +658,17 @@ static void case_im2col(run *r, int cin, long lin)
 					idx >= 0 && idx < lin ? x[(size_t)ci * lin + idx] : 0.0;
 			}
 	sb_dv dx = put(r->a, x, nx), dc = put(r->a, NULL, nc);
-	if (!r->a->failed)
+	const int on = has(r, "im2col_k8s4");
+	if (on && !r->a->failed)
 		ops(r)->im2col_k8s4(dv(r), dx, lin, cin, dc, lout);
 	get(r->a, got, dc, nc);
 	sb_status st = done(r->a);
 	char shape[64];
 	snprintf(shape, sizeof shape, "%d x %ld -> %ld", cin, lin, lout);
-	judge(r, "im2col_k8s4", shape, st, got, want, nc, 1e-7);
+	if (on)
+		judge(r, "im2col_k8s4", shape, st, got, want, nc, 1e-7);
+	else
+		not_supported(r, "im2col_k8s4", shape);
 	arena_free(r->a);
 	free(x);
 	free(got);
@@ -665,13 +692,17 @@ static void case_convtr(run *r, int cout, long lin, long length, int act)
 			want[(size_t)c * length + t] = act ? gelu(v) : v;
 		}
 	sb_dv dp = put(r->a, p, np), db = put(r->a, b, (size_t)cout), dout = put(r->a, NULL, no);
-	if (!r->a->failed)
+	const int on = has(r, "convtr_k8s4");
+	if (on && !r->a->failed)
 		ops(r)->convtr_k8s4(dv(r), dp, lin, cout, length, db, act, dout);
 	get(r->a, got, dout, no);
 	sb_status st = done(r->a);
 	char shape[64];
 	snprintf(shape, sizeof shape, "%d x %ld -> %ld%s", cout, lin, length, act ? " gelu" : "");
-	judge(r, "convtr_k8s4", shape, st, got, want, no, 1e-6);
+	if (on)
+		judge(r, "convtr_k8s4", shape, st, got, want, no, 1e-6);
+	else
+		not_supported(r, "convtr_k8s4", shape);
 	arena_free(r->a);
 	free(p);
 	free(b);
@@ -1110,6 +1141,34 @@ static void case_cmul(run *r, size_t n, int batch, int inplace)
 	free(want);
 }
 
+#ifdef SB_TOY_FAMILY
+/* the test group's one operation (-Dtoy_family=true): the CPU backend has it, others not */
+static void case_toy_mix(run *r, size_t n)
+{
+	float *x = rnd(n, 1), *y = rnd(n, 1), *got = malloc(sizeof(float) * n);
+	double *want = malloc(sizeof(double) * n);
+	for (size_t i = 0; i < n; i++)
+		want[i] = 0.5 * x[i] - 2.0 * y[i];
+	sb_dv dx = put(r->a, x, n), dy = put(r->a, y, n), dout = put(r->a, NULL, n);
+	const int on = has(r, "toy_mix");
+	if (on && !r->a->failed)
+		ops(r)->toy_mix(dv(r), dx, dy, dout, n, 0.5f, -2.0f);
+	get(r->a, got, dout, n);
+	sb_status st = done(r->a);
+	char shape[64];
+	snprintf(shape, sizeof shape, "%zu", n);
+	if (on)
+		judge(r, "toy_mix", shape, st, got, want, n, 1e-7);
+	else
+		not_supported(r, "toy_mix", shape);
+	arena_free(r->a);
+	free(x);
+	free(y);
+	free(got);
+	free(want);
+}
+#endif
+
 /* --ops: the operations to test, NULL for all */
 static const char *only_ops;
 
@@ -1247,6 +1306,9 @@ static void all_cases(run *r)
 	case_gather(r, 801, 4100, 3000);               /* a RoFormer chunk's frames */
 	case_cmul(r, 1000, 3, 0);
 	case_cmul(r, 4100, 2, 1);
+#ifdef SB_TOY_FAMILY
+	case_toy_mix(r, 1000);
+#endif
 }
 
 /* The classic group: one chunk of the built-in separator, against the CPU backend. */
@@ -1294,9 +1356,12 @@ int main(int argc, char **argv)
 			bf16_mode = 1;
 		} else if (!strcmp(argv[i], "--tf32")) {
 			tf32_mode = 1;
+		} else if (!strcmp(argv[i], "--unsupported") && i + 1 < argc) {
+			unsupported_op = argv[++i];
 		} else {
 			fprintf(stderr, "usage: test_ops [--ops gemm,attention] [--expect PRODUCTS] "
-			        "[--expect-kernel NAME] [--expect-path PATH] [--bf16 | --tf32]\n");
+			        "[--expect-kernel NAME] [--expect-path PATH] [--bf16 | --tf32] "
+			        "[--unsupported OP]\n");
 			return 2;
 		}
 	}
@@ -1329,19 +1394,37 @@ int main(int argc, char **argv)
 				printf("  FAIL: %s leaves entry %zu of its table empty\n", be->name, k);
 				failures++;
 			}
-		const void *const *op = (const void *const *)be->ops;
-		for (size_t k = 0; be->ops && k < sizeof(sb_ops) / sizeof(void *); k++)
-			if (!op[k]) {
-				printf("  FAIL: %s leaves operation %zu empty\n", be->name, k);
+		/* the core in full; an optional group's members where it has them (a device may
+		 * still say no through supports(): the cases below ask each device) */
+		size_t members = 0;
+		for (size_t k = 0; be->ops && sb_op_at(k); k++) {
+			const sb_op_info *op = sb_op_at(k);
+			if (op->offset == (size_t)-1)
+				continue; /* the classic group, tried on each device below */
+			members++;
+			if (*(void *const *)((const char *)be->ops + op->offset))
+				continue;
+			if (op->group == SB_OPS_CORE) {
+				printf("  FAIL: %s leaves %s, an operation of the core, empty\n", be->name,
+				       op->name);
 				failures++;
+			} else {
+				printf("  %s: %s (the %s group) not supported\n", be->name, op->name,
+				       sb_op_group_name(op->group));
 			}
+		}
+		if (members != sizeof(sb_ops) / sizeof(void *)) {
+			printf("  FAIL: backend/ops.c names %zu operations, sb_ops has %zu\n", members,
+			       sizeof(sb_ops) / sizeof(void *));
+			failures++;
+		}
 	}
 
 	results cpu = {{0}, {0}, 0};
 	float *cpu_classic = NULL;
 	size_t cpu_classic_n = 0;
 	for (size_t i = 0; i < sb_devices_count(list); i++) {
-		const sb_device_props *d = sb_devices_get(list, i);
+		const sb_device *d = sb_devices_get(list, i);
 		sb_exec x;
 		const sb_open_opts oo = {0, bf16_mode ? SB_PREC_BF16 : SB_PREC_FP32, 0};
 		printf("%s: %s [%s]\n", d->id, d->label, d->backend->name);
@@ -1442,9 +1525,9 @@ int main(int argc, char **argv)
 		/* the classic group */
 		size_t n = 0;
 		sb_status st = SB_OK;
-		if (!x.be->classic) {
+		if (!sb_exec_supports(&x, sb_op_find("classic"))) {
 			printf("  %-9s %-16s %-28s %s\n", d->id, "classic", "24 frames, stereo",
-			       "none: the built-in model runs on the CPU");
+			       "not supported: the built-in model runs on the CPU");
 			for (int k = 0; k < mine.count; k++)
 				free(mine.out[k]);
 			sb_exec_close(&x);
@@ -1475,5 +1558,9 @@ int main(int argc, char **argv)
 	free(cpu_classic);
 	sb_devices_free(list);
 	printf("%d failure(s)\n", failures);
+	if (!failures && unsupported_op && !unsupported_seen) {
+		printf("SKIP: every device here runs %s\n", unsupported_op);
+		return 77;
+	}
 	return failures ? 1 : 0;
 }

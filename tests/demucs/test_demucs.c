@@ -118,7 +118,7 @@ static const sb_exec *open_cl(void)
 	if (list_devices() != SB_OK)
 		return NULL;
 	for (size_t i = 0; i < sb_devices_count(devices); i++) {
-		const sb_device_props *p = sb_devices_get(devices, i);
+		const sb_device *p = sb_devices_get(devices, i);
 		if (!strcmp(p->backend->name, "opencl") &&
 		    sb_exec_open(p, NULL, &logger, &cl_dev) == SB_OK) {
 			printf("OpenCL device: %s\n", p->label);

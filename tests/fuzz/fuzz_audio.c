@@ -1,4 +1,4 @@
-/* Fuzz target: the audio reader path of a job (engine/core/audio_file.c over libsndfile): the
+/* Fuzz target: the audio reader path of a job (engine/io/audio_file.c over libsndfile): the
  * probe that refuses truncated, empty or odd files, then every frame read in the windows a
  * model asks for, with the NaN/Inf check. */
 #include "fuzz_common.h"

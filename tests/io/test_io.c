@@ -9,7 +9,7 @@
 #include "io/manifest.h"
 #include "io/stem_writer.h"
 #include "io/temp_file.h"
-#include "io/wav_writer.h"
+#include "sb_common.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -11,7 +11,7 @@
 #include "../check.h"
 #include "backend/device.h"
 #include "convert/convert.h"
-#include "jobs/engine.h"
+#include "sb_common.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -101,13 +101,16 @@ static sb_job_id submit(sb_engine *e, const char *dir, const char *track, int64_
 	return submit_track(e, dir, track, frames, device, NULL);
 }
 
+/* The job's result. The job stays in the engine until sb_engine_free(): the result's strings
+ * are the job's. */
 static sb_job_result finish(sb_engine *e, sb_job_id id)
 {
 	sb_job_result r;
 	memset(&r, 0, sizeof r);
+	r.message = r.manifest_path = r.device_requested = r.device_used = r.fallback_reason = "";
+	r.precision = r.products = "";
 	CHECK(sb_engine_wait(e, id, 300) == SB_OK, "job %llu did not end", (unsigned long long)id);
 	CHECK(sb_engine_result(e, id, &r) == SB_OK, "no result");
-	sb_engine_release(e, id);
 	return r;
 }
 
@@ -617,7 +620,7 @@ static void test_share(void)
 
 /* ---- the model kept loaded between jobs (#24) ---- */
 
-/* Who decides whether a job shares its devices or takes one: the engine (engine.h:
+/* Who decides whether a job shares its devices or takes one: the engine (engine/jobs/README.md:
  * scheduling), from the request and what else waits, so the CLI and the plugin pass the
  * user's words and nothing else. Parallel mode, "opencl:0,opencl:1": a job alone shares both;
  * two submitted together (paused around the submits, as the front ends do) take one device
@@ -1066,7 +1069,7 @@ int main(int argc, char **argv)
 		perror("mkdtemp");
 		return 1;
 	}
-	/* the devices' kept paces (models/pace_keep.h) start empty in every run */
+	/* the devices' kept paces (models/pace_cache.h) start empty in every run */
 	char paces[4200];
 	snprintf(paces, sizeof paces, "%s/paces.txt", tmp_root);
 	setenv("SB_PACE_FILE", paces, 1);

@@ -46,7 +46,7 @@ import threading  # noqa: E402
 import time  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.join(HERE, "..", "convert"), os.path.join(HERE, "..", "core")]
+sys.path[:0] = [os.path.join(HERE, "..", "convert"), os.path.join(HERE, "..", "cli")]
 import make_fixtures as mf  # noqa: E402
 import test_torch as tt  # noqa: E402
 import wavio  # noqa: E402

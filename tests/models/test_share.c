@@ -181,7 +181,7 @@ static void log_fn(void *user, sb_log_level level, const char *msg)
 
 static sb_status run_paced(fake *f, int n_dev, sb_pace_entry *pace)
 {
-	static sb_device_props props[SB_SHARE_MAX_DEVS];
+	static sb_device props[SB_SHARE_MAX_DEVS];
 	sb_exec dev[SB_SHARE_MAX_DEVS];
 	memset(dev, 0, sizeof dev);
 	for (int i = 0; i < n_dev; i++) {

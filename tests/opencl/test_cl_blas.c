@@ -244,7 +244,7 @@ int main(int argc, char **argv)
 	sb_devices_enumerate(&logger, &list);
 	sb_cl_device *d = NULL;
 	for (size_t i = 0; list && i < sb_devices_count(list) && !d; i++) {
-		const sb_device_props *p = sb_devices_get(list, i);
+		const sb_device *p = sb_devices_get(list, i);
 		if (p->native[1] && sb_cl_device_open(p, &logger, &d) == SB_OK)
 			printf("OpenCL device: %s\n", p->label);
 	}

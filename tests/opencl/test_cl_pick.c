@@ -39,7 +39,7 @@
 #include "../check.h"
 #include "log_capture.h"
 #include "backend/backend.h"
-#include "backend/opencl/cl_backend.h"
+#include "backend/opencl/cl_base.h"
 #include "backend/opencl/cl_gemm_pick.h"
 
 #include <dirent.h>
@@ -72,10 +72,10 @@ static const shape shapes[] = {
 
 static char cache[4096];
 
-static const sb_device_props *first_opencl(sb_device_list *list)
+static const sb_device *first_opencl(sb_device_list *list)
 {
 	for (size_t i = 0; i < sb_devices_count(list); i++) {
-		const sb_device_props *d = sb_devices_get(list, i);
+		const sb_device *d = sb_devices_get(list, i);
 		if (strncmp(d->id, "opencl:", 7) == 0)
 			return d;
 	}
@@ -303,7 +303,7 @@ static void forget(void)
 }
 
 /* Opens the device, runs 'passes' passes, checks each; returns the device's timed runs */
-static long session(const sb_device_props *dev, int passes, int profiling, const char *what,
+static long session(const sb_device *dev, int passes, int profiling, const char *what,
                     char *desc, size_t desc_len)
 {
 	sb_exec x;
@@ -341,7 +341,7 @@ int main(int argc, char **argv)
 	sb_device_list *list = NULL;
 	if (sb_devices_enumerate(&logger, &list) != SB_OK)
 		return 1;
-	const sb_device_props *dev = first_opencl(list);
+	const sb_device *dev = first_opencl(list);
 	if (!dev) {
 		printf("SKIP: no OpenCL device here (PoCL gives one)\n");
 		sb_devices_free(list);

@@ -16,7 +16,7 @@
 #include "backend/backend.h"
 #include "models/model.h"
 /* the OpenCL backend's own test: its device internals (kernel cache, fault injection) */
-#include "backend/opencl/cl_backend.h"
+#include "backend/opencl/cl_base.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -213,7 +213,7 @@ static double compare_stems(const mem_sink *got, const mem_sink *ref, int64_t fr
 /* ---- devices ------------------------------------------------------------------------- */
 
 static sb_device_list *devices;
-static const sb_device_props *ocl[8];
+static const sb_device *ocl[8];
 static int n_ocl;
 static int64_t fault_frames; /* a 1 s stereo song for the fault and thread tests */
 static float *fault_x;

@@ -22,7 +22,6 @@
 #include "models/demucs/safetensors.h"
 #include "models/model.h"
 #include "models/roformer/roformer.h"
-#include "models/roformer/roformer_model.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -253,7 +252,7 @@ static void bands_against(const char *file, const char *pre, int rate, int n_fft
 }
 
 /* every device's exec, opened */
-static int open_devices(sb_exec *x, sb_device_props *props, int max)
+static int open_devices(sb_exec *x, sb_device *props, int max)
 {
 	sb_device_list *list = NULL;
 	if (sb_devices_enumerate(&logger, &list) != SB_OK)
@@ -274,7 +273,7 @@ static int open_devices(sb_exec *x, sb_device_props *props, int max)
 static void case_chunk(void)
 {
 	sb_exec x[8];
-	sb_device_props props[8];
+	sb_device props[8];
 	const int nd = open_devices(x, props, 8);
 	for (size_t i = 0; i < N_MODELS; i++) {
 		char file[512];
@@ -447,7 +446,7 @@ static void pipeline_on(const char *name, const char *pre, sb_exec *dev, int n_d
 static void case_pipeline(void)
 {
 	sb_exec x[8];
-	sb_device_props props[8];
+	sb_device props[8];
 	const int nd = open_devices(x, props, 8);
 	char file[512];
 	for (size_t i = 0; i < N_MODELS; i++)

@@ -239,8 +239,8 @@ int sb_batch_shard(const char *arg, long *idx, long *count)
 		*count = strtol(e1 + 1, &e2, 10);
 		return e2 && !*e2 && *count >= 1 && *idx >= 0 && *idx < *count;
 	}
-	const char *id = getenv("SLURM_ARRAY_TASK_ID"), *mn = getenv("SLURM_ARRAY_TASK_MIN"),
-	           *cnt = getenv("SLURM_ARRAY_TASK_COUNT"), *step = getenv("SLURM_ARRAY_TASK_STEP");
+	const char *id = sb_knob_get("SLURM_ARRAY_TASK_ID"), *mn = sb_knob_get("SLURM_ARRAY_TASK_MIN"),
+	           *cnt = sb_knob_get("SLURM_ARRAY_TASK_COUNT"), *step = sb_knob_get("SLURM_ARRAY_TASK_STEP");
 	if (id && mn && cnt) {
 		const long s = step && atol(step) > 0 ? atol(step) : 1;
 		*idx = (atol(id) - atol(mn)) / s;

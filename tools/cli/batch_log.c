@@ -52,12 +52,12 @@ static int log_line(int fd, json_t *obj)
 /* The Slurm job (the array's id for an array task) and the task: which run wrote a line. */
 static void slurm_fields(json_t *o)
 {
-	const char *job = getenv("SLURM_ARRAY_JOB_ID");
+	const char *job = sb_knob_get("SLURM_ARRAY_JOB_ID");
 	if (!job)
-		job = getenv("SLURM_JOB_ID");
+		job = sb_knob_get("SLURM_JOB_ID");
 	if (job)
 		json_object_set_new(o, "slurm_job", json_string(job));
-	const char *task = getenv("SLURM_ARRAY_TASK_ID");
+	const char *task = sb_knob_get("SLURM_ARRAY_TASK_ID");
 	if (task)
 		json_object_set_new(o, "slurm_task", json_string(task));
 }
@@ -126,7 +126,8 @@ void sb_batch_unstarted(const sb_batch_log *log, const char *in, const char *abs
 	sb_job_result r;
 	memset(&r, 0, sizeof r);
 	r.status = strcmp(status, "failed") ? SB_OK : SB_ERR_IO;
-	snprintf(r.message, sizeof r.message, "%s", why);
+	r.message = why;
+	r.manifest_path = r.device_used = "";
 	if (r.status != SB_OK)
 		fprintf(stderr, "stembridge: error: %s: %s\n", in, why);
 	sb_batch_result_line(log, abs_in, in_st, status, 0, &r, t);
@@ -150,11 +151,11 @@ void sb_batch_summary_line(const sb_batch_log *log, const sb_device_list *dl,
 	static const char *const gpu_vars[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
 	                                       "ZE_AFFINITY_MASK", "SLURM_JOB_GPUS"};
 	for (size_t k = 0; k < sizeof gpu_vars / sizeof *gpu_vars; k++)
-		if (getenv(gpu_vars[k]))
-			json_object_set_new(s, gpu_vars[k], json_string(getenv(gpu_vars[k])));
+		if (sb_knob_get(gpu_vars[k]))
+			json_object_set_new(s, gpu_vars[k], json_string(sb_knob_get(gpu_vars[k])));
 	json_t *dv = json_array();
 	for (size_t k = 0; k < set->n; k++)
-		json_array_append_new(dv, json_string(sb_devices_get(dl, set->index[k])->id));
+		json_array_append_new(dv, json_string(sb_device_get_id(sb_devices_get(dl, set->index[k]))));
 	json_object_set_new(s, "devices", dv);
 	json_object_set_new(s, "inputs", json_integer((long long)inputs));
 	json_object_set_new(s, "done", json_integer(t->done));

@@ -11,7 +11,7 @@
  *
  * An input's stems go to OUT/<its folder relative to the root>/<template>, the root being the
  * folder LIST names, --root, or else the folder all the list's paths have in common; the
- * manifest sits at <track>/manifest.json beside them (jobs/engine.h).
+ * manifest sits at <track>/manifest.json beside them (SB_MANIFEST_NAME).
  *
  * Restart: an input whose manifest says ok, names this input, records the size and time the file
  * still has and whose stems are all there is skipped without being read. An input whose file
@@ -79,7 +79,7 @@ static void batch_usage(FILE *f)
 
 /* An input in flight: submitted, queued or running. With one device, one at a time on it;
  * with several, up to WINDOW in the engine's pool, which its devices take from as they come
- * free (engine.h: a slow device leaves the last ones to a faster one). */
+ * free (engine/jobs/README.md: a slow device leaves the last ones to a faster one). */
 enum { WINDOW = 64 };
 typedef struct {
 	size_t input;      /* index in the task's inputs */
@@ -227,7 +227,7 @@ static int run_batch(const char *list, const sb_cli_opts *o, const char *shard_a
 		for (size_t k = 0; k < set.n; k++) {
 			const size_t at = strlen(devs);
 			snprintf(devs + at, sizeof devs - at, "%s%s", k ? ", " : "",
-			         sb_devices_get(dl, set.index[k])->label);
+			         sb_device_get_label(sb_devices_get(dl, set.index[k])));
 		}
 		fprintf(stderr, "stembridge batch %s: %zu of %zu inputs, on %s; log %s\n", shard,
 		        mine.n, n_all, devs, logpath);
@@ -319,7 +319,6 @@ static int run_batch(const char *list, const sb_cli_opts *o, const char *shard_a
 			                    jp.elapsed_s > 0 ? jp.elapsed_s : sb_now() - slots[k].t0;
 			sb_job_result r;
 			sb_engine_result(e, slots[k].id, &r);
-			sb_engine_release(e, slots[k].id);
 			const char *in = mine.v[slots[k].input];
 			char abs_in[PATH_MAX];
 			sb_manifest_input_path(in, abs_in, sizeof abs_in);
@@ -336,6 +335,7 @@ static int run_batch(const char *list, const sb_cli_opts *o, const char *shard_a
 					fprintf(stderr, "stembridge: error: %s: %s%s\n", in, r.message, hint);
 			}
 			sb_batch_result_line(&blog, abs_in, have ? &ist : NULL, status, secs, &r, &t);
+			sb_engine_release(e, slots[k].id); /* and the result's strings with it */
 			slots[k].busy = 0;
 			finished++;
 			running--;

@@ -37,25 +37,30 @@ int sb_cli_devices(int argc, char **argv)
 	if (json) {
 		json_t *arr = json_array();
 		for (size_t i = 0; i < n; i++) {
-			const sb_device_props *d = sb_devices_get(l, i);
+			const sb_device *d = sb_devices_get(l, i);
 			json_t *o = json_object();
-			json_object_set_new(o, "id", json_string(d->id));
-			json_object_set_new(o, "key", json_string(d->key));
-			json_object_set_new(o, "name", json_string(d->name));
-			json_object_set_new(o, "label", json_string(d->label));
-			json_object_set_new(o, "platform", json_string(d->platform));
-			json_object_set_new(o, "vendor", json_string(d->vendor));
-			json_object_set_new(o, "driver", json_string(d->driver));
-			json_object_set_new(o, "type", json_string(sb_device_type_str(d->type)));
-			json_object_set_new(o, "global_mem", json_integer((json_int_t)d->global_mem));
-			json_object_set_new(o, "max_alloc", json_integer((json_int_t)d->max_alloc));
-			json_object_set_new(o, "compute_units", json_integer(d->compute_units));
+			json_object_set_new(o, "id", json_string(sb_device_get_id(d)));
+			json_object_set_new(o, "key", json_string(sb_device_get_key(d)));
+			json_object_set_new(o, "name", json_string(sb_device_get_name(d)));
+			json_object_set_new(o, "label", json_string(sb_device_get_label(d)));
+			json_object_set_new(o, "platform", json_string(sb_device_get_platform(d)));
+			json_object_set_new(o, "vendor", json_string(sb_device_get_vendor(d)));
+			json_object_set_new(o, "driver", json_string(sb_device_get_driver(d)));
+			const char *type = sb_device_type_str(sb_device_get_type(d));
+			json_object_set_new(o, "type", json_string(type));
+			json_object_set_new(o, "global_mem",
+			                    json_integer((json_int_t)sb_device_get_global_mem(d)));
+			json_object_set_new(o, "max_alloc",
+			                    json_integer((json_int_t)sb_device_get_max_alloc(d)));
+			json_object_set_new(o, "compute_units", json_integer(sb_device_get_compute_units(d)));
 			json_object_set_new(o, "backend", json_string(sb_device_backend_name(d)));
 			/* the backend's own numbering, where it has one (OpenCL's ICD loader's, which
 			 * clinfo and CLBlast's tuners take as -platform and -device) */
-			if (d->platform_index >= 0) {
-				json_object_set_new(o, "platform_index", json_integer(d->platform_index));
-				json_object_set_new(o, "device_index", json_integer(d->device_index));
+			const int platform = sb_device_get_platform_index(d);
+			if (platform >= 0) {
+				json_object_set_new(o, "platform_index", json_integer(platform));
+				json_object_set_new(o, "device_index",
+				                    json_integer(sb_device_get_device_index(d)));
 			}
 			json_object_set_new(o, "auto", json_boolean(i == autodev));
 			char det[512];
@@ -72,16 +77,18 @@ int sb_cli_devices(int argc, char **argv)
 	} else {
 		printf("Available devices (%zu):\n", n);
 		for (size_t i = 0; i < n; i++) {
-			const sb_device_props *d = sb_devices_get(l, i);
-			printf("  %s: %s%s\n", d->id, d->label, i == autodev ? "  [auto]" : "");
+			const sb_device *d = sb_devices_get(l, i);
+			printf("  %s: %s%s\n", sb_device_get_id(d), sb_device_get_label(d),
+			       i == autodev ? "  [auto]" : "");
 			char det[512];
 			sb_device_details(d, det, sizeof det);
 			if (det[0])
 				printf("      %s\n", det);
 			if (!sb_device_is_native(d))
 				printf("      %s, %u compute units, max allocation %.1f GiB, driver %s\n",
-				       sb_device_type_str(d->type), d->compute_units,
-				       (double)d->max_alloc / (1024.0 * 1024.0 * 1024.0), d->driver);
+				       sb_device_type_str(sb_device_get_type(d)), sb_device_get_compute_units(d),
+				       (double)sb_device_get_max_alloc(d) / (1024.0 * 1024.0 * 1024.0),
+				       sb_device_get_driver(d));
 		}
 	}
 	sb_devices_free(l);

@@ -100,9 +100,7 @@ void sb_cli_json_done(int i, const char *input, const sb_job_result *r)
 	json_object_set_new(o, "input", json_integer(i));
 	json_object_set_new(o, "file", json_string(input));
 	json_object_set_new(o, "manifest", json_string(r->manifest_path));
-	char txt[4200];
-	sb_manifest_stems_txt_path(r->manifest_path, txt, sizeof txt);
-	json_object_set_new(o, "stems_txt", json_string(txt));
+	json_object_set_new(o, "stems_txt", json_string(r->stems_txt_path));
 	json_t *stems = json_array();
 	for (int k = 0; k < r->n_stems; k++) {
 		json_t *s = json_object();

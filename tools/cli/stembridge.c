@@ -15,7 +15,7 @@
  * SIGINT and SIGTERM cancel: running jobs stop at their next chunk, their temporary files are
  * removed, files that were already finished keep their stems, and one line says what was not
  * written. A second signal ends the process at once; the next run in that folder removes what
- * it left (core/temp_file.h).
+ * it left (sb_temp_clean_stale).
  */
 #include "commands.h"
 #include "options.h"
@@ -249,7 +249,7 @@ static int cmd_separate(int argc, char **argv)
 	g_cli.quiet = quiet;
 
 	/* Every job asks for the devices named; the engine decides whether a file shares them or
-	 * several files spread over them (engine.h: scheduling). */
+	 * several files spread over them (engine/jobs/README.md: scheduling). */
 	const char *request = device_arg ? device_arg : "auto";
 	sb_engine_opts eo;
 	memset(&eo, 0, sizeof eo);

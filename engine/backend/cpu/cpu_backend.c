@@ -62,7 +62,7 @@ static const char *describe(const sb_bdev *d)
 	return sb_gemm_describe(d ? d->bf16 : 0);
 }
 
-static void details(const sb_device_props *p, char *buf, size_t len)
+static void details(const sb_device *p, char *buf, size_t len)
 {
 	(void)p;
 	const sb_cpu_features *f = sb_cpu_features_get();
@@ -79,12 +79,12 @@ static const char *precision(const sb_bdev *d)
 
 /* ---- devices ---- */
 
-static sb_status enumerate(const sb_logger *log, sb_device_props *out, size_t cap, size_t *n)
+static sb_status enumerate(const sb_logger *log, sb_device *out, size_t cap, size_t *n)
 {
 	(void)log;
 	if (*n >= cap)
 		return SB_OK;
-	sb_device_props *p = &out[(*n)++];
+	sb_device *p = &out[(*n)++];
 	memset(p, 0, sizeof *p);
 	long nc = sysconf(_SC_NPROCESSORS_ONLN);
 	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
@@ -108,7 +108,7 @@ static sb_status enumerate(const sb_logger *log, sb_device_props *out, size_t ca
 
 static void cpu_close(sb_bdev *d);
 
-static sb_status cpu_open(const sb_device_props *dev, const sb_open_opts *o, const sb_logger *log,
+static sb_status cpu_open(const sb_device *dev, const sb_open_opts *o, const sb_logger *log,
                           sb_bdev **out)
 {
 	(void)dev;
@@ -116,17 +116,15 @@ static sb_status cpu_open(const sb_device_props *dev, const sb_open_opts *o, con
 	if (!d)
 		return SB_ERR_NOMEM;
 	/* Beside GPUs (sb_open_opts.beside) the CPU is the helper: each GPU's feeding thread keeps
-	 * a core, and the pool's threads run below it, so that a GPU runs as fast as alone. On an
-	 * H100 machine a CPU on all 16 threads made the GPU's segments 14 % slower and the file's
-	 * reading and writing 2.4 ms a segment late: GPU + CPU took 1.48 s a song where the GPU
-	 * alone took 1.24 (bench/gpu/README.md). */
+	 * a core, and the pool's threads run below it, so that a GPU runs as fast as alone (a CPU
+	 * on every thread slowed an H100's segments: bench/gpu/README.md). */
 	const int beside = o && o->beside > 0 ? o->beside : 0;
 	int threads = o ? o->threads : 0;
 	if (threads <= 0 && beside > 0) {
 		const long nc = sysconf(_SC_NPROCESSORS_ONLN);
 		threads = nc > beside + 1 ? (int)nc - beside : 1;
 	}
-	const char *ns = getenv("SB_CPU_BESIDE_NICE");
+	const char *ns = sb_knob_get("SB_CPU_BESIDE_NICE");
 	const int nice = !beside ? 0 : ns && *ns ? atoi(ns) : SB_CPU_BESIDE_NICE;
 	sb_status st = sb_pool_new(threads, nice, &d->pool);
 	if (st != SB_OK) {
@@ -141,7 +139,7 @@ static sb_status cpu_open(const sb_device_props *dev, const sb_open_opts *o, con
 		       d->threads, d->threads == 1 ? "" : "s", d->threads - 1, nice > 0 ? nice : 0,
 		       beside == 1 ? "its" : "their", beside == 1 ? "" : "s");
 	/* two rows per thread by default: a tile's activations stay in the cores' caches */
-	const char *t = getenv("SB_ROW_TILE");
+	const char *t = sb_knob_get("SB_ROW_TILE");
 	d->tile = t && atoi(t) >= 0 ? atoi(t) : 2 * d->threads;
 	sb_gemm_init();
 	if (o && o->precision == SB_PREC_BF16) {
@@ -198,11 +196,6 @@ static int cpu_batch(const sb_bdev *d)
 {
 	(void)d;
 	return 1; /* bench/demucs: B = 2 and 4 gain nothing on the CPU's products */
-}
-
-sb_pool *sb_cpu_pool(sb_bdev *d)
-{
-	return d->pool;
 }
 
 /* ---- memory ---- */

@@ -3,6 +3,8 @@
  * hide AVX-512 state even where CPUID lists it). */
 #include "backend/cpu/cpu_features.h"
 
+#include "sb_common.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,7 +70,7 @@ static void detect(void)
 	f->avx512_bf16 = has_avx512 && bf16;
 	f->amx_bf16 = amx && tile_state;
 #endif
-	const char *cap = getenv("SB_CPU_ISA");
+	const char *cap = sb_knob_get("SB_CPU_ISA");
 	if (cap && *cap) {
 		const int nobf16 = !strcmp(cap, "avx512-nobf16");
 		sb_isa lim = !strcmp(cap, "avx512") || nobf16 ? SB_ISA_AVX512
@@ -90,7 +92,3 @@ const sb_cpu_features *sb_cpu_features_get(void)
 	return &feats;
 }
 
-const char *sb_isa_name(sb_isa isa)
-{
-	return isa == SB_ISA_AVX512 ? "avx512" : isa == SB_ISA_AVX2 ? "avx2" : "generic";
-}

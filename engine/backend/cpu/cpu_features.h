@@ -27,7 +27,5 @@ typedef struct {
 
 const sb_cpu_features *sb_cpu_features_get(void);
 
-/* "generic", "avx2", "avx512" */
-const char *sb_isa_name(sb_isa isa);
 
 #endif

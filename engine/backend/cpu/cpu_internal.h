@@ -9,8 +9,6 @@
 
 extern const sb_classic_ops sb_cpu_classic_ops;
 
-/* the device's thread pool */
-sb_pool *sb_cpu_pool(sb_bdev *d);
 
 /* the signal operations (cpu_signal.c): SB_ERR_NOMEM when scratch or a plan cannot be made */
 sb_status sb_cpu_stft(sb_pool *pool, const sb_stft *g, const float *x, long xs, int ch, long L,

@@ -598,10 +598,50 @@ static void op_gn_glu_add(sb_bdev *d, sb_dv x, long xs, sb_dv z, long zs, int C,
 	op_glu_add(d, x, xs, z, zs, C * T, T, scale, batch);
 }
 
+#ifdef SB_TOY_FAMILY
+/* The test group's one operation (-Dtoy_family=true): what an optional group a model family
+ * needs looks like to a backend that has it. */
+static void op_toy_mix(sb_bdev *d, sb_dv x, sb_dv y, sb_dv o, size_t n, float a, float b)
+{
+	(void)d;
+	const float *px = P(x), *py = P(y);
+	float *po = P(o);
+	for (size_t i = 0; i < n; i++)
+		po[i] = a * px[i] + b * py[i];
+}
+#endif
+
 const sb_ops sb_cpu_ops = {
-	sb_cpu_op_gemm, op_zero, op_copy, op_bias_cols, op_add, op_glu, op_groupnorm,
-	op_groupnorm_tokens, op_layernorm,
-	op_softmax, op_transpose, op_rows_tokens, op_add_row_channel, op_im2col, op_convtr,
-	sb_cpu_op_attention, op_rmsnorm, op_rope, op_head_gate, op_stft, op_istft, op_moments,
-	op_standardise, op_gather, op_cmul, sb_cpu_op_gemm_bias, op_gn_glu_add,
+	.gemm = sb_cpu_op_gemm,
+	.zero = op_zero,
+	.copy = op_copy,
+	.bias_cols = op_bias_cols,
+	.add = op_add,
+	.glu = op_glu,
+	.groupnorm = op_groupnorm,
+	.groupnorm_tokens = op_groupnorm_tokens,
+	.layernorm = op_layernorm,
+	.softmax = op_softmax,
+	.transpose = op_transpose,
+	.rows_tokens = op_rows_tokens,
+	.add_row_channel = op_add_row_channel,
+	.attention = sb_cpu_op_attention,
+	.rmsnorm = op_rmsnorm,
+	.rope = op_rope,
+	.head_gate = op_head_gate,
+	.stft = op_stft,
+	.istft = op_istft,
+	.moments = op_moments,
+	.standardise = op_standardise,
+	.gather = op_gather,
+	.cmul = op_cmul,
+	.gemm_bias = sb_cpu_op_gemm_bias,
+	/* SB_OPS_HTDEMUCS */
+	.im2col_k8s4 = op_im2col,
+	.convtr_k8s4 = op_convtr,
+	.gn_glu_add = op_gn_glu_add,
+#ifdef SB_TOY_FAMILY
+	/* SB_OPS_TOY */
+	.toy_mix = op_toy_mix,
+#endif
 };

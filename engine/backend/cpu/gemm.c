@@ -88,7 +88,7 @@ static int load_library(const char *want)
 			return 0;
 		/* SB_CPU_ISA's cap holds for oneDNN's JIT too (its avx512_core_vnni: no BF16) */
 		const sb_cpu_features *cf = sb_cpu_features_get();
-		if (cap && getenv("SB_CPU_ISA"))
+		if (cap && sb_knob_get("SB_CPU_ISA"))
 			cap(cf->isa == SB_ISA_GENERIC ? 0x1 : cf->isa == SB_ISA_AVX2 ? 0x7
 			    : cf->avx512_bf16 ? 0x0 : 0x67);
 		g.dnnl = f;
@@ -141,7 +141,7 @@ static void init_once(void)
 #else
 	(void)f;
 #endif
-	const char *want = getenv("SB_GEMM");
+	const char *want = sb_knob_get("SB_GEMM");
 	if (!want || !*want || !strcmp(want, "auto"))
 		want = "onednn";
 	if (!strcmp(want, "loop"))

@@ -195,7 +195,3 @@ SB_CLONES void sb_vsum_sq(const float *x, int64_t n, double *sum, double *sq)
 	*sq = q;
 }
 
-float sb_gelu(float x)
-{
-	return gelu_poly(x);
-}

@@ -6,7 +6,6 @@
 
 #include <stdint.h>
 
-float sb_gelu(float x);
 float sb_vmax(const float *x, int64_t n);
 /* x = exp(x - sub); returns the sum */
 float sb_vexp_sum(float *x, int64_t n, float sub);

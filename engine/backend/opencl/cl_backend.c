@@ -1,13 +1,15 @@
 /* The OpenCL backend (backend.h): any device an OpenCL driver offers (NVIDIA, AMD, Intel, PoCL
  * on a CPU). The device itself (context, in-order queue, kernel cache, error mapping, fault
- * injection) is cl_device.c; the operations are cl_ops.c on the kernels of ops.cl (matrix
- * products through CLBlast, cl_blas.c; attention in cl_attention.c); the built-in separator's operation group is
- * cl_classic.c on classic.cl.
+ * injection) is cl_device.c; the folder reads one way above it: the base every file calls
+ * (cl_base.c: launches, checks, profiling), the kernels over it (products in cl_gemm_*.c and
+ * CLBlast's in cl_blas.c, attention in cl_attention.c, the signal operations in cl_signal.c,
+ * the built-in separator's group in cl_classic.c), the dispatcher that chooses among them
+ * (cl_ops.c), and this file, the sb_backend on top.
  *
  * Threads: a device is used by one thread at a time (the worker that opened it).
  */
-#include "backend/opencl/cl_backend.h"
-
+#include "backend/opencl/cl_attention.h"
+#include "backend/opencl/cl_classic.h"
 #include "backend/opencl/cl_gemm_mma.h"
 #include "backend/opencl/cl_gemm_pick.h"
 #include "backend/opencl/cl_gemm_tiled.h"
@@ -19,36 +21,9 @@
 #include <string.h>
 #include <time.h>
 
-double sb_cl_prof_begin(sb_bdev *c)
-{
-	if (!c->profiling)
-		return 0.0;
-	clFinish(c->q);
-	return sb_now();
-}
-
-void sb_cl_prof_end(sb_bdev *c, int id, double t0, double flops)
-{
-	if (!c->profiling)
-		return;
-	clFinish(c->q);
-	c->prof_calls[id]++;
-	c->prof_s[id] += sb_now() - t0;
-	c->prof_flops[id] += flops;
-}
-
-void sb_cl_prof_product(sb_bdev *c, double t0, int M, int N, int K, int tb, int batch, int bias,
-                        const char *path)
-{
-	if (!c->profiling)
-		return;
-	clFinish(c->q);
-	sb_prof_shape_add(&c->prof_shapes, M, N, K, tb, batch, bias, path, sb_now() - t0);
-}
-
 static int wait_way(const sb_bdev *d);
 
-static sb_status cl_open(const sb_device_props *dev, const sb_open_opts *o, const sb_logger *log,
+static sb_status cl_open(const sb_device *dev, const sb_open_opts *o, const sb_logger *log,
                          sb_bdev **out)
 {
 	*out = NULL;
@@ -78,7 +53,8 @@ static void cl_close(sb_bdev *d)
 			clReleaseKernel(d->k[i]);
 	if (d->prog)
 		clReleaseProgram(d->prog);
-	sb_cl_attention_free(d);
+	sb_cl_attention_free(d->attention);
+	sb_cl_pick_free(d->att_pick);
 	sb_cl_pick_free(d->pick);
 	sb_cl_tiled_free(d->tiled);
 	sb_cl_mma_free(d->mma);
@@ -87,8 +63,6 @@ static void cl_close(sb_bdev *d)
 		clReleaseMemObject(d->parts);
 	if (d->stats)
 		clReleaseMemObject(d->stats);
-	if (d->att)
-		clReleaseMemObject(d->att);
 	if (d->tw)
 		clReleaseMemObject(d->tw);
 	sb_cl_device_close(d->dev);
@@ -111,12 +85,8 @@ static int cl_row_tile(const sb_bdev *d)
 	return 0; /* every row in one launch: launches are what a GPU pays for */
 }
 
-/* Segments or chunks a pass: 1 on every OpenCL device. Batching paid on the H100 while each
- * pass had host round trips (2.76 s a song at B = 4 against 2.95 s, cb2b333); with the whole
- * pass on the device it no longer does (2026-11-27, one sitting, 6de0717): a 180 s HTDemucs song
- * 1.11-1.14 s at B = 1, 1.09-1.11 s at 2, 1.28-1.46 s at 4; a 30 s BS-RoFormer song 4.24 s at 1,
- * 4.75 at 2, 4.92 at 4 (bf16 2.45 at 1, 2.67 at 4). A CPU through OpenCL (PoCL) gains nothing
- * either (bench/demucs/README.md). --batch still asks for more. */
+/* Segments or chunks a pass: 1 on every OpenCL device, measured the fastest (README.md here:
+ * the defaults' measurements); --batch still asks for more. */
 static int cl_batch(const sb_bdev *d)
 {
 	(void)d;
@@ -281,17 +251,15 @@ static void CL_CALLBACK pass_ended(cl_event ev, cl_int status, void *user)
 /* How a pass's end is waited for, SB_CL_WAIT=callback|poll|finish, else by the device:
  *   callback: the host sleeps until the driver's callback on the pass's marker (a CPU driver:
  *             a poll would take the cores the pass computes on);
- *   poll:     the marker's status read every 50 us (about 100 with the kernel's timer slack;
- *             a GPU: on the H100 NVIDIA's callback cost about 6 ms a segment, a 180 s HTDemucs
- *             song 1.39 s with it against 1.20-1.25 s polled and 1.25-1.26 s through clFinish,
- *             one sitting, bench/gpu/README.md);
+ *   poll:     the marker's status read every 50 us (a GPU, where the callback costs more:
+ *             README.md here);
  *   finish:   clFinish, the stop flags not looked at (for comparison only). */
 enum { WAIT_CALLBACK, WAIT_POLL, WAIT_FINISH };
 
 /* read once, at the device's opening */
 static int wait_way(const sb_bdev *d)
 {
-	const char *e = getenv("SB_CL_WAIT");
+	const char *e = sb_knob_get("SB_CL_WAIT");
 	if (e && !strcmp(e, "callback"))
 		return WAIT_CALLBACK;
 	if (e && !strcmp(e, "poll"))
@@ -301,7 +269,7 @@ static int wait_way(const sb_bdev *d)
 	if (e && *e)
 		sb_log(d->log, SB_LOG_WARNING, "SB_CL_WAIT='%s' is none of 'callback', 'poll', "
 		       "'finish': ignored", e);
-	const sb_device_props *p = sb_cl_device_props(d->dev);
+	const sb_device *p = sb_cl_device_props(d->dev);
 	return p->type == SB_DEV_OPENCL_CPU ? WAIT_CALLBACK : WAIT_POLL;
 }
 
@@ -418,13 +386,13 @@ static const char *cl_describe(const sb_bdev *d)
 {
 	if (d->want_bf16 && d->mma)
 		return sb_cl_mma_describe(d->mma);
-	if (d->built && d->tf32 && d->gemm == SB_CL_GEMM_TF32)
+	if (d->chosen && d->tf32 && d->gemm == SB_CL_GEMM_TF32)
 		return sb_cl_mma_describe(d->tf32);
-	if (d->built && d->pick)
+	if (d->chosen && d->pick)
 		return sb_cl_pick_describe(d->pick);
-	if (d->built && d->tiled && d->gemm == SB_CL_GEMM_TILED)
+	if (d->chosen && d->tiled && d->gemm == SB_CL_GEMM_TILED)
 		return sb_cl_tiled_describe(d->tiled); /* with its tiling */
-	return sb_cl_gemm_name(d->built ? d->gemm : sb_cl_gemm_planned());
+	return sb_cl_gemm_name(d->chosen ? d->gemm : sb_cl_gemm_planned());
 }
 
 static const char *cl_precision(const sb_bdev *d)
@@ -439,7 +407,7 @@ static void cl_set_precision(sb_bdev *d, sb_precision p)
 }
 
 /* for `stembridge devices`: what runs the products, and whether bf16 can (no device opened) */
-static void cl_details(const sb_device_props *p, char *buf, size_t len)
+static void cl_details(const sb_device *p, char *buf, size_t len)
 {
 	unsigned cc = 0;
 	const char *why = NULL;

@@ -242,7 +242,7 @@ static int apply_tuning(sb_cl_device *d)
 	s->device = name;
 	s->vendor = vendor;
 	s->log = log;
-	const char *env = getenv("SB_CLBLAST_TUNING");
+	const char *env = sb_knob_get("SB_CLBLAST_TUNING");
 	const char *const extra[] = {env && *env ? env : NULL, NULL};
 	char dirs[16][4096];
 	const size_t nd = sb_data_dirs("clblast", extra, dirs, 16);
@@ -271,13 +271,13 @@ static sb_cl_gemm_kind asked(const char *env)
 
 sb_cl_gemm_kind sb_cl_gemm_planned(void)
 {
-	const sb_cl_gemm_kind k = asked(getenv("SB_CL_GEMM"));
+	const sb_cl_gemm_kind k = asked(sb_knob_get("SB_CL_GEMM"));
 	return k == SB_CL_GEMM_CLBLAST && !sb_cl_blas_available() ? SB_CL_GEMM_OWN : k;
 }
 
 sb_cl_gemm_kind sb_cl_gemm_choose(sb_cl_device *d)
 {
-	const char *env = getenv("SB_CL_GEMM");
+	const char *env = sb_knob_get("SB_CL_GEMM");
 	sb_cl_gemm_kind k = asked(env);
 	if (k == SB_CL_GEMM_CLBLAST && env && *env && strcmp(env, "clblast") && strcmp(env, "auto"))
 		sb_log(sb_cl_device_logger(d), SB_LOG_WARNING,
@@ -307,14 +307,14 @@ sb_cl_gemm_kind sb_cl_gemm_choose(sb_cl_device *d)
 	return k;
 }
 
-int sb_cl_gemm_measured(const sb_device_props *p)
+int sb_cl_gemm_measured(const sb_device *p)
 {
 	return sb_cl_measured(p, "SB_CL_GEMM");
 }
 
-int sb_cl_measured(const sb_device_props *p, const char *var)
+int sb_cl_measured(const sb_device *p, const char *var)
 {
-	const char *env = getenv(var);
+	const char *env = sb_knob_get(var);
 	if (env && *env)
 		return !strcmp(env, "auto");
 	const sb_device_type t = p->type;

@@ -47,10 +47,10 @@ typedef enum {
 sb_cl_gemm_kind sb_cl_gemm_choose(sb_cl_device *d);
 /* 1 when the products of the device p describes are measured per shape (cl_gemm_pick.h):
  * SB_CL_GEMM=auto, or SB_CL_GEMM unset on a GPU or an accelerator */
-int sb_cl_gemm_measured(const sb_device_props *p);
+int sb_cl_gemm_measured(const sb_device *p);
 /* The same rule for any operation measured per shape: the environment variable 'var' is
  * "auto", or unset (or empty) on a GPU or an accelerator (SB_CL_ATTENTION: cl_attention.c) */
-int sb_cl_measured(const sb_device_props *p, const char *var);
+int sb_cl_measured(const sb_device *p, const char *var);
 /* What sb_cl_gemm_choose() will pick, without its tuning or its messages: for a description
  * before the first product */
 sb_cl_gemm_kind sb_cl_gemm_planned(void);

@@ -19,8 +19,7 @@
  * accurate as fftw's in float.
  * Reference: E. Bainville, "OpenCL Fast Fourier Transform" (2010), for the Stockham passes.
  */
-#include "backend/opencl/cl_backend.h"
-#include "backend/opencl/classic_cl.h" /* generated from classic.cl: static const char classic_cl[] */
+#include "backend/opencl/cl_classic.h"
 
 #include <limits.h>
 #include <math.h>
@@ -120,7 +119,7 @@ static sb_status ocl_create(sb_bdev *bd, const sb_classic_geom *g, sb_classic_st
 		return SB_ERR_INVALID;
 	if (sb_cl_device_is_lost(dev))
 		return SB_ERR_DEVICE_LOST;
-	const sb_device_props *props = sb_cl_device_props(dev);
+	const sb_device *props = sb_cl_device_props(dev);
 	ocl_state *s = calloc(1, sizeof *s);
 	if (!s)
 		return SB_ERR_NOMEM;
@@ -322,11 +321,6 @@ static sb_status ocl_process(sb_classic_state *s, int nt, const float *in, float
 		return sb_cl_status(s->dev, err, what);
 	}
 	return SB_OK;
-}
-
-const char *sb_cl_classic_kernels(void)
-{
-	return classic_cl;
 }
 
 const sb_classic_ops sb_cl_classic_ops = {

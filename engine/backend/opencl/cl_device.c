@@ -7,12 +7,14 @@
  * is_lost() from another thread), and the cache is shared only through the file system, where
  * rename() makes each file appear whole.
  */
-#include "backend/opencl/cl_blas.h"      /* the product paths named by tune-slow */
-#include "backend/opencl/cl_gemm_pick.h" /* and attention's */
+#include "backend/opencl/cl_blas.h" /* the product paths named by tune-slow */
 #include "backend/opencl/cl_internal.h"
 
-#include "io/keep_file.h"
+#include "core/fault.h"
+#include "io/cache_file.h"
 #include "io/temp_file.h"
+
+#include "classic_cl.h" /* generated from classic.cl: the built-in model's kernels */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,7 +34,7 @@ static pthread_mutex_t build_lock = PTHREAD_MUTEX_INITIALIZER;
 #define BUILD_LOG_MAX_LINES 200
 
 struct sb_cl_device {
-	sb_device_props props;
+	sb_device props;
 	sb_logger log;
 	cl_device_id dev;
 	cl_context ctx;
@@ -190,20 +192,11 @@ static int parse_long(const char *s, long *v, const char **end)
  * must fail. */
 static int parse_faults(sb_cl_device *d)
 {
-	const char *env = getenv("SB_FAULT_INJECT");
 	int open_fails = 0;
-	if (!env || !*env)
-		return 0;
-	char *buf = strdup(env);
-	if (!buf)
-		return 0;
-	char *save = NULL;
-	for (char *e = strtok_r(buf, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
-		while (*e == ' ')
-			e++;
-		if (strncmp(e, "opencl:", 7) != 0)
-			continue; /* another subsystem's entry */
-		const char *p = e + 7;
+	char entries[32][128];
+	const int n_entries = sb_fault_entries("opencl:", entries, 32);
+	for (int i = 0; i < n_entries; i++) {
+		const char *e = entries[i], *p = e;
 		long n = 0, k = 0;
 		int ok = parse_long(p, &n, &p) && *p++ == ':';
 		int is_open = 0, is_alloc = 0, is_lost = 0, is_slow = 0, is_hold = 0, is_mma = 0;
@@ -258,7 +251,7 @@ static int parse_faults(sb_cl_device *d)
 		}
 		if (!ok) {
 			sb_log(&d->log, SB_LOG_WARNING,
-			       "SB_FAULT_INJECT: ignoring '%s' (want opencl:N:open, opencl:N:alloc:K[+], "
+			       "SB_FAULT_INJECT: ignoring 'opencl:%s' (want opencl:N:open, opencl:N:alloc:K[+], "
 			       "opencl:N:lost:K, opencl:N:slow:MS, opencl:N:hold:MS, opencl:N:mma, "
 			       "opencl:N:tune-slow:clblast|own|tiled|split|fused|tiles, opencl:N:tune-notimes "
 			       "or opencl:N:tune-wrong:own|tiled|fused|tiles)", e);
@@ -281,9 +274,9 @@ static int parse_faults(sb_cl_device *d)
 		if (is_mma)
 			d->fault_mma = 1;
 		d->fault_tune |= tune;
-		sb_log(&d->log, SB_LOG_INFO, "SB_FAULT_INJECT: %s will fail: %s", d->props.id, e);
+		sb_log(&d->log, SB_LOG_INFO, "SB_FAULT_INJECT: %s will fail: opencl:%s", d->props.id,
+		       e);
 	}
-	free(buf);
 	return open_fails;
 }
 
@@ -691,7 +684,7 @@ static void CL_CALLBACK context_notify(const char *info, const void *priv, size_
 	sb_log(&d->log, SB_LOG_WARNING, "OpenCL %s driver: %s", d->props.id, info);
 }
 
-sb_status sb_cl_device_open(const sb_device_props *dev, const sb_logger *log, sb_cl_device **out)
+sb_status sb_cl_device_open(const sb_device *dev, const sb_logger *log, sb_cl_device **out)
 {
 	if (!out)
 		return SB_ERR_INVALID;
@@ -745,7 +738,7 @@ sb_status sb_cl_device_open(const sb_device_props *dev, const sb_logger *log, sb
 	/* Builds are serialised across devices: some drivers' compilers (PoCL's LLVM, seen under
 	 * ThreadSanitizer) are not safe to run from two threads at once, and a build is rare. */
 	pthread_mutex_lock(&build_lock);
-	sb_status st = build_cached(d, "classic", sb_cl_classic_kernels(), "", &d->classic,
+	sb_status st = build_cached(d, "classic", (const char *)classic_cl, "", &d->classic,
 	                            &d->classic_cached, d->cache_path, sizeof d->cache_path);
 	pthread_mutex_unlock(&build_lock);
 	if (st != SB_OK) {
@@ -786,7 +779,7 @@ int sb_cl_device_is_lost(const sb_cl_device *d)
 	return d ? atomic_load(&((sb_cl_device *)d)->lost) : 0;
 }
 
-const sb_device_props *sb_cl_device_props(const sb_cl_device *d)
+const sb_device *sb_cl_device_props(const sb_cl_device *d)
 {
 	return d ? &d->props : NULL;
 }

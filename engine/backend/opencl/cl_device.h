@@ -53,13 +53,21 @@
 
 typedef struct sb_cl_device sb_cl_device;
 
+/* Attention's ways, by number (the fault injector's tune-slow and tune-wrong name them; the
+ * dispatcher, cl_ops.c, measures them per shape): two products around a softmax, in one pass
+ * (attention.cl), by tiles (attention_tiles.cl). */
+enum { SB_CL_ATT_SPLIT = 0, SB_CL_ATT_FUSED = 1, SB_CL_ATT_TILES = 2 };
+
+/* the devices of the ICD loader, for the registry (cl_enum.c) */
+sb_status sb_cl_enumerate(const sb_logger *log, sb_device *out, size_t cap, size_t *n);
+
 /* The injected slowness before a kernel launch (opencl:N:slow:MS waits; opencl:N:hold:MS holds
  * the queue at a chunk's first launch). Called by the device's owner thread. */
 void sb_cl_device_delay(sb_cl_device *d);
 /* 1 when opencl:N:mma asks for a wrong tensor-core kernel on this device */
 int sb_cl_device_fault_mma(const sb_cl_device *d);
 /* 1 when opencl:N:tune-slow:KIND names this path (a cl_blas.h sb_cl_gemm_kind, or 4 + an
- * attention path of cl_gemm_pick.h) */
+ * attention way above) */
 int sb_cl_device_fault_tune_slow(const sb_cl_device *d, int kind);
 /* 1 when opencl:N:tune-notimes asks for a measuring queue without times on this device */
 int sb_cl_device_fault_tune_notimes(const sb_cl_device *d);
@@ -70,11 +78,11 @@ int sb_cl_device_fault_tune_wrong(const sb_cl_device *d, int kind);
  * SB_ERR_DEVICE with the reason (and the compiler's log) logged on failure, SB_ERR_NOMEM for
  * host memory. The logger is copied; its fn and user must stay valid until close. Call on a
  * worker thread: a first build can take seconds. */
-sb_status sb_cl_device_open(const sb_device_props *dev, const sb_logger *log, sb_cl_device **out);
+sb_status sb_cl_device_open(const sb_device *dev, const sb_logger *log, sb_cl_device **out);
 void sb_cl_device_close(sb_cl_device *d);
 /* Once a device is lost it stays lost for the life of this sb_cl_device. Any thread. */
 int sb_cl_device_is_lost(const sb_cl_device *d);
-const sb_device_props *sb_cl_device_props(const sb_cl_device *d);
+const sb_device *sb_cl_device_props(const sb_cl_device *d);
 
 /* 1 when this open loaded the built-in separator's kernels from the disk cache, 0 when it
  * compiled them (first run, new driver, corrupt or missing cache). */

@@ -1,8 +1,8 @@
 /* The OpenCL backend's devices: every device the ICD loader offers, in a stable order
  * (platforms sorted by name, devices in the platform's order), with the stable key
- * "opencl|<platform>|<vendor>|<name>|<ordinal>" (backend/device.h).
+ * "opencl|<platform>|<vendor>|<name>|<ordinal>" (stembridge.h).
  */
-#include "backend/opencl/cl_backend.h"
+#include "backend/opencl/cl_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +38,7 @@ static int platform_cmp(const void *a, const void *b)
 	return c ? c : x->order - y->order;
 }
 
-sb_status sb_cl_enumerate(const sb_logger *log, sb_device_props *out, size_t cap, size_t *n)
+sb_status sb_cl_enumerate(const sb_logger *log, sb_device *out, size_t cap, size_t *n)
 {
 	const size_t first = *n;
 	cl_uint np = 0;
@@ -77,7 +77,7 @@ sb_status sb_cl_enumerate(const sb_logger *log, sb_device_props *out, size_t cap
 			continue;
 		}
 		for (cl_uint j = 0; j < nd; j++) {
-			sb_device_props p;
+			sb_device p;
 			memset(&p, 0, sizeof p);
 			snprintf(p.platform, sizeof p.platform, "%s", pe[i].name);
 			cl_str(dv[j], CL_DEVICE_NAME, p.name, sizeof p.name);

@@ -4,7 +4,7 @@
 #include "backend/opencl/cl_gemm_mma.h"
 
 #include "backend/opencl/cl_gemm_tiled.h"
-#include "backend/opencl/cl_ops.h"
+#include "backend/opencl/cl_base.h"
 #include "mma_cl.h" /* generated: gemm_rows.cl + mma.cl */
 
 #include <math.h>
@@ -105,7 +105,7 @@ const char *sb_cl_mma_options(const sb_cl_mma *m)
 
 int sb_cl_mma_emulate_asked(void)
 {
-	const char *env = getenv("SB_CL_MMA");
+	const char *env = sb_knob_get("SB_CL_MMA");
 	return env && !strcmp(env, "emulate");
 }
 
@@ -190,7 +190,7 @@ static sb_status check_products(sb_bdev *c, const sb_cl_mma *m, double *worst)
 sb_status sb_cl_mma_open(sb_bdev *c, int emulate, int tf32, sb_cl_mma **out)
 {
 	*out = NULL;
-	const sb_device_props *p = sb_cl_device_props(c->dev);
+	const sb_device *p = sb_cl_device_props(c->dev);
 	sb_cl_mma *m = calloc(1, sizeof *m);
 	if (!m)
 		return SB_ERR_NOMEM;
@@ -198,16 +198,13 @@ sb_status sb_cl_mma_open(sb_bdev *c, int emulate, int tf32, sb_cl_mma **out)
 	clGetDeviceInfo(sb_cl_device_id(c->dev), CL_DEVICE_LOCAL_MEM_SIZE, sizeof local_mem,
 	                &local_mem, NULL);
 	m->tf32 = tf32;
-	/* bf16: 64 x 64 tiles on every product, measured on an H100 (bench/gpu, step gemm,
-	 * 2026-11-27): HTDemucs's five 37.6 TFLOP/s against 34.1 for 128 x 64 with 64 x 64 below a
-	 * tile per compute unit, the RoFormer's five 55.4 against 48.9, no shape slower but the
-	 * feed-forward out (45.4 against 128 x 128's 46.6). tf32 keeps the pair (its 64 x 64 not
-	 * measured yet). */
+	/* bf16: 64 x 64 tiles on every product, measured the fastest on an H100 (README.md here);
+	 * tf32 keeps the pair (its 64 x 64 not measured yet). */
 	m->t[0] = tf32 ? (tiling){128, 64} : (tiling){64, 64};
 	m->t[1] = (tiling){64, 64};
 	m->n = tf32 ? 2 : 1;
 	m->cus = p->compute_units ? p->compute_units : 1;
-	const char *env = getenv("SB_CL_MMA_TILE");
+	const char *env = sb_knob_get("SB_CL_MMA_TILE");
 	if (env && *env) {
 		tiling w[2] = {{0, 0}, {0, 0}};
 		char tail = 0;

@@ -17,7 +17,7 @@
 #ifndef SB_CL_GEMM_MMA_H
 #define SB_CL_GEMM_MMA_H
 
-#include "backend/opencl/cl_backend.h"
+#include "backend/opencl/cl_base.h"
 
 typedef struct sb_cl_mma sb_cl_mma;
 

@@ -2,7 +2,7 @@
 #include "backend/opencl/cl_gemm_pick.h"
 
 #include "backend/opencl/cl_gemm_tiled.h"
-#include "io/keep_file.h"
+#include "io/cache_file.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -154,7 +154,7 @@ static int parse_line(const op_info *op, const char *line, sb_cl_shape *s, int *
  * are). 1 when the file was whole or absent; 0 with *why when it is damaged or unreadable. */
 static int read_kept(sb_cl_pick *p, const char *path, char *why, size_t why_len)
 {
-	FILE *f = sb_keep_open(path, FILE_MAX);
+	FILE *f = sb_cache_file_open(path, FILE_MAX);
 	if (!f) {
 		const int err = errno;
 		snprintf(why, why_len, "%s", strerror(err));
@@ -213,7 +213,7 @@ static void load(sb_cl_pick *p)
 		       p->op->what, sb_cl_device_props(p->dev)->label, p->n, p->path);
 }
 
-/* sb_keep_save's two steps: what another process kept since is read in first under the lock,
+/* sb_cache_file_save's two steps: what another process kept since is read in first under the lock,
  * so no writer drops another's; then every kept decision */
 static int reread(void *user)
 {
@@ -241,7 +241,7 @@ static int write_kept(FILE *f, void *user)
 
 static void save(sb_cl_pick *p)
 {
-	if (p->path[0] && sb_keep_save(p->path, reread, write_kept, p, p->log) != 0)
+	if (p->path[0] && sb_cache_file_save(p->path, reread, write_kept, p, p->log) != 0)
 		sb_log(p->log, SB_LOG_WARNING, "cannot keep the measured %s in %s: %s (measured again "
 		       "next time)", p->op->what, p->path, strerror(errno));
 }
@@ -262,7 +262,7 @@ sb_status sb_cl_pick_open(sb_bdev *c, sb_cl_pick_op op, int paths, int def, cons
 	p->def = def;
 	/* a new driver, new kernels (the sources hashed into the file's name), another tiling, a
 	 * new CLBlast or new tuning for it: measured again */
-	const char *tile = getenv("SB_CL_TILE"), *tiled = sb_cl_tiled_source();
+	const char *tile = sb_knob_get("SB_CL_TILE"), *tiled = sb_cl_tiled_source();
 	char opts[768], table[256];
 	sb_cl_tiled_table(table, sizeof table);
 	snprintf(opts, sizeof opts, "%s v1, paths %d, %s tuned %d, SB_CL_TILE=%s, tilings %s%s%s",
@@ -350,7 +350,7 @@ int sb_cl_pick_path(sb_cl_pick *p, const sb_cl_shape *s, int may_time, int *time
 	return p->def;
 }
 
-cl_command_queue sb_cl_pick_begin(sb_bdev *c, sb_cl_pick *p, int slot, size_t floats,
+static cl_command_queue sb_cl_pick_begin(sb_bdev *c, sb_cl_pick *p, int slot, size_t floats,
                                   sb_dv *scratch)
 {
 	entry *e = &p->e[slot];
@@ -425,14 +425,14 @@ static void release_open(sb_cl_pick *p)
 	p->open = NULL;
 }
 
-void sb_cl_pick_mark(sb_cl_pick *p)
+static void sb_cl_pick_mark(sb_cl_pick *p)
 {
 	release_open(p);
 	if (clEnqueueMarkerWithWaitList(p->tq, 0, NULL, &p->open) != CL_SUCCESS)
 		p->open = NULL;
 }
 
-void sb_cl_pick_timed(sb_cl_pick *p, int slot, int k)
+static void sb_cl_pick_timed(sb_cl_pick *p, int slot, int k)
 {
 	cl_event e1 = NULL;
 	if (!p->open || clEnqueueMarkerWithWaitList(p->tq, 0, NULL, &e1) != CL_SUCCESS) {
@@ -445,7 +445,7 @@ void sb_cl_pick_timed(sb_cl_pick *p, int slot, int k)
 	p->runs_total++;
 }
 
-void sb_cl_pick_end(sb_bdev *c, sb_cl_pick *p)
+static void sb_cl_pick_end(sb_bdev *c, sb_cl_pick *p)
 {
 	cl_event t = NULL;
 	if (clEnqueueMarkerWithWaitList(p->tq, 0, NULL, &t) != CL_SUCCESS) {
@@ -466,7 +466,7 @@ void sb_cl_pick_end(sb_bdev *c, sb_cl_pick *p)
 	}
 }
 
-void sb_cl_pick_failed(sb_cl_pick *p, int slot, int k)
+static void sb_cl_pick_failed(sb_cl_pick *p, int slot, int k)
 {
 	entry *e = &p->e[slot];
 	e->runs[k] = e->got[k] = RUNS; /* done, with no time: never this shape's choice */
@@ -474,13 +474,13 @@ void sb_cl_pick_failed(sb_cl_pick *p, int slot, int k)
 	release_open(p);
 }
 
-void sb_cl_pick_discard(sb_cl_pick *p, int slot, int k)
+static void sb_cl_pick_discard(sb_cl_pick *p, int slot, int k)
 {
 	p->e[slot].tried[k]++;
 	release_open(p);
 }
 
-long sb_cl_pick_provisional(const sb_cl_pick *p)
+static long sb_cl_pick_provisional(const sb_cl_pick *p)
 {
 	return p->provisional;
 }
@@ -638,4 +638,50 @@ int sb_cl_pick_count(const sb_cl_pick *p, int k)
 long sb_cl_pick_runs(const sb_cl_pick *p)
 {
 	return p->runs_total;
+}
+
+void sb_cl_time_paths(sb_bdev *c, struct sb_cl_pick *p, int slot, int want, size_t lead,
+                      size_t floats, sb_cl_timed_fn run, const void *op)
+{
+	sb_dv S;
+	cl_command_queue tq = sb_cl_pick_begin(c, p, slot, floats, &S);
+	if (!tq)
+		return;
+	S.off = lead;
+	cl_command_queue q = c->q;
+	c->q = tq;
+	for (int j = 0; j < 3 && c->st == SB_OK; j++) {
+		if (!(want >> j & 1))
+			continue;
+		/* a run that leaned on what is not settled yet (a product of attention's products'
+		 * way still undecided, so run through the default and timed inside this run, or
+		 * checked inside it) is not this path's own time */
+		const long provisional = c->pick ? sb_cl_pick_provisional(c->pick) : 0;
+		const int tried = c->paths_tried;
+		sb_cl_pick_mark(p);
+		const sb_status st = run(c, j, S, op);
+		const int leaned = (c->pick && sb_cl_pick_provisional(c->pick) != provisional) ||
+		                   c->paths_tried != tried;
+		if (st == SB_ERR_UNSUPPORTED) {
+			sb_cl_pick_drop(p, j); /* CLBlast refused the shape (logged) */
+		} else if (c->st == SB_ERR_DEVICE_LOST || c->st == SB_ERR_NOMEM) {
+			sb_cl_pick_discard(p, slot, j); /* the pass's failure, not the path's */
+		} else if (leaned) {
+			/* a failure may be the unsettled work's (memory for a default's buffers beside
+			 * the scratch outputs), not the path's: tried again */
+			c->st = SB_OK;
+			sb_cl_pick_discard(p, slot, j);
+		} else if (c->st != SB_OK) {
+			/* a timed run that could not be enqueued (memory for CLBlast's own buffers beside
+			 * the scratch output, say) is this shape's loss of that path, not the pass's */
+			sb_log(c->log, SB_LOG_INFO, "a timed run of %s failed (%s): measured without it",
+			       sb_cl_pick_name(p, j), sb_status_str(c->st));
+			c->st = SB_OK;
+			sb_cl_pick_failed(p, slot, j);
+		} else {
+			sb_cl_pick_timed(p, slot, j);
+		}
+	}
+	c->q = q;
+	sb_cl_pick_end(c, p);
 }

@@ -4,7 +4,7 @@
  */
 #include "backend/opencl/cl_gemm_tiled.h"
 
-#include "backend/opencl/cl_ops.h"
+#include "backend/opencl/cl_base.h"
 #include "gemm_cl.h" /* generated: gemm.cl's source */
 
 #include <stdio.h>
@@ -15,28 +15,13 @@ typedef struct {
 	int tm, tn, tk, wm, wn; /* gemm.cl's TM, TN, TK, WM, WN */
 } tiling;
 
-/* Tilings by vendor, the first match wins. NVIDIA's is measured on an H100 (bench/gpu, step
- * gemm, 2026-11-27, bench/gpu/README.md), each shape's best of the two: 128 x 128 tiles of 8 x 8
- * an item with K by 8 where there are at least a tile per compute unit and no side of the
- * product is within half a tile (HTDemucs's 2688x2048x512 25.4 TFLOP/s against 22.4,
- * 2048x2048x512 30.1 against 23.9, its attention scores 27.1 against 24.6; the RoFormer's four
- * products over 49,662 tokens 28.8-31.1 against 26.2-27.1), 128 x 64 of 8 x 4 with K by 16
- * elsewhere (the encoder's 384x2688x1536, 63 wide tiles for 132 compute units: 18.7 against
- * 13.9; attention's P V, 64 columns: 16.5 against 10.2). The usual SGEMM choice (128 x 128 x 16
- * of 8 x 8, 64 x 64 below a tile per compute unit) gave 16.0 over HTDemucs's five where this
- * pair gives 22 (their best per shape). The default, unmeasured, is a moderate one that fits any
- * OpenCL 1.2 GPU's 32 KiB; its small tiling takes products of a side within half a big tile too
- * (M or N of 32 or less), since 2026-11-27: unmeasured on any GPU but NVIDIA's, where more than
- * half of such a tile's work is thrown away. PoCL (a CPU) runs the default: its point there is
- * correctness.
- *
- * The thin tiling (2026-11-27, not yet timed on a GPU) is for products of few rows: HTDemucs's
- * convolutions of the frequency branch have 6 to 48 output channels (a DConv's first layer, the
- * first encoder's) over 335 frames, batched over up to 512 rows, and a tile of 128 rows computed
- * 6 useful of them (1.4-5 GFLOP/s on PoCL, full-size model, against 29-50 for the transformer's
- * products). It takes a product whose M is at most half the tiling it would have had, and which
- * it pads less. K by 8 on NVIDIA: at 16 an item's prefetch of B (8 float4s) went to local
- * memory in NVPTX (tools/cl_kernels.sh), at 8 it does not. */
+/* Tilings by vendor, the first match wins: NVIDIA's measured on an H100, each shape's best of
+ * the two (128 x 128 tiles of 8 x 8 an item, K by 8, where there is a tile per compute unit and
+ * no side within half a tile; 128 x 64 of 8 x 4, K by 16, elsewhere); elsewhere a moderate
+ * default that fits any OpenCL 1.2 GPU's 32 KiB, its small tiling taking products of a side of
+ * 32 or less too; a thin tiling for products of few rows (HTDemucs's convolutions of 6 to 48
+ * output channels), taking a product whose M is at most half the tiling it would have had and
+ * which it pads less. README.md here has the figures. */
 static const struct {
 	const char *vendor; /* a substring of CL_DEVICE_VENDOR; NULL: any */
 	tiling big, small;  /* small: for fewer big tiles than compute units, or a side of the
@@ -117,7 +102,7 @@ const char *sb_cl_tiled_describe(const sb_cl_tiled *t)
 sb_status sb_cl_tiled_open(sb_bdev *c, sb_cl_tiled **out)
 {
 	*out = NULL;
-	const sb_device_props *p = sb_cl_device_props(c->dev);
+	const sb_device *p = sb_cl_device_props(c->dev);
 	cl_device_id id = sb_cl_device_id(c->dev);
 	size_t max_wg = 256;
 	cl_ulong local_mem = 32768;
@@ -133,7 +118,7 @@ sb_status sb_cl_tiled_open(sb_bdev *c, sb_cl_tiled **out)
 	t->t[1] = table[row].small;
 	t->t[2] = table[row].thin;
 	t->cus = p->compute_units ? p->compute_units : 1;
-	const char *env = getenv("SB_CL_TILE");
+	const char *env = sb_knob_get("SB_CL_TILE");
 	if (env && *env) {
 		tiling w[NT] = {{0}, {0}, {0}};
 		const char *why = NULL;
@@ -190,18 +175,6 @@ sb_status sb_cl_tiled_open(sb_bdev *c, sb_cl_tiled **out)
 static long tiles(const tiling *t, int M, int N, int batch)
 {
 	return (long)((M + t->tm - 1) / t->tm) * ((N + t->tn - 1) / t->tn) * batch;
-}
-
-/* 1 when every row of the operand starts 16-byte aligned in every batch item */
-static int aligned4(sb_dv x, int ld, long stride)
-{
-	return x.off % 4 == 0 && ld % 4 == 0 && stride % 4 == 0;
-}
-
-int sb_cl_gemm_flags(sb_dv A, int lda, long sa, sb_dv B, int ldb, long sb, sb_dv C, int ldc,
-                     long sc)
-{
-	return aligned4(A, lda, sa) | aligned4(B, ldb, sb) << 1 | aligned4(C, ldc, sc) << 2;
 }
 
 /* the values of an M x N product padded to whole tiles of t */

@@ -15,7 +15,7 @@
 #ifndef SB_CL_GEMM_TILED_H
 #define SB_CL_GEMM_TILED_H
 
-#include "backend/opencl/cl_backend.h"
+#include "backend/opencl/cl_base.h"
 
 typedef struct sb_cl_tiled sb_cl_tiled;
 
@@ -38,10 +38,5 @@ const char *sb_cl_tiled_describe(const sb_cl_tiled *t);
 const char *sb_cl_tiled_gemm(sb_bdev *c, sb_cl_tiled *t, int M, int N, int K, float alpha,
                              sb_dv A, int lda, long sa, sb_dv B, int ldb, long sb, int tb,
                              float beta, sb_dv C, int ldc, long sc, int batch, const sb_bias *e);
-
-/* gemm.cl's and mma.cl's flags: 1, 2, 4 when A, B, C have every row 16-byte aligned in every
- * batch item (float4 reads and writes) */
-int sb_cl_gemm_flags(sb_dv A, int lda, long sa, sb_dv B, int ldb, long sb, sb_dv C, int ldc,
-                     long sc);
 
 #endif

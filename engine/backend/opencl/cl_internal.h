@@ -14,9 +14,6 @@
 
 #include <CL/cl.h>
 
-/* The source of classic.cl (embedded at build time, cl_classic.c), which sb_cl_device_open()
- * builds. */
-const char *sb_cl_classic_kernels(void);
 
 cl_context sb_cl_device_context(const sb_cl_device *d);
 cl_command_queue sb_cl_device_queue(const sb_cl_device *d);

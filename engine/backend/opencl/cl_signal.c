@@ -1,9 +1,9 @@
 /* The OpenCL backend's signal operations (backend.h: sb_ops): short-time Fourier transforms,
  * one work-group a frame with a local-memory radix-2 FFT and overlap-add a sample a work-item;
  * the moments and standardisation of a whole segment through the norms' slices; the band
- * gathers and complex products of the RoFormers. Launched like every operation (cl_ops.h).
+ * gathers and complex products of the RoFormers. Launched through the base (cl_base.h).
  */
-#include "backend/opencl/cl_ops.h"
+#include "backend/opencl/cl_signal.h"
 
 #include <math.h>
 #include <stdlib.h>

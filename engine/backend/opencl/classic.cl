@@ -1,4 +1,4 @@
-/* Kernels of the built-in separator's OpenCL path (classic_opencl.c drives them; classic.h and
+/* Kernels of the built-in separator's OpenCL path (cl_classic.c drives them; classic.h and
  * classic_ops.h fix the algorithm and the arithmetic, classic_cpu.c is the reference).
  *
  * Every kernel is one-dimensional over a flat index with a bounds check, so the host can round

@@ -25,13 +25,13 @@ static const sb_backend *cpu(void)
 	return sb_backend_cpu();
 }
 
-static sb_status enumerate(const sb_logger *log, sb_device_props *out, size_t cap, size_t *n)
+static sb_status enumerate(const sb_logger *log, sb_device *out, size_t cap, size_t *n)
 {
 	const size_t before = *n;
 	sb_status st = cpu()->enumerate(log, out, cap, n);
 	if (st != SB_OK || *n == before)
 		return st;
-	sb_device_props *p = &out[before];
+	sb_device *p = &out[before];
 	snprintf(p->id, sizeof p->id, "toy:0");
 	snprintf(p->name, sizeof p->name, "Toy accelerator");
 	snprintf(p->platform, sizeof p->platform, "toy");
@@ -43,7 +43,7 @@ static sb_status enumerate(const sb_logger *log, sb_device_props *out, size_t ca
 	return SB_OK;
 }
 
-static sb_status toy_open(const sb_device_props *dev, const sb_open_opts *o, const sb_logger *log,
+static sb_status toy_open(const sb_device *dev, const sb_open_opts *o, const sb_logger *log,
                           sb_bdev **out)
 {
 	return cpu()->open(dev, o, log, out);

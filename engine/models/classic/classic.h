@@ -60,7 +60,5 @@ void sb_classic_params_default(sb_classic_params *p);
 /* N for a rate, per step 1 */
 int sb_classic_fft_size(double rate);
 
-/* The "builtin" model. */
-sb_status sb_classic_model_new(const sb_logger *log, sb_model **out);
 
 #endif

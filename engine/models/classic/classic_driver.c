@@ -23,8 +23,8 @@ sb_status sb_classic_run(const sb_exec *dev, const sb_classic_params *p, const s
 		return SB_ERR_INVALID;
 	const sb_classic_ops *ops = dev->be->classic;
 	if (!ops) {
-		/* the group is optional (backend.h): the job runner's ladder takes the model to the
-		 * CPU, as after a device failure, and records why */
+		/* the group is optional (backend.h): the job runner places the model only where it
+		 * is (job_run.c: place_model), so only a caller of its own meets this */
 		sb_log(log, SB_LOG_WARNING, "builtin: %s has no operations for the built-in model; "
 		       "it runs on the CPU", dev->props ? dev->props->label : dev->be->name);
 		return SB_ERR_DEVICE;

@@ -1,9 +1,11 @@
 /* The "builtin" model: the classic separator of classic.h behind the sb_model seam. It runs
  * on any rate and channel count, so the job runner never resamples for it. */
 #include "models/classic/classic_ops.h"
+#include "models/families.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct {
 	sb_classic_params params;
@@ -27,16 +29,9 @@ static void classic_free(sb_model *m)
 	free(m);
 }
 
-/* the built-in model's operation group is optional in a backend (backend.h) */
-static int classic_runs_on(const sb_model *m, const sb_backend *be)
-{
-	(void)m;
-	return be->classic != NULL;
-}
+static const sb_model_vtable classic_vt = {classic_separate, classic_free};
 
-static const sb_model_vtable classic_vt = {classic_separate, classic_free, classic_runs_on};
-
-sb_status sb_classic_model_new(const sb_logger *log, sb_model **out)
+static sb_status sb_classic_model_new(const sb_logger *log, sb_model **out)
 {
 	sb_model *m = calloc(1, sizeof *m);
 	classic_model *cm = calloc(1, sizeof *cm);
@@ -59,6 +54,31 @@ sb_status sb_classic_model_new(const sb_logger *log, sb_model **out)
 	m->info.stems = (1u << SB_N_STEMS) - 1;
 	m->info.stems_sum = 1; /* "other" is the input minus the three masked stems */
 	m->info.default_chunk_frames = 128 * 1024; /* classic_driver.c's 128 hops at 44.1 kHz */
+	m->info.ops = 1u << SB_OPS_CLASSIC; /* its chunk is a group of its own (backend.h) */
 	*out = m;
 	return SB_OK;
 }
+
+/* The built-in model's family (models/families.c): no file (its path is ""), nothing to
+ * install. */
+static int builtin_recognise(const char *path)
+{
+	return !path[0];
+}
+
+static sb_status builtin_open(const char *path, const char *name, const sb_logger *log,
+                              sb_model **out)
+{
+	(void)path;
+	(void)name;
+	return sb_classic_model_new(log, out);
+}
+
+static int builtin_installed(const char *name, const char *const *search_path)
+{
+	(void)search_path;
+	return !strcmp(name, "builtin");
+}
+
+const sb_model_family sb_family_builtin = {"builtin", NULL, builtin_recognise, builtin_open,
+                                           builtin_installed};

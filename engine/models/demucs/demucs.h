@@ -30,14 +30,6 @@ void sb_demucs_opts_default(sb_demucs_opts *o);
 sb_status sb_demucs_model_open(const char *path, const char *name, const sb_demucs_opts *opts,
                                const sb_logger *log, sb_model **out);
 
-/* Find "<name>.safetensors" in the model folders (sb_model_dirs) and open it; SB_ERR_MODEL
- * (logged with the folders searched and where to get the model) when it is not there. */
-sb_status sb_demucs_model_find(const char *name, const char *const *search_path,
-                               const sb_logger *log, sb_model **out);
-
-/* Whether "<name>.safetensors" is in one of the model folders. */
-int sb_demucs_model_installed(const char *name, const char *const *search_path);
-
 /* Change the options of an opened Demucs model (before separate(); not while one runs). */
 sb_status sb_demucs_model_set_opts(sb_model *m, const sb_demucs_opts *opts);
 
@@ -45,15 +37,7 @@ sb_status sb_demucs_model_set_opts(sb_model *m, const sb_demucs_opts *opts);
  * NULL when m is not a Demucs model. */
 typedef struct sb_demucs_bag sb_demucs_bag;
 const sb_demucs_bag *sb_demucs_model_bag(const sb_model *m);
-int sb_demucs_bag_size(const sb_demucs_bag *bag);
 const sb_htdemucs *sb_demucs_bag_net(const sb_demucs_bag *bag, int k);
 
-/* The whole-file pipeline on a bag (demucs/separate.py and demucs/apply.py): normalise by the
- * mono mix's mean and std, cut into segments with overlap, run every model of the bag (and
- * every shift) on each, blend with triangular weights, weight the models per source,
- * de-normalise, and stream the stems into 'out' in SB_STEM order. Memory: one segment's
- * activations and a window of about two segments per shift grid. */
-sb_status sb_demucs_separate(const sb_demucs_bag *bag, const sb_demucs_opts *opts,
-                             const sb_run_ctx *ctx, sb_source *in, sb_sink *out);
 
 #endif

@@ -19,11 +19,6 @@ void sb_demucs_bag_free(sb_demucs_bag *bag)
 	free(bag);
 }
 
-int sb_demucs_bag_size(const sb_demucs_bag *bag)
-{
-	return bag ? bag->n : 0;
-}
-
 const sb_htdemucs *sb_demucs_bag_net(const sb_demucs_bag *bag, int k)
 {
 	return bag && k >= 0 && k < bag->n ? bag->nets[k] : NULL;

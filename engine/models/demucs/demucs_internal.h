@@ -3,7 +3,7 @@
 #define SB_DEMUCS_INTERNAL_H
 
 #include "models/demucs/demucs.h"
-#include "models/place.h"
+#include "models/resident.h"
 
 struct sb_demucs_bag {
 	int n;
@@ -15,9 +15,13 @@ sb_status sb_demucs_bag_open(const char *path, const char *name, const sb_logger
                              sb_demucs_bag **out);
 void sb_demucs_bag_free(sb_demucs_bag *bag);
 
-/* sb_demucs_separate() keeping the nets placed on the devices of ctx->keep in 'kept' for the
- * next call (NULL: placed for this call only, as sb_demucs_separate()). A kept state is an
- * array of 64 placements, one per net of the bag (sb_demucs_kept_free). */
+/* The whole-file pipeline on a bag (demucs/separate.py and demucs/apply.py): normalise by the
+ * mono mix's mean and std, cut into segments with overlap, run every model of the bag (and
+ * every shift) on each, blend with triangular weights, weight the models per source,
+ * de-normalise, and stream the stems into 'out' in SB_STEM order. Memory: one segment's
+ * activations and a window of about two segments per shift grid. The nets stay placed on the
+ * devices of ctx->keep in 'kept' for the next call (NULL: placed for this call only). A kept
+ * state is an array of 64 placements, one per net of the bag (sb_demucs_kept_free). */
 sb_status sb_demucs_separate_kept(const sb_demucs_bag *bag, const sb_demucs_opts *opts,
                                   const sb_run_ctx *ctx, sb_kept *kept, sb_source *in,
                                   sb_sink *out);

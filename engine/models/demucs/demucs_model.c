@@ -2,11 +2,11 @@
  * behind the sb_model seam, on the devices the job runner opened (ctx->dev: one, or several
  * sharing the file's segments). */
 #include "models/demucs/demucs_internal.h"
+#include "models/families.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 typedef struct {
 	sb_demucs_bag *bag;
@@ -44,7 +44,7 @@ static void dm_free(sb_model *m)
 	free(m);
 }
 
-static const sb_model_vtable dm_vt = {dm_separate, dm_free, NULL};
+static const sb_model_vtable dm_vt = {dm_separate, dm_free};
 
 const sb_demucs_bag *sb_demucs_model_bag(const sb_model *m)
 {
@@ -114,51 +114,20 @@ sb_status sb_demucs_model_open(const char *path, const char *name, const sb_demu
 	info->stems = mask;
 	info->default_chunk_frames = c->segment_length;
 	info->shares_devices = 1; /* the pipeline deals segments out to every device */
+	info->ops = 1u << SB_OPS_HTDEMUCS;
 	*out = m;
 	return SB_OK;
 }
 
-static int find_file(const char *name, const char *const *search_path, char *path, size_t len)
+/* The Demucs family (models/families.c): the last one, it takes any model file the others do
+ * not recognise (a Demucs file's header names no family); the catalogue's entries that name no
+ * family are its own. */
+static sb_status demucs_open(const char *path, const char *name, const sb_logger *log,
+                             sb_model **out)
 {
-	if (strchr(name, '/') || strstr(name, "..") || strlen(name) > 200)
-		return 0;
-	char dirs[16][4096];
-	const size_t n = sb_model_dirs(search_path, dirs, 16);
-	for (size_t i = 0; i < n; i++) {
-		snprintf(path, len, "%s/%s.safetensors", dirs[i], name);
-		if (access(path, R_OK) == 0)
-			return 1;
-	}
-	return 0;
+	return sb_demucs_model_open(path, name, NULL, log, out);
 }
 
-int sb_demucs_model_installed(const char *name, const char *const *search_path)
-{
-	char path[4352];
-	return find_file(name, search_path, path, sizeof path);
-}
+static const char *const demucs_catalog[] = {"", NULL};
 
-sb_status sb_demucs_model_find(const char *name, const char *const *search_path,
-                               const sb_logger *log, sb_model **out)
-{
-	*out = NULL;
-	if (strchr(name, '/') || strstr(name, "..") || strlen(name) > 200) {
-		sb_log(log, SB_LOG_ERROR, "bad model name '%s'", name);
-		return SB_ERR_INVALID;
-	}
-	char path[4352];
-	if (find_file(name, search_path, path, sizeof path))
-		return sb_demucs_model_open(path, name, NULL, log, out);
-	char dirs[16][4096];
-	const size_t n = sb_model_dirs(search_path, dirs, 16);
-	char where[1024] = "";
-	for (size_t i = 0; i < n && i < 4; i++) {
-		const size_t at = strlen(where);
-		snprintf(where + at, sizeof where - at, "%s%s", i ? ", " : "", dirs[i]);
-	}
-	sb_log(log, SB_LOG_ERROR,
-	       "model '%s' is not installed (no %s.safetensors in %s): install it with "
-	       "`stembridge models install %s`, or convert a checkpoint with stembridge-convert into "
-	       "one of those folders", name, name, where, name);
-	return SB_ERR_MODEL;
-}
+const sb_model_family sb_family_demucs = {"demucs", demucs_catalog, NULL, demucs_open, NULL};

@@ -78,49 +78,6 @@ static uint64_t splitmix64(uint64_t *s)
 }
 
 
-/* Mean and unbiased std of the channel-averaged model input over the whole file, one block
- * at a time (Chan et al.'s pairwise update of mean and M2). */
-static sb_status file_stats(sb_source *in, const atomic_int *cancel, double *mean,
-                            double *std_)
-{
-	enum { B = 65536 };
-	float *buf = malloc(sizeof(float) * B * (size_t)in->channels);
-	if (!buf)
-		return SB_ERR_NOMEM;
-	double n = 0, m = 0, m2 = 0;
-	sb_status st = SB_OK;
-	for (int64_t at = 0; at < in->frames && st == SB_OK; at += B) {
-		if (cancel && atomic_load(cancel)) {
-			st = SB_ERR_CANCELLED;
-			break;
-		}
-		const int64_t nb = in->frames - at < B ? in->frames - at : B;
-		st = in->read(in, at, nb, buf);
-		if (st != SB_OK)
-			break;
-		/* the reference's ref is the mean of the model's input channels: a stereo input is
-		 * averaged either way, a mono one duplicated (or kept) */
-		double s = 0;
-		for (int64_t i = 0; i < nb; i++)
-			s += in->channels == 2 ? 0.5 * ((double)buf[2 * i] + buf[2 * i + 1]) : buf[i];
-		const double bm = s / (double)nb;
-		double bq = 0;
-		for (int64_t i = 0; i < nb; i++) {
-			const double v = in->channels == 2 ? 0.5 * ((double)buf[2 * i] + buf[2 * i + 1])
-			                                   : buf[i];
-			bq += (v - bm) * (v - bm);
-		}
-		const double tot = n + (double)nb, d = bm - m;
-		m += d * (double)nb / tot;
-		m2 += bq + d * d * n * (double)nb / tot;
-		n = tot;
-	}
-	free(buf);
-	*mean = m;
-	*std_ = n > 1 ? sqrt(m2 / (n - 1)) : 0;
-	return st;
-}
-
 typedef struct {
 	const sb_demucs_bag *bag;
 	const sb_run_ctx *ctx;
@@ -262,7 +219,7 @@ static sb_status silent_input(pipeline *p)
 	return st;
 }
 
-/* Each source goes to the sink's stem of its canonical name (core/stream.h); a source whose
+/* Each source goes to the sink's stem of its canonical name (stembridge.h); a source whose
  * name is not canonical, or whose stem the sink has no room for (a four-stem sink and
  * htdemucs_6s's guitar and piano), folds into "other", so that the stems keep summing to the
  * mix. Two sources of one name add up. */
@@ -509,9 +466,6 @@ static int device_batch(const sb_run_ctx *ctx, int dev, int64_t Ls)
 {
 	const sb_exec *x = &ctx->dev[dev];
 	int b = ctx->batch > 0 ? ctx->batch : x->be->batch ? x->be->batch(x->d) : 1;
-	const char *env = getenv("SB_BATCH");
-	if (ctx->batch <= 0 && env && atoi(env) > 0)
-		b = atoi(env);
 	/* about 600 bytes of activations per input frame of a released-size segment */
 	const double per = 600.0 * (double)Ls;
 	if (x->props && x->props->global_mem && x->props->type != SB_DEV_CPU_NATIVE) {
@@ -521,10 +475,98 @@ static int device_batch(const sb_run_ctx *ctx, int dev, int64_t Ls)
 	return b < 1 ? 1 : b > 16 ? 16 : b;
 }
 
-sb_status sb_demucs_separate(const sb_demucs_bag *bag, const sb_demucs_opts *opts,
-                             const sb_run_ctx *ctx, sb_source *in, sb_sink *out)
+/* The grids the file is cut into: one per (model, shift) unless offsets and lengths coincide,
+ * each with its triangular weights and a window as long as the longest segment; *total: the
+ * segments of all of them. */
+static sb_status plan_grids(pipeline *p, const sb_demucs_opts *o, int64_t *total)
 {
-	return sb_demucs_separate_kept(bag, opts, ctx, NULL, in, out);
+	const sb_demucs_bag *bag = p->bag;
+	const sb_htdemucs_config *c0 = sb_htdemucs_cfg(bag->nets[0]);
+	const sb_logger *log = p->ctx->log;
+	const int shifts = o->shifts > 0 ? o->shifts : 1;
+	const int64_t max_shift = o->shifts > 0 ? (int64_t)(0.5 * c0->samplerate) : 0;
+	uint64_t rng = p->ctx->seed;
+	grid *grids = p->g;
+	sb_status st = SB_OK;
+	for (int k = 0; k < bag->n && st == SB_OK; k++) {
+		const sb_htdemucs_config *ck = sb_htdemucs_cfg(bag->nets[k]);
+		double tot[SB_HTDEMUCS_MAX_SOURCES];
+		for (int s = 0; s < p->S; s++) {
+			tot[s] = 0;
+			for (int j = 0; j < bag->n; j++)
+				tot[s] += bag->weights[j * p->S + s];
+		}
+		for (int sh = 0; sh < shifts && st == SB_OK; sh++) {
+			const int64_t off = max_shift ? (int64_t)(splitmix64(&rng) % (uint64_t)(max_shift + 1)) : 0;
+			const int64_t Ls = ck->segment_length, s0 = off - max_shift;
+			int gi = 0;
+			while (gi < p->n_grids && !(grids[gi].Ls == Ls && grids[gi].s0 == s0 &&
+			                           grids[gi].n_nets < 64))
+				gi++;
+			if (gi == MAX_GRIDS) {
+				sb_log(log, SB_LOG_ERROR, "htdemucs: %d models x %d shifts is more than %d runs "
+				       "over the file", bag->n, shifts, MAX_GRIDS);
+				st = SB_ERR_INVALID;
+				break;
+			}
+			grid *g = &grids[gi];
+			if (gi == p->n_grids) {
+				p->n_grids++;
+				g->Ls = Ls;
+				g->s0 = s0;
+				g->stride = (int64_t)((1.0 - o->overlap) * (double)Ls);
+				if (g->stride < 1)
+					g->stride = 1;
+				g->length = p->N - s0;
+				g->n_segs = (g->length + g->stride - 1) / g->stride;
+				g->coef = calloc((size_t)64 * p->S, sizeof(double));
+				g->acc = calloc((size_t)p->S * p->ac * (size_t)Ls, sizeof(float));
+				g->wsum = calloc((size_t)Ls, sizeof(float));
+				g->weight = malloc(sizeof(float) * (size_t)Ls);
+				if (!g->coef || !g->acc || !g->wsum || !g->weight) {
+					st = SB_ERR_NOMEM;
+					break;
+				}
+				/* th.cat([arange(1, L//2 + 1), arange(L - L//2, 0, -1)]) / max */
+				const int64_t h = Ls / 2;
+				const float mx = (float)(h > Ls - h ? h : Ls - h);
+				for (int64_t i = 0; i < Ls; i++)
+					g->weight[i] = (float)(i < h ? i + 1 : Ls - i) / mx;
+				if (Ls > p->cap)
+					p->cap = Ls;
+			}
+			for (int s = 0; s < p->S; s++)
+				g->coef[(size_t)g->n_nets * p->S + s] = bag->weights[k * p->S + s] / tot[s] / shifts;
+			g->nets[g->n_nets++] = k;
+			*total += g->n_segs;
+		}
+	}
+	/* every grid's window must be as long as the longest segment */
+	for (int gi = 0; gi < p->n_grids && st == SB_OK; gi++) {
+		grid *g = &grids[gi];
+		if (g->Ls < p->cap) {
+			float *a = calloc((size_t)p->S * p->ac * (size_t)p->cap, sizeof(float));
+			float *w = calloc((size_t)p->cap, sizeof(float));
+			if (!a || !w) {
+				free(a);
+				free(w);
+				st = SB_ERR_NOMEM;
+				break;
+			}
+			free(g->acc);
+			free(g->wsum);
+			g->acc = a;
+			g->wsum = w;
+		}
+	}
+	if (st == SB_OK) {
+		p->emit = malloc(sizeof(float) * (size_t)p->cap * p->out_ch);
+		p->stem = malloc(sizeof(float) * (size_t)p->S * p->ac * (size_t)p->cap);
+		if (!p->emit || !p->stem)
+			st = SB_ERR_NOMEM;
+	}
+
+	return st;
 }
 
 sb_status sb_demucs_separate_kept(const sb_demucs_bag *bag, const sb_demucs_opts *opts,
@@ -566,101 +608,30 @@ sb_status sb_demucs_separate_kept(const sb_demucs_bag *bag, const sb_demucs_opts
 	p.N = in->frames;
 	map_stems(&p, c0);
 	const atomic_int *cancel = ctx->cancel;
-	sb_status st = file_stats(in, cancel, &p.mean, &p.std_);
+	/* the mix's mean and unbiased std, as demucs.separate takes them (model.h): read with the
+	 * job's input, or here */
+	sb_input_stats whole;
+	sb_status st = SB_OK;
+	if (ctx->input)
+		whole = *ctx->input;
+	else
+		st = sb_input_stats_read(in, cancel, &whole);
 	if (st != SB_OK) {
 		if (st == SB_ERR_NOMEM)
 			sb_log(log, SB_LOG_ERROR, "htdemucs: out of memory");
 		return st;
 	}
+	p.mean = whole.blocks_mean;
+	p.std_ = whole.blocks_std;
 	if (!(p.std_ > 0))
 		return silent_input(&p);
 
-	/* grids: one per (model, shift) unless offsets and lengths coincide */
-	const int shifts = o.shifts > 0 ? o.shifts : 1;
-	const int64_t max_shift = o.shifts > 0 ? (int64_t)(0.5 * c0->samplerate) : 0;
-	uint64_t rng = ctx->seed;
 	grid *grids = calloc(MAX_GRIDS, sizeof *grids);
 	if (!grids)
 		return SB_ERR_NOMEM;
 	p.g = grids;
 	int64_t total = 0;
-	for (int k = 0; k < bag->n && st == SB_OK; k++) {
-		const sb_htdemucs_config *ck = sb_htdemucs_cfg(bag->nets[k]);
-		double tot[SB_HTDEMUCS_MAX_SOURCES];
-		for (int s = 0; s < p.S; s++) {
-			tot[s] = 0;
-			for (int j = 0; j < bag->n; j++)
-				tot[s] += bag->weights[j * p.S + s];
-		}
-		for (int sh = 0; sh < shifts && st == SB_OK; sh++) {
-			const int64_t off = max_shift ? (int64_t)(splitmix64(&rng) % (uint64_t)(max_shift + 1)) : 0;
-			const int64_t Ls = ck->segment_length, s0 = off - max_shift;
-			int gi = 0;
-			while (gi < p.n_grids && !(grids[gi].Ls == Ls && grids[gi].s0 == s0 &&
-			                           grids[gi].n_nets < 64))
-				gi++;
-			if (gi == MAX_GRIDS) {
-				sb_log(log, SB_LOG_ERROR, "htdemucs: %d models x %d shifts is more than %d runs "
-				       "over the file", bag->n, shifts, MAX_GRIDS);
-				st = SB_ERR_INVALID;
-				break;
-			}
-			grid *g = &grids[gi];
-			if (gi == p.n_grids) {
-				p.n_grids++;
-				g->Ls = Ls;
-				g->s0 = s0;
-				g->stride = (int64_t)((1.0 - o.overlap) * (double)Ls);
-				if (g->stride < 1)
-					g->stride = 1;
-				g->length = p.N - s0;
-				g->n_segs = (g->length + g->stride - 1) / g->stride;
-				g->coef = calloc((size_t)64 * p.S, sizeof(double));
-				g->acc = calloc((size_t)p.S * p.ac * (size_t)Ls, sizeof(float));
-				g->wsum = calloc((size_t)Ls, sizeof(float));
-				g->weight = malloc(sizeof(float) * (size_t)Ls);
-				if (!g->coef || !g->acc || !g->wsum || !g->weight) {
-					st = SB_ERR_NOMEM;
-					break;
-				}
-				/* th.cat([arange(1, L//2 + 1), arange(L - L//2, 0, -1)]) / max */
-				const int64_t h = Ls / 2;
-				const float mx = (float)(h > Ls - h ? h : Ls - h);
-				for (int64_t i = 0; i < Ls; i++)
-					g->weight[i] = (float)(i < h ? i + 1 : Ls - i) / mx;
-				if (Ls > p.cap)
-					p.cap = Ls;
-			}
-			for (int s = 0; s < p.S; s++)
-				g->coef[(size_t)g->n_nets * p.S + s] = bag->weights[k * p.S + s] / tot[s] / shifts;
-			g->nets[g->n_nets++] = k;
-			total += g->n_segs;
-		}
-	}
-	/* every grid's window must be as long as the longest segment */
-	for (int gi = 0; gi < p.n_grids && st == SB_OK; gi++) {
-		grid *g = &grids[gi];
-		if (g->Ls < p.cap) {
-			float *a = calloc((size_t)p.S * p.ac * (size_t)p.cap, sizeof(float));
-			float *w = calloc((size_t)p.cap, sizeof(float));
-			if (!a || !w) {
-				free(a);
-				free(w);
-				st = SB_ERR_NOMEM;
-				break;
-			}
-			free(g->acc);
-			free(g->wsum);
-			g->acc = a;
-			g->wsum = w;
-		}
-	}
-	if (st == SB_OK) {
-		p.emit = malloc(sizeof(float) * (size_t)p.cap * p.out_ch);
-		p.stem = malloc(sizeof(float) * (size_t)p.S * p.ac * (size_t)p.cap);
-		if (!p.emit || !p.stem)
-			st = SB_ERR_NOMEM;
-	}
+	st = plan_grids(&p, &o, &total);
 
 	/* the devices: segments per block, the most any device asks for */
 	share_user su = {&p, grids, 1, {0}, kept, {NULL}};

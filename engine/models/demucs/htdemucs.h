@@ -69,7 +69,6 @@ typedef struct sb_htdemucs_on sb_htdemucs_on;
 sb_status sb_htdemucs_place(const sb_htdemucs *net, const sb_exec *dev, const sb_logger *log,
                             sb_htdemucs_on **out);
 void sb_htdemucs_unplace(sb_htdemucs_on *p);
-const sb_exec *sb_htdemucs_on_device(const sb_htdemucs_on *p);
 
 /* One forward pass over 'batch' segments: in is [batch][audio_channels][segment_length], out
  * is [batch][n_sources][audio_channels][segment_length] in the file's source order: the whole

@@ -10,7 +10,7 @@
  * embeddings are uploaded before the first pass's first operation and kept). This file is the
  * pass and its taps; the layers are in htdemucs_layers.c, the transformer in
  * htdemucs_transformer.c, the placement and the shorthands for the operations in
- * htdemucs_place.c.
+ * htdemucs_resident.c.
  *
  * Layouts (htdemucs_internal.h): a frequency tensor is [B][F + 4][C][T], each segment's rows
  * with two zero rows before and after, so a convolution over frequencies with kernel 8 and
@@ -30,7 +30,7 @@
  * Threads: one pass at a time per placement (a net on a device).
  */
 #include "models/demucs/htdemucs_internal.h"
-#include "models/place.h"
+#include "models/resident.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -183,7 +183,7 @@ sb_status sb_htdemucs_forward(sb_htdemucs_on *r, int B, const float *in, float *
 		return SB_ERR_INVALID;
 	dtap tp = {B == 1 ? tap : NULL, tap_user, r};
 	r->passes++;
-	sb_status st = sb_place_begin(&r->p);
+	sb_status st = sb_resident_begin(&r->p);
 	if (st != SB_OK)
 		return st;
 	int64_t tl[HD_DEPTH + 1];
@@ -322,14 +322,14 @@ sb_status sb_htdemucs_forward(sb_htdemucs_on *r, int B, const float *in, float *
 			             1, work);
 		}
 		give_back(r, work);
-		if (pass_status(r) == SB_OK && sb_place_drain(&r->p) == SB_OK)
+		if (pass_status(r) == SB_OK && sb_resident_drain(&r->p) == SB_OK)
 			r->p.x.be->download(r->p.x.d, out, xt, (size_t)B * seg_out);
 	}
 	give_back(r, nst);
 	give_back(r, xt);
 	hd_dften_free(r, &x);
 end:
-	/* a stopped pass returns without waiting for what it enqueued (place.h: sb_place_drain) */
+	/* a stopped pass returns without waiting for what it enqueued (resident.h: sb_resident_drain) */
 	st = pass_status(r);
 	if (st == SB_ERR_NOMEM)
 		sb_log(r->p.log, SB_LOG_ERROR, "htdemucs: out of memory for a segment's activations");

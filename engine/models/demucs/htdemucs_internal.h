@@ -12,7 +12,7 @@
 #define SB_HTDEMUCS_INTERNAL_H
 
 #include "models/demucs/htdemucs.h"
-#include "models/place.h"
+#include "models/resident.h"
 
 
 #define HD_DEPTH 4
@@ -82,16 +82,16 @@ struct sb_htdemucs {
 
 /* ---- a net on a device: what the files of the forward pass share ----
  *
- * htdemucs_place.c places the net and holds the shorthands below; htdemucs_layers.c the
+ * htdemucs_resident.c places the net and holds the shorthands below; htdemucs_layers.c the
  * encoder and decoder layers (htdemucs.py HEncLayer, HDecLayer) with their DConv branches
  * (demucs.py); htdemucs_transformer.c the cross-domain transformer (transformer.py);
  * htdemucs_forward.c the pass and its taps. Every function here enqueues and returns: the
- * pass's first failure is kept (models/place.h), and nothing is enqueued after it. */
+ * pass's first failure is kept (models/resident.h), and nothing is enqueued after it. */
 
-/* A net placed on a device (models/place.h): its weights there and activation buffers kept
+/* A net placed on a device (models/resident.h): its weights there and activation buffers kept
  * between passes. */
 struct sb_htdemucs_on {
-	sb_place p;
+	sb_resident p;
 	const sb_htdemucs *net;
 	long passes;
 	sb_bbuf *pos;   /* the transformer's sine embeddings, made at the first pass */
@@ -102,34 +102,34 @@ struct sb_htdemucs_on {
  * end, so the next pass finds its buffers idle). */
 static inline int stopped(sb_htdemucs_on *r)
 {
-	return sb_place_stopped(&r->p);
+	return sb_resident_stopped(&r->p);
 }
 
 static inline void fail(sb_htdemucs_on *r, sb_status st)
 {
-	sb_place_fail(&r->p, st);
+	sb_resident_fail(&r->p, st);
 }
 
 static inline sb_status pass_status(sb_htdemucs_on *r)
 {
-	return sb_place_status(&r->p);
+	return sb_resident_status(&r->p);
 }
 
 /* the device copy of a host weight array of the net, an activation buffer, and giving one
  * back */
 static inline sb_dv weight(sb_htdemucs_on *r, const float *host)
 {
-	return sb_place_w(&r->p, host);
+	return sb_resident_w(&r->p, host);
 }
 
 static inline sb_dv buffer(sb_htdemucs_on *r, size_t floats)
 {
-	return sb_place_a(&r->p, floats);
+	return sb_resident_a(&r->p, floats);
 }
 
 static inline void give_back(sb_htdemucs_on *r, sb_dv v)
 {
-	sb_place_r(&r->p, v);
+	sb_resident_r(&r->p, v);
 }
 
 /* a frequency-branch tensor on the device: B segments of rows -2 .. F+1, pad rows zero */
@@ -186,8 +186,5 @@ void hd_transformer(sb_htdemucs_on *r, sb_dv x, int Fr, int T1, sb_dv xt, int T2
  * Fr x T1 tokens, the time branch's T2), uploaded once: before a pass's first operation */
 void hd_pos_place(sb_htdemucs_on *r, int Fr, int T1, int T2);
 
-/* Add the sine position embeddings to tokens x [Fr * T1][D] and xt [T2][D]. */
-void hd_pos_2d(float *x, int D, int Fr, int T1);
-void hd_pos_1d(float *x, int D, int T2);
 
 #endif

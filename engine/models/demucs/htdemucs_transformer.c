@@ -64,7 +64,7 @@ static void layer(sb_htdemucs_on *r, const hd_tlayer *L, sb_dv x, long n, int B,
 }
 
 /* transformer.py create_2d_sin_embedding, in float as the reference computes it */
-void hd_pos_2d(float *x, int D, int Fr, int T1)
+static void hd_pos_2d(float *x, int D, int Fr, int T1)
 {
 	const int half = D / 2;
 	const float k = (float)(-(log(10000.0) / half));
@@ -82,7 +82,7 @@ void hd_pos_2d(float *x, int D, int Fr, int T1)
 }
 
 /* transformer.py create_sin_embedding (shift 0): [cos(phase), sin(phase)] */
-void hd_pos_1d(float *x, int D, int T2)
+static void hd_pos_1d(float *x, int D, int T2)
 {
 	const int half = D / 2;
 	for (int i = 0; i < half; i++) {
@@ -98,8 +98,8 @@ void hd_pos_1d(float *x, int D, int T2)
 /* The sine embeddings, computed on the host and uploaded before the first pass's first
  * operation, kept while the sizes hold: a backend may upload blocking (OpenCL does without
  * memory for its copy), and a blocking upload in the middle of a pass would wait for the
- * pass's work so far (a pass nobody wants any more could not end at once then: place.h,
- * sb_place_drain). */
+ * pass's work so far (a pass nobody wants any more could not end at once then: resident.h,
+ * sb_resident_drain). */
 void hd_pos_place(sb_htdemucs_on *r, int Fr, int T1, int T2)
 {
 	const int D = r->net->dim;

@@ -21,7 +21,7 @@
 #include "backend/backend.h"
 #include "convert/roformer_config.h"
 #include "core/thread_pool.h"
-#include "models/place.h"
+#include "models/resident.h"
 #include "sb_common.h"
 
 #include <stdatomic.h>
@@ -91,7 +91,6 @@ typedef struct sb_roformer_on sb_roformer_on;
 sb_status sb_roformer_place(const sb_roformer *net, const sb_exec *dev, const sb_logger *log,
                             sb_roformer_on **out);
 void sb_roformer_unplace(sb_roformer_on *r);
-const sb_exec *sb_roformer_on_device(const sb_roformer_on *r);
 /* the pass ends (SB_ERR_CANCELLED) at its next block once a flag is set */
 void sb_roformer_on_stop(sb_roformer_on *r, const atomic_int *a, const atomic_int *b);
 sb_status sb_roformer_forward(sb_roformer_on *r, int B, const float *in, float *out);

@@ -11,7 +11,7 @@
  * are gathered back to the spectrum's layout (averaged where bands overlap), multiplied with
  * it, and each (chunk, stem) goes through the inverse STFT.
  */
-#include "models/place.h"
+#include "models/resident.h"
 #include "models/roformer/roformer.h"
 
 #include <math.h>
@@ -19,11 +19,11 @@
 #include <string.h>
 
 struct sb_roformer_on {
-	sb_place p;
+	sb_resident p;
 	const sb_roformer *net;
 };
 
-#define OK(r) (sb_place_status(&(r)->p) == SB_OK)
+#define OK(r) (sb_resident_status(&(r)->p) == SB_OK)
 #define OP(r) if (OK(r)) (r)->p.o
 
 sb_status sb_roformer_place(const sb_roformer *net, const sb_exec *dev, const sb_logger *log,
@@ -34,7 +34,7 @@ sb_status sb_roformer_place(const sb_roformer *net, const sb_exec *dev, const sb
 	if (!r)
 		return SB_ERR_NOMEM;
 	r->net = net;
-	sb_status st = sb_place_init(&r->p, &net->w, dev, log, sb_rf_family_name(net->cfg.family));
+	sb_status st = sb_resident_init(&r->p, &net->w, dev, log, sb_rf_family_name(net->cfg.family));
 	if (st != SB_OK) {
 		free(r);
 		return st;
@@ -47,13 +47,8 @@ void sb_roformer_unplace(sb_roformer_on *r)
 {
 	if (!r)
 		return;
-	sb_place_fini(&r->p);
+	sb_resident_fini(&r->p);
 	free(r);
-}
-
-const sb_exec *sb_roformer_on_device(const sb_roformer_on *r)
-{
-	return &r->p.x;
 }
 
 void sb_roformer_on_stop(sb_roformer_on *r, const atomic_int *a, const atomic_int *b)
@@ -64,7 +59,7 @@ void sb_roformer_on_stop(sb_roformer_on *r, const atomic_int *a, const atomic_in
 
 static sb_dv W(sb_roformer_on *r, const float *host)
 {
-	return sb_place_w(&r->p, host);
+	return sb_resident_w(&r->p, host);
 }
 
 static void gemm(sb_roformer_on *r, int M, int N, int K, sb_dv a, int lda, sb_dv w, int ldw,
@@ -94,9 +89,9 @@ static void layer(sb_roformer_on *r, const rf_layer *L, sb_dv x, int B, int time
 	          nb = net->nb;
 	const int ld = 3 * inner + (net->gates ? H : 0);
 	const size_t n = (size_t)B * T * nb;
-	sb_dv h = sb_place_a(&r->p, n * dim);
-	sb_dv qkv = sb_place_a(&r->p, n * ld);
-	sb_dv att = sb_place_a(&r->p, n * inner);
+	sb_dv h = sb_resident_a(&r->p, n * dim);
+	sb_dv qkv = sb_resident_a(&r->p, n * ld);
+	sb_dv att = sb_resident_a(&r->p, n * inner);
 	OP(r)->rmsnorm(r->p.x.d, x, h, n, dim, W(r, L->norm));
 	if (net->gates)
 		linear(r, (int)n, ld, dim, h, dim, W(r, L->qkvg), dim, 0.f, qkv, ld, W(r, L->qkvg_b),
@@ -126,18 +121,18 @@ static void layer(sb_roformer_on *r, const rf_layer *L, sb_dv x, int B, int time
 	if (net->gates)
 		OP(r)->head_gate(r->p.x.d, att, inner, sb_dv_at(qkv, (size_t)3 * inner), ld, n, H, hd);
 	gemm(r, (int)n, dim, inner, att, inner, W(r, L->out), inner, 1.f, x, dim);
-	sb_place_r(&r->p, qkv);
-	sb_place_r(&r->p, att);
+	sb_resident_r(&r->p, qkv);
+	sb_resident_r(&r->p, att);
 	/* feed-forward */
-	sb_dv f = sb_place_a(&r->p, n * net->hidden);
+	sb_dv f = sb_resident_a(&r->p, n * net->hidden);
 	OP(r)->rmsnorm(r->p.x.d, x, h, n, dim, W(r, L->ff_norm));
 	linear(r, (int)n, net->hidden, dim, h, dim, W(r, L->ff1), dim, 0.f, f, net->hidden,
 	       W(r, L->ff1_b), SB_ACT_GELU);
 	/* x += f W2^T + b2: the residual is the product's beta */
 	linear(r, (int)n, dim, net->hidden, f, net->hidden, W(r, L->ff2), net->hidden, 1.f, x, dim,
 	       W(r, L->ff2_b), SB_ACT_NONE);
-	sb_place_r(&r->p, f);
-	sb_place_r(&r->p, h);
+	sb_resident_r(&r->p, f);
+	sb_resident_r(&r->p, h);
 }
 
 sb_status sb_roformer_forward(sb_roformer_on *r, int B, const float *in, float *out)
@@ -150,28 +145,28 @@ sb_status sb_roformer_forward(sb_roformer_on *r, int B, const float *in, float *
 	const size_t rows = (size_t)B * T, fl = (size_t)bins * ch * 2; /* a frame's spectrum */
 	if (B < 1)
 		return SB_ERR_INVALID;
-	sb_status st = sb_place_begin(&r->p);
+	sb_status st = sb_resident_begin(&r->p);
 	if (st != SB_OK)
 		return st;
 	/* torch.stft(center, reflect padding, window, onesided; normalized scales by
 	 * n_fft^-1/2), frame-major */
 	const sb_stft g = {c->n_fft, c->hop, T, bins, c->n_fft / 2, 2, 2L * ch, (long)fl, 1};
 	const float norm = c->stft_normalized ? 1.f / sqrtf((float)c->n_fft) : 1.f;
-	sb_dv mix = sb_place_a(&r->p, (size_t)B * ch * L), X = sb_place_a(&r->p, rows * fl);
+	sb_dv mix = sb_resident_a(&r->p, (size_t)B * ch * L), X = sb_resident_a(&r->p, rows * fl);
 	if (OK(r))
 		r->p.x.be->upload(r->p.x.d, mix, in, (size_t)B * ch * L);
 	for (int b = 0; b < B; b++)
 		OP(r)->stft(r->p.x.d, &g, sb_dv_at(mix, (size_t)b * ch * L), L, ch, L, W(r, net->window),
 		            norm, sb_dv_at(X, (size_t)b * T * fl));
-	sb_place_r(&r->p, mix);
+	sb_resident_r(&r->p, mix);
 	/* gather the bands' values, band after band */
-	sb_dv dx = sb_place_a(&r->p, rows * total);
+	sb_dv dx = sb_resident_a(&r->p, rows * total);
 	for (int k = 0; k < nb; k++)
 		OP(r)->gather(r->p.x.d, X, (long)fl, sb_dv_at(dx, rows * net->off[k]), net->din[k], rows,
 		              net->din[k], W(r, net->band_ptr + net->off[k]), W(r, net->band_idx),
 		              W(r, net->ones + net->off[k]));
 	/* band split */
-	sb_dv x = sb_place_a(&r->p, rows * nb * dim);
+	sb_dv x = sb_resident_a(&r->p, rows * nb * dim);
 	for (int k = 0; k < nb; k++) {
 		const sb_dv xk = sb_dv_at(dx, rows * net->off[k]);
 		OP(r)->rmsnorm(r->p.x.d, xk, xk, rows, net->din[k], W(r, net->split_norm + net->off[k]));
@@ -180,13 +175,13 @@ sb_status sb_roformer_forward(sb_roformer_on *r, int B, const float *in, float *
 	}
 	/* one pass for every band's bias (a pass a band where a product cannot take it) */
 	OP(r)->bias_cols(r->p.x.d, x, rows * nb * dim, nb * dim, W(r, net->split_b), SB_ACT_NONE);
-	sb_place_r(&r->p, dx);
+	sb_resident_r(&r->p, dx);
 	/* the axial transformer; with skip_connection each block's input adds every earlier
 	 * block's output (kept in 'store') */
 	sb_dv store = {NULL, 0};
 	const size_t nx = rows * nb * dim;
 	if (c->skip)
-		store = sb_place_a(&r->p, (size_t)c->depth * nx);
+		store = sb_resident_a(&r->p, (size_t)c->depth * nx);
 	for (int d = 0, li = 0; d < c->depth; d++) {
 		for (int e = 0; c->skip && e < d; e++)
 			OP(r)->add(r->p.x.d, x, sb_dv_at(store, (size_t)e * nx), nx);
@@ -200,7 +195,7 @@ sb_status sb_roformer_forward(sb_roformer_on *r, int B, const float *in, float *
 			OP(r)->rmsnorm(r->p.x.d, x, x, rows * nb, dim, W(r, net->tnorm[2 * d + 1]));
 		if (c->skip)
 			OP(r)->copy(r->p.x.d, sb_dv_at(store, (size_t)d * nx), x, nx);
-		if (sb_place_stopped(&r->p))
+		if (sb_resident_stopped(&r->p))
 			break;
 	}
 	if (net->final_norm)
@@ -209,16 +204,16 @@ sb_status sb_roformer_forward(sb_roformer_on *r, int B, const float *in, float *
 	 * strided-batched product over the group's bands (their inputs are columns of x, their
 	 * weights back to back, their outputs [rows][band][width]), then a GLU per band into the
 	 * band's columns of the mask */
-	sb_dv m = sb_place_a(&r->p, (size_t)S * rows * total);
+	sb_dv m = sb_resident_a(&r->p, (size_t)S * rows * total);
 	int widest = 0;
 	for (int k = 0; k < nb; k++)
 		widest = net->din[k] > widest ? net->din[k] : widest;
 	const int gmax = RF_GROUP_MAX;
-	sb_dv h1 = sb_place_a(&r->p, rows * gmax * net->mlp_hidden);
-	sb_dv h2 = sb_place_a(&r->p, rows * gmax * net->mlp_hidden);
-	sb_dv z = sb_place_a(&r->p, rows * gmax * 2 * widest);
+	sb_dv h1 = sb_resident_a(&r->p, rows * gmax * net->mlp_hidden);
+	sb_dv h2 = sb_resident_a(&r->p, rows * gmax * net->mlp_hidden);
+	sb_dv z = sb_resident_a(&r->p, rows * gmax * 2 * widest);
 	const int nl = sb_rf_mask_layers(c);
-	for (int s = 0; s < S && !sb_place_stopped(&r->p); s++)
+	for (int s = 0; s < S && !sb_resident_stopped(&r->p); s++)
 		for (int gi = 0; gi < net->n_groups; gi++) {
 			const rf_group *gr = &net->group[gi];
 			const int gn = gr->n, din = net->din[gr->k0];
@@ -245,28 +240,28 @@ sb_status sb_roformer_forward(sb_roformer_on *r, int B, const float *in, float *
 				           sb_dv_at(m, (size_t)s * rows * total + net->off[gr->k0 + j]), total,
 				           din, (int)rows);
 		}
-	sb_place_r(&r->p, h1);
-	sb_place_r(&r->p, h2);
-	sb_place_r(&r->p, z);
-	sb_place_r(&r->p, x);
+	sb_resident_r(&r->p, h1);
+	sb_resident_r(&r->p, h2);
+	sb_resident_r(&r->p, z);
+	sb_resident_r(&r->p, x);
 	/* the masks on the spectrum's layout, times the spectrum (MSST zeroes the DC bin after:
 	 * its mask weight is 0 there), then the inverse STFT of each chunk and stem */
-	sb_dv ms = sb_place_a(&r->p, (size_t)S * rows * fl);
+	sb_dv ms = sb_resident_a(&r->p, (size_t)S * rows * fl);
 	OP(r)->gather(r->p.x.d, m, total, ms, (long)fl, (size_t)S * rows, (int)fl, W(r, net->mask_ptr),
 	              W(r, net->mask_idx), W(r, net->mask_w));
 	OP(r)->cmul(r->p.x.d, ms, (long)(rows * fl), X, ms, (long)(rows * fl), rows * fl / 2, S);
-	sb_place_r(&r->p, m);
-	sb_place_r(&r->p, X);
+	sb_resident_r(&r->p, m);
+	sb_resident_r(&r->p, X);
 	const float iscale = (c->stft_normalized ? sqrtf((float)c->n_fft) : 1.f) / (float)c->n_fft;
-	sb_dv y = sb_place_a(&r->p, (size_t)B * S * ch * L);
-	sb_dv work = sb_place_a(&r->p, (size_t)ch * T * c->n_fft);
+	sb_dv y = sb_resident_a(&r->p, (size_t)B * S * ch * L);
+	sb_dv work = sb_resident_a(&r->p, (size_t)ch * T * c->n_fft);
 	for (int b = 0; b < B; b++)
 		for (int s = 0; s < S; s++)
 			OP(r)->istft(r->p.x.d, &g, sb_dv_at(ms, ((size_t)s * B + b) * T * fl), ch, L,
 			             W(r, net->window), iscale, 0, 0,
 			             sb_dv_at(y, ((size_t)b * S + s) * ch * L), L, 0, work);
-	/* the pass's one wait; a stopped pass returns without waiting (place.h: sb_place_drain) */
-	if (OK(r) && sb_place_drain(&r->p) == SB_OK)
+	/* the pass's one wait; a stopped pass returns without waiting (resident.h: sb_resident_drain) */
+	if (OK(r) && sb_resident_drain(&r->p) == SB_OK)
 		r->p.x.be->download(r->p.x.d, out, y, (size_t)B * S * ch * L);
-	return sb_place_status(&r->p);
+	return sb_resident_status(&r->p);
 }

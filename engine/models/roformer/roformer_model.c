@@ -24,9 +24,8 @@
  * mono model given stereo separates each channel on its own.
  */
 #include "models/demucs/safetensors.h"
-#include "models/model.h"
+#include "models/families.h"
 #include "models/roformer/roformer.h"
-#include "models/roformer/roformer_model.h"
 #include "models/share.h"
 
 #include <math.h>
@@ -400,35 +399,6 @@ static void rf_release(void *user, int dev, void *dstate)
 static const sb_share_ops rf_share_ops = {"roformer", "chunk", rf_make, rf_out_floats, rf_run,
                                           rf_commit, rf_free_block, rf_release};
 
-/* mean and population std of the channel average (MSST's normalize_audio) */
-static sb_status mix_stats(sb_source *in, double *mean, double *std_)
-{
-	enum { BL = 65536 };
-	float *buf = malloc(sizeof(float) * BL * (size_t)in->channels);
-	if (!buf)
-		return SB_ERR_NOMEM;
-	double n = 0, m = 0, m2 = 0;
-	sb_status st = SB_OK;
-	for (int64_t at = 0; at < in->frames && st == SB_OK; at += BL) {
-		const int64_t nb = in->frames - at < BL ? in->frames - at : BL;
-		st = in->read(in, at, nb, buf);
-		for (int64_t i = 0; st == SB_OK && i < nb; i++) {
-			double v = 0;
-			for (int c = 0; c < in->channels; c++)
-				v += buf[i * in->channels + c];
-			v /= in->channels;
-			n += 1;
-			const double dl = v - m;
-			m += dl / n;
-			m2 += dl * (v - m);
-		}
-	}
-	free(buf);
-	*mean = m;
-	*std_ = n > 0 ? sqrt(m2 / n) : 0;
-	return st;
-}
-
 static sb_status run_demix(rf_model *rm, const sb_run_ctx *ctx, sb_source *in, sb_sink *out)
 {
 	const sb_roformer *net = rm->net;
@@ -510,11 +480,19 @@ static sb_status run_demix(rf_model *rm, const sb_run_ctx *ctx, sb_source *in, s
 		d.window[i] = torch_linspace(0.f, 1.f, d.fade, i);
 	}
 	if (d.normalize) {
-		st = mix_stats(in, &d.mean, &d.std_);
-		if (st == SB_OK && !(d.std_ > 0))
-			d.normalize = 0; /* a constant input: nothing to scale */
+		/* the mix's mean and population std, as MSST's normalize_audio takes them (model.h):
+		 * read with the job's input, or here */
+		sb_input_stats whole;
+		if (ctx->input)
+			whole = *ctx->input;
+		else
+			st = sb_input_stats_read(in, NULL, &whole);
 		if (st != SB_OK)
 			goto out;
+		d.mean = whole.frames_mean;
+		d.std_ = whole.frames_std;
+		if (!(d.std_ > 0))
+			d.normalize = 0; /* a constant input: nothing to scale */
 	}
 	if (n_dev > 1)
 		sb_log(ctx->log, SB_LOG_INFO, "%s: %lld chunks shared among %d devices, %d per task",
@@ -565,9 +543,9 @@ static void rm_free(sb_model *m)
 	free(m);
 }
 
-static const sb_model_vtable rm_vt = {rm_separate, rm_free, NULL};
+static const sb_model_vtable rm_vt = {rm_separate, rm_free};
 
-sb_status sb_roformer_model_open(const char *path, const char *name, const sb_logger *log,
+static sb_status sb_roformer_model_open(const char *path, const char *name, const sb_logger *log,
                                  sb_model **out)
 {
 	*out = NULL;
@@ -634,7 +612,7 @@ sb_status sb_roformer_model_open(const char *path, const char *name, const sb_lo
 	return SB_OK;
 }
 
-int sb_roformer_is_file(const char *path)
+static int sb_roformer_is_file(const char *path)
 {
 	sb_safetensors *st = NULL;
 	if (sb_safetensors_open(path, NULL, &st) != SB_OK)
@@ -644,3 +622,10 @@ int sb_roformer_is_file(const char *path)
 	sb_safetensors_close(st);
 	return yes;
 }
+
+/* The RoFormers' family (models/families.c): a file whose header names one, and the
+ * catalogue's entries of either. */
+static const char *const roformer_catalog[] = {"bs_roformer", "mel_band_roformer", NULL};
+
+const sb_model_family sb_family_roformer = {"roformer", roformer_catalog, sb_roformer_is_file,
+                                            sb_roformer_model_open, NULL};

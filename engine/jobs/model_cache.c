@@ -1,5 +1,5 @@
-/* The model kept from one job to the next (model_keep.h). */
-#include "jobs/model_keep.h"
+/* The model cached from one job to the next (model_cache.h). */
+#include "jobs/model_cache.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,18 +17,18 @@ typedef struct {
 	int bf16;
 } keep_key;
 
-struct sb_model_keep {
+struct sb_model_cache {
 	sb_model *model;           /* NULL while a job has it, or when none is kept */
 	keep_key held;             /* the kept model's */
 	keep_key lent;             /* the model a job has now: kept under it when given back */
 };
 
-sb_model_keep *sb_model_keep_new(void)
+sb_model_cache *sb_model_cache_new(void)
 {
-	return calloc(1, sizeof(sb_model_keep));
+	return calloc(1, sizeof(sb_model_cache));
 }
 
-void sb_model_keep_free(sb_model_keep *k)
+void sb_model_cache_free(sb_model_cache *k)
 {
 	if (!k)
 		return;
@@ -48,15 +48,12 @@ static int same_key(const keep_key *a, const keep_key *b)
 	return 1;
 }
 
-/* The key of the model name resolves to now; SB_ERR_MODEL when it resolves to nothing. */
-static sb_status key_of(const char *name, const char *const *search_path,
-                        const sb_device_set *set, int bf16, const sb_logger *log, keep_key *key)
+/* The key of the model part names, its file as it is on disk now */
+static void key_of(const sb_model_part *part, const sb_device_set *set, int bf16, keep_key *key)
 {
 	memset(key, 0, sizeof *key);
-	sb_status st = sb_model_locate(name, search_path, log, key->name, sizeof key->name,
-	                               key->path, sizeof key->path);
-	if (st != SB_OK)
-		return st;
+	snprintf(key->name, sizeof key->name, "%s", part->name);
+	snprintf(key->path, sizeof key->path, "%s", part->path);
 	key->valid = 1;
 	if (key->path[0]) {
 		struct stat s;
@@ -73,18 +70,18 @@ static sb_status key_of(const char *name, const char *const *search_path,
 	for (size_t i = 0; i < key->n_set && i < SB_MAX_SET; i++)
 		key->set[i] = set->index[i];
 	key->bf16 = bf16 != 0;
-	return SB_OK;
 }
 
-sb_status sb_model_keep_open(sb_model_keep *k, const char *name, const char *const *search_path,
+sb_status sb_model_cache_open(sb_model_cache *k, const sb_model_part *part,
                              const sb_device_set *set, int bf16, const sb_logger *log,
                              sb_model **out, int *kept)
 {
 	*out = NULL;
 	*kept = 0;
+	if (!k)
+		return sb_model_open_file(part->name, part->path, log, out);
 	keep_key key;
-	if (!k || key_of(name, search_path, set, bf16, log, &key) != SB_OK)
-		return sb_model_open(name, search_path, log, out); /* it says why it is not there */
+	key_of(part, set, bf16, &key);
 	if (k->model && same_key(&k->held, &key)) {
 		*out = k->model;
 		k->model = NULL;
@@ -99,7 +96,7 @@ sb_status sb_model_keep_open(sb_model_keep *k, const char *name, const char *con
 	return sb_model_open_file(key.name, key.path, log, out);
 }
 
-void sb_model_keep_done(sb_model_keep *k, sb_model *m, int keep)
+void sb_model_cache_done(sb_model_cache *k, sb_model *m, int keep)
 {
 	if (!m)
 		return;
@@ -111,12 +108,12 @@ void sb_model_keep_done(sb_model_keep *k, sb_model *m, int keep)
 	k->held = k->lent;
 }
 
-int sb_model_keep_holds(const sb_model_keep *k)
+int sb_model_cache_holds(const sb_model_cache *k)
 {
 	return k && k->model;
 }
 
-void sb_model_keep_drop(sb_model_keep *k)
+void sb_model_cache_drop(sb_model_cache *k)
 {
 	if (!k || !k->model)
 		return;

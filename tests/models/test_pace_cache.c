@@ -1,11 +1,11 @@
-/* The devices' paces kept between jobs (models/pace_keep.h), as a user's jobs meet them: a job's
+/* The devices' paces kept between jobs (models/pace_cache.h), as a user's jobs meet them: a job's
  * measured paces read back by the next, a device the rule leaves out measured again after
  * SB_PACE_KEEP_SKIPS such jobs, a job that shared nothing changing nothing, another job's lines
  * left alone, the oldest lines going past SB_PACE_KEEP_MAX, a damaged, oversized or
  * not-a-file paces file taken as no pace known (a damaged one rewritten whole), a place that
  * cannot be written changing nothing and saying so. */
 #include "../check.h"
-#include "models/pace_keep.h"
+#include "models/pace_cache.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static sb_device_props props[2];
+static sb_device props[2];
 static sb_exec dev[2];
 
 static char *slurp(const char *path)
@@ -64,23 +64,23 @@ int main(void)
 	for (int i = 0; i < 2; i++)
 		dev[i].props = &props[i];
 	char job[256], other[256];
-	sb_pace_keep_job(job, sizeof job, "htdemucs", 0, 0, 1);
-	sb_pace_keep_job(other, sizeof other, "htdemucs", 1, 0, 1);
+	sb_pace_cache_job(job, sizeof job, "htdemucs", 0, 0, 1);
+	sb_pace_cache_job(other, sizeof other, "htdemucs", 1, 0, 1);
 
 	/* nothing kept yet */
 	sb_pace_entry p[2];
-	sb_pace_keep_load(job, dev, 2, p, NULL);
+	sb_pace_cache_load(job, dev, 2, p, NULL);
 	CHECK(p[0].kept == 0 && p[1].kept == 0, "paces %g %g with no file", p[0].kept, p[1].kept);
 
 	/* a job measures both; the next reads them back; the bf16 job's lines are its own */
 	entry(&p[0], 0.035, 31, 0);
 	entry(&p[1], 1.3, 1, 1);
-	sb_pace_keep_save(job, dev, 2, p, NULL);
+	sb_pace_cache_save(job, dev, 2, p, NULL);
 	sb_pace_entry q[2] = {{0}};
 	entry(&q[0], 0.02, 31, 0);
 	entry(&q[1], 0.9, 2, 0);
-	sb_pace_keep_save(other, dev, 2, q, NULL);
-	sb_pace_keep_load(job, dev, 2, p, NULL);
+	sb_pace_cache_save(other, dev, 2, q, NULL);
+	sb_pace_cache_load(job, dev, 2, p, NULL);
 	CHECK(p[0].kept == 0.035 && p[1].kept == 1.3 && p[1].skips == 0,
 	      "kept %g %g (skips %d), want 0.035 1.3 (0): %s", p[0].kept, p[1].kept, p[1].skips,
 	      slurp(path));
@@ -88,16 +88,16 @@ int main(void)
 	/* a job that shared nothing (a silent file): no line changes */
 	entry(&p[0], 0, 0, 0);
 	entry(&p[1], 0, 0, 0);
-	sb_pace_keep_save(job, dev, 2, p, NULL);
-	sb_pace_keep_load(job, dev, 2, p, NULL);
+	sb_pace_cache_save(job, dev, 2, p, NULL);
+	sb_pace_cache_load(job, dev, 2, p, NULL);
 	CHECK(p[1].kept == 1.3 && p[1].skips == 0, "a job that shared nothing aged the CPU's line: "
 	      "skips %d", p[1].skips);
 	/* the rule leaves the CPU out: its line ages, and goes after SB_PACE_KEEP_SKIPS jobs */
 	for (int k = 1; k <= SB_PACE_KEEP_SKIPS; k++) {
 		entry(&p[0], 0.036, 31, 0);
 		entry(&p[1], 0, 0, 1);
-		sb_pace_keep_save(job, dev, 2, p, NULL);
-		sb_pace_keep_load(job, dev, 2, p, NULL);
+		sb_pace_cache_save(job, dev, 2, p, NULL);
+		sb_pace_cache_load(job, dev, 2, p, NULL);
 		if (k < SB_PACE_KEEP_SKIPS)
 			CHECK(p[1].kept == 1.3 && p[1].skips == k, "after %d jobs without it: kept %g, "
 			      "skips %d", k, p[1].kept, p[1].skips);
@@ -107,11 +107,11 @@ int main(void)
 	/* a device that ran without a measurement keeps its line as it was */
 	entry(&p[0], 0, 1, 0);
 	entry(&p[1], 0, 0, 0);
-	sb_pace_keep_save(job, dev, 2, p, NULL);
-	sb_pace_keep_load(job, dev, 2, p, NULL);
+	sb_pace_cache_save(job, dev, 2, p, NULL);
+	sb_pace_cache_load(job, dev, 2, p, NULL);
 	CHECK(p[0].kept == 0.036 && p[0].skips == 0, "one run, no measurement: kept %g skips %d",
 	      p[0].kept, p[0].skips);
-	sb_pace_keep_load(other, dev, 2, q, NULL);
+	sb_pace_cache_load(other, dev, 2, q, NULL);
 	CHECK(q[0].kept == 0.02 && q[1].kept == 0.9, "the bf16 job's paces changed: %g %g",
 	      q[0].kept, q[1].kept);
 
@@ -124,14 +124,14 @@ int main(void)
 		FILE *f = fopen(path, "w");
 		fprintf(f, "0.7 0 %s\tcpu\n0.5 0 %s\tcpu\n%s", other, job, bad[b]);
 		fclose(f);
-		sb_pace_keep_load(job, dev, 2, p, NULL);
+		sb_pace_cache_load(job, dev, 2, p, NULL);
 		CHECK(p[0].kept == 0 && p[1].kept == 0, "damaged file %zu read as paces %g %g", b,
 		      p[0].kept, p[1].kept);
 	}
 	/* rewritten whole: another job's line before the damage goes too */
 	entry(&p[0], 0.04, 31, 0);
 	entry(&p[1], 0, 0, 0);
-	sb_pace_keep_save(job, dev, 2, p, NULL);
+	sb_pace_cache_save(job, dev, 2, p, NULL);
 	const char *now = slurp(path);
 	CHECK(strstr(now, "\topencl|NVIDIA") && !strstr(now, "99 htdemucs") && !strstr(now, "0.5 0") &&
 	      !strstr(now, "0.7 0"), "the damaged file was not rewritten whole: %s", now);
@@ -142,7 +142,7 @@ int main(void)
 	fclose(g);
 	entry(&p[0], 0.04, 31, 0);
 	entry(&p[1], 1.2, 2, 0);
-	sb_pace_keep_save(job, dev, 2, p, NULL);
+	sb_pace_cache_save(job, dev, 2, p, NULL);
 	now = slurp(path);
 	CHECK(count_lines(now) == SB_PACE_KEEP_MAX && !strstr(now, " model-0 ") &&
 	      !strstr(now, " model-1 ") && strstr(now, " model-2 ") &&
@@ -154,21 +154,21 @@ int main(void)
 	for (int i = 0; i < 20000; i++)
 		fprintf(f, "0.5 0 %s\tcpu\n", job);
 	fclose(f);
-	sb_pace_keep_load(job, dev, 2, p, NULL);
+	sb_pace_cache_load(job, dev, 2, p, NULL);
 	CHECK(p[1].kept == 0, "an oversized file read as a pace of %g", p[1].kept);
 	unlink(path);
 	CHECK(mkfifo(path, 0644) == 0, "mkfifo");
-	sb_pace_keep_load(job, dev, 2, p, NULL);
+	sb_pace_cache_load(job, dev, 2, p, NULL);
 	CHECK(p[0].kept == 0 && p[1].kept == 0, "a FIFO read as paces");
 	unlink(path);
 	/* a folder where the file should be: nothing read, nothing written over it, said */
 	CHECK(mkdir(path, 0755) == 0, "mkdir");
-	sb_pace_keep_load(job, dev, 2, p, NULL);
+	sb_pace_cache_load(job, dev, 2, p, NULL);
 	CHECK(p[0].kept == 0 && p[1].kept == 0, "a folder read as paces");
 	const sb_logger log = {log_fn, NULL};
 	logged[0] = '\0';
 	entry(&p[0], 0.04, 31, 0);
-	sb_pace_keep_save(job, dev, 2, p, &log);
+	sb_pace_cache_save(job, dev, 2, p, &log);
 	struct stat st;
 	CHECK(stat(path, &st) == 0 && S_ISDIR(st.st_mode) && strstr(logged, "not kept"),
 	      "a save over a folder: %s", logged);
@@ -181,12 +181,12 @@ int main(void)
 	setenv("SB_PACE_FILE", path, 1);
 	entry(&p[0], 0.04, 31, 0);
 	logged[0] = '\0';
-	sb_pace_keep_save(job, dev, 2, p, &log);
+	sb_pace_cache_save(job, dev, 2, p, &log);
 	CHECK(strstr(logged, "not kept") != NULL, "a save that cannot be written said nothing");
 	CHECK(strlen(slurp(under)) == 0, "the file in the way was written: %s", slurp(under));
 	char cmd[300];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	CHECK(system(cmd) == 0, "rm");
-	printf("pace_keep: %d failure(s)\n", failures);
+	printf("pace_cache: %d failure(s)\n", failures);
 	return failures ? 1 : 0;
 }

@@ -687,7 +687,7 @@ def group_toy(tmp):
             check(rel_diff(a, b) < 1e-6, f"--device {dev}: {s} differs from the CPU's")
     out = os.path.join(tmp, "builtin")
     p = run(["separate", inp, "-o", out, "--model", "builtin", "--device", "toy:0"], env=env)
-    check(p.returncode == 0 and "no operations for the built-in model" in p.stderr,
+    check(p.returncode == 0 and "has no operations for this model" in p.stderr,
           f"the built-in model on the toy: exit {p.returncode}: {p.stderr!r}")
     if p.returncode == 0:
         m = json.load(open(os.path.join(out, "t", "manifest.json")))
@@ -696,6 +696,43 @@ def group_toy(tmp):
     bad = run(["separate", inp, "-o", os.path.join(tmp, "x"), "--device", "nosuch:0"], env=env)
     check(bad.returncode == 2 and "toy:N" in bad.stderr and "opencl:N" in bad.stderr,
           f"the unknown-device message must list every backend: {bad.stderr!r}")
+
+
+def group_toy_family(tmp):
+    """A model family added by one registration line (engine/models/toy, -Dtoy_family=true),
+    whose models need an optional operation group only the CPU backend has (toy_mix): a toy
+    file opened by name and by path, its stems as the family defines them, and on an OpenCL
+    device the model placed on the CPU, with the reason in the log and the manifest."""
+    env = {"POCL_DEVICES": "pthread pthread"}
+    models = os.path.join(tmp, "models")
+    os.makedirs(models)
+    toy = os.path.join(models, "toy.safetensors")
+    st_write(toy, {"family": "toy", "sources": "vocals,other"}, [])
+    inp = os.path.join(tmp, "t.wav")
+    sig = wavio.test_signal(44100 * 3, 2, 44100, seed=5)
+    wavio.write_wav(inp, sig, 2, 44100, fmt="float")
+    x = wavio.read_wav(inp)[0]
+    for name, model, dev in (("name", "toy", "cpu"), ("path", toy, "cpu"),
+                             ("opencl", "toy", "opencl:0")):
+        out = os.path.join(tmp, name)
+        p = run(["separate", inp, "-o", out, "--model", model, "--model-path", models,
+                 "--device", dev], env=env)
+        if not check(p.returncode == 0, f"toy by {name}: exit {p.returncode}: {p.stderr}"):
+            continue
+        m = json.load(open(os.path.join(out, "t", "manifest.json")))
+        check(m["model"]["name"] == "toy" and sorted(s["stem"] for s in m["stems"]) ==
+              ["other", "vocals"], f"toy by {name}: manifest {m['model']} {m['stems']}")
+        v = wavio.read_wav(os.path.join(out, "t", "vocals.wav"))[0]
+        o = wavio.read_wav(os.path.join(out, "t", "other.wav"))[0]
+        check(max(abs(a - 0.5 * b) for a, b in zip(v, x)) < 1e-7 and
+              max(abs(a + c - b) for a, b, c in zip(v, x, o)) < 1e-7,
+              f"toy by {name}: vocals is not half the input, or the stems do not add up")
+        if dev != "cpu":
+            check(m["device"]["used"] == "cpu" and m["device"]["fell_back"] and
+                  "has no operations for this model (toy needs the toy group)" in p.stderr and
+                  "has no operations for this model" in (m["device"]["reason"] or ""),
+                  f"the toy model on {dev} must run on the CPU and say why: {m['device']} "
+                  f"{p.stderr!r}")
 
 
 def temp_files(d):
@@ -1441,7 +1478,7 @@ def group_progress(tmp):
           "1 of 2 files failed" in ev[-1]["message"], f"part: end {ev[-1:]}")
 
 
-GROUPS = {"toy": group_toy, "share_slow": group_share_slow, "share_held": group_share_held, "precision": group_precision, "precision_opencl": group_precision_opencl, "batch": group_batch, "damaged": group_damaged, "signals": group_signals, "commit": group_commit,
+GROUPS = {"toy": group_toy, "toy_family": group_toy_family, "share_slow": group_share_slow, "share_held": group_share_held, "precision": group_precision, "precision_opencl": group_precision_opencl, "batch": group_batch, "damaged": group_damaged, "signals": group_signals, "commit": group_commit,
           "repeat": group_repeat, "demucs": group_demucs, "separate": group_separate, "formats": group_formats, "bad": group_bad,
           "devices": group_devices, "fallback": group_fallback, "share": group_share,
           "progress": group_progress}
@@ -1451,7 +1488,7 @@ with tempfile.TemporaryDirectory(prefix="sb-cli-") as tmp:
     os.environ["XDG_DATA_HOME"] = os.path.join(tmp, "xdg-data")
     os.environ["XDG_DATA_DIRS"] = os.path.join(tmp, "xdg-sys")
     os.environ.pop("STEMBRIDGE_CATALOG", None)
-    # the devices' kept paces (models/pace_keep.h) start empty in every group and every run:
+    # the devices' kept paces (models/pace_cache.h) start empty in every group and every run:
     # one group's slow device must not leave another's out
     os.environ["SB_PACE_FILE"] = os.path.join(tmp, "paces-group.txt")
     GROUPS[GROUP](tmp)

@@ -1,5 +1,5 @@
-/* Weights and activation buffers of a model on a device (place.h). */
-#include "models/place.h"
+/* Weights and activation buffers of a model resident on a device (resident.h). */
+#include "models/resident.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -10,37 +10,37 @@ static int cmp_ptr(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-void sb_place_fail(sb_place *p, sb_status st)
+void sb_resident_fail(sb_resident *p, sb_status st)
 {
 	if (p->st == SB_OK)
 		p->st = st;
 }
 
-sb_status sb_place_status(sb_place *p)
+sb_status sb_resident_status(sb_resident *p)
 {
 	if (p->st != SB_OK)
 		return p->st;
 	return p->x.be->status(p->x.d);
 }
 
-int sb_place_stopped(sb_place *p)
+int sb_resident_stopped(sb_resident *p)
 {
 	if (!sb_stop_set(p->stop, 2))
 		return 0;
-	sb_place_fail(p, SB_ERR_CANCELLED);
+	sb_resident_fail(p, SB_ERR_CANCELLED);
 	return 1;
 }
 
-sb_status sb_place_drain(sb_place *p)
+sb_status sb_resident_drain(sb_resident *p)
 {
 	if (p->st != SB_OK)
 		return p->st;
 	const sb_status st = p->x.be->drain(p->x.d, p->stop, 2);
-	sb_place_fail(p, st);
+	sb_resident_fail(p, st);
 	return st;
 }
 
-void sb_place_fini(sb_place *p)
+void sb_resident_fini(sb_resident *p)
 {
 	if (!p)
 		return;
@@ -51,7 +51,7 @@ void sb_place_fini(sb_place *p)
 	 * a failure (out of device memory: the job runner places the model again with smaller
 	 * chunks) the failed pass's buffers are given back before anything is placed again. */
 	if (p->x.d) {
-		const sb_status st = sb_place_status(p);
+		const sb_status st = sb_resident_status(p);
 		if (st != SB_OK && st != SB_ERR_CANCELLED)
 			p->x.be->finish(p->x.d);
 	}
@@ -112,7 +112,7 @@ void sb_weights_free(sb_weights *w)
 	memset(w, 0, sizeof *w);
 }
 
-sb_status sb_place_init(sb_place *p, const sb_weights *w, const sb_exec *dev,
+sb_status sb_resident_init(sb_resident *p, const sb_weights *w, const sb_exec *dev,
                         const sb_logger *log, const char *who)
 {
 	float *const *owned = w->p;
@@ -144,12 +144,12 @@ sb_status sb_place_init(sb_place *p, const sb_weights *w, const sb_exec *dev,
 	if (st != SB_OK) {
 		sb_log(log, SB_LOG_ERROR, "%s: cannot place the weights on %s (%s)", who,
 		       dev->props ? dev->props->label : "the device", sb_status_str(st));
-		sb_place_fini(p);
+		sb_resident_fini(p);
 	}
 	return st;
 }
 
-sb_status sb_place_begin(sb_place *p)
+sb_status sb_resident_begin(sb_resident *p)
 {
 	for (int i = 0; i < p->n_blocks; i++) /* a pass owns every buffer, even after a failure */
 		p->blocks[i].used = 0;
@@ -158,7 +158,7 @@ sb_status sb_place_begin(sb_place *p)
 	return p->x.be->begin_chunk(p->x.d);
 }
 
-sb_dv sb_place_w(sb_place *p, const float *host)
+sb_dv sb_resident_w(sb_resident *p, const float *host)
 {
 	int lo = 0, hi = p->n_w - 1, at = -1;
 	while (lo <= hi) {
@@ -175,14 +175,14 @@ sb_dv sb_place_w(sb_place *p, const float *host)
 	/* an array that is not one of the model's: a bug, reported rather than crashing */
 	if (p->st == SB_OK)
 		sb_log(p->log, SB_LOG_ERROR, "%s: internal error: a weight not on the device", p->who);
-	sb_place_fail(p, SB_ERR_INVALID);
+	sb_resident_fail(p, SB_ERR_INVALID);
 	return (sb_dv){p->n_w ? p->wbuf[0] : NULL, 0};
 }
 
-sb_dv sb_place_a(sb_place *p, size_t floats)
+sb_dv sb_resident_a(sb_resident *p, size_t floats)
 {
 	sb_dv none = {NULL, 0};
-	if (sb_place_status(p) != SB_OK)
+	if (sb_resident_status(p) != SB_OK)
 		return none;
 	floats = floats ? floats : 16;
 	int best = -1;
@@ -194,14 +194,14 @@ sb_dv sb_place_a(sb_place *p, size_t floats)
 		p->blocks[best].used = 1;
 		return (sb_dv){p->blocks[best].b, 0};
 	}
-	if (p->n_blocks == SB_PLACE_MAX_BLOCKS) {
+	if (p->n_blocks == SB_RESIDENT_MAX_BLOCKS) {
 		int drop = -1;
 		for (int i = 0; i < p->n_blocks; i++)
 			if (!p->blocks[i].used && (drop < 0 || p->blocks[i].floats > p->blocks[drop].floats))
 				drop = i;
 		if (drop < 0) {
 			sb_log(p->log, SB_LOG_ERROR, "%s: too many device buffers", p->who);
-			sb_place_fail(p, SB_ERR_DEVICE);
+			sb_resident_fail(p, SB_ERR_DEVICE);
 			return none;
 		}
 		p->x.be->release(p->x.d, p->blocks[drop].b);
@@ -219,14 +219,14 @@ sb_dv sb_place_a(sb_place *p, size_t floats)
 		st = p->x.be->alloc(p->x.d, floats, &b);
 	}
 	if (st != SB_OK) {
-		sb_place_fail(p, st);
+		sb_resident_fail(p, st);
 		return none;
 	}
-	p->blocks[p->n_blocks++] = (sb_place_block){b, floats, 1};
+	p->blocks[p->n_blocks++] = (sb_resident_block){b, floats, 1};
 	return (sb_dv){b, 0};
 }
 
-void sb_place_r(sb_place *p, sb_dv v)
+void sb_resident_r(sb_resident *p, sb_dv v)
 {
 	for (int i = 0; v.buf && i < p->n_blocks; i++)
 		if (p->blocks[i].b == v.buf) {

@@ -1,5 +1,5 @@
-/* Small text files kept between runs (keep_file.h). */
-#include "io/keep_file.h"
+/* Cache files kept between runs (cache_file.h). */
+#include "io/cache_file.h"
 
 #include "io/temp_file.h"
 
@@ -13,7 +13,7 @@
 
 int sb_cache_dir(char *buf, size_t len)
 {
-	const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+	const char *x = sb_knob_get("XDG_CACHE_HOME"), *h = sb_knob_get("HOME");
 	int n;
 	if (x && x[0] == '/')
 		n = snprintf(buf, len, "%s/stembridge/", x);
@@ -27,7 +27,7 @@ int sb_cache_dir(char *buf, size_t len)
 	return 1;
 }
 
-FILE *sb_keep_open(const char *path, long max_bytes)
+FILE *sb_cache_file_open(const char *path, long max_bytes)
 {
 	const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
@@ -50,8 +50,8 @@ FILE *sb_keep_open(const char *path, long max_bytes)
 	return f;
 }
 
-int sb_keep_save(const char *path, int (*reread)(void *user), int (*write)(FILE *f, void *user),
-                 void *user, const sb_logger *log)
+int sb_cache_file_save(const char *path, int (*reread)(void *user),
+                       int (*write)(FILE *f, void *user), void *user, const sb_logger *log)
 {
 	char dir[4096], lock[4200], made[4096];
 	sb_dir_of(path, dir, sizeof dir);

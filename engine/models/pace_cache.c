@@ -1,7 +1,7 @@
-/* Each device's pace on a model, kept between jobs (pace_keep.h). */
-#include "models/pace_keep.h"
+/* Each device's pace on a model, kept between jobs (pace_cache.h). */
+#include "models/pace_cache.h"
 
-#include "io/keep_file.h"
+#include "io/cache_file.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -19,14 +19,14 @@ typedef struct {
 /* The file's path (SB_PACE_FILE, else in the cache folder); 0 when there is none. */
 static int keep_path(char *buf, size_t len)
 {
-	const char *f = getenv("SB_PACE_FILE");
+	const char *f = sb_knob_get("SB_PACE_FILE");
 	if (f && *f)
 		return snprintf(buf, len, "%s", f) < (int)len;
 	char dir[4000];
 	return sb_cache_dir(dir, sizeof dir) && snprintf(buf, len, "%s/paces.txt", dir) < (int)len;
 }
 
-void sb_pace_keep_job(char *buf, size_t len, const char *model, int bf16, int threads, int batch)
+void sb_pace_cache_job(char *buf, size_t len, const char *model, int bf16, int threads, int batch)
 {
 	snprintf(buf, len, "%s %s threads %d batch %d", model, bf16 ? "bf16" : "fp32", threads,
 	         batch);
@@ -75,7 +75,7 @@ static void free_lines(lines *l)
 static int read_lines(const char *path, lines *l, char *why, size_t why_len)
 {
 	l->n = 0;
-	FILE *f = sb_keep_open(path, FILE_MAX);
+	FILE *f = sb_cache_file_open(path, FILE_MAX);
 	if (!f) {
 		const int err = errno;
 		snprintf(why, why_len, "%s", strerror(err));
@@ -122,7 +122,7 @@ static int read_lines(const char *path, lines *l, char *why, size_t why_len)
 	return !bad;
 }
 
-void sb_pace_keep_load(const char *job, const sb_exec *dev, int n, sb_pace_entry *pace,
+void sb_pace_cache_load(const char *job, const sb_exec *dev, int n, sb_pace_entry *pace,
                        const sb_logger *log)
 {
 	memset(pace, 0, sizeof *pace * (size_t)(n > 0 ? n : 0));
@@ -218,7 +218,7 @@ static int write_paces(FILE *f, void *user)
 	return 0;
 }
 
-void sb_pace_keep_save(const char *job, const sb_exec *dev, int n, const sb_pace_entry *pace,
+void sb_pace_cache_save(const char *job, const sb_exec *dev, int n, const sb_pace_entry *pace,
                        const sb_logger *log)
 {
 	char path[4096];
@@ -228,7 +228,7 @@ void sb_pace_keep_save(const char *job, const sb_exec *dev, int n, const sb_pace
 	if (n < 2 || !ran || !keep_path(path, sizeof path))
 		return; /* nothing was shared (a silent file): nothing learnt */
 	saving sv = {path, job, dev, n, pace, {{0}, 0}};
-	if (sb_keep_save(path, reread, write_paces, &sv, log) != 0)
+	if (sb_cache_file_save(path, reread, write_paces, &sv, log) != 0)
 		sb_log(log, SB_LOG_INFO, "the devices' paces were not kept in %s: %s", path,
 		       strerror(errno));
 	free_lines(&sv.l);

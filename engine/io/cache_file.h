@@ -1,5 +1,5 @@
-/* Small text files the engine keeps between runs in the user's cache folder (each product
- * shape's measured path, each device's pace on a model): where they live, how one is opened
+/* Cache files: small text files the engine keeps between runs in the user's cache folder (each
+ * product shape's measured path, each device's pace on a model): where they live, how one is opened
  * for reading, and how one is written whole.
  *
  * A kept file is a hint: a missing, damaged or unwritable one is measured again, never a job's
@@ -10,8 +10,8 @@
  *
  * Threads: any; nothing here holds state.
  */
-#ifndef SB_KEEP_FILE_H
-#define SB_KEEP_FILE_H
+#ifndef SB_CACHE_FILE_H
+#define SB_CACHE_FILE_H
 
 #include "sb_common.h"
 
@@ -24,12 +24,12 @@ int sb_cache_dir(char *buf, size_t len);
 /* Opens a kept file for reading: NULL with errno when there is none (ENOENT), it is not a
  * regular file (EINVAL: a FIFO or a device would block or never end) or it is over max_bytes
  * (EFBIG). */
-FILE *sb_keep_open(const char *path, long max_bytes);
+FILE *sb_cache_file_open(const char *path, long max_bytes);
 
 /* Writes PATH whole (above), its folders made: reread(user) under the lock (may be NULL; -1
  * with errno: the file could not be read now, and is left as it is), then write(f, user),
  * which returns 0 when it wrote everything. 0, or -1 with errno. */
-int sb_keep_save(const char *path, int (*reread)(void *user), int (*write)(FILE *f, void *user),
-                 void *user, const sb_logger *log);
+int sb_cache_file_save(const char *path, int (*reread)(void *user),
+                       int (*write)(FILE *f, void *user), void *user, const sb_logger *log);
 
 #endif

@@ -1,11 +1,11 @@
-/* An HTDemucs net placed on a device (models/place.h) and the shorthands its forward pass is
+/* An HTDemucs net resident on a device (models/resident.h) and the shorthands its forward pass is
  * written with: device frequency tensors, products and linear layers that skip work after a
  * failure.
  *
  * Threads: one pass at a time per placement (a net on a device).
  */
 #include "models/demucs/htdemucs_internal.h"
-#include "models/place.h"
+#include "models/resident.h"
 
 #include <stdlib.h>
 
@@ -21,7 +21,7 @@ void sb_htdemucs_unplace(sb_htdemucs_on *r)
 		return;
 	if (r->pos)
 		r->p.x.be->release(r->p.x.d, r->pos);
-	sb_place_fini(&r->p);
+	sb_resident_fini(&r->p);
 	free(r);
 }
 
@@ -33,18 +33,13 @@ sb_status sb_htdemucs_place(const sb_htdemucs *net, const sb_exec *dev, const sb
 	if (!r)
 		return SB_ERR_NOMEM;
 	r->net = net;
-	sb_status st = sb_place_init(&r->p, &net->w, dev, log, "htdemucs");
+	sb_status st = sb_resident_init(&r->p, &net->w, dev, log, "htdemucs");
 	if (st != SB_OK) {
 		free(r);
 		return st;
 	}
 	*out = r;
 	return SB_OK;
-}
-
-const sb_exec *sb_htdemucs_on_device(const sb_htdemucs_on *r)
-{
-	return &r->p.x;
 }
 
 void hd_dften_new(sb_htdemucs_on *r, dften *x, int B, int F, int C, int T)

@@ -1,19 +1,19 @@
-/* A model placed on a device: its weight arrays copied (or wrapped in place) there, and the
+/* A model resident on a device: its weight arrays copied (or wrapped in place) there, and the
  * activation buffers a forward pass takes and gives back, kept from one pass to the next so
  * that a pass allocates nothing after the first. Every model family's forward pass is written
  * against it (HTDemucs, the RoFormers).
  *
- * Errors: the first failure of a pass (host or device) is kept; sb_place_status() reads it, so
+ * Errors: the first failure of a pass (host or device) is kept; sb_resident_status() reads it, so
  * a forward pass reads as straight-line code that checks before it reads results back.
  * Threads: one pass at a time per placement. */
-#ifndef SB_PLACE_H
-#define SB_PLACE_H
+#ifndef SB_RESIDENT_H
+#define SB_RESIDENT_H
 
 #include "backend/backend.h"
 
 #include <stdatomic.h>
 
-#define SB_PLACE_MAX_BLOCKS 256
+#define SB_RESIDENT_MAX_BLOCKS 256
 
 /* A model's weight arrays in host memory, every one of them, for placing on a device. */
 typedef struct {
@@ -32,7 +32,7 @@ typedef struct {
 	sb_bbuf *b;
 	size_t floats;
 	int used;
-} sb_place_block;
+} sb_resident_block;
 
 typedef struct {
 	sb_exec x;
@@ -43,34 +43,34 @@ typedef struct {
 	const float **wptr;
 	size_t *wlen;
 	int n_w;
-	sb_place_block blocks[SB_PLACE_MAX_BLOCKS];
+	sb_resident_block blocks[SB_RESIDENT_MAX_BLOCKS];
 	int n_blocks;
 	sb_status st;               /* host-side failure of the current pass */
-	const atomic_int *stop[2];  /* set: the pass ends at the next check (sb_place_stopped) */
-} sb_place;
+	const atomic_int *stop[2];  /* set: the pass ends at the next check (sb_resident_stopped) */
+} sb_resident;
 
 /* Puts every array of w on the device. */
-sb_status sb_place_init(sb_place *p, const sb_weights *w, const sb_exec *dev,
+sb_status sb_resident_init(sb_resident *p, const sb_weights *w, const sb_exec *dev,
                         const sb_logger *log, const char *who);
-void sb_place_fini(sb_place *p);
+void sb_resident_fini(sb_resident *p);
 
 /* A new pass: every activation buffer free again, the kept failure cleared, the device's
  * begin_chunk() hook called. */
-sb_status sb_place_begin(sb_place *p);
+sb_status sb_resident_begin(sb_resident *p);
 /* the device copy of a host weight array (or of a place inside one) */
-sb_dv sb_place_w(sb_place *p, const float *host);
+sb_dv sb_resident_w(sb_resident *p, const float *host);
 /* an activation buffer of at least floats (a cached one when it fits) */
-sb_dv sb_place_a(sb_place *p, size_t floats);
+sb_dv sb_resident_a(sb_resident *p, size_t floats);
 /* gives a buffer back for the rest of the pass to reuse */
-void sb_place_r(sb_place *p, sb_dv v);
-sb_status sb_place_status(sb_place *p);
-void sb_place_fail(sb_place *p, sb_status st);
+void sb_resident_r(sb_resident *p, sb_dv v);
+sb_status sb_resident_status(sb_resident *p);
+void sb_resident_fail(sb_resident *p, sb_status st);
 /* A stop flag set: the pass's status becomes SB_ERR_CANCELLED and 1 is returned. */
-int sb_place_stopped(sb_place *p);
+int sb_resident_stopped(sb_resident *p);
 /* The pass's one wait, before its results are read back: for the device to finish what the
  * pass enqueued, or for a stop flag, whichever comes first (SB_ERR_CANCELLED, kept as the
  * pass's status; the device goes on with the pass's work, which nobody waits for). */
-sb_status sb_place_drain(sb_place *p);
+sb_status sb_resident_drain(sb_resident *p);
 
 /* Placements a model keeps from one separate() call to the next, on the devices the caller
  * keeps open (sb_run_ctx.keep), one state per device found by its handle (the job runner's kept

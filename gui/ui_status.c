@@ -1,7 +1,7 @@
 /* What the window says the plugin is doing. See ui_status.h. */
 #include "ui_status.h"
 
-#include "../engine/stembridge.h" /* SB_SILENT_* */
+#include "stembridge.h" /* SB_SILENT_*: the constants alone; the UI links no engine */
 #include "../plugin/uris.h"
 
 #include <math.h>

@@ -157,43 +157,27 @@ bool sbui_x11_selection_event(sbui_x11* x, const XEvent* ev)
 	return true;
 }
 
-static bool in_path(const char* prog)
-{
-	const char* path = getenv("PATH");
-	if (!path)
-		path = "/usr/bin:/bin";
-	char dir[4096];
-	for (const char* p = path; *p;) {
-		const size_t n = strcspn(p, ":");
-		char full[4200];
-		snprintf(dir, sizeof dir, "%.*s", (int)n, p);
-		snprintf(full, sizeof full, "%s/%s", dir[0] ? dir : ".", prog);
-		if (access(full, X_OK) == 0)
-			return true;
-		p += n + (p[n] == ':');
-	}
-	return false;
-}
-
 bool sbui_x11_open_folder(const char* dir, char* why, int wsize)
 {
-	if (!in_path("xdg-open")) {
-		snprintf(why, (size_t)wsize, "xdg-open is not installed (package xdg-utils)");
-		return false;
-	}
-	/* the shell starts xdg-open in the background and ends at once: the file manager lives on
-	 * its own, and nothing is left for the host to reap */
-	char* const argv[] = {"sh", "-c", "xdg-open \"$1\" >/dev/null 2>&1 </dev/null &", "sh",
-	                      (char*)dir, NULL};
+	/* the shell looks xdg-open up on the PATH (127: not there), starts it in the background and
+	 * ends at once: the file manager lives on its own, and nothing is left for the host to reap */
+	char* const argv[] = {"sh", "-c",
+	                      "command -v xdg-open >/dev/null || exit 127; "
+	                      "xdg-open \"$1\" >/dev/null 2>&1 </dev/null &",
+	                      "sh", (char*)dir, NULL};
 	pid_t pid;
 	const int r = posix_spawn(&pid, "/bin/sh", NULL, NULL, argv, environ);
 	if (r != 0) {
 		snprintf(why, (size_t)wsize, "cannot start xdg-open: %s", strerror(r));
 		return false;
 	}
-	int status;
+	int status = 0;
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
+		snprintf(why, (size_t)wsize, "xdg-open is not installed (package xdg-utils)");
+		return false;
+	}
 	return true;
 }
 

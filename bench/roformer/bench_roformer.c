@@ -354,7 +354,7 @@ int main(int argc, char **argv)
 	const double load_s = sb_now() - t0;
 	const sb_rf_config *c = &net->cfg;
 	const int B = batch > 0 ? batch : 1, ch = net->ch, S = net->n_stems;
-	const int64_t L = c->chunk_size;
+	const int64_t L = c->m.chunk_size;
 	float *in = malloc(sizeof(float) * (size_t)B * ch * L);
 	float *out = malloc(sizeof(float) * (size_t)B * S * ch * L);
 	if (!in || !out)

@@ -402,7 +402,7 @@ static void pipeline_on(const char *name, const char *pre, sb_exec *dev, int n_d
 	 * model adds its residual) */
 	for (int k = 0; k < SB_MAX_STEMS; k++)
 		got_mask |= sink.frames[k] ? 1u << k : 0;
-	if (ok && !c->target[0] && !pre[0] && n_dev == 1 && !strcmp(dev->be->name, "cpu")) {
+	if (ok && !c->m.target[0] && !pre[0] && n_dev == 1 && !strcmp(dev->be->name, "cpu")) {
 		char what[200];
 		snprintf(what, sizeof what, "%s: its %d instruments, %d stems in the model, %d written",
 		         name, ni, m->info.n_stems, __builtin_popcount(got_mask));
@@ -415,8 +415,8 @@ static void pipeline_on(const char *name, const char *pre, sb_exec *dev, int n_d
 	         worst);
 	check(ok && worst < 2e-3, what);
 	/* a target model: its other stem is the mix minus the target, exactly as stored */
-	if (ok && c->target[0] && !pre[0]) {
-		const int kt = sb_stem_index(c->target), ko = SB_STEM_OTHER;
+	if (ok && c->m.target[0] && !pre[0]) {
+		const int kt = sb_stem_index(c->m.target), ko = SB_STEM_OTHER;
 		double e = 0;
 		for (int64_t i = 0; i < N * ch; i++)
 			e = fmax(e, fabs((double)il[i] - sink.data[kt][i] - sink.data[ko][i]));

@@ -418,18 +418,18 @@ static sb_status run_demix(rf_model *rm, const sb_run_ctx *ctx, sb_source *in, s
 	d.lanes = d.mc == 1 && d.ic == 2 ? 2 : 1;
 	d.S = net->n_stems;
 	d.N = in->frames;
-	d.C = c->chunk_size;
-	d.step = d.C / c->num_overlap;
+	d.C = c->m.chunk_size;
+	d.step = d.C / c->m.num_overlap;
 	d.border = d.C - d.step;
 	d.fade = d.C / 10;
 	const int padded = d.N > 2 * d.border && d.border > 0;
 	d.off = padded ? d.border : 0;
 	d.Np = d.N + 2 * d.off;
 	d.n_chunks = (d.Np + d.step - 1) / d.step;
-	d.bs = c->batch_size;
+	d.bs = c->m.batch_size;
 	d.out_of = rm->out_of;
 	d.residual = rm->residual;
-	d.normalize = c->normalize;
+	d.normalize = c->m.normalize;
 	sb_run_devices rd;
 	sb_status st = sb_run_devices_open(ctx, &rd);
 	if (st != SB_OK)
@@ -577,11 +577,11 @@ static sb_status sb_roformer_model_open(const char *path, const char *name, cons
 		snprintf(list + at, sizeof list - at, "%s%s", s ? ", " : "", names[s]);
 	}
 	/* one target: the other instruments are the mix minus it */
-	if (c->target[0]) {
+	if (c->m.target[0]) {
 		const char *other = NULL;
-		for (int i = 0; i < c->n_instruments && !other; i++)
-			if (strcmp(c->instruments[i], c->target))
-				other = c->instruments[i];
+		for (int i = 0; i < c->m.n_instruments && !other; i++)
+			if (strcmp(c->m.instruments[i], c->m.target))
+				other = c->m.instruments[i];
 		const int k = other ? sb_stem_index(other) : -1;
 		rm->residual = 1;
 		rm->out_of[n] = k >= 0 && k != rm->out_of[0] ? k : SB_STEM_OTHER;
@@ -590,7 +590,7 @@ static sb_status sb_roformer_model_open(const char *path, const char *name, cons
 		mask |= 1u << rm->out_of[n];
 		const size_t at = strlen(list);
 		snprintf(list + at, sizeof list - at, ", %s (the mix minus %s)",
-		         other ? other : "other", c->target);
+		         other ? other : "other", c->m.target);
 	}
 	sb_model_info *info = &m->info;
 	snprintf(info->name, sizeof info->name, "%s", name);
@@ -598,7 +598,7 @@ static sb_status sb_roformer_model_open(const char *path, const char *name, cons
 	snprintf(info->description, sizeof info->description, "%s (%lld parameters): %s",
 	         c->family == SB_RF_MEL ? "Mel-Band RoFormer" : "BS-RoFormer",
 	         (long long)rm->net->params, list);
-	info->native_rate = c->audio_rate;
+	info->native_rate = c->m.audio_rate;
 	int k2 = 0;
 	for (int k = 0; k < SB_N_KNOWN_STEMS; k++)
 		if (mask & (1u << k))
@@ -607,7 +607,7 @@ static sb_status sb_roformer_model_open(const char *path, const char *name, cons
 	info->stems = mask;
 	info->stems_sum = rm->residual;
 	info->shares_devices = 1; /* chunks dealt out to every device (models/share.h) */
-	info->default_chunk_frames = c->chunk_size;
+	info->default_chunk_frames = c->m.chunk_size;
 	*out = m;
 	return SB_OK;
 }

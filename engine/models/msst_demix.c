@@ -20,6 +20,7 @@
  * Channels: a stereo model given mono duplicates it (as MSST does) and averages its output; a
  * mono model given stereo separates each channel on its own.
  */
+#include "models/demucs/safetensors.h"
 #include "models/msst_demix.h"
 #include "models/resident.h"
 #include "models/share.h"
@@ -622,4 +623,22 @@ sb_status sb_msst_model_new(const sb_msst_net *net, const sb_msst_common *c, con
 	info->ops = ops;
 	*out = m;
 	return SB_OK;
+}
+
+const sb_msst_net *sb_msst_model_net(const sb_model *m)
+{
+	return m && m->vt == &mm_vt ? &((const msst_model *)m->impl)->net : NULL;
+}
+
+int sb_msst_file_is(const char *path, const char *const *families)
+{
+	sb_safetensors *st = NULL;
+	if (sb_safetensors_open(path, NULL, &st) != SB_OK)
+		return 0;
+	const char *f = sb_safetensors_meta(st, "family");
+	int yes = 0;
+	for (const char *const *q = families; f && *q && !yes; q++)
+		yes = !strcmp(f, *q);
+	sb_safetensors_close(st);
+	return yes;
 }

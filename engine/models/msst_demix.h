@@ -43,4 +43,12 @@ typedef struct {
 sb_status sb_msst_model_new(const sb_msst_net *net, const sb_msst_common *m, const char *name,
                             const char *path, const char *what, unsigned ops, sb_model **out);
 
+/* The net of an sb_model of this pipeline (NULL for another model): for tests and benches
+ * that run one chunk through it. */
+const sb_msst_net *sb_msst_model_net(const sb_model *m);
+
+/* Whether the safetensors file at path is a converted checkpoint of one of families (its
+ * metadata's "family": MSST's model type; NULL-terminated). */
+int sb_msst_file_is(const char *path, const char *const *families);
+
 #endif

@@ -1,7 +1,6 @@
 /* A RoFormer behind the sb_model seam (models/model.h): a converted file (stembridge-convert
  * MODEL.ckpt --config MODEL.yaml) opened as an sb_model on MSST's chunk pipeline
  * (models/msst_demix.h). */
-#include "models/demucs/safetensors.h"
 #include "models/families.h"
 #include "models/msst_demix.h"
 #include "models/roformer/roformer.h"
@@ -50,20 +49,14 @@ static sb_status sb_roformer_model_open(const char *path, const char *name, cons
 	return sb_msst_model_new(&mn, &c->m, name, path, what, 0, out);
 }
 
-static int sb_roformer_is_file(const char *path)
-{
-	sb_safetensors *st = NULL;
-	if (sb_safetensors_open(path, NULL, &st) != SB_OK)
-		return 0;
-	const char *f = sb_safetensors_meta(st, "family");
-	const int yes = f && (!strcmp(f, "bs_roformer") || !strcmp(f, "mel_band_roformer"));
-	sb_safetensors_close(st);
-	return yes;
-}
-
 /* The RoFormers' family (models/families.c): a file whose header names one, and the
  * catalogue's entries of either. */
 static const char *const roformer_catalog[] = {"bs_roformer", "mel_band_roformer", NULL};
+
+static int sb_roformer_is_file(const char *path)
+{
+	return sb_msst_file_is(path, roformer_catalog);
+}
 
 const sb_model_family sb_family_roformer = {"roformer", roformer_catalog, sb_roformer_is_file,
                                             sb_roformer_model_open, NULL};

@@ -8,6 +8,7 @@
  * convolution is three products (time taps) over three consecutive padded rows. The LSTMs take
  * tokens [sequences][steps][C] (a transpose there and back), the FFT along time is a product
  * with the DFT's matrices. */
+#include "models/rows_conv.h"
 #include "models/scnet/scnet.h"
 
 #include <math.h>
@@ -58,46 +59,13 @@ static sb_dv W(sb_scnet_on *r, const float *host)
 	return sb_resident_w(&r->p, host);
 }
 
-/* C_ij = A op(B_ij) (+ C_ij when acc) over rows i < batch and chunks j < batch2, then the bias
- * per row of C (NULL: none) */
+/* a product of a host weight array over rows (models/rows_conv.h) */
 static void conv(sb_scnet_on *r, int M, int N, int K, const float *A, int lda, sb_dv B, int ldb,
                  long sb, long sb2, int acc, sb_dv C, int ldc, long sc, long sc2, int batch,
                  int batch2, const float *bias)
 {
-	if (!OK(r) || M < 1 || N < 1 || batch < 1)
-		return;
-	if (bias) {
-		const sb_bias e = {W(r, bias), 0, 0, SB_ACT_NONE};
-		r->p.o->gemm_bias(r->p.x.d, M, N, K, 1.f, W(r, A), lda, 0, B, ldb, sb, 0, acc ? 1.f : 0.f,
-		                  C, ldc, sc, batch, batch2, 0, sb2, sc2, &e);
-	} else {
-		r->p.o->gemm(r->p.x.d, M, N, K, 1.f, W(r, A), lda, 0, B, ldb, sb, 0, acc ? 1.f : 0.f, C,
-		             ldc, sc, batch, batch2, 0, sb2, sc2);
-	}
-}
-
-/* rows x [B][R][C][T] padded by one row and one frame at each end, zeros around */
-static sb_dv pad_rows(sb_scnet_on *r, sb_dv x, int B, int R, int C, int T)
-{
-	const size_t item = (size_t)(R + 2) * C * (T + 2);
-	sb_dv xp = sb_resident_a(&r->p, (size_t)B * item);
-	OP(r)->zero(r->p.x.d, xp, (size_t)B * item);
-	OP(r)->copy_rows(r->p.x.d, sb_dv_at(xp, (size_t)C * (T + 2) + 1), T + 2, (long)item, x, T,
-	                 (long)R * C * T, R * C, T, B);
-	return xp;
-}
-
-/* a 3 x 3 convolution (padding 1) of rows x [B][R][ci][T] into y [B][R][co][T]: per time tap
- * v, w[v] [co][3 ci] over three consecutive padded rows */
-static void conv3x3(sb_scnet_on *r, sb_dv x, int B, int R, int ci, int co, int T,
-                    float *const w[3], const float *b, sb_dv y)
-{
-	sb_dv xp = pad_rows(r, x, B, R, ci, T);
-	for (int v = 0; v < 3; v++)
-		conv(r, co, T, 3 * ci, w[v], 3 * ci, sb_dv_at(xp, (size_t)v), T + 2, (long)ci * (T + 2),
-		     (long)(R + 2) * ci * (T + 2), v > 0, y, T, (long)co * T, (long)R * co * T, R, B,
-		     v ? NULL : b);
-	sb_resident_r(&r->p, xp);
+	sb_rows_product(&r->p, M, N, K, A, lda, B, ldb, sb, sb2, acc, C, ldc, sc, sc2, batch, batch2,
+	                bias);
 }
 
 /* the ConvolutionModule's layers over rows [off, off + n) of y [B][R][C][T], in place */
@@ -171,7 +139,7 @@ static sb_dv encode(sb_scnet_on *r, const sc_level *lv, sb_dv x, int B, sb_dv *s
 	OP(r)->bias_cols(r->p.x.d, y, n, T, W(r, net->zeros), SB_ACT_GELU);
 	*skip = y;
 	sb_dv o = sb_resident_a(&r->p, n);
-	conv3x3(r, y, B, R, co, co, T, lv->glob_w, lv->glob_b, o);
+	sb_rows_conv3x3(&r->p, y, B, R, co, co, T, (const float *const *)lv->glob_w, lv->glob_b, o);
 	return o;
 }
 
@@ -254,7 +222,8 @@ static sb_dv decode(sb_scnet_on *r, const sc_level *lv, sb_dv x, sb_dv skip, int
 	const sb_scnet_bands *bd = &lv->bands;
 	OP(r)->add(r->p.x.d, x, skip, (size_t)B * R * co * T);
 	sb_dv f = sb_resident_a(&r->p, (size_t)B * R * 2 * co * T);
-	conv3x3(r, x, B, R, co, 2 * co, T, lv->fuse_w, lv->fuse_b, f);
+	sb_rows_conv3x3(&r->p, x, B, R, co, 2 * co, T, (const float *const *)lv->fuse_w,
+	                lv->fuse_b, f);
 	sb_resident_r(&r->p, x);
 	sb_dv g = sb_resident_a(&r->p, (size_t)B * R * co * T);
 	OP(r)->glu(r->p.x.d, f, 2L * co * T, g, (long)co * T, co * T, B * R);

@@ -1,11 +1,10 @@
 /* A converted SCNet: the config from the metadata, every tensor read as F32 (its shape checked)
  * and laid out for the products of the forward pass (scnet.h), and the tables: the window, the
  * DFT along time as matrices. */
-#include "models/demucs/safetensors.h"
 #include "models/scnet/scnet.h"
+#include "models/weights_load.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,78 +22,14 @@ void sb_scnet_free(sb_scnet *net)
 	free(net);
 }
 
-typedef struct {
-	const sb_safetensors *st;
-	sb_scnet *net;
-	const char *name;
-	const sb_logger *log;
-	sb_status s;
-	char tn[160];
-} ld;
-
-static float *own(ld *l, size_t n)
-{
-	float *p = l->s == SB_OK ? sb_weights_new(&l->net->w, n) : NULL;
-	if (!p && l->s == SB_OK)
-		l->s = SB_ERR_NOMEM;
-	return p;
-}
-
-/* tensor fmt... of shape (a, b, c, d: the first ndim) into a new host array (freed by the
- * caller), or NULL after the first failure */
-static float *raw(ld *l, int ndim, int64_t a, int64_t b, int64_t c, int64_t d, const char *fmt,
-                  ...) __attribute__((format(printf, 7, 8)));
-static float *raw(ld *l, int ndim, int64_t a, int64_t b, int64_t c, int64_t d, const char *fmt,
-                  ...)
-{
-	if (l->s != SB_OK)
-		return NULL;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(l->tn, sizeof l->tn, fmt, ap);
-	va_end(ap);
-	const int64_t shape[4] = {a, b, c, d};
-	int64_t n = 1;
-	for (int i = 0; i < ndim; i++)
-		n *= shape[i];
-	float *p = malloc(sizeof(float) * (size_t)n);
-	if (!p) {
-		l->s = SB_ERR_NOMEM;
-		return NULL;
-	}
-	l->s = sb_safetensors_read_f32(l->st, l->tn, shape, ndim, p, l->name, l->log);
-	if (l->s != SB_OK) {
-		free(p);
-		return NULL;
-	}
-	return p;
-}
-
-/* a vector tensor into a weight array of its own */
-static float *vec(ld *l, int64_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static float *vec(ld *l, int64_t n, const char *fmt, ...)
-{
-	if (l->s != SB_OK)
-		return NULL;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(l->tn, sizeof l->tn, fmt, ap);
-	va_end(ap);
-	float *p = own(l, (size_t)n);
-	const int64_t shape[1] = {n};
-	if (p)
-		l->s = sb_safetensors_read_f32(l->st, l->tn, shape, 1, p, l->name, l->log);
-	return p;
-}
-
 /* a Conv2d's [co][ci][3][3] (kernel over rows u, then time v) as three products, one per time
  * tap, each over three consecutive rows: out[v][o][u ci_n + i] = w[o][i][u][v] + (fold: the
  * weight of input channel i + ci_n, the same rows repeated) */
-static void conv3x3(ld *l, const float *w, int co, int ci, int fold, float *out[3])
+static void conv3x3(sb_wload *l, const float *w, int co, int ci, int fold, float *out[3])
 {
 	const int ci_n = fold ? ci / 2 : ci;
 	for (int v = 0; v < 3; v++) {
-		if (!(out[v] = own(l, (size_t)co * 3 * ci_n)) || !w)
+		if (!(out[v] = sb_wload_own(l, (size_t)co * 3 * ci_n)) || !w)
 			return;
 		for (int o = 0; o < co; o++)
 			for (int u = 0; u < 3; u++)
@@ -107,22 +42,21 @@ static void conv3x3(ld *l, const float *w, int co, int ci, int fold, float *out[
 	}
 }
 
-static void load_level(ld *l, int i)
+static void load_level(sb_wload *l, sb_scnet *net, int i)
 {
-	sb_scnet *net = l->net;
 	const sb_scnet_config *c = &net->cfg;
 	sc_level *lv = &net->lv[i];
 	const int ci = lv->ci, co = lv->co, h = lv->h, K = c->conv_kernel;
 	for (int b = 0; b < 3 && l->s == SB_OK; b++) {
 		const int k = c->band_kernel[b];
-		float *w = raw(l, 4, co, ci, k, 1, "encoder.%d.SDlayer.convs.%d.weight", i, b);
-		if ((lv->down_w[b] = own(l, (size_t)co * k * ci)) && w)
+		float *w = sb_wload_raw(l, 4, co, ci, k, 1, "encoder.%d.SDlayer.convs.%d.weight", i, b);
+		if ((lv->down_w[b] = sb_wload_own(l, (size_t)co * k * ci)) && w)
 			for (int o = 0; o < co; o++)
 				for (int u = 0; u < k; u++)
 					for (int q = 0; q < ci; q++)
 						lv->down_w[b][((size_t)o * k + u) * ci + q] = w[((size_t)o * ci + q) * k + u];
 		free(w);
-		lv->down_b[b] = vec(l, co, "encoder.%d.SDlayer.convs.%d.bias", i, b);
+		lv->down_b[b] = sb_wload_vec(l, co, "encoder.%d.SDlayer.convs.%d.bias", i, b);
 		const int depth = c->conv_depths[b];
 		lv->layers[b] = calloc((size_t)(depth ? depth : 1), sizeof(sc_conv_layer));
 		if (!lv->layers[b] && l->s == SB_OK)
@@ -132,48 +66,48 @@ static void load_level(ld *l, int i)
 			const char *p = "encoder.%d.conv_modules.%d.layers.%d.";
 			char pre[96];
 			snprintf(pre, sizeof pre, p, i, b, d);
-			L->n0w = vec(l, co, "%s0.weight", pre);
-			L->n0b = vec(l, co, "%s0.bias", pre);
-			float *c1 = raw(l, 3, 2 * h, co, K, 0, "%s1.weight", pre);
-			if ((L->c1w = own(l, (size_t)K * 2 * h * co)) && c1)
+			L->n0w = sb_wload_vec(l, co, "%s0.weight", pre);
+			L->n0b = sb_wload_vec(l, co, "%s0.bias", pre);
+			float *c1 = sb_wload_raw(l, 3, 2 * h, co, K, 0, "%s1.weight", pre);
+			if ((L->c1w = sb_wload_own(l, (size_t)K * 2 * h * co)) && c1)
 				for (int u = 0; u < K; u++)
 					for (int o = 0; o < 2 * h; o++)
 						for (int q = 0; q < co; q++)
 							L->c1w[((size_t)u * 2 * h + o) * co + q] = c1[((size_t)o * co + q) * K + u];
 			free(c1);
-			L->c1b = vec(l, 2 * h, "%s1.bias", pre);
-			float *dw = raw(l, 3, h, 1, K, 0, "%s3.weight", pre);
-			if ((L->dw = own(l, (size_t)h * K)) && dw)
+			L->c1b = sb_wload_vec(l, 2 * h, "%s1.bias", pre);
+			float *dw = sb_wload_raw(l, 3, h, 1, K, 0, "%s3.weight", pre);
+			if ((L->dw = sb_wload_own(l, (size_t)h * K)) && dw)
 				memcpy(L->dw, dw, sizeof(float) * (size_t)h * K);
 			free(dw);
-			L->dwb = vec(l, h, "%s3.bias", pre);
-			L->n4w = vec(l, h, "%s4.weight", pre);
-			L->n4b = vec(l, h, "%s4.bias", pre);
-			float *c6 = raw(l, 3, co, h, 1, 0, "%s6.weight", pre);
-			if ((L->c6w = own(l, (size_t)co * h)) && c6)
+			L->dwb = sb_wload_vec(l, h, "%s3.bias", pre);
+			L->n4w = sb_wload_vec(l, h, "%s4.weight", pre);
+			L->n4b = sb_wload_vec(l, h, "%s4.bias", pre);
+			float *c6 = sb_wload_raw(l, 3, co, h, 1, 0, "%s6.weight", pre);
+			if ((L->c6w = sb_wload_own(l, (size_t)co * h)) && c6)
 				memcpy(L->c6w, c6, sizeof(float) * (size_t)co * h);
 			free(c6);
-			L->c6b = vec(l, co, "%s6.bias", pre);
+			L->c6b = sb_wload_vec(l, co, "%s6.bias", pre);
 		}
 	}
-	float *g = raw(l, 4, co, co, 3, 3, "encoder.%d.globalconv.weight", i);
+	float *g = sb_wload_raw(l, 4, co, co, 3, 3, "encoder.%d.globalconv.weight", i);
 	if (l->s == SB_OK)
 		conv3x3(l, g, co, co, 0, lv->glob_w);
 	free(g);
-	lv->glob_b = vec(l, co, "encoder.%d.globalconv.bias", i);
+	lv->glob_b = sb_wload_vec(l, co, "encoder.%d.globalconv.bias", i);
 	/* the decoder of this level */
 	const int j = net->levels - 1 - i, cout = lv->cout;
-	float *f = raw(l, 4, 2 * co, 2 * co, 3, 3, "decoder.%d.0.conv.weight", j);
+	float *f = sb_wload_raw(l, 4, 2 * co, 2 * co, 3, 3, "decoder.%d.0.conv.weight", j);
 	if (l->s == SB_OK)
 		conv3x3(l, f, 2 * co, 2 * co, 1, lv->fuse_w);
 	free(f);
-	lv->fuse_b = vec(l, 2 * co, "decoder.%d.0.conv.bias", j);
+	lv->fuse_b = sb_wload_vec(l, 2 * co, "decoder.%d.0.conv.bias", j);
 	for (int b = 0; b < 3 && l->s == SB_OK; b++) {
 		const int k = c->band_kernel[b], s = c->band_stride[b];
-		float *w = raw(l, 4, co, cout, k, 1, "decoder.%d.1.convtrs.%d.weight", j, b);
-		float *bias = raw(l, 1, cout, 0, 0, 0, "decoder.%d.1.convtrs.%d.bias", j, b);
-		lv->up_w[b] = own(l, (size_t)cout * k * co);
-		lv->up_b[b] = own(l, (size_t)(s == 1 ? 1 : k) * cout);
+		float *w = sb_wload_raw(l, 4, co, cout, k, 1, "decoder.%d.1.convtrs.%d.weight", j, b);
+		float *bias = sb_wload_raw(l, 1, cout, 0, 0, 0, "decoder.%d.1.convtrs.%d.bias", j, b);
+		lv->up_w[b] = sb_wload_own(l, (size_t)cout * k * co);
+		lv->up_b[b] = sb_wload_own(l, (size_t)(s == 1 ? 1 : k) * cout);
 		if (w && bias && lv->up_w[b] && lv->up_b[b]) {
 			for (int o = 0; o < cout; o++)
 				for (int u = 0; u < k; u++)
@@ -192,27 +126,26 @@ static void load_level(ld *l, int i)
 	}
 }
 
-static void load_dual(ld *l, int i)
+static void load_dual(sb_wload *l, sb_scnet *net, int i)
 {
-	sb_scnet *net = l->net;
 	sc_dual *dp = &net->dp[i];
 	const int d = dp->d, H = dp->H;
 	const int64_t G = 4L * H;
 	for (int p = 0; p < 2 && l->s == SB_OK; p++) {
 		const char *pre = "separation_net.dp_modules.%d.";
-		dp->nw[p] = vec(l, d, "separation_net.dp_modules.%d.norm_layers.%d.weight", i, p);
-		dp->nb[p] = vec(l, d, "separation_net.dp_modules.%d.norm_layers.%d.bias", i, p);
-		dp->wih[p] = own(l, (size_t)(2 * G * d));
-		dp->whh[p] = own(l, (size_t)(2 * G * H));
-		dp->b[p] = own(l, (size_t)(2 * G));
+		dp->nw[p] = sb_wload_vec(l, d, "separation_net.dp_modules.%d.norm_layers.%d.weight", i, p);
+		dp->nb[p] = sb_wload_vec(l, d, "separation_net.dp_modules.%d.norm_layers.%d.bias", i, p);
+		dp->wih[p] = sb_wload_own(l, (size_t)(2 * G * d));
+		dp->whh[p] = sb_wload_own(l, (size_t)(2 * G * H));
+		dp->b[p] = sb_wload_own(l, (size_t)(2 * G));
 		for (int r = 0; r < 2 && l->s == SB_OK; r++) {
 			const char *sfx = r ? "_reverse" : "";
 			char q[96];
 			snprintf(q, sizeof q, pre, i);
-			float *a = raw(l, 2, G, d, 0, 0, "%slstm_layers.%d.weight_ih_l0%s", q, p, sfx);
-			float *b = raw(l, 2, G, H, 0, 0, "%slstm_layers.%d.weight_hh_l0%s", q, p, sfx);
-			float *bi = raw(l, 1, G, 0, 0, 0, "%slstm_layers.%d.bias_ih_l0%s", q, p, sfx);
-			float *bh = raw(l, 1, G, 0, 0, 0, "%slstm_layers.%d.bias_hh_l0%s", q, p, sfx);
+			float *a = sb_wload_raw(l, 2, G, d, 0, 0, "%slstm_layers.%d.weight_ih_l0%s", q, p, sfx);
+			float *b = sb_wload_raw(l, 2, G, H, 0, 0, "%slstm_layers.%d.weight_hh_l0%s", q, p, sfx);
+			float *bi = sb_wload_raw(l, 1, G, 0, 0, 0, "%slstm_layers.%d.bias_ih_l0%s", q, p, sfx);
+			float *bh = sb_wload_raw(l, 1, G, 0, 0, 0, "%slstm_layers.%d.bias_hh_l0%s", q, p, sfx);
 			if (a && b && bi && bh) {
 				memcpy(dp->wih[p] + r * G * d, a, sizeof(float) * (size_t)(G * d));
 				memcpy(dp->whh[p] + r * G * H, b, sizeof(float) * (size_t)(G * H));
@@ -224,24 +157,23 @@ static void load_dual(ld *l, int i)
 			free(bi);
 			free(bh);
 		}
-		float *lw = raw(l, 2, d, 2 * H, 0, 0, "separation_net.dp_modules.%d.linear_layers.%d.weight",
+		float *lw = sb_wload_raw(l, 2, d, 2 * H, 0, 0, "separation_net.dp_modules.%d.linear_layers.%d.weight",
 		                i, p);
-		if ((dp->lw[p] = own(l, (size_t)d * 2 * H)) && lw)
+		if ((dp->lw[p] = sb_wload_own(l, (size_t)d * 2 * H)) && lw)
 			memcpy(dp->lw[p], lw, sizeof(float) * (size_t)d * 2 * H);
 		free(lw);
-		dp->lb[p] = vec(l, d, "separation_net.dp_modules.%d.linear_layers.%d.bias", i, p);
+		dp->lb[p] = sb_wload_vec(l, d, "separation_net.dp_modules.%d.linear_layers.%d.bias", i, p);
 	}
 }
 
 /* torch.fft.rfft / irfft along T frames, norm="ortho", as matrices (double, then rounded) */
-static void dft_tables(ld *l)
+static void dft_tables(sb_wload *l, sb_scnet *net)
 {
-	sb_scnet *net = l->net;
 	const int T = net->frames, T2 = net->frames2;
-	net->rfft_re = own(l, (size_t)T * T2);
-	net->rfft_im = own(l, (size_t)T * T2);
-	net->irfft_re = own(l, (size_t)T2 * T);
-	net->irfft_im = own(l, (size_t)T2 * T);
+	net->rfft_re = sb_wload_own(l, (size_t)T * T2);
+	net->rfft_im = sb_wload_own(l, (size_t)T * T2);
+	net->irfft_re = sb_wload_own(l, (size_t)T2 * T);
+	net->irfft_im = sb_wload_own(l, (size_t)T2 * T);
 	if (l->s != SB_OK)
 		return;
 	const double s = 1.0 / sqrt((double)T);
@@ -342,15 +274,15 @@ sb_status sb_scnet_load(const char *path, const char *name, const sb_logger *log
 	s = shapes(net);
 	if (s != SB_OK)
 		goto fail;
-	ld l = {st, net, name, log, SB_OK, ""};
+	sb_wload l = {st, &net->w, name, log, SB_OK, ""};
 	for (int i = 0; i < net->levels && l.s == SB_OK; i++)
-		load_level(&l, i);
+		load_level(&l, net, i);
 	for (int i = 0; i < net->cfg.num_dplayer && l.s == SB_OK; i++)
-		load_dual(&l, i);
-	dft_tables(&l);
+		load_dual(&l, net, i);
+	dft_tables(&l, net);
 	const int nfft = net->cfg.nfft;
-	net->ones = own(&l, (size_t)nfft);
-	net->zeros = own(&l, (size_t)net->frames);
+	net->ones = sb_wload_own(&l, (size_t)nfft);
+	net->zeros = sb_wload_own(&l, (size_t)net->frames);
 	for (int i = 0; net->ones && i < nfft; i++)
 		net->ones[i] = 1.f;
 	s = l.s;

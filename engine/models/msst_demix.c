@@ -590,12 +590,16 @@ sb_status sb_msst_model_new(const sb_msst_net *net, const sb_msst_common *c, con
 		const size_t at = strlen(list);
 		snprintf(list + at, sizeof list - at, "%s%s", s ? ", " : "", names[s]);
 	}
-	/* one target: the other instruments are the mix minus it */
+	/* one target: the other instruments are the mix minus it, named after the other
+	 * instrument where there is one ([vocals, other], [vocals, instrumental]), else "other" */
 	if (c->target[0]) {
 		const char *other = NULL;
-		for (int i = 0; i < c->n_instruments && !other; i++)
-			if (strcmp(c->instruments[i], c->target))
+		int others = 0;
+		for (int i = 0; i < c->n_instruments; i++)
+			if (strcmp(c->instruments[i], c->target) && !others++)
 				other = c->instruments[i];
+		if (others > 1)
+			other = "other";
 		const int k = other ? sb_stem_index(other) : -1;
 		mm->residual = 1;
 		mm->out_of[n] = k >= 0 && k != mm->out_of[0] ? k : SB_STEM_OTHER;

@@ -84,17 +84,26 @@ const char *sb_knob_get(const char *name);
 /* ---- stems and formats ------------------------------------------------------------------ */
 
 /* Stems by canonical index, the same everywhere (files, masks, ports, manifests): the four of
- * every 4-source model first, then the extra sources of larger models (htdemucs_6s). */
+ * every 4-source model first, then the extra sources of larger models (htdemucs_6s), then the
+ * stems of the special jobs: a karaoke model's lead and backing vocals, a de-reverb model's dry
+ * sound and its reverb, a drum model's kit pieces. */
 enum {
 	SB_STEM_VOCALS = 0, SB_STEM_DRUMS, SB_STEM_BASS, SB_STEM_OTHER,
 	SB_N_STEMS,                       /* the four standard stems */
 	SB_STEM_GUITAR = SB_N_STEMS, SB_STEM_PIANO,
+	SB_STEM_LEAD_VOCALS, SB_STEM_BACKING_VOCALS, SB_STEM_DRY, SB_STEM_REVERB,
+	SB_STEM_KICK, SB_STEM_SNARE, SB_STEM_TOMS, SB_STEM_HIHAT, SB_STEM_CYMBALS, SB_STEM_RIDE,
+	SB_STEM_CRASH,
 	SB_N_KNOWN_STEMS,                 /* every stem name this build knows */
-	SB_MAX_STEMS = 8                  /* room in masks and tables */
+	SB_MAX_STEMS = 24                 /* room in masks and tables */
 };
-/* "vocals","drums","bass","other","guitar","piano"; NULL past SB_N_KNOWN_STEMS */
+/* "vocals", "drums", "bass", "other", "guitar", "piano", "lead_vocals", "backing_vocals",
+ * "dry", "reverb", "kick", "snare", "toms", "hihat", "cymbals", "ride", "crash"; NULL past
+ * SB_N_KNOWN_STEMS */
 extern const char *const sb_stem_names[SB_MAX_STEMS];
-/* The canonical index of a stem name, -1 when it is none of them. */
+/* The canonical index of a stem name, -1 when it is none of them. Case is ignored, and the
+ * names models' configurations give the same stems are taken for them: "instrumental"
+ * (other), "lead" and "backing", "noreverb" (dry), "hh" (hihat). */
 int sb_stem_index(const char *name);
 /* The names of a mask of canonical stems, in canonical order, joined by sep ("vocals, drums") */
 void sb_stem_mask_text(unsigned mask, const char *sep, char *buf, size_t len);
@@ -276,7 +285,7 @@ typedef enum {
 } sb_job_state;
 
 #define SB_JOB_MAX_DEVICES 8
-#define SB_JOB_MAX_STEMS 8
+#define SB_JOB_MAX_STEMS SB_MAX_STEMS
 
 /* One device's share of a running job; strings owned by the engine's device list. */
 typedef struct {
@@ -381,6 +390,18 @@ typedef struct {
 	char url[512];       /* where it is published ("" : base_url + path) */
 } sb_catalog_file;
 
+/* A model's published separation figures on one test set: SDR per canonical stem in dB, as
+ * published (text: "11.27") and as a number (0 where none), and who published them. Figures
+ * of different sets do not compare: 'auto' ranks each stem on one set (sb_model_auto). */
+#define SB_CATALOG_MAX_FIGURES 4
+typedef struct {
+	char set[32];        /* "multisong" (MVSEP's Multisong), "musdb18hq" (MUSDB18-HQ test),
+	                        "drumsep", ... */
+	char source[192];    /* who published them, where */
+	double sdr[SB_MAX_STEMS];
+	char text[SB_MAX_STEMS][24];
+} sb_catalog_figures;
+
 typedef struct {
 	char name[64];       /* [a-z0-9_-]: what a user types */
 	char title[64];      /* what a UI shows */
@@ -392,8 +413,8 @@ typedef struct {
 	sb_catalog_file files[SB_CATALOG_MAX_FILES];
 	uint64_t bytes;      /* download size of every file together */
 	char family[32];     /* the model family's name ("" for Demucs): models/families.c */
-	float sdr[8];        /* published SDR per canonical stem (dB), 0 = none */
-	char sdr_source[128];
+	int n_figures;
+	sb_catalog_figures figures[SB_CATALOG_MAX_FIGURES];
 } sb_catalog_model;
 
 typedef struct sb_catalog sb_catalog;

@@ -423,8 +423,9 @@ sb_status sb_msst_check_stems(sb_msst_yaml *y, const sb_msst_common *c)
 			return SB_ERR_FORMAT;
 		}
 		for (int k = 0; k < i; k++)
-			if (!strcmp(name, c->instruments[k])) {
-				sb_msst_fail(y, "training.instruments: '%s' twice", name);
+			if (sb_stem_index(name) == sb_stem_index(c->instruments[k])) {
+				sb_msst_fail(y, "training.instruments: '%s' and '%s' are the same stem",
+				             c->instruments[k], name);
 				return SB_ERR_FORMAT;
 			}
 	}

@@ -77,6 +77,68 @@ static const char *str(json_t *o, const char *key)
 	return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
+/* A figure as published: a decimal number from -100 to 100 dB, given as a JSON string
+ * ("9.80", kept as written) or a number */
+static int figure(json_t *v, double *value, char *text, size_t tl)
+{
+	if (json_is_string(v)) {
+		const char *s = json_string_value(v);
+		char *end = NULL;
+		errno = 0;
+		const double d = strtod(s, &end);
+		if (!*s || *end || errno || strlen(s) >= tl || strspn(s, "-0123456789.") != strlen(s))
+			return 0;
+		*value = d;
+		snprintf(text, tl, "%s", s);
+	} else if (json_is_number(v)) {
+		*value = json_number_value(v);
+		snprintf(text, tl, "%.15g", *value);
+	} else {
+		return 0;
+	}
+	return *value > -100 && *value < 100;
+}
+
+/* One "figures" entry: {"set", "source", "sdr": {stem: figure}} */
+static int parse_figures(json_t *f, sb_catalog_model *m, char *why, size_t wl)
+{
+	sb_catalog_figures *g = &m->figures[m->n_figures];
+	memset(g, 0, sizeof *g);
+	const char *set = json_is_object(f) ? str(f, "set") : NULL, *src = str(f, "source");
+	json_t *sdr = json_is_object(f) ? json_object_get(f, "sdr") : NULL;
+	if (!set || !valid_name(set) || strlen(set) >= sizeof g->set || !src || !*src ||
+	    !json_is_object(sdr)) {
+		snprintf(why, wl, "model \"%s\": figures %d need a \"set\" (a name: \"multisong\", "
+		         "\"musdb18hq\"), a \"source\" and \"sdr\" {stem: dB}", m->name,
+		         m->n_figures + 1);
+		return 0;
+	}
+	for (int i = 0; i < m->n_figures; i++)
+		if (!strcmp(m->figures[i].set, set)) {
+			snprintf(why, wl, "model \"%s\": two figures of the set \"%s\"", m->name, set);
+			return 0;
+		}
+	snprintf(g->set, sizeof g->set, "%s", set);
+	snprintf(g->source, sizeof g->source, "%s", src);
+	const char *key;
+	json_t *val;
+	json_object_foreach(sdr, key, val) {
+		const int k = sb_stem_index(key);
+		if (k < 0 || !(m->stems & (1u << k)) || strcmp(key, sb_stem_names[k])) {
+			snprintf(why, wl, "model \"%s\": \"sdr\" of %s names %s, not one of its stems",
+			         m->name, set, key);
+			return 0;
+		}
+		if (!figure(val, &g->sdr[k], g->text[k], sizeof g->text[k])) {
+			snprintf(why, wl, "model \"%s\": the %s figure of %s on %s is not a number of dB "
+			         "as published (\"11.27\")", m->name, key, key, set);
+			return 0;
+		}
+	}
+	m->n_figures++;
+	return 1;
+}
+
 /* One model entry; 0 with 'why' filled on the first thing wrong. */
 static int parse_model(json_t *e, sb_catalog_model *m, char *why, size_t wl)
 {
@@ -100,8 +162,9 @@ static int parse_model(json_t *e, sb_catalog_model *m, char *why, size_t wl)
 		json_t *s = json_array_get(stems, i);
 		const int k = json_is_string(s) ? sb_stem_index(json_string_value(s)) : -1;
 		if (k < 0) {
-			snprintf(why, wl, "model \"%s\": stem %zu is not one of vocals, drums, bass, other, "
-			         "guitar, piano", name, i + 1);
+			char known[256];
+			sb_stem_mask_text((1u << SB_N_KNOWN_STEMS) - 1, ", ", known, sizeof known);
+			snprintf(why, wl, "model \"%s\": stem %zu is not one of %s", name, i + 1, known);
 			return 0;
 		}
 		m->stems |= 1u << k;
@@ -205,28 +268,24 @@ static int parse_model(json_t *e, sb_catalog_model *m, char *why, size_t wl)
 	for (int i = 0; i < m->n_files; i++)
 		n_cfg += m->files[i].config;
 	if (fam && (n_cfg != 1 || m->n_files != 2)) {
-		snprintf(why, wl, "model \"%s\": a RoFormer is a checkpoint and one \"role\": "
+		snprintf(why, wl, "model \"%s\": a model of MSST's is a checkpoint and one \"role\": "
 		         "\"config\" file", name);
 		return 0;
 	}
-	json_t *sdr = json_object_get(e, "sdr");
-	const char *key;
-	json_t *val;
-	if (sdr && !json_is_object(sdr)) {
-		snprintf(why, wl, "model \"%s\": \"sdr\" is not an object of stem: dB", name);
+	if (json_object_get(e, "sdr")) {
+		snprintf(why, wl, "model \"%s\": \"sdr\" names no test set: give \"figures\": "
+		         "[{\"set\", \"source\", \"sdr\"}]", name);
 		return 0;
 	}
-	json_object_foreach(sdr, key, val) {
-		const int k = sb_stem_index(key);
-		if (k < 0 || k >= 8 || !json_is_number(val) || !(m->stems & (1u << k))) {
-			snprintf(why, wl, "model \"%s\": \"sdr\" names %s, not one of its stems", name,
-			         key);
-			return 0;
-		}
-		m->sdr[k] = (float)json_number_value(val);
+	json_t *figs = json_object_get(e, "figures");
+	if (figs && (!json_is_array(figs) || json_array_size(figs) > SB_CATALOG_MAX_FIGURES)) {
+		snprintf(why, wl, "model \"%s\": \"figures\" is not a list of at most %d test sets",
+		         name, SB_CATALOG_MAX_FIGURES);
+		return 0;
 	}
-	const char *src = str(e, "sdr_source");
-	snprintf(m->sdr_source, sizeof m->sdr_source, "%s", src ? src : "");
+	for (size_t i = 0; i < json_array_size(figs); i++)
+		if (!parse_figures(json_array_get(figs, i), m, why, wl))
+			return 0;
 	if (m->bag_weights[0] && m->n_files < 2) {
 		snprintf(why, wl, "model \"%s\": \"bag_weights\" with a single file", name);
 		return 0;

@@ -14,11 +14,16 @@
  * SHA-256 computed and printed at install, and the conversion's full load against the config
  * as the check. Anything else is refused with one line naming the file and the entry.
  *
- * The RoFormers: "family": "bs_roformer" | "mel_band_roformer", their files a checkpoint and
- * one with "role": "config" (the YAML); a file's "url" is where it is published (an absolute
- * http(s) URL; a mirror given at install time serves its "path" instead); "sdr": {stem: dB}
- * the published SDR per stem (what 'auto' ranks by and `stembridge models` shows) and
- * "sdr_source" where the figures come from.
+ * The models of MSST's families: "family": "bs_roformer" | "mel_band_roformer" | "scnet" |
+ * "mdx23c", their files a checkpoint and one with "role": "config" (the YAML); a file's "url"
+ * is where it is published (an absolute http(s) URL; a mirror given at install time serves its
+ * "path" instead).
+ *
+ * "figures": [{"set", "source", "sdr": {stem: dB}}]: the published SDR per stem, each entry on
+ * one test set ("multisong": MVSEP's Multisong dataset, "musdb18hq": the MUSDB18-HQ test set,
+ * another set by its name) with who published it; a figure is a string as published ("9.80")
+ * or a number. Figures of different sets never compare: 'auto' ranks each stem on one set
+ * (models/registry.c) and `stembridge models` shows the set beside each figure.
  *
  * Threads: a loaded catalogue is read-only.
  */

@@ -96,7 +96,7 @@ typedef struct {
 	char path[1024];               /* weights file or "" for the built-in */
 	double native_rate;            /* 0: any rate; else input is resampled to it and back */
 	int n_stems;
-	const char *stem_names[8];     /* SB_STEM_* order for 4-stem models */
+	const char *stem_names[SB_MAX_STEMS]; /* the stems it makes, in SB_STEM_* order */
 	unsigned stems;                /* mask of the canonical stems it makes (bit SB_STEM_*) */
 	int stems_sum;                 /* 1: the stems add back to the input by construction */
 	int shares_devices;            /* 1: separate() shares one file's work among every device
@@ -148,7 +148,7 @@ typedef struct {
 /* 'name' ("auto" or NULL, "builtin", a name in the model folders, a .safetensors path) for the
  * stems asked for (bit SB_STEM_*; 0: every stem), in one look at the catalogue and the folders:
  * "auto" with stems is, per stem, the installed catalogue model with the best published SDR
- * for it (catalog.json "sdr": a RoFormer for vocals), several parts when that is several
+ * for it, each stem ranked on one test set (catalog.json "figures"), several parts when that is several
  * models, else the one that makes them all best, else the 'auto' rank among those that make
  * them, else "builtin". SB_ERR_MODEL when nothing is found (sb_model_open says why). */
 sb_status sb_model_resolve(const char *name, unsigned stems, const char *const *search_path,

@@ -37,45 +37,98 @@ static void look(const char *const *search_path, const sb_logger *log, installed
 	}
 }
 
-/* 'auto' for the stems asked for (bit SB_STEM_*; 0: every stem): the installed catalogue model
- * that makes them all with the best published SDR for them (catalog.json "sdr": a RoFormer for
- * vocals), else the 'auto' rank among those that make them, else "builtin". */
+/* ---- 'auto': figures of one test set per stem ----
+ *
+ * Published SDRs compare only within a test set. Each stem is ranked on one set: MVSEP's
+ * Multisong where a candidate has a figure of it there, else MUSDB18-HQ's test set, else the
+ * first other set (by name) any candidate has one on; a candidate without a figure on that set
+ * is not ranked for the stem. */
+
+static const sb_catalog_figures *figures_of(const sb_catalog_model *m, const char *set)
+{
+	for (int i = 0; i < m->n_figures; i++)
+		if (!strcmp(m->figures[i].set, set))
+			return &m->figures[i];
+	return NULL;
+}
+
+/* the set stem s is ranked on among the n candidates; NULL when none has a figure of it */
+static const char *rank_set(const sb_catalog *cat, const int *cand, int n, int s)
+{
+	static const char *const preferred[] = {"multisong", "musdb18hq"};
+	for (size_t p = 0; p < sizeof preferred / sizeof preferred[0]; p++)
+		for (int i = 0; i < n; i++) {
+			const sb_catalog_figures *f = figures_of(sb_catalog_at(cat, cand[i]), preferred[p]);
+			if (f && f->sdr[s] != 0)
+				return preferred[p];
+		}
+	const char *first = NULL;
+	for (int i = 0; i < n; i++) {
+		const sb_catalog_model *m = sb_catalog_at(cat, cand[i]);
+		for (int k = 0; k < m->n_figures; k++)
+			if (m->figures[k].sdr[s] != 0 && (!first || strcmp(m->figures[k].set, first) < 0))
+				first = m->figures[k].set;
+	}
+	return first;
+}
+
+/* the installed catalogue models that make every stem of mask (all of them for 0), by index */
+static int candidates(const sb_catalog *cat, const unsigned char *inst, unsigned mask, int *out)
+{
+	int n = 0;
+	for (int i = 0; i < sb_catalog_count(cat) && i < 64; i++)
+		if (!(mask & ~sb_catalog_at(cat, i)->stems) && inst[i])
+			out[n++] = i;
+	return n;
+}
+
+/* 'auto' for the stems asked for (bit SB_STEM_*; 0: the four standard ones): the installed
+ * catalogue model that makes them all with the best mean published SDR over them, each stem
+ * on its set; where none has a figure of each, the 'auto' rank among those that make them (every
+ * installed model when none was asked), else "builtin". */
 static const char *auto_for(const sb_catalog *cat, const unsigned char *inst, unsigned stems,
                             char *buf, size_t len)
 {
 	snprintf(buf, len, "builtin");
-	int best = 0;
-	double best_sdr = -1;
-	for (int i = 0; i < sb_catalog_count(cat); i++) {
-		const sb_catalog_model *m = sb_catalog_at(cat, i);
-		if (!inst[i])
-			continue;
-		/* stems asked for: the installed model that makes them all with the best mean
-		 * published SDR over them (a model with a figure for each beats one without) */
-		if (stems) {
-			if (stems & ~m->stems)
+	const unsigned want = stems ? stems : (1u << SB_N_STEMS) - 1;
+	int cand[64];
+	const int n = candidates(cat, inst, want, cand);
+	const char *set[SB_MAX_STEMS] = {NULL};
+	int ranked = 1;
+	for (int s = 0; s < SB_MAX_STEMS; s++)
+		if (want & (1u << s))
+			ranked &= (set[s] = rank_set(cat, cand, n, s)) != NULL;
+	double best_score = 0;
+	int best = -1;
+	for (int i = 0; ranked && i < n; i++) {
+		const sb_catalog_model *m = sb_catalog_at(cat, cand[i]);
+		double sum = 0;
+		int k = 0, all = 1;
+		for (int s = 0; s < SB_MAX_STEMS && all; s++) {
+			if (!(want & (1u << s)))
 				continue;
-			double sum = 0;
-			int n = 0, all = 1;
-			for (int k = 0; k < 8; k++)
-				if (stems & (1u << k)) {
-					all &= m->sdr[k] > 0;
-					sum += m->sdr[k];
-					n++;
-				}
-			if (all && n && sum / n > best_sdr) {
-				best_sdr = sum / n;
-				snprintf(buf, len, "%s", m->name);
-				continue;
-			}
-			if (best_sdr >= 0)
-				continue;
+			const sb_catalog_figures *f = figures_of(m, set[s]);
+			all = f && f->sdr[s] != 0;
+			sum += all ? f->sdr[s] : 0;
+			k++;
 		}
-		if (m->auto_rank > 0 && (!best || m->auto_rank < best)) {
-			best = m->auto_rank;
-			snprintf(buf, len, "%s", m->name);
+		if (all && k && (best < 0 || sum / k > best_score)) {
+			best_score = sum / k;
+			best = cand[i];
 		}
 	}
+	/* by rank: among the candidates (stems asked for), else among every installed model */
+	const int n_any = best >= 0 ? 0 : stems ? n : candidates(cat, inst, 0, cand);
+	int rank = 0;
+	for (int i = 0; i < n_any; i++) {
+		const sb_catalog_model *m = sb_catalog_at(cat, cand[i]);
+		if (m->auto_rank > 0 && (!rank || m->auto_rank < rank)) {
+			rank = m->auto_rank;
+			best = cand[i];
+		}
+	}
+	if (best >= 0)
+		snprintf(buf, len, "%s", sb_catalog_at(cat, best)->name);
 	return buf;
 }
 
@@ -92,7 +145,7 @@ const char *sb_model_auto(const char *const *search_path, const sb_logger *log, 
 }
 
 /* 'auto' per stem (the stems asked for, bit SB_STEM_*): for each stem but "other", the
- * installed catalogue model with the best published SDR for it; when that is more than one
+ * installed catalogue model with the best published SDR for it on the stem's set; when that is more than one
  * model, their names into names[] and the stems each is to write into take[] ("other" to the
  * last one that makes it, for the job runner to replace by the residual), and their number is
  * returned; 0 when one model serves (auto_for's choice then) or a stem has no published
@@ -107,12 +160,15 @@ static int auto_parts(const sb_catalog *cat, const unsigned char *inst, unsigned
 		best[s] = -1;
 		if (!(stems & (1u << s)) || s == SB_STEM_OTHER)
 			continue;
+		int cand[64];
+		const int nc = candidates(cat, inst, 1u << s, cand);
+		const char *set = rank_set(cat, cand, nc, s);
 		double top = 0;
-		for (int i = 0; i < sb_catalog_count(cat); i++) {
-			const sb_catalog_model *m = sb_catalog_at(cat, i);
-			if ((m->stems & (1u << s)) && m->sdr[s] > top && inst[i]) {
-				top = m->sdr[s];
-				best[s] = i;
+		for (int i = 0; set && i < nc; i++) {
+			const sb_catalog_figures *f = figures_of(sb_catalog_at(cat, cand[i]), set);
+			if (f && f->sdr[s] != 0 && (best[s] < 0 || f->sdr[s] > top)) {
+				top = f->sdr[s];
+				best[s] = cand[i];
 			}
 		}
 		ok = best[s] >= 0;

@@ -108,6 +108,14 @@ int sb_stem_index(const char *name);
 /* The names of a mask of canonical stems, in canonical order, joined by sep ("vocals, drums") */
 void sb_stem_mask_text(unsigned mask, const char *sep, char *buf, size_t len);
 
+/* Ensembles: several models whose stems are combined per stem, each over the models that make
+ * it (UVR's and MSST's ensembles): the average of the waveforms (weighted), or per
+ * time-frequency bin the value of the largest (max_spec) or smallest (min_spec) magnitude. */
+#define SB_ENSEMBLE_MAX 8
+typedef enum { SB_ENSEMBLE_AVG_WAVE = 0, SB_ENSEMBLE_MAX_SPEC, SB_ENSEMBLE_MIN_SPEC } sb_ensemble_mode;
+/* "avg_wave", "max_spec", "min_spec" */
+const char *sb_ensemble_mode_name(int mode);
+
 /* Silence: an input whose peak stays below -90 dBFS throughout (a DAW track fed silence while
  * its monitoring is done in hardware, a muted bounce) makes silent stems. The engine says so in
  * the manifest; the plugin queues no job for such a take. */
@@ -261,7 +269,13 @@ typedef struct {
 	                                    sb_devices_resolve_set(): one device or several */
 	int in_turn;                     /* 1: all of its devices at once, after the jobs before
 	                                    it that ask for the same (sequential, per job) */
-	const char *model;               /* NULL: "auto" (the best installed model) */
+	const char *model;               /* NULL: "auto" (the best installed model); "a,b": an
+	                                    ensemble of those models */
+	sb_ensemble_mode ensemble_mode;  /* an ensemble's combination (default: avg_wave) */
+	double ensemble_weights[SB_ENSEMBLE_MAX]; /* its models' weights in order, 0: 1 */
+	int quality_best;                /* "auto": the best combination the installed models
+	                                    allow for each stem, a published ensemble (catalogue
+	                                    "ensembles") where its figure beats every single model */
 	unsigned stems;                  /* bit mask of SB_STEM_*; 0 = all the model makes */
 	const char *out_dir;             /* required */
 	const char *name_template;       /* NULL: "{track}/{stem}.{ext}"; also {take} {model} */

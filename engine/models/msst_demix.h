@@ -34,6 +34,7 @@ typedef struct {
 	void (*on_stop)(void *on, const atomic_int *a, const atomic_int *b);
 	sb_status (*forward)(void *on, int B, const float *in, float *out);
 	void (*free_net)(void *net);
+	int64_t params;             /* its parameters (for messages and benches) */
 } sb_msst_net;
 
 /* The sb_model of net (taken over: freed with the model, and on failure) with the audio,

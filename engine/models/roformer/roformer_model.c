@@ -43,7 +43,8 @@ static sb_status sb_roformer_model_open(const char *path, const char *name, cons
 	const sb_msst_net mn = {
 		c->family == SB_RF_MEL ? "Mel-Band RoFormer" : "BS-RoFormer", net->ch, net->n_stems,
 		4.0 * tokens * (3.0 * c->dim + 3.0 * net->inner + c->heads + net->inner + net->hidden),
-		4.0 * tokens * net->hidden, net, rf_place, rf_unplace, rf_on_stop, rf_forward, rf_free};
+		4.0 * tokens * net->hidden, net, rf_place, rf_unplace, rf_on_stop, rf_forward, rf_free,
+		net->params};
 	char what[128];
 	snprintf(what, sizeof what, "%s (%lld parameters)", mn.label, (long long)net->params);
 	return sb_msst_model_new(&mn, &c->m, name, path, what, 0, out);

@@ -112,7 +112,9 @@ void sb_stem_mask_text(unsigned mask, const char *sep, char *buf, size_t len);
  * it (UVR's and MSST's ensembles): the average of the waveforms (weighted), or per
  * time-frequency bin the value of the largest (max_spec) or smallest (min_spec) magnitude. */
 #define SB_ENSEMBLE_MAX 8
-typedef enum { SB_ENSEMBLE_AVG_WAVE = 0, SB_ENSEMBLE_MAX_SPEC, SB_ENSEMBLE_MIN_SPEC } sb_ensemble_mode;
+typedef enum {
+	SB_ENSEMBLE_AVG_WAVE = 0, SB_ENSEMBLE_MAX_SPEC, SB_ENSEMBLE_MIN_SPEC
+} sb_ensemble_mode;
 /* "avg_wave", "max_spec", "min_spec" */
 const char *sb_ensemble_mode_name(int mode);
 

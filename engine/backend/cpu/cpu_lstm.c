@@ -3,18 +3,12 @@
  * direction one product of the previous states (all sequences at once) added onto that step's
  * input products, and the gates' element-wise update split over the pool. */
 #include "backend/cpu/cpu_internal.h"
-
-#include <math.h>
+#include "backend/cpu/vmath.h"
 
 typedef struct {
 	float *xg, *c, *o;
 	int n, S, H, dirs, k;
 } cell_job;
-
-static inline float sigm(float v)
-{
-	return 1.f / (1.f + expf(-v));
-}
 
 /* step k of each direction for sequences [b, e) of n dirs (sequence q, direction r) */
 static void k_cell(void *v, int64_t b, int64_t e, int w)
@@ -29,13 +23,7 @@ static void k_cell(void *v, int64_t b, int64_t e, int w)
 		const float *z = j->xg + r * (int64_t)j->n * S * G + (q * S + s) * G;
 		float *c = j->c + (r * (int64_t)j->n + q) * H;
 		float *h = j->o + (q * S + s) * j->dirs * H + r * H;
-		for (int i = 0; i < H; i++) {
-			const float ig = sigm(z[i]), fg = sigm(z[H + i]), gg = tanhf(z[2 * H + i]),
-			            og = sigm(z[3 * H + i]);
-			const float cn = fg * c[i] + ig * gg;
-			c[i] = cn;
-			h[i] = og * tanhf(cn);
-		}
+		sb_vlstm_cell(z, c, h, H);
 	}
 }
 

@@ -190,9 +190,10 @@ sb_status sb_mdx23c_forward(sb_mdx23c_on *r, int B, const float *in, float *out)
 	const long os_rows[4] = {(long)fk * dim_c * T, T, (long)dim_c * T, 1};
 	OP(r)->permute(r->p.x.d, spec, to_rows, os_rows, mix);
 	sb_resident_r(&r->p, spec);
-	sb_dv first = sb_resident_a(&r->p, (size_t)B * fk * ch * T), x = sb_resident_a(&r->p, (size_t)B * fk * ch * T);
+	const size_t nc = (size_t)B * fk * ch * T;
+	sb_dv first = sb_resident_a(&r->p, nc), x = sb_resident_a(&r->p, nc);
 	conv1x1(r, net->first, dim_c, mix, B, fk, dim_c, ch, T, 0, first);
-	OP(r)->copy(r->p.x.d, x, first, (size_t)B * fk * ch * T);
+	OP(r)->copy(r->p.x.d, x, first, nc);
 	/* the U-Net */
 	sb_dv skip[SB_MDX_MAX_SCALES];
 	int Tl = T;
@@ -210,7 +211,6 @@ sb_status sb_mdx23c_forward(sb_mdx23c_on *r, int B, const float *in, float *out)
 		x = tfc_tdf(r, net->sc[i].dec, x, B, Tl);
 	}
 	/* x times the first convolution's output; final_conv over [mix, x] */
-	const size_t nc = (size_t)B * fk * ch * T;
 	OP(r)->mul(r->p.x.d, x, first, nc);
 	sb_resident_r(&r->p, first);
 	sb_dv h = sb_resident_a(&r->p, nc);

@@ -157,8 +157,8 @@ static void load_dual(sb_wload *l, sb_scnet *net, int i)
 			free(bi);
 			free(bh);
 		}
-		float *lw = sb_wload_raw(l, 2, d, 2 * H, 0, 0, "separation_net.dp_modules.%d.linear_layers.%d.weight",
-		                i, p);
+		float *lw = sb_wload_raw(l, 2, d, 2 * H, 0, 0,
+		                         "separation_net.dp_modules.%d.linear_layers.%d.weight", i, p);
 		if ((dp->lw[p] = sb_wload_own(l, (size_t)d * 2 * H)) && lw)
 			memcpy(dp->lw[p], lw, sizeof(float) * (size_t)d * 2 * H);
 		free(lw);

@@ -31,7 +31,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.join(HERE, "..", "core")]
+sys.path[:0] = [os.path.join(HERE, "..", "cli")]
 import wavio  # noqa: E402
 
 CLI, CONVERT, FIX = (os.path.abspath(a) for a in sys.argv[1:4])

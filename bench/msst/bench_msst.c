@@ -43,7 +43,6 @@
 #include "models/model.h"
 #include "models/msst_demix.h"
 #include "models/roformer/roformer.h"
-#include "models/roformer/roformer_model.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -389,7 +388,8 @@ int main(int argc, char **argv)
 	}
 	const double chunk_s = (sb_now() - t0) / repeat / B, chunk_cpu = (cpu_seconds() - c0) / repeat / B;
 	/* a RoFormer's arithmetic counted from its config; the others' from the profile below */
-	const int roformer = sb_roformer_is_file(model);
+	static const char *const rf_families[] = {"bs_roformer", "mel_band_roformer", NULL};
+	const int roformer = sb_msst_file_is(model, rf_families);
 	const rf_macs mac = roformer ? count_macs((const sb_roformer *)net->net) : (rf_macs){0, 0, 0, 0};
 	double gflop = 2e-9 * (mac.linears + mac.attention + mac.split + mac.masks);
 	double in2 = 0, out2 = 0;

@@ -1,6 +1,6 @@
 /* The profile's matrix products by shape and path (backend.h: profile_products), the slowest
  * first: which of a pass's products a device loses its time on, for bench_demucs and
- * bench_roformer's --profile (issue #24: products near cuBLAS). */
+ * bench_msst's --profile (issue #24: products near cuBLAS). */
 #ifndef SB_BENCH_PROF_PRODUCTS_H
 #define SB_BENCH_PROF_PRODUCTS_H
 

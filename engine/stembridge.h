@@ -84,20 +84,39 @@ const char *sb_knob_get(const char *name);
 /* ---- stems and formats ------------------------------------------------------------------ */
 
 /* Stems by canonical index, the same everywhere (files, masks, ports, manifests): the four of
- * every 4-source model first, then the extra sources of larger models (htdemucs_6s). */
+ * every 4-source model first, then the extra sources of larger models (htdemucs_6s), then the
+ * stems of the special jobs: a karaoke model's lead and backing vocals, a de-reverb model's dry
+ * sound and its reverb, a drum model's kit pieces. */
 enum {
 	SB_STEM_VOCALS = 0, SB_STEM_DRUMS, SB_STEM_BASS, SB_STEM_OTHER,
 	SB_N_STEMS,                       /* the four standard stems */
 	SB_STEM_GUITAR = SB_N_STEMS, SB_STEM_PIANO,
+	SB_STEM_LEAD_VOCALS, SB_STEM_BACKING_VOCALS, SB_STEM_DRY, SB_STEM_REVERB,
+	SB_STEM_KICK, SB_STEM_SNARE, SB_STEM_TOMS, SB_STEM_HIHAT, SB_STEM_CYMBALS, SB_STEM_RIDE,
+	SB_STEM_CRASH,
 	SB_N_KNOWN_STEMS,                 /* every stem name this build knows */
-	SB_MAX_STEMS = 8                  /* room in masks and tables */
+	SB_MAX_STEMS = 24                 /* room in masks and tables */
 };
-/* "vocals","drums","bass","other","guitar","piano"; NULL past SB_N_KNOWN_STEMS */
+/* "vocals", "drums", "bass", "other", "guitar", "piano", "lead_vocals", "backing_vocals",
+ * "dry", "reverb", "kick", "snare", "toms", "hihat", "cymbals", "ride", "crash"; NULL past
+ * SB_N_KNOWN_STEMS */
 extern const char *const sb_stem_names[SB_MAX_STEMS];
-/* The canonical index of a stem name, -1 when it is none of them. */
+/* The canonical index of a stem name, -1 when it is none of them. Case is ignored, and the
+ * names models' configurations give the same stems are taken for them: "instrumental"
+ * (other), "lead" and "backing", "noreverb" (dry), "hh" (hihat). */
 int sb_stem_index(const char *name);
 /* The names of a mask of canonical stems, in canonical order, joined by sep ("vocals, drums") */
 void sb_stem_mask_text(unsigned mask, const char *sep, char *buf, size_t len);
+
+/* Ensembles: several models whose stems are combined per stem, each over the models that make
+ * it (UVR's and MSST's ensembles): the average of the waveforms (weighted), or per
+ * time-frequency bin the value of the largest (max_spec) or smallest (min_spec) magnitude. */
+#define SB_ENSEMBLE_MAX 8
+typedef enum {
+	SB_ENSEMBLE_AVG_WAVE = 0, SB_ENSEMBLE_MAX_SPEC, SB_ENSEMBLE_MIN_SPEC
+} sb_ensemble_mode;
+/* "avg_wave", "max_spec", "min_spec" */
+const char *sb_ensemble_mode_name(int mode);
 
 /* Silence: an input whose peak stays below -90 dBFS throughout (a DAW track fed silence while
  * its monitoring is done in hardware, a muted bounce) makes silent stems. The engine says so in
@@ -252,7 +271,13 @@ typedef struct {
 	                                    sb_devices_resolve_set(): one device or several */
 	int in_turn;                     /* 1: all of its devices at once, after the jobs before
 	                                    it that ask for the same (sequential, per job) */
-	const char *model;               /* NULL: "auto" (the best installed model) */
+	const char *model;               /* NULL: "auto" (the best installed model); "a,b": an
+	                                    ensemble of those models */
+	sb_ensemble_mode ensemble_mode;  /* an ensemble's combination (default: avg_wave) */
+	double ensemble_weights[SB_ENSEMBLE_MAX]; /* its models' weights in order, 0: 1 */
+	int quality_best;                /* "auto": the best combination the installed models
+	                                    allow for each stem, a published ensemble (catalogue
+	                                    "ensembles") where its figure beats every single model */
 	unsigned stems;                  /* bit mask of SB_STEM_*; 0 = all the model makes */
 	const char *out_dir;             /* required */
 	const char *name_template;       /* NULL: "{track}/{stem}.{ext}"; also {take} {model} */
@@ -276,7 +301,7 @@ typedef enum {
 } sb_job_state;
 
 #define SB_JOB_MAX_DEVICES 8
-#define SB_JOB_MAX_STEMS 8
+#define SB_JOB_MAX_STEMS SB_MAX_STEMS
 
 /* One device's share of a running job; strings owned by the engine's device list. */
 typedef struct {
@@ -383,6 +408,18 @@ typedef struct {
 	char url[512];       /* where it is published ("" : base_url + path) */
 } sb_catalog_file;
 
+/* A model's published separation figures on one test set: SDR per canonical stem in dB, as
+ * published (text: "11.27") and as a number (0 where none), and who published them. Figures
+ * of different sets do not compare: 'auto' ranks each stem on one set (sb_model_auto). */
+#define SB_CATALOG_MAX_FIGURES 4
+typedef struct {
+	char set[32];        /* "multisong" (MVSEP's Multisong), "musdb18hq" (MUSDB18-HQ test),
+	                        "drumsep", ... */
+	char source[192];    /* who published them, where */
+	double sdr[SB_MAX_STEMS];
+	char text[SB_MAX_STEMS][24];
+} sb_catalog_figures;
+
 typedef struct {
 	char name[64];       /* [a-z0-9_-]: what a user types */
 	char title[64];      /* what a UI shows */
@@ -394,8 +431,8 @@ typedef struct {
 	sb_catalog_file files[SB_CATALOG_MAX_FILES];
 	uint64_t bytes;      /* download size of every file together */
 	char family[32];     /* the model family's name ("" for Demucs): models/families.c */
-	float sdr[8];        /* published SDR per canonical stem (dB), 0 = none */
-	char sdr_source[128];
+	int n_figures;
+	sb_catalog_figures figures[SB_CATALOG_MAX_FIGURES];
 } sb_catalog_model;
 
 typedef struct sb_catalog sb_catalog;

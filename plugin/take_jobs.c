@@ -145,6 +145,9 @@ static void start_take(sb_instance *self, ready_take *r)
 		             mc.title, dropped);
 		stems &= mc.stems;
 	}
+	/* the stems beyond the six toggles (a karaoke model's lead and backing vocals, a drum
+	 * model's kit pieces) have none: the model makes them, they are written */
+	stems |= mc.stems & ~((1u << SB_PLUGIN_STEMS) - 1);
 	if (!stems) {
 		fail_take(self, r, "no stem chosen that the model makes: turn on at least one");
 		return;

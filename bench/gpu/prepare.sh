@@ -11,7 +11,7 @@
 # the golden files a GPU check needs (tiny and mid weights, htdemucs-mid-io, released shapes,
 # the demo clip),
 # the reference demucs package with its stand-ins (REF, default /tmp/demucs-ref), and for the
-# RoFormer step bench/roformer's scripts with MSST, rotary-embedding-torch and einops
+# RoFormer step bench/msst's scripts with MSST, rotary-embedding-torch and einops
 # (RFREF, default /tmp/roformer-ref: tests/fixtures/make_roformer_golden.py fetches them).
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -25,7 +25,7 @@ RFREF=${RFREF:-/tmp/roformer-ref}
 rm -rf "$OUT"
 mkdir -p "$OUT/bin" "$OUT/debs" "$OUT/golden" "$OUT/ref" "$OUT/roformer" "$OUT/rfref"
 for b in bench/demucs/bench_demucs bench/opencl/bench_opencl bench/jobs/bench_jobs bench/cpu/bench_gemm \
-         bench/roformer/bench_roformer bench/opencl/bench_cl_gemm \
+         bench/msst/bench_msst bench/opencl/bench_cl_gemm \
          tools/cli/stembridge tests/demucs/test_demucs tests/opencl/test_cl_blas \
          tests/opencl/test_cl_pick tests/opencl/test_opencl tests/backend/test_ops; do
 	cp "$BUILD/$b" "$OUT/bin/"
@@ -40,7 +40,7 @@ cp -r "$REF/demucs" "$OUT/ref/"
 find "$OUT/ref" -name __pycache__ -prune -exec rm -rf {} +
 "$ROOT/bench/demucs/make_shims.sh" "$OUT/ref/shims"
 cp "$ROOT/bench/demucs/reference.py" "$OUT/"
-cp "$ROOT"/bench/roformer/*.py "$OUT/roformer/"
+cp "$ROOT"/bench/msst/*.py "$OUT/roformer/"
 for d in ZFTurbo+Music-Source-Separation-Training lucidrains+rotary-embedding-torch \
          arogozhnikov+einops; do
 	if [ -d "$RFREF/$d" ]; then

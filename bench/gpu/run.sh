@@ -312,7 +312,7 @@ roformer)
 	mkdir -p "$W/dump"
 	[ -e "$M.ckpt" ] || "$PY" "$C/roformer/make_model.py" ep317 --out "$W" --ref "$C/rfref" \
 		${RF_SCALE:+--scale "$RF_SCALE"} >/dev/null || note "make_model.py"
-	sb "$C/bin/bench_roformer" "$M.ckpt" --config "$M.yaml" --convert-only || note "conversion"
+	sb "$C/bin/bench_msst" "$M.ckpt" --config "$M.yaml" --convert-only || note "conversion"
 	# a chunk on each product path, attention in one pass (NVIDIA's default), the first one's
 	# output dumped for PyTorch's comparison; then CLBlast with attention as products (split)
 	# (auto: as in step demucs, first from nothing, then with what it kept)
@@ -327,29 +327,29 @@ roformer)
 		[ "$a" = split ] || [ "$a" = tiles ] && f=$f-$a
 		dump=""
 		[ "$run" = clblast:fused ] && dump="--dump $W/dump"
-		SB_CL_GEMM=$g SB_CL_ATTENTION=$a sb "$C/bin/bench_roformer" "$M.safetensors" \
+		SB_CL_GEMM=$g SB_CL_ATTENTION=$a sb "$C/bin/bench_msst" "$M.safetensors" \
 			--device "$gpu" --warmup 1 --repeat "$REPEAT" $dump > "$R/$f.json" \
-			2> "$R/$f-profile.txt" || note "bench_roformer (chunk, $g, attention $a)"
+			2> "$R/$f-profile.txt" || note "bench_msst (chunk, $g, attention $a)"
 		cat "$R/$f-profile.txt" "$R/$f.json"
 	done
 	# bf16 on the tensor cores (--precision bf16): a chunk
-	sb "$C/bin/bench_roformer" "$M.safetensors" --device "$gpu" --precision bf16 --warmup 1 \
+	sb "$C/bin/bench_msst" "$M.safetensors" --device "$gpu" --precision bf16 --warmup 1 \
 		--repeat "$REPEAT" > "$R/roformer-gpu-chunk-bf16.json" \
-		2> "$R/roformer-gpu-chunk-bf16-profile.txt" || note "bench_roformer (chunk, bf16)"
+		2> "$R/roformer-gpu-chunk-bf16-profile.txt" || note "bench_msst (chunk, bf16)"
 	cat "$R/roformer-gpu-chunk-bf16-profile.txt" "$R/roformer-gpu-chunk-bf16.json"
 	# tf32 on the tensor cores: a chunk
-	SB_CL_GEMM=tf32 sb "$C/bin/bench_roformer" "$M.safetensors" --device "$gpu" --warmup 1 \
+	SB_CL_GEMM=tf32 sb "$C/bin/bench_msst" "$M.safetensors" --device "$gpu" --warmup 1 \
 		--repeat "$REPEAT" > "$R/roformer-gpu-chunk-tf32.json" \
-		2> "$R/roformer-gpu-chunk-tf32-profile.txt" || note "bench_roformer (chunk, tf32)"
+		2> "$R/roformer-gpu-chunk-tf32-profile.txt" || note "bench_msst (chunk, tf32)"
 	cat "$R/roformer-gpu-chunk-tf32-profile.txt" "$R/roformer-gpu-chunk-tf32.json"
 	# songs: CLBlast, the own kernel, each shape's fastest (the default), tf32 and bf16 on the
 	# tensor cores
 	for g in ${RF_SONGS:-clblast own auto tf32 bf16}; do
 		p=fp32
 		[ $g = bf16 ] && p=bf16
-		SB_CL_GEMM=${g/bf16/own} sb "$C/bin/bench_roformer" "$M.safetensors" --device "$gpu" \
+		SB_CL_GEMM=${g/bf16/own} sb "$C/bin/bench_msst" "$M.safetensors" --device "$gpu" \
 			--song "$secs" --precision $p > "$R/roformer-gpu-song-$g.json" 2>/dev/null ||
-			note "bench_roformer (song, $g)"
+			note "bench_msst (song, $g)"
 		cat "$R/roformer-gpu-song-$g.json"
 	done
 	"$PY" "$C/roformer/reference.py" "$M.ckpt" "$M.yaml" chunk --device "$REF_DEVICE" \

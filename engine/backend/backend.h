@@ -35,7 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SB_BACKEND_API 8
+#define SB_BACKEND_API 9
 
 /* 1 when one of the n stop flags (NULL entries skipped) is set: what drain() and a model's
  * pass look at between their steps */
@@ -74,8 +74,18 @@ typedef struct {
 	long sc, sf, st, sri;
 } sb_stft;
 
-/* GELU: 0.5 x (1 + erf(x / sqrt 2)); TANH (bias_cols and gemm_bias only): tanh x */
-enum { SB_ACT_NONE = 0, SB_ACT_GELU = 1, SB_ACT_TANH = 2 };
+/* GELU: 0.5 x (1 + erf(x / sqrt 2)); TANH (bias_cols and gemm_bias only): tanh x; SILU
+ * (norm_groups only): x sigmoid(x) */
+enum { SB_ACT_NONE = 0, SB_ACT_GELU = 1, SB_ACT_TANH = 2, SB_ACT_SILU = 3 };
+
+/* Where norm_groups finds its values: element (i1, i2, c, f, t) of x at
+ * i1 s1 + i2 s2 + c sc + f sf + t, for i1 < n1, i2 < n2, c < C, f < F, t < T; the channels in G
+ * groups of C / G. A GroupNorm over [C][F][T] items is (n1 items, n2 = 1, sc = F T, sf = T);
+ * the same items stored as rows [F][C][T] take sc = T, sf = C T; InstanceNorm is G = C. */
+typedef struct {
+	int n1, n2, C, G, F, T;
+	long s1, s2, sc, sf;
+} sb_norm_geom;
 
 /* What gemm_bias adds to a product's every element and the activation after it: for item i of
  * the first batch level, b[i bs + r] for row r (cols = 0: a convolution's output channels) or
@@ -206,6 +216,39 @@ typedef struct {
 	 * scratch afterwards */
 	void (*gn_glu_add)(sb_bdev *d, sb_dv x, long xs, sb_dv z, long zs, int C, int T, sb_dv w,
 	                   sb_dv b, sb_dv scale, int batch);
+
+	/* ---- SB_OPS_LSTM: recurrent layers (SCNet's dual-path RNN) ---- */
+	/* A one-layer LSTM (torch.nn.LSTM, batch_first; gates i, f, g, o) over the n sequences of
+	 * S steps of x [n][S][D], in both directions when dirs = 2 (the second from the last step
+	 * to the first), from zero states: direction r at each of its steps s computes
+	 * z = wih[r] x[s] + whh[r] h + b[r] (wih [dirs][4H][D], whh [dirs][4H][H], b [dirs][4H]:
+	 * b_ih + b_hh), i = sigmoid(z[0, H)), f = sigmoid(z[H, 2H)), g = tanh(z[2H, 3H)),
+	 * o = sigmoid(z[3H, 4H)), c = f c + i g, h = o tanh(c), and writes h to
+	 * o[q][s][r H + k], k < H. The input products of every step are one product; only the
+	 * recurrence runs step by step. work: dirs n (S + 1) 4H floats. */
+	void (*lstm)(sb_bdev *d, sb_dv x, int n, int S, int D, int H, int dirs, sb_dv wih,
+	             sb_dv whh, sb_dv b, sb_dv o, sb_dv work);
+
+	/* ---- SB_OPS_CONVNET: the layouts and norms of the convolution U-Nets (SCNet, MDX23C),
+	 * whose convolutions are products (gemm) over rows [F][C][T] ---- */
+	/* dst[i ldi + r ldd + k] = src[i lsi + r lds + k], i < batch, r < rows, k < n (the ranges
+	 * do not overlap): a band of rows, a padded copy, one half of a concatenation */
+	void (*copy_rows)(sb_bdev *d, sb_dv dst, long ldd, long ldi, sb_dv src, long lds, long lsi,
+	                  int rows, long n, int batch);
+	/* a transpose of up to four dimensions: o[a os[0] + b os[1] + c os[2] + e os[3]] =
+	 * x[((a dims[1] + b) dims[2] + c) dims[3] + e] for (a, b, c, e) < dims */
+	void (*permute)(sb_bdev *d, sb_dv x, const int dims[4], const long os[4], sb_dv o);
+	/* GroupNorm of strided values (sb_norm_geom g): per (i1, i2, group) the mean and the biased
+	 * variance of its C / G channels' F T values, then v = act((v - mean) rstd w[c] + b[c]),
+	 * written to o at the same place relative to it (o may be x) */
+	void (*norm_groups)(sb_bdev *d, sb_dv x, const sb_norm_geom *g, sb_dv w, sb_dv b, int act,
+	                    sb_dv o);
+	/* a depthwise Conv1d (groups = C) of odd kernel k, zero-padded by k / 2, over the rows
+	 * x [rows][C][T]: o[r][c][t] = b[c] + sum_u w[c k + u] x[r][c][t + u - k / 2] */
+	void (*dwconv)(sb_bdev *d, sb_dv x, int rows, int C, int T, int k, sb_dv w, sb_dv b,
+	               sb_dv o);
+	/* x[i] *= y[i], i < n */
+	void (*mul)(sb_bdev *d, sb_dv x, sb_dv y, size_t n);
 #ifdef SB_TOY_FAMILY
 	/* ---- SB_OPS_TOY (tests only, -Dtoy_family=true): o[i] = a x[i] + b y[i], i < n ---- */
 	void (*toy_mix)(sb_bdev *d, sb_dv x, sb_dv y, sb_dv o, size_t n, float a, float b);
@@ -219,6 +262,8 @@ typedef enum {
 	SB_OPS_CORE = 0,   /* every backend, every entry */
 	SB_OPS_HTDEMUCS,   /* im2col_k8s4, convtr_k8s4, gn_glu_add */
 	SB_OPS_CLASSIC,    /* the built-in model's chunk: sb_backend.classic (sb_classic_ops) */
+	SB_OPS_LSTM,       /* lstm */
+	SB_OPS_CONVNET,    /* copy_rows, permute, norm_groups, dwconv, mul */
 #ifdef SB_TOY_FAMILY
 	SB_OPS_TOY,        /* tests only: toy_mix */
 #endif

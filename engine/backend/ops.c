@@ -37,6 +37,12 @@ static const sb_op_info table[] = {
 	OP(convtr_k8s4, SB_OPS_HTDEMUCS),
 	OP(gn_glu_add, SB_OPS_HTDEMUCS),
 	{"classic", SB_OPS_CLASSIC, (size_t)-1},
+	OP(lstm, SB_OPS_LSTM),
+	OP(copy_rows, SB_OPS_CONVNET),
+	OP(permute, SB_OPS_CONVNET),
+	OP(norm_groups, SB_OPS_CONVNET),
+	OP(dwconv, SB_OPS_CONVNET),
+	OP(mul, SB_OPS_CONVNET),
 #ifdef SB_TOY_FAMILY
 	OP(toy_mix, SB_OPS_TOY), /* tests only (-Dtoy_family=true) */
 #endif
@@ -61,6 +67,8 @@ const char *sb_op_group_name(sb_op_group g)
 	case SB_OPS_CORE: return "core";
 	case SB_OPS_HTDEMUCS: return "HTDemucs";
 	case SB_OPS_CLASSIC: return "built-in model's";
+	case SB_OPS_LSTM: return "LSTM";
+	case SB_OPS_CONVNET: return "convolution nets'";
 #ifdef SB_TOY_FAMILY
 	case SB_OPS_TOY: return "toy";
 #endif

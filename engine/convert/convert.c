@@ -340,7 +340,7 @@ sb_status sbc_convert(const sbc_convert_opts *o)
 	    (o->weights && o->n_inputs < 2))
 		return SB_ERR_INVALID;
 	if (o->config)
-		return sbc_convert_roformer(o);
+		return sbc_convert_msst(o);
 	sbc_package *pk[SBC_MAX_INPUTS] = {0};
 	const sb_status st = run(o, pk);
 	for (int m = 0; m < o->n_inputs; m++)

@@ -20,7 +20,7 @@
 
 /* sbc_convert_opts and sbc_convert(): stembridge.h. */
 
-/* The RoFormer path of sbc_convert (o->config set). */
-sb_status sbc_convert_roformer(const sbc_convert_opts *o);
+/* The path of sbc_convert for MSST's families (o->config set: the RoFormers, SCNet, MDX23C). */
+sb_status sbc_convert_msst(const sbc_convert_opts *o);
 
 #endif

@@ -1,15 +1,13 @@
 /* The YAML configuration of a band-split RoFormer as ZFTurbo's Music-Source-Separation-Training
  * (MSST) publishes it beside each checkpoint (the files of configs/viperx and
- * configs/KimberleyJensen): `audio:` (chunk_size, sample_rate, num_channels, ...),
- * `model:` (the constructor's keyword arguments of BSRoformer or MelBandRoformer),
- * `training:` (instruments, target_instrument), `inference:` (batch_size, num_overlap,
- * normalize). Read with libyaml; `!!python/tuple` sequences read as lists.
+ * configs/KimberleyJensen): `model:` holds the constructor's keyword arguments of BSRoformer or
+ * MelBandRoformer; the other sections are every MSST family's (msst_config.h).
  *
  * Every key of `model:` is checked: one the reference's constructor does not take is refused
  * by name (the reference would fail on it too), one that changes inference in a way this
- * engine does not compute (linear attention, a skip connection it does not know) is refused
- * by name and value; training-only keys (dropouts, the multi-resolution STFT loss, gradient
- * checkpointing, flash attention) are read and have no effect at inference.
+ * engine does not compute (linear attention, PoPE) is refused by name and value;
+ * training-only keys (dropouts, the multi-resolution STFT loss, gradient checkpointing, flash
+ * attention) are read and have no effect at inference.
  *
  * The family is not written in the file (MSST takes it as --model_type): `freqs_per_bands`
  * means BS-RoFormer, `num_bands` Mel-Band RoFormer.
@@ -17,12 +15,13 @@
 #ifndef SBC_ROFORMER_CONFIG_H
 #define SBC_ROFORMER_CONFIG_H
 
+#include "convert/msst_config.h"
 #include "sb_common.h"
 
 #include <stdint.h>
 
 #define SB_RF_MAX_BANDS 256
-#define SB_RF_MAX_STEMS 8
+#define SB_RF_MAX_STEMS SB_MSST_MAX_STEMS
 
 typedef enum { SB_RF_BS = 0, SB_RF_MEL = 1 } sb_rf_family;
 
@@ -39,15 +38,7 @@ typedef struct {
 	int mask_depth, mlp_mult;
 	int skip;                            /* skip_connection: each block's input adds every
 	                                        earlier block's output */
-	/* audio: */
-	int64_t chunk_size;
-	int audio_rate, num_channels;
-	/* training: the stems the model makes, in its output order */
-	int n_instruments;
-	char instruments[SB_RF_MAX_STEMS][32];
-	char target[32];                     /* "" when the model makes every instrument */
-	/* inference: */
-	int batch_size, num_overlap, normalize;
+	sb_msst_common m;                    /* audio, training, inference */
 } sb_rf_config;
 
 /* Parses text (len bytes) into c; on failure err holds one line naming the key at fault:
@@ -58,6 +49,9 @@ sb_status sb_rf_config_parse(const char *text, size_t len, sb_rf_config *c, char
 
 /* The stems in output order: the target alone when there is one (the model's one mask),
  * else the instruments. */
+/* The same from a loaded document whose family is known (the converter's path). */
+sb_status sb_rf_config_read(sb_msst_yaml *y, sb_rf_family f, sb_rf_config *c);
+
 int sb_rf_config_stems(const sb_rf_config *c, const char *names[SB_RF_MAX_STEMS]);
 
 /* The tensors a config asks for, with their shapes (for the converter's check): calls fn for
@@ -65,7 +59,7 @@ int sb_rf_config_stems(const sb_rf_config *c, const char *names[SB_RF_MAX_STEMS]
  * gates of the versions that have them (to_gates); SB_RF_ROPE_FREQS, the rotary embeddings'
  * frequencies stored with every attention layer (rotary_embed.freqs, a parameter in
  * rotary-embedding-torch, so in the state dict). */
-typedef void (*sb_rf_tensor_fn)(void *user, const char *name, int ndim, const int64_t *shape);
+typedef sb_msst_tensor_fn sb_rf_tensor_fn;
 enum { SB_RF_GATES = 1, SB_RF_ROPE_FREQS = 2 };
 int sb_roformer_tensors(const sb_rf_config *c, int flags, sb_rf_tensor_fn fn, void *user);
 /* the linear layers of a mask estimator's MLP: BS-RoFormer's MLP has mask_estimator_depth of

@@ -164,9 +164,9 @@ struct sb_resample_sink {
 	sb_sink *out;
 	double ratio;
 	int64_t frames;
-	SRC_STATE *src[8];
-	int64_t written[8];
-	int touched[8];      /* stems the model wrote to: only these are finished */
+	SRC_STATE *src[SB_MAX_STEMS];
+	int64_t written[SB_MAX_STEMS];
+	int touched[SB_MAX_STEMS];      /* stems the model wrote to: only these are finished */
 	float *obuf;
 	long ocap;
 };
@@ -214,7 +214,7 @@ sb_status sb_resample_sink_new(sb_sink *out, double from_rate, double to_rate, i
                                sb_resample_sink **res)
 {
 	sb_resample_sink *rs = calloc(1, sizeof *rs);
-	if (!rs || out->n_stems > 8)
+	if (!rs || out->n_stems > SB_MAX_STEMS)
 		return free(rs), SB_ERR_NOMEM;
 	rs->out = out;
 	rs->ratio = to_rate / from_rate;
@@ -280,7 +280,7 @@ void sb_resample_sink_free(sb_resample_sink *rs)
 {
 	if (!rs)
 		return;
-	for (int s = 0; s < 8; s++)
+	for (int s = 0; s < SB_MAX_STEMS; s++)
 		if (rs->src[s])
 			src_delete(rs->src[s]);
 	free(rs->obuf);

@@ -4,15 +4,29 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
-const char *const sb_stem_names[SB_MAX_STEMS] = {"vocals", "drums", "bass", "other",
-                                                  "guitar", "piano", NULL, NULL};
+const char *const sb_stem_names[SB_MAX_STEMS] = {
+	"vocals", "drums", "bass", "other", "guitar", "piano", "lead_vocals", "backing_vocals",
+	"dry", "reverb", "kick", "snare", "toms", "hihat", "cymbals", "ride", "crash"};
+
+/* other names models' configurations give canonical stems */
+static const struct {
+	const char *name;
+	int stem;
+} stem_aliases[] = {
+	{"instrumental", SB_STEM_OTHER}, {"lead", SB_STEM_LEAD_VOCALS},
+	{"backing", SB_STEM_BACKING_VOCALS}, {"noreverb", SB_STEM_DRY}, {"hh", SB_STEM_HIHAT},
+};
 
 int sb_stem_index(const char *name)
 {
 	for (int i = 0; name && i < SB_N_KNOWN_STEMS; i++)
-		if (!strcmp(name, sb_stem_names[i]))
+		if (!strcasecmp(name, sb_stem_names[i]))
 			return i;
+	for (size_t i = 0; name && i < sizeof stem_aliases / sizeof stem_aliases[0]; i++)
+		if (!strcasecmp(name, stem_aliases[i].name))
+			return stem_aliases[i].stem;
 	return -1;
 }
 

@@ -180,8 +180,14 @@ sb_status sb_engine_submit(sb_engine *e, const sb_job_spec *spec, sb_job_id *id)
 	 * at once anyway), and whether its model can share (every model file can, the built-in
 	 * cannot). */
 	const sb_logger quiet = {NULL, NULL};
-	sb_model_resolve(spec->model, spec->stems, (const char *const *)e->model_path, &quiet,
-	                 &j->choice);
+	sb_model_resolve(spec->model, spec->stems, spec->quality_best,
+	                 (const char *const *)e->model_path, &quiet, &j->choice);
+	if (j->choice.n == 1 && j->choice.part[0].members > 1 && spec->model) {
+		/* an ensemble named by the caller: its combination and weights */
+		j->choice.part[0].mode = spec->ensemble_mode;
+		for (int i = 0; i < SB_ENSEMBLE_MAX; i++)
+			j->choice.part[0].weight[i] = spec->ensemble_weights[i];
+	}
 	j->units = 60;
 	if (e->opts.mode == SB_MODE_PARALLEL) {
 		const double secs = spec->input_path ? sb_audio_file_seconds(spec->input_path)

@@ -448,13 +448,19 @@ static sb_status open_model(job *j)
 		unsigned take[SB_MAX_STEMS];
 		for (int i = 0; i < c->n && st == SB_OK; i++) {
 			take[i] = c->part[i].take;
-			st = sb_model_open_file(c->part[i].name, c->part[i].path, j->log, &parts[i]);
+			st = sb_model_open_part(&c->part[i], env->model_path, j->log, &parts[i]);
 		}
 		if (st == SB_OK)
 			st = sb_model_composite(parts, take, c->n, j->log, &j->model);
 		if (st != SB_OK)
 			for (int i = 0; i < c->n; i++)
 				sb_model_free(parts[i]);
+		j->res->model_kept = 0;
+	} else if (c->part[0].members > 1) {
+		/* an ensemble: its members opened for this job alone, one after another on the
+		 * devices (models/ensemble.c) */
+		sb_model_cache_drop(env->keep);
+		st = sb_model_open_part(&c->part[0], env->model_path, j->log, &j->model);
 		j->res->model_kept = 0;
 	} else {
 		st = sb_model_cache_open(env->keep, &c->part[0], env->devices, j->spec->bf16, j->log,

@@ -16,11 +16,15 @@
 #define MAX_MODELS 64
 #define MAX_CATALOG_BYTES (1 << 20)
 
+#define MAX_ENSEMBLES 32
+
 struct sb_catalog {
 	char origin[4096];
 	char base_url[1024];
 	int n;
 	sb_catalog_model m[MAX_MODELS];
+	int n_ens;
+	sb_catalog_ensemble ens[MAX_ENSEMBLES];
 };
 
 static int valid_name(const char *s)
@@ -77,6 +81,139 @@ static const char *str(json_t *o, const char *key)
 	return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
+/* A figure as published: a decimal number from -100 to 100 dB, given as a JSON string
+ * ("9.80", kept as written) or a number */
+static int figure(json_t *v, double *value, char *text, size_t tl)
+{
+	if (json_is_string(v)) {
+		const char *s = json_string_value(v);
+		char *end = NULL;
+		errno = 0;
+		const double d = strtod(s, &end);
+		if (!*s || *end || errno || strlen(s) >= tl || strspn(s, "-0123456789.") != strlen(s))
+			return 0;
+		*value = d;
+		snprintf(text, tl, "%s", s);
+	} else if (json_is_number(v)) {
+		*value = json_number_value(v);
+		snprintf(text, tl, "%.15g", *value);
+	} else {
+		return 0;
+	}
+	return *value > -100 && *value < 100;
+}
+
+/* One "figures" entry: {"set", "source", "sdr": {stem: figure}} into figs[*n] of owner
+ * (whose stems are the mask stems) */
+static int parse_figures(json_t *f, sb_catalog_figures *figs, int *n, unsigned stems,
+                         const char *owner, char *why, size_t wl)
+{
+	sb_catalog_figures *g = &figs[*n];
+	memset(g, 0, sizeof *g);
+	const char *set = json_is_object(f) ? str(f, "set") : NULL, *src = str(f, "source");
+	json_t *sdr = json_is_object(f) ? json_object_get(f, "sdr") : NULL;
+	if (!set || !valid_name(set) || strlen(set) >= sizeof g->set || !src || !*src ||
+	    !json_is_object(sdr)) {
+		snprintf(why, wl, "%s: figures %d need a \"set\" (a name: \"multisong\", "
+		         "\"musdb18hq\"), a \"source\" and \"sdr\" {stem: dB}", owner, *n + 1);
+		return 0;
+	}
+	for (int i = 0; i < *n; i++)
+		if (!strcmp(figs[i].set, set)) {
+			snprintf(why, wl, "%s: two figures of the set \"%s\"", owner, set);
+			return 0;
+		}
+	snprintf(g->set, sizeof g->set, "%s", set);
+	snprintf(g->source, sizeof g->source, "%s", src);
+	const char *key;
+	json_t *val;
+	json_object_foreach(sdr, key, val) {
+		const int k = sb_stem_index(key);
+		if (k < 0 || !(stems & (1u << k)) || strcmp(key, sb_stem_names[k])) {
+			snprintf(why, wl, "%s: \"sdr\" of %s names %s, not one of its stems", owner, set,
+			         key);
+			return 0;
+		}
+		if (!figure(val, &g->sdr[k], g->text[k], sizeof g->text[k])) {
+			snprintf(why, wl, "%s: the %s figure on %s is not a number of dB as published "
+			         "(\"11.27\")", owner, key, set);
+			return 0;
+		}
+	}
+	(*n)++;
+	return 1;
+}
+
+/* "figures": a list of at most SB_CATALOG_MAX_FIGURES entries */
+static int parse_figure_list(json_t *figs, sb_catalog_figures *out, int *n, unsigned stems,
+                             const char *owner, char *why, size_t wl)
+{
+	if (figs && (!json_is_array(figs) || json_array_size(figs) > SB_CATALOG_MAX_FIGURES)) {
+		snprintf(why, wl, "%s: \"figures\" is not a list of at most %d test sets", owner,
+		         SB_CATALOG_MAX_FIGURES);
+		return 0;
+	}
+	for (size_t i = 0; i < json_array_size(figs); i++)
+		if (!parse_figures(json_array_get(figs, i), out, n, stems, owner, why, wl))
+			return 0;
+	return 1;
+}
+
+/* One published ensemble: {"models": [names], "combine": "avg_wave" | "max_spec" |
+ * "min_spec", "weights": [w], "figures": [...]}, its models listed before it; its figures'
+ * stems are those every member makes */
+static int parse_ensemble(json_t *e, const sb_catalog *c, sb_catalog_ensemble *x, char *why,
+                          size_t wl)
+{
+	memset(x, 0, sizeof *x);
+	json_t *models = json_is_object(e) ? json_object_get(e, "models") : NULL;
+	const size_t n = json_is_array(models) ? json_array_size(models) : 0;
+	if (n < 2 || n > SB_ENSEMBLE_MAX) {
+		snprintf(why, wl, "an ensemble without 2 to %d \"models\"", SB_ENSEMBLE_MAX);
+		return 0;
+	}
+	unsigned stems = ~0u;
+	char owner[256] = "ensemble ";
+	for (size_t i = 0; i < n; i++) {
+		json_t *v = json_array_get(models, i);
+		const sb_catalog_model *m = json_is_string(v) ? sb_catalog_find(c, json_string_value(v))
+		                                              : NULL;
+		if (!m) {
+			snprintf(why, wl, "an ensemble's model %zu is not a model of the catalogue", i + 1);
+			return 0;
+		}
+		snprintf(x->models[i], sizeof x->models[i], "%s", m->name);
+		stems &= m->stems;
+		const size_t at = strlen(owner);
+		snprintf(owner + at, sizeof owner - at, "%s%s", i ? "," : "", m->name);
+	}
+	x->n = (int)n;
+	x->stems = stems;
+	const char *comb = str(e, "combine");
+	x->mode = !comb || !strcmp(comb, "avg_wave") ? SB_ENSEMBLE_AVG_WAVE
+	          : !strcmp(comb, "max_spec")        ? SB_ENSEMBLE_MAX_SPEC
+	          : !strcmp(comb, "min_spec")        ? SB_ENSEMBLE_MIN_SPEC : -1;
+	if (x->mode < 0) {
+		snprintf(why, wl, "%s: \"combine\" is not avg_wave, max_spec or min_spec", owner);
+		return 0;
+	}
+	json_t *w = json_object_get(e, "weights");
+	if (w && (!json_is_array(w) || json_array_size(w) != n)) {
+		snprintf(why, wl, "%s: \"weights\" is not one number per model", owner);
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_t *v = w ? json_array_get(w, i) : NULL;
+		x->weight[i] = v ? (json_is_number(v) ? json_number_value(v) : -1) : 1;
+		if (!(x->weight[i] > 0) || x->weight[i] > 1000) {
+			snprintf(why, wl, "%s: weight %zu is not a number above 0", owner, i + 1);
+			return 0;
+		}
+	}
+	return parse_figure_list(json_object_get(e, "figures"), x->figures, &x->n_figures, stems,
+	                         owner, why, wl);
+}
+
 /* One model entry; 0 with 'why' filled on the first thing wrong. */
 static int parse_model(json_t *e, sb_catalog_model *m, char *why, size_t wl)
 {
@@ -100,8 +237,9 @@ static int parse_model(json_t *e, sb_catalog_model *m, char *why, size_t wl)
 		json_t *s = json_array_get(stems, i);
 		const int k = json_is_string(s) ? sb_stem_index(json_string_value(s)) : -1;
 		if (k < 0) {
-			snprintf(why, wl, "model \"%s\": stem %zu is not one of vocals, drums, bass, other, "
-			         "guitar, piano", name, i + 1);
+			char known[256];
+			sb_stem_mask_text((1u << SB_N_KNOWN_STEMS) - 1, ", ", known, sizeof known);
+			snprintf(why, wl, "model \"%s\": stem %zu is not one of %s", name, i + 1, known);
 			return 0;
 		}
 		m->stems |= 1u << k;
@@ -205,28 +343,20 @@ static int parse_model(json_t *e, sb_catalog_model *m, char *why, size_t wl)
 	for (int i = 0; i < m->n_files; i++)
 		n_cfg += m->files[i].config;
 	if (fam && (n_cfg != 1 || m->n_files != 2)) {
-		snprintf(why, wl, "model \"%s\": a RoFormer is a checkpoint and one \"role\": "
+		snprintf(why, wl, "model \"%s\": a model of MSST's is a checkpoint and one \"role\": "
 		         "\"config\" file", name);
 		return 0;
 	}
-	json_t *sdr = json_object_get(e, "sdr");
-	const char *key;
-	json_t *val;
-	if (sdr && !json_is_object(sdr)) {
-		snprintf(why, wl, "model \"%s\": \"sdr\" is not an object of stem: dB", name);
+	if (json_object_get(e, "sdr")) {
+		snprintf(why, wl, "model \"%s\": \"sdr\" names no test set: give \"figures\": "
+		         "[{\"set\", \"source\", \"sdr\"}]", name);
 		return 0;
 	}
-	json_object_foreach(sdr, key, val) {
-		const int k = sb_stem_index(key);
-		if (k < 0 || k >= 8 || !json_is_number(val) || !(m->stems & (1u << k))) {
-			snprintf(why, wl, "model \"%s\": \"sdr\" names %s, not one of its stems", name,
-			         key);
-			return 0;
-		}
-		m->sdr[k] = (float)json_number_value(val);
-	}
-	const char *src = str(e, "sdr_source");
-	snprintf(m->sdr_source, sizeof m->sdr_source, "%s", src ? src : "");
+	char owner[96];
+	snprintf(owner, sizeof owner, "model \"%s\"", name);
+	if (!parse_figure_list(json_object_get(e, "figures"), m->figures, &m->n_figures, m->stems,
+	                       owner, why, wl))
+		return 0;
 	if (m->bag_weights[0] && m->n_files < 2) {
 		snprintf(why, wl, "model \"%s\": \"bag_weights\" with a single file", name);
 		return 0;
@@ -269,6 +399,13 @@ sb_status sb_catalog_parse(const char *text, size_t len, const char *origin, con
 				snprintf(why, sizeof why, "two models named \"%s\"", c->m[k].name);
 		c->n++;
 	}
+	json_t *ens = root && !why[0] ? json_object_get(root, "ensembles") : NULL;
+	if (ens && (!json_is_array(ens) || json_array_size(ens) > MAX_ENSEMBLES))
+		snprintf(why, sizeof why, "\"ensembles\" is not a list of at most %d ensembles",
+		         MAX_ENSEMBLES);
+	for (size_t i = 0; !why[0] && i < json_array_size(ens); i++)
+		if (parse_ensemble(json_array_get(ens, i), c, &c->ens[c->n_ens], why, sizeof why))
+			c->n_ens++;
 	json_decref(root);
 	if (why[0]) {
 		sb_log(log, SB_LOG_ERROR, "model catalogue %s: %s", c->origin, why);
@@ -352,4 +489,14 @@ const sb_catalog_model *sb_catalog_find(const sb_catalog *c, const char *name)
 		if (!strcmp(c->m[i].name, name))
 			return &c->m[i];
 	return NULL;
+}
+
+int sb_catalog_ensemble_count(const sb_catalog *c)
+{
+	return c->n_ens;
+}
+
+const sb_catalog_ensemble *sb_catalog_ensemble_at(const sb_catalog *c, int i)
+{
+	return i >= 0 && i < c->n_ens ? &c->ens[i] : NULL;
 }

@@ -48,6 +48,14 @@ static void part_progress(void *user, double fraction, const char *stage)
 		s->ctx->progress(s->ctx->progress_user, (s->i + fraction) / s->n, stage);
 }
 
+/* a device's share, to the job's report (the progress callbacks' user is the share here) */
+static void member_device_report(void *user, const sb_device_report *r)
+{
+	const share *s = user;
+	if (s->ctx->device_report)
+		s->ctx->device_report(s->ctx->progress_user, r);
+}
+
 static sb_status separate(sb_model *m, const sb_run_ctx *ctx, sb_source *in, sb_sink *out)
 {
 	composite *c = m->impl;
@@ -61,6 +69,7 @@ static sb_status separate(sb_model *m, const sb_run_ctx *ctx, sb_source *in, sb_
 		pc.pace = NULL; /* a part's units are not another's */
 		pc.progress = part_progress;
 		pc.progress_user = &sh;
+		pc.device_report = ctx->device_report ? member_device_report : NULL;
 		char which[128];
 		sb_stem_mask_text(c->take[i], ", ", which, sizeof which);
 		sb_log(ctx->log, SB_LOG_INFO, "%s from %s", which, c->part[i]->info.name);

@@ -8,12 +8,16 @@
 
 extern const sb_model_family sb_family_builtin;
 extern const sb_model_family sb_family_roformer;
+extern const sb_model_family sb_family_scnet;
+extern const sb_model_family sb_family_mdx23c;
 extern const sb_model_family sb_family_toy;
 extern const sb_model_family sb_family_demucs;
 
 static const sb_model_family *const families[] = {
 	&sb_family_builtin,
 	&sb_family_roformer,
+	&sb_family_scnet,
+	&sb_family_mdx23c,
 #ifdef SB_TOY_FAMILY
 	&sb_family_toy, /* tests only (-Dtoy_family=true) */
 #endif

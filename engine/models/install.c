@@ -460,7 +460,7 @@ sb_status sb_model_install(const sb_catalog *cat, const char *name, const sb_ins
 		sb_log(log, SB_LOG_ERROR, "cannot write to the model folder %s: %s", dir, strerror(e));
 		return errno_status(e);
 	}
-	/* a RoFormer: the checkpoint, and its configuration beside it */
+	/* a model of MSST's: the checkpoint, and its configuration beside it */
 	const char *config = NULL;
 	int n_in = 0;
 	for (int i = 0; i < m->n_files; i++) {

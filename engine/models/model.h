@@ -96,7 +96,7 @@ typedef struct {
 	char path[1024];               /* weights file or "" for the built-in */
 	double native_rate;            /* 0: any rate; else input is resampled to it and back */
 	int n_stems;
-	const char *stem_names[8];     /* SB_STEM_* order for 4-stem models */
+	const char *stem_names[SB_MAX_STEMS]; /* the stems it makes, in SB_STEM_* order */
 	unsigned stems;                /* mask of the canonical stems it makes (bit SB_STEM_*) */
 	int stems_sum;                 /* 1: the stems add back to the input by construction */
 	int shares_devices;            /* 1: separate() shares one file's work among every device
@@ -135,9 +135,14 @@ sb_status sb_model_open_file(const char *name, const char *path, const sb_logger
  * it: the file of each model ("auto" for some stems may be several models, each writing its
  * stem group), never "auto". */
 typedef struct {
-	char name[64];                 /* the real name: "htdemucs", a path's base name */
+	char name[192];                /* the real name: "htdemucs", a path's base name; an
+	                                  ensemble's members: "a,b" */
 	char path[4352];               /* the file; "" for the built-in */
 	unsigned take;                 /* the stems it writes where there are several parts */
+	int members;                   /* > 1: an ensemble of the models name lists, each found
+	                                  in the model folders when the part is opened */
+	sb_ensemble_mode mode;         /* an ensemble's combination and weights */
+	double weight[SB_ENSEMBLE_MAX];
 } sb_model_part;
 
 typedef struct {
@@ -148,11 +153,23 @@ typedef struct {
 /* 'name' ("auto" or NULL, "builtin", a name in the model folders, a .safetensors path) for the
  * stems asked for (bit SB_STEM_*; 0: every stem), in one look at the catalogue and the folders:
  * "auto" with stems is, per stem, the installed catalogue model with the best published SDR
- * for it (catalog.json "sdr": a RoFormer for vocals), several parts when that is several
- * models, else the one that makes them all best, else the 'auto' rank among those that make
- * them, else "builtin". SB_ERR_MODEL when nothing is found (sb_model_open says why). */
-sb_status sb_model_resolve(const char *name, unsigned stems, const char *const *search_path,
-                           const sb_logger *log, sb_model_choice *out);
+ * for it, each stem ranked on one test set (catalog.json "figures"), several parts when that
+ * is several models, else the one that makes them all best, else the 'auto' rank among those
+ * that make them, else "builtin"; quality_best counts the catalogue's published ensembles of
+ * installed models beside them. "a,b" is an ensemble of those models (one part, avg_wave and
+ * equal weights until the caller sets them). SB_ERR_MODEL when nothing is found
+ * (sb_model_open says why). */
+sb_status sb_model_resolve(const char *name, unsigned stems, int quality_best,
+                           const char *const *search_path, const sb_logger *log,
+                           sb_model_choice *out);
+/* Opens a part of a choice: its file, or an ensemble of its members */
+sb_status sb_model_open_part(const sb_model_part *p, const char *const *search_path,
+                             const sb_logger *log, sb_model **out);
+/* An ensemble of n members (models/ensemble.c, taken over by it from then on; freed with it):
+ * each stem combined over the members that make it, as mode and the weights (NULL: equal) say;
+ * members at different rates are refused. */
+sb_status sb_model_ensemble(sb_model *const *members, const double *weights, int n, int mode,
+                            const sb_logger *log, sb_model **out);
 /* A model of parts (models/composite.c): each part writes the stems of its take[] mask; the
  * parts are the composite's from then on (freed with it). Parts at different rates are
  * refused. */

@@ -1141,6 +1141,275 @@ static void case_cmul(run *r, size_t n, int batch, int inplace)
 	free(want);
 }
 
+/* ---- SB_OPS_LSTM ---- */
+
+static double sigm_d(double v) { return 1.0 / (1.0 + exp(-v)); }
+
+/* torch.nn.LSTM(D, H, bidirectional = dirs == 2, batch_first) over n sequences of S steps, in
+ * double, step by step as its documentation writes it */
+static void case_lstm(run *r, int n, int S, int D, int H, int dirs)
+{
+	const long G = 4L * H;
+	const size_t nx = (size_t)n * S * D, no = (size_t)n * S * dirs * H;
+	float *x = rnd(nx, 1), *wih = rnd((size_t)dirs * G * D, 0.4f),
+	      *whh = rnd((size_t)dirs * G * H, 0.4f), *b = rnd((size_t)dirs * G, 0.3f);
+	float *got = malloc(sizeof(float) * no);
+	double *want = malloc(sizeof(double) * no), *h = calloc((size_t)H, sizeof(double)),
+	       *c = calloc((size_t)H, sizeof(double)), *z = malloc(sizeof(double) * (size_t)G);
+	for (int q = 0; q < n; q++)
+		for (int dr = 0; dr < dirs; dr++) {
+			for (int i = 0; i < H; i++)
+				h[i] = c[i] = 0;
+			for (int k = 0; k < S; k++) {
+				const int s = dr ? S - 1 - k : k;
+				const float *xs = x + ((size_t)q * S + s) * D;
+				for (long g = 0; g < G; g++) {
+					double v = b[dr * G + g];
+					for (int i = 0; i < D; i++)
+						v += (double)wih[(dr * G + g) * D + i] * xs[i];
+					for (int i = 0; i < H; i++)
+						v += (double)whh[(dr * G + g) * H + i] * h[i];
+					z[g] = v;
+				}
+				for (int i = 0; i < H; i++) {
+					c[i] = sigm_d(z[H + i]) * c[i] + sigm_d(z[i]) * tanh(z[2 * H + i]);
+					h[i] = sigm_d(z[3 * H + i]) * tanh(c[i]);
+					want[((size_t)q * S + s) * dirs * H + dr * H + i] = h[i];
+				}
+			}
+		}
+	const int on = has(r, "lstm");
+	sb_dv dx = put(r->a, x, nx), dwi = put(r->a, wih, (size_t)dirs * G * D),
+	      dwh = put(r->a, whh, (size_t)dirs * G * H), db = put(r->a, b, (size_t)dirs * G),
+	      dout = put(r->a, NULL, no), dwork = put(r->a, NULL, (size_t)dirs * n * (S + 1) * G);
+	if (on && !r->a->failed)
+		ops(r)->lstm(dv(r), dx, n, S, D, H, dirs, dwi, dwh, db, dout, dwork);
+	get(r->a, got, dout, no);
+	sb_status st = done(r->a);
+	char shape[64];
+	snprintf(shape, sizeof shape, "%d x %d x %d -> %d%s", n, S, D, H, dirs == 2 ? " bi" : "");
+	if (on)
+		judge(r, "lstm", shape, st, got, want, no, 2e-5);
+	else
+		not_supported(r, "lstm", shape);
+	arena_free(r->a);
+	free(x);
+	free(wih);
+	free(whh);
+	free(b);
+	free(got);
+	free(want);
+	free(h);
+	free(c);
+	free(z);
+}
+
+/* ---- SB_OPS_CONVNET ---- */
+
+/* rows of a band copied into a padded buffer, batch items apart */
+static void case_copy_rows(run *r, int rows, long n, int batch)
+{
+	const long lds = n + 3, lsi = rows * lds + 7, ldd = n + 5, ldi = rows * ldd + 2;
+	const size_t ns = (size_t)(lsi * batch), nd = (size_t)(ldi * batch);
+	float *src = rnd(ns, 1), *dst = rnd(nd, 1), *got = malloc(sizeof(float) * nd);
+	double *want = dup_d(dst, nd);
+	for (int i = 0; i < batch; i++)
+		for (int q = 0; q < rows; q++)
+			for (long k = 0; k < n; k++)
+				want[i * ldi + q * ldd + k] = src[i * lsi + q * lds + k];
+	const int on = has(r, "copy_rows");
+	sb_dv ds = put(r->a, src, ns), dd = put(r->a, dst, nd);
+	if (on && !r->a->failed)
+		ops(r)->copy_rows(dv(r), dd, ldd, ldi, ds, lds, lsi, rows, n, batch);
+	memcpy(got, dst, sizeof(float) * nd);
+	get(r->a, got, dd, nd);
+	sb_status st = done(r->a);
+	char shape[64];
+	snprintf(shape, sizeof shape, "%d x %d x %ld", batch, rows, n);
+	if (on)
+		judge(r, "copy_rows", shape, st, got, want, nd, 1e-7);
+	else
+		not_supported(r, "copy_rows", shape);
+	arena_free(r->a);
+	free(src);
+	free(dst);
+	free(got);
+	free(want);
+}
+
+/* a transpose of x [d0][d1][d2][d3] to the order perm (o's dimensions are x's in that order),
+ * optionally into a wider buffer (pad: o's rows of its last dimension padded) */
+static void case_permute(run *r, int d0, int d1, int d2, int d3, const int perm[4], int pad)
+{
+	const int dims[4] = {d0, d1, d2, d3};
+	int od[4];
+	for (int k = 0; k < 4; k++)
+		od[k] = dims[perm[k]];
+	long ostr[4]; /* strides of o's own dimensions, the last padded */
+	ostr[3] = 1;
+	ostr[2] = od[3] + pad;
+	ostr[1] = ostr[2] * od[2];
+	ostr[0] = ostr[1] * od[1];
+	long os[4];
+	for (int k = 0; k < 4; k++)
+		os[perm[k]] = ostr[k];
+	const size_t nx = (size_t)d0 * d1 * d2 * d3, no = (size_t)(ostr[0] * od[0]);
+	float *x = rnd(nx, 1), *o = rnd(no, 1), *got = malloc(sizeof(float) * no);
+	double *want = dup_d(o, no);
+	for (int a = 0; a < d0; a++)
+		for (int b = 0; b < d1; b++)
+			for (int c = 0; c < d2; c++)
+				for (int e = 0; e < d3; e++)
+					want[a * os[0] + b * os[1] + c * os[2] + e * os[3]] =
+					    x[(((size_t)a * d1 + b) * d2 + c) * d3 + e];
+	const int on = has(r, "permute");
+	sb_dv dx = put(r->a, x, nx), d_o = put(r->a, o, no);
+	if (on && !r->a->failed)
+		ops(r)->permute(dv(r), dx, dims, os, d_o);
+	memcpy(got, o, sizeof(float) * no);
+	get(r->a, got, d_o, no);
+	sb_status st = done(r->a);
+	char shape[64];
+	snprintf(shape, sizeof shape, "%dx%dx%dx%d (%d%d%d%d)%s", d0, d1, d2, d3, perm[0], perm[1],
+	         perm[2], perm[3], pad ? " pad" : "");
+	if (on)
+		judge(r, "permute", shape, st, got, want, no, 1e-7);
+	else
+		not_supported(r, "permute", shape);
+	arena_free(r->a);
+	free(x);
+	free(o);
+	free(got);
+	free(want);
+}
+
+/* GroupNorm of items [C][F][T] stored as rows [F][C][T] (rows = 1) or channels first, G
+ * groups, n1 x n2 items apart, into o or in place */
+static void case_norm_groups(run *r, int n1, int n2, int C, int G, int F, int T, int rows,
+                             int act, int inplace)
+{
+	sb_norm_geom g = {n1, n2, C, G, F, T, 0, 0, 0, 0};
+	g.sc = rows ? T : (long)F * T;
+	g.sf = rows ? (long)C * T : T;
+	g.s2 = (long)C * F * T + 3;
+	g.s1 = g.s2 * n2 + 5;
+	const size_t n = (size_t)(g.s1 * n1);
+	float *x = rnd(n, 2), *w = rnd((size_t)C, 1), *b = rnd((size_t)C, 1), *o = rnd(n, 1);
+	for (size_t i = 0; i < n; i++)
+		x[i] += 0.5f; /* a mean to take out */
+	float *got = malloc(sizeof(float) * n);
+	double *want = dup_d(inplace ? x : o, n);
+	const int cg = C / G;
+	for (int i1 = 0; i1 < n1; i1++)
+		for (int i2 = 0; i2 < n2; i2++)
+			for (int q = 0; q < G; q++) {
+				double s = 0, sq = 0;
+				const double cnt = (double)cg * F * T;
+				for (int pass = 0; pass < 3; pass++)
+					for (int c = q * cg; c < (q + 1) * cg; c++)
+						for (int f = 0; f < F; f++)
+							for (int t = 0; t < T; t++) {
+								const long at = i1 * g.s1 + i2 * g.s2 + c * g.sc + f * g.sf + t;
+								const double m = s / cnt;
+								if (pass == 0) {
+									s += x[at];
+								} else if (pass == 1) {
+									sq += (x[at] - m) * (x[at] - m);
+								} else {
+									const double v = (x[at] - m) / sqrt(sq / cnt + 1e-5) * w[c] + b[c];
+									want[at] = act == SB_ACT_GELU ? gelu(v)
+									           : act == SB_ACT_SILU ? v * sigm_d(v) : v;
+								}
+							}
+			}
+	const int on = has(r, "norm_groups");
+	sb_dv dx = put(r->a, x, n), dw = put(r->a, w, (size_t)C), db = put(r->a, b, (size_t)C);
+	sb_dv d_o = inplace ? dx : put(r->a, o, n);
+	if (on && !r->a->failed)
+		ops(r)->norm_groups(dv(r), dx, &g, dw, db, act, d_o);
+	memcpy(got, inplace ? x : o, sizeof(float) * n);
+	get(r->a, got, d_o, n);
+	sb_status st = done(r->a);
+	char shape[80];
+	snprintf(shape, sizeof shape, "%dx%d x %d/%d x %dx%d %s%s%s", n1, n2, C, G, F, T,
+	         rows ? "rows" : "chan", act == SB_ACT_GELU ? " gelu" : act == SB_ACT_SILU
+	         ? " silu" : "", inplace ? " in place" : "");
+	if (on)
+		judge(r, "norm_groups", shape, st, got, want, n, 2e-6);
+	else
+		not_supported(r, "norm_groups", shape);
+	arena_free(r->a);
+	free(x);
+	free(w);
+	free(b);
+	free(o);
+	free(got);
+	free(want);
+}
+
+static void case_dwconv(run *r, int rows, int C, int T, int k)
+{
+	const size_t n = (size_t)rows * C * T;
+	float *x = rnd(n, 1), *w = rnd((size_t)C * k, 1), *b = rnd((size_t)C, 1);
+	float *got = malloc(sizeof(float) * n);
+	double *want = malloc(sizeof(double) * n);
+	for (int q = 0; q < rows; q++)
+		for (int c = 0; c < C; c++)
+			for (int t = 0; t < T; t++) {
+				double v = b[c];
+				for (int u = 0; u < k; u++) {
+					const int at = t + u - k / 2;
+					if (at >= 0 && at < T)
+						v += (double)w[c * k + u] * x[((size_t)q * C + c) * T + at];
+				}
+				want[((size_t)q * C + c) * T + t] = v;
+			}
+	const int on = has(r, "dwconv");
+	sb_dv dx = put(r->a, x, n), dw = put(r->a, w, (size_t)C * k), db = put(r->a, b, (size_t)C),
+	      d_o = put(r->a, NULL, n);
+	if (on && !r->a->failed)
+		ops(r)->dwconv(dv(r), dx, rows, C, T, k, dw, db, d_o);
+	get(r->a, got, d_o, n);
+	sb_status st = done(r->a);
+	char shape[64];
+	snprintf(shape, sizeof shape, "%d x %d x %d, k %d", rows, C, T, k);
+	if (on)
+		judge(r, "dwconv", shape, st, got, want, n, 1e-6);
+	else
+		not_supported(r, "dwconv", shape);
+	arena_free(r->a);
+	free(x);
+	free(w);
+	free(b);
+	free(got);
+	free(want);
+}
+
+static void case_mul(run *r, size_t n)
+{
+	float *x = rnd(n, 1), *y = rnd(n, 1), *got = malloc(sizeof(float) * n);
+	double *want = malloc(sizeof(double) * n);
+	for (size_t i = 0; i < n; i++)
+		want[i] = (double)x[i] * y[i];
+	const int on = has(r, "mul");
+	sb_dv dx = put(r->a, x, n), dy = put(r->a, y, n);
+	if (on && !r->a->failed)
+		ops(r)->mul(dv(r), dx, dy, n);
+	get(r->a, got, dx, n);
+	sb_status st = done(r->a);
+	char shape[64];
+	snprintf(shape, sizeof shape, "%zu", n);
+	if (on)
+		judge(r, "mul", shape, st, got, want, n, 1e-7);
+	else
+		not_supported(r, "mul", shape);
+	arena_free(r->a);
+	free(x);
+	free(y);
+	free(got);
+	free(want);
+}
+
 #ifdef SB_TOY_FAMILY
 /* the test group's one operation (-Dtoy_family=true): the CPU backend has it, others not */
 static void case_toy_mix(run *r, size_t n)
@@ -1306,6 +1575,33 @@ static void all_cases(run *r)
 	case_gather(r, 801, 4100, 3000);               /* a RoFormer chunk's frames */
 	case_cmul(r, 1000, 3, 0);
 	case_cmul(r, 4100, 2, 1);
+	/* SB_OPS_LSTM: SCNet's frequency path (few steps, many sequences) and its time path */
+	if (wanted("lstm")) {
+		case_lstm(r, 37, 9, 12, 12, 2);
+		case_lstm(r, 5, 40, 24, 48, 2);
+		case_lstm(r, 3, 7, 10, 6, 1);
+		case_lstm(r, 130, 19, 32, 32, 2);
+	}
+	/* SB_OPS_CONVNET */
+	case_copy_rows(r, 13, 77, 3);
+	case_copy_rows(r, 200, 1000, 2);
+	{
+		static const int p0213[4] = {0, 2, 1, 3}, p0132[4] = {0, 1, 3, 2},
+		                 p0312[4] = {0, 3, 1, 2}, p1023[4] = {1, 0, 2, 3};
+		case_permute(r, 2, 9, 7, 33, p0213, 0);  /* rows [F][C][T] <-> channels first */
+		case_permute(r, 2, 9, 7, 33, p0132, 0);  /* a time path's [T][C] per row */
+		case_permute(r, 3, 5, 11, 6, p0312, 1);  /* tokens [T][F][C] from rows, padded */
+		case_permute(r, 40, 1, 64, 130, p1023, 0);
+	}
+	case_norm_groups(r, 2, 1, 12, 1, 9, 33, 1, SB_ACT_NONE, 0);   /* a dual-path norm */
+	case_norm_groups(r, 1, 7, 8, 1, 1, 50, 1, SB_ACT_SILU, 1);    /* a conv module's */
+	case_norm_groups(r, 2, 1, 6, 6, 20, 16, 1, SB_ACT_GELU, 1);   /* InstanceNorm, rows */
+	case_norm_groups(r, 1, 2, 8, 4, 5, 31, 0, SB_ACT_GELU, 0);    /* GroupNorm4, channels */
+	case_norm_groups(r, 1, 1, 16, 16, 256, 64, 1, SB_ACT_NONE, 1); /* larger than a slice */
+	case_dwconv(r, 11, 3, 70, 3);
+	case_dwconv(r, 4, 5, 9, 7);
+	case_mul(r, 1001);
+	case_mul(r, 100003);
 #ifdef SB_TOY_FAMILY
 	case_toy_mix(r, 1000);
 #endif

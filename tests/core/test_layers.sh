@@ -60,7 +60,7 @@ orank() {
 	case $1 in
 	cl_device | cl_internal | cl_enum | cl_blas) echo 0 ;;
 	cl_base) echo 1 ;;
-	cl_gemm_tiled | cl_gemm_mma | cl_signal | cl_classic) echo 2 ;;
+	cl_gemm_tiled | cl_gemm_mma | cl_signal | cl_classic | cl_convnet) echo 2 ;;
 	cl_attention | cl_gemm_pick) echo 3 ;;
 	cl_products) echo 4 ;;
 	cl_ops) echo 5 ;;

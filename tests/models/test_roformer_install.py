@@ -85,8 +85,10 @@ def main(tmp):
 
     def entry(name, ckpt, cfg, stems, sdr, size):
         # "url" is where a publisher would serve it: unreachable here, the mirror serves "path"
-        return {"name": name, "family": "bs_roformer", "stems": stems, "sdr": sdr,
-                "sdr_source": "test", "files": [
+        figures = [{"set": "multisong", "source": "test",
+                    "sdr": {k: f"{v:.2f}" for k, v in sdr.items()}}] if sdr else []
+        return {"name": name, "family": "bs_roformer", "stems": stems, "figures": figures,
+                "files": [
                     {"path": "roformer/" + ckpt, "url": "http://127.0.0.1:9/" + ckpt,
                      "bytes": size, "unverified": True},
                     {"path": "roformer/" + cfg, "url": "http://127.0.0.1:9/" + cfg,
@@ -124,8 +126,9 @@ def main(tmp):
           f"install two RoFormers from the mirror, the computed SHA-256 printed: "
           f"{p.returncode}\n{p.stdout}{p.stderr}")
     p = run(["models"])
-    check("rof_two: installed" in p.stdout and "published SDR: vocals 12.00 dB, other 16.00 dB"
-          in p.stdout, f"models lists it with its published SDR:\n{p.stdout}")
+    check("rof_two: installed" in p.stdout and "SDR on MVSEP Multisong: vocals 12.00, other "
+          "16.00 dB (test)" in p.stdout, f"models lists it with its published SDR and its test "
+          f"set:\n{p.stdout}")
     ref = os.path.join(tmp, "ref.safetensors")
     c = run([os.path.join(mirror, "roformer", "two.ckpt"), "--config",
              os.path.join(mirror, "roformer", "two.yaml"),

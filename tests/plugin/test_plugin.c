@@ -1643,6 +1643,9 @@ static int test_auto(void)
 	CHECK(strstr(h->model_list, "htdemucs\tHTDemucs\tvocals,drums,bass,other\t0") &&
 	      strstr(h->model_list, "htdemucs_6s\tHTDemucs 6 stems\tvocals,drums,bass,other,guitar,"
 	                            "piano\t0"), "model list: %s", h->model_list);
+	/* a model's stems beyond the six toggles are listed as it makes them (#49) */
+	CHECK(strstr(h->model_list, "mdx23c_drumsep_5\tmdx23c_drumsep_5\tkick,snare,toms,hihat,"
+	                            "cymbals\t0"), "model list: %s", h->model_list);
 	recording rec = {0};
 	CHECK(record_take(h, 48000, 47, 1, &rec), "Auto with nothing installed: %s", h->last_error);
 	manifest_model_name(h->manifest, name, sizeof name);

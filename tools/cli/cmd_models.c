@@ -169,6 +169,14 @@ static void log_plain(void *user, sb_log_level level, const char *msg)
 		fprintf(stderr, "stembridge: warning: %s\n", msg);
 }
 
+/* a test set as people name it */
+static const char *set_title(const char *set)
+{
+	return !strcmp(set, "multisong")   ? "MVSEP Multisong"
+	       : !strcmp(set, "musdb18hq") ? "MUSDB18-HQ test"
+	                                   : set;
+}
+
 static void size_str(const sb_catalog_model *m, char *buf, size_t len)
 {
 	int approx = 0;
@@ -265,11 +273,19 @@ static int cmd_list(int argc, char **argv)
 			char cmd[128];
 			snprintf(cmd, sizeof cmd, "stembridge models install %s", m->name);
 			json_object_set_new(o, "install", json_string(f ? "" : cmd));
-			json_t *sdr = json_object();
-			for (int k = 0; k < 8; k++)
-				if (m->sdr[k] > 0)
-					json_object_set_new(sdr, sb_stem_names[k], json_real(m->sdr[k]));
-			json_object_set_new(o, "sdr", sdr);
+			/* each set's figures, the numbers as published (15 significant digits: 11.77,
+			 * not its float's 11.770000457763672) */
+			json_t *figs = json_array();
+			for (int g = 0; g < m->n_figures; g++) {
+				const sb_catalog_figures *fg = &m->figures[g];
+				json_t *sdr = json_object();
+				for (int k = 0; k < SB_N_KNOWN_STEMS; k++)
+					if (fg->text[k][0])
+						json_object_set_new(sdr, sb_stem_names[k], json_real(fg->sdr[k]));
+				json_array_append_new(figs, json_pack("{s:s, s:s, s:o}", "set", fg->set,
+				                                      "source", fg->source, "sdr", sdr));
+			}
+			json_object_set_new(o, "figures", figs);
 			if (m->family[0])
 				json_object_set_new(o, "family", json_string(m->family));
 			json_array_append_new(list, o);
@@ -279,7 +295,8 @@ static int cmd_list(int argc, char **argv)
 				json_array_append_new(list, json_pack("{s:s, s:b, s:s}", "name", found[i].name,
 				                                      "installed", 1, "path", found[i].path));
 		json_object_set_new(root, "models", list);
-		char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
+		                              JSON_REAL_PRECISION(15));
 		printf("%s\n", text ? text : "{}");
 		free(text);
 		json_decref(root);
@@ -287,9 +304,11 @@ static int cmd_list(int argc, char **argv)
 		sb_catalog_free(cat);
 		return 0;
 	}
-	printf("auto: %s (the best installed model: %s, else the built-in one; with --stems, the "
-	       "installed model with the best published SDR for them)\n\n", auto_name,
-	       "htdemucs first");
+	printf("auto: %s (the installed model with the best published SDR for the four stems, each "
+	       "stem ranked on one test set (%s where there are figures on it, else %s), else the "
+	       "first by the catalogue's rank, else the built-in one; with --stems, the best for "
+	       "each stem asked for)\n\n", auto_name, set_title("multisong"),
+	       set_title("musdb18hq"));
 	printf("builtin: built in, no download\n"
 	       "    classic signal processing (median-filter HPSS, centre panning, low band): any "
 	       "rate, CPU and OpenCL\n    stems: vocals, drums, bass, other\n");
@@ -300,15 +319,17 @@ static int cmd_list(int argc, char **argv)
 		size_str(m, size, sizeof size);
 		printf("%s: %s\n    %s\n    stems: %s; %s\n", m->name,
 		       f ? "installed" : "not installed", m->description, stems, size);
-		char sdr[256] = "";
-		for (int k = 0; k < 8; k++)
-			if (m->sdr[k] > 0) {
-				const size_t at = strlen(sdr);
-				snprintf(sdr + at, sizeof sdr - at, "%s%s %.2f dB", at ? ", " : "",
-				         sb_stem_names[k], m->sdr[k]);
-			}
-		if (sdr[0])
-			printf("    published SDR: %s (%s)\n", sdr, m->sdr_source);
+		for (int g = 0; g < m->n_figures; g++) {
+			const sb_catalog_figures *fg = &m->figures[g];
+			char sdr[512] = "";
+			for (int k = 0; k < SB_N_KNOWN_STEMS; k++)
+				if (fg->text[k][0]) {
+					const size_t at = strlen(sdr);
+					snprintf(sdr + at, sizeof sdr - at, "%s%s %s", at ? ", " : "",
+					         sb_stem_names[k], fg->text[k]);
+				}
+			printf("    SDR on %s: %s dB (%s)\n", set_title(fg->set), sdr, fg->source);
+		}
 		if (f) {
 			char what[1024];
 			describe(f->path, what, sizeof what);

@@ -20,6 +20,14 @@ const char sb_cli_options_help[] =
 	"  --model NAME            auto (default: the best installed model, htdemucs first, else\n"
 	"                          builtin), builtin, htdemucs, htdemucs_ft, htdemucs_6s, any\n"
 	"                          model 'stembridge models' lists, or a .safetensors file\n"
+	"  --ensemble A,B[,..]     an ensemble: the models' stems combined per stem, each over the\n"
+	"                          models that make it (the manifest names them)\n"
+	"  --ensemble-mode M       avg_wave (default: the weighted mean of the waveforms),\n"
+	"                          max_spec or min_spec (per time-frequency bin the value of the\n"
+	"                          largest or smallest magnitude)\n"
+	"  --ensemble-weights W,.. one weight per model of --ensemble (default: equal)\n"
+	"  --quality best          with auto: the best combination the installed models allow for\n"
+	"                          each stem, a published ensemble where its figure is higher\n"
 	"  --model-other           keep the model's own \"other\" (default: other = input minus\n"
 	"                          the other stems written, so they add back to the input)\n"
 	"  --shifts N              Demucs: average N random time shifts (slower, a little\n"
@@ -27,7 +35,9 @@ const char sb_cli_options_help[] =
 	"  --overlap F             Demucs: segment overlap, above 0 up to 0.9 (default 0.25)\n"
 	"  --stems LIST            which of the model's stems to write (default: all of them):\n"
 	"                          vocals,drums,bass,other, and guitar,piano with htdemucs_6s;\n"
-	"                          stems left out fold into other (vocals,other = karaoke)\n"
+	"                          stems left out fold into other (vocals,other = karaoke);\n"
+	"                          special models' lead_vocals, backing_vocals, dry, reverb,\n"
+	"                          kick, snare, toms, hihat, cymbals, ride, crash\n"
 	"  --format wav|flac       file format (default wav)\n"
 	"  --bits 16|24|32         sample format: wav 16, 24 or 32 (float, default); flac 24\n"
 	"  --template T            file names, default {track}/{stem}.{ext}; fields\n"
@@ -59,8 +69,10 @@ static int parse_stems(const char *s, unsigned *mask)
 	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 		const int k = sb_stem_index(t);
 		if (k < 0) {
-			fprintf(stderr, "stembridge: error: unknown stem '%s' (stems: vocals, drums, bass, "
-			        "other, guitar, piano; a model makes some of them)\n", t);
+			char known[256];
+			sb_stem_mask_text(~0u, ", ", known, sizeof known);
+			fprintf(stderr, "stembridge: error: unknown stem '%s' (stems: %s; a model makes "
+			        "some of them)\n", t, known);
 			return 0;
 		}
 		*mask |= 1u << k;
@@ -157,7 +169,7 @@ valued:;
 	static const char *const valued_names[] = {
 		"-o", "--output", "--device", "--model", "--stems", "--format", "--bits", "--template",
 		"--timeline-start", "--shifts", "--overlap", "--batch", "--threads", "--model-path",
-		"--precision",
+		"--precision", "--ensemble", "--ensemble-mode", "--ensemble-weights", "--quality",
 	};
 	int known = 0;
 	for (size_t k = 0; k < sizeof valued_names / sizeof *valued_names; k++)
@@ -216,6 +228,28 @@ valued:;
 			return -1;
 		}
 		o->bf16 = !strcmp(v, "bf16");
+	} else if (!strcmp(a, "--ensemble")) {
+		o->ensemble = v;
+	} else if (!strcmp(a, "--ensemble-mode")) {
+		o->ensemble_mode = !strcmp(v, "avg_wave")   ? SB_ENSEMBLE_AVG_WAVE
+		                   : !strcmp(v, "max_spec") ? SB_ENSEMBLE_MAX_SPEC
+		                   : !strcmp(v, "min_spec") ? SB_ENSEMBLE_MIN_SPEC : -1;
+		if (o->ensemble_mode < 0)
+			return bad("--ensemble-mode takes avg_wave, max_spec or min_spec");
+	} else if (!strcmp(a, "--ensemble-weights")) {
+		char buf[256], *save = NULL;
+		snprintf(buf, sizeof buf, "%s", v);
+		int k = 0;
+		for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save), k++) {
+			const double w = strtod(t, &end);
+			if (k == SB_ENSEMBLE_MAX || !end || *end || !(w > 0) || w > 1000)
+				return bad("--ensemble-weights takes up to 8 numbers above 0, comma-separated");
+			o->ensemble_weights[k] = w;
+		}
+	} else if (!strcmp(a, "--quality")) {
+		if (strcmp(v, "best") && strcmp(v, "single"))
+			return bad("--quality takes best (ensembles count) or single");
+		o->quality_best = !strcmp(v, "best");
 	} else if (!strcmp(a, "--model-path")) {
 		if (o->n_model_path < 7)
 			o->model_path[o->n_model_path++] = v;
@@ -232,7 +266,10 @@ sb_format sb_cli_format(const sb_cli_opts *o)
 void sb_cli_job_spec(const sb_cli_opts *o, sb_job_spec *spec)
 {
 	memset(spec, 0, sizeof *spec);
-	spec->model = o->model;
+	spec->model = o->ensemble ? o->ensemble : o->model;
+	spec->ensemble_mode = o->ensemble_mode;
+	memcpy(spec->ensemble_weights, o->ensemble_weights, sizeof spec->ensemble_weights);
+	spec->quality_best = o->quality_best;
 	spec->stems = o->stems;
 	spec->out_dir = o->out_dir;
 	spec->name_template = o->tmpl;

@@ -16,6 +16,10 @@ typedef struct {
 	long long *timelines;            /* every --timeline-start value, in order (malloc'd) */
 	int n_timelines;
 	sb_mode mode;
+	const char *ensemble;      /* --ensemble a,b: the models combined */
+	int ensemble_mode;         /* --ensemble-mode */
+	double ensemble_weights[SB_ENSEMBLE_MAX];
+	int quality_best;          /* --quality best */
 } sb_cli_opts;
 
 void sb_cli_opts_init(sb_cli_opts *o);

@@ -35,7 +35,7 @@ static const char *const op_names[OP_COUNT] = {
 	"groupnorm_tokens", "layernorm", "softmax", "transpose",
 	"rows_tokens", "add_row_channel", "im2col_k8s4", "convtr_k8s4", "attention", "upload",
 	"download", "rmsnorm", "rope", "head_gate", "stft", "istft", "moments", "standardise",
-	"gather", "cmul",
+	"gather", "cmul", "lstm", "copy_rows", "permute", "norm_groups", "dwconv", "mul",
 };
 
 static void set_profiling(sb_bdev *d, int on)

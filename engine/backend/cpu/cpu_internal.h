@@ -38,7 +38,8 @@ enum {
 	OP_GN_TOKENS, OP_LAYERNORM, OP_SOFTMAX, OP_TRANSPOSE, OP_ROWS_TOKENS, OP_ADD_ROW_CHANNEL,
 	OP_IM2COL, OP_CONVTR, OP_ATTENTION, OP_UPLOAD,
 	OP_DOWNLOAD, OP_RMSNORM, OP_ROPE, OP_HEAD_GATE, OP_STFT, OP_ISTFT, OP_MOMENTS,
-	OP_STANDARDISE, OP_GATHER, OP_CMUL, OP_COUNT
+	OP_STANDARDISE, OP_GATHER, OP_CMUL, OP_LSTM, OP_COPY_ROWS, OP_PERMUTE, OP_NORM_GROUPS,
+	OP_DWCONV, OP_MUL, OP_COUNT
 };
 
 struct sb_bdev {
@@ -94,5 +95,17 @@ void sb_cpu_op_gemm_bias(sb_bdev *d, int M, int N, int K, float alpha, sb_dv A, 
 void sb_cpu_op_attention(sb_bdev *d, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
                          int nk, int heads, int hd, float scale, sb_dv o, int ldo, int batch,
                          long sq, long skv, long so);
+
+/* the LSTM group (cpu_lstm.c) and the convolution nets' group (cpu_convnet.c) */
+void sb_cpu_op_lstm(sb_bdev *d, sb_dv x, int n, int S, int D, int H, int dirs, sb_dv wih,
+                    sb_dv whh, sb_dv b, sb_dv o, sb_dv work);
+void sb_cpu_op_copy_rows(sb_bdev *d, sb_dv dst, long ldd, long ldi, sb_dv src, long lds,
+                         long lsi, int rows, long n, int batch);
+void sb_cpu_op_permute(sb_bdev *d, sb_dv x, const int dims[4], const long os[4], sb_dv o);
+void sb_cpu_op_norm_groups(sb_bdev *d, sb_dv x, const sb_norm_geom *g, sb_dv w, sb_dv b,
+                           int act, sb_dv o);
+void sb_cpu_op_dwconv(sb_bdev *d, sb_dv x, int rows, int C, int T, int k, sb_dv w, sb_dv b,
+                      sb_dv o);
+void sb_cpu_op_mul(sb_bdev *d, sb_dv x, sb_dv y, size_t n);
 
 #endif

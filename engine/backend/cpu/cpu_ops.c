@@ -640,6 +640,14 @@ const sb_ops sb_cpu_ops = {
 	.im2col_k8s4 = op_im2col,
 	.convtr_k8s4 = op_convtr,
 	.gn_glu_add = op_gn_glu_add,
+	/* SB_OPS_LSTM */
+	.lstm = sb_cpu_op_lstm,
+	/* SB_OPS_CONVNET */
+	.copy_rows = sb_cpu_op_copy_rows,
+	.permute = sb_cpu_op_permute,
+	.norm_groups = sb_cpu_op_norm_groups,
+	.dwconv = sb_cpu_op_dwconv,
+	.mul = sb_cpu_op_mul,
 #ifdef SB_TOY_FAMILY
 	/* SB_OPS_TOY */
 	.toy_mix = op_toy_mix,

@@ -195,3 +195,14 @@ SB_CLONES void sb_vsum_sq(const float *x, int64_t n, double *sum, double *sq)
 	*sq = q;
 }
 
+/* an LSTM's gates of one sequence and direction at one step: z = [i | f | g | o] (H each,
+ * pre-activations), c = sigmoid(f) c + sigmoid(i) tanh(g), h = sigmoid(o) tanh(c) */
+SB_CLONES void sb_vlstm_cell(const float *z, float *c, float *h, int64_t H)
+{
+	for (int64_t i = 0; i < H; i++) {
+		const float cn =
+		    sigmoid_poly(z[H + i]) * c[i] + sigmoid_poly(z[i]) * tanh_poly(z[2 * H + i]);
+		c[i] = cn;
+		h[i] = sigmoid_poly(z[3 * H + i]) * tanh_poly(cn);
+	}
+}

@@ -19,5 +19,8 @@ void sb_vbias_tanh_cols(float *x, int64_t n, const float *b); /* x[i] = tanh(x[i
 void sb_vnorm_affine(float *x, int64_t n, float m, float a, float c, int gelu);
 void sb_vglu(const float *a, const float *g, float *out, int64_t n); /* a * sigmoid(g) */
 void sb_vglu_add(float *x, const float *a, const float *g, float s, int64_t n);
+/* an LSTM cell's step over H units: z [4H] its gates' pre-activations (i, f, g, o), c [H]
+ * updated, h [H] written */
+void sb_vlstm_cell(const float *z, float *c, float *h, int64_t H);
 
 #endif

@@ -14,6 +14,7 @@ const char *const sb_cl_op_names[P_COUNT] = {
 	"softmax_rows", "transpose", "ften_to_tokens", "tokens_to_ften", "add_freq_emb",
 	"im2col_time", "convtr_gather", "rmsnorm", "rope", "head_gate", "stft_frames", "istft_frames", "istft_ola",
 	"moments_final", "standardise", "gather_cols", "cmul", "bias_items", "gn_glu_add",
+	"copy_rows", "permute4", "ng_stats", "ng_apply", "dwconv", "mul", "lstm_cell",
 	"attention_16", "attention_32", "attention_64", "attention_mma", "attention_tiles",
 	"upload", "download", "copy", "zero", "finish",
 };
@@ -174,7 +175,7 @@ void sb_cl_check_close(sb_cl_check *k)
 
 /* ---- the norms' statistics ---- */
 
-static void need_stats(sb_bdev *c, size_t items)
+void sb_cl_need_stats(sb_bdev *c, size_t items)
 {
 	if (c->st != SB_OK || c->stats_n >= items)
 		return;
@@ -210,7 +211,7 @@ int sb_cl_part_stats(sb_bdev *c, sb_dv x, long stride, long n, int batch, int to
 	if (final)
 		G = 1;
 	if (to_stats)
-		need_stats(c, (size_t)batch); /* what norm_part or norm_final writes */
+		sb_cl_need_stats(c, (size_t)batch); /* what norm_part or norm_final writes */
 	const size_t parts = (size_t)batch * (size_t)G;
 	if (c->st == SB_OK && c->parts_n < parts) {
 		if (c->parts)

@@ -25,7 +25,8 @@ enum {
 	K_GN_APPLY_TOKENS, K_LAYERNORM, K_SOFTMAX, K_TRANSPOSE,
 	K_FTEN_TO_TOKENS, K_TOKENS_TO_FTEN, K_ADD_FREQ_EMB, K_IM2COL_TIME, K_CONVTR_GATHER,
 	K_RMSNORM, K_ROPE, K_HEAD_GATE, K_STFT_FRAMES, K_ISTFT_FRAMES, K_ISTFT_OLA,
-	K_MOMENTS_FINAL, K_STANDARDISE, K_GATHER, K_CMUL, K_BIAS_ITEMS, K_GN_GLU_ADD, K_COUNT,
+	K_MOMENTS_FINAL, K_STANDARDISE, K_GATHER, K_CMUL, K_BIAS_ITEMS, K_GN_GLU_ADD,
+	K_COPY_ROWS, K_PERMUTE, K_NG_STATS, K_NG_APPLY, K_DWCONV, K_MUL, K_LSTM_CELL, K_COUNT,
 	K_ATTENTION_16 = K_COUNT, K_ATTENTION_32, K_ATTENTION_64, /* attention.cl's */
 	K_ATTENTION_MMA,        /* attention_mma.cl's (bf16 or tf32 on the tensor cores) */
 	K_ATTENTION_TILES,      /* attention_tiles.cl's */
@@ -211,6 +212,9 @@ void sb_cl_check_close(sb_cl_check *k);
  * into dst (blocking; 'what' names the read). */
 sb_status sb_cl_check_result(sb_bdev *c, cl_mem m, size_t n, float *dst, const char *what);
 
+/* c->stats with room for the mean and rstd of at least items norms (c->st set when the device
+ * has none) */
+void sb_cl_need_stats(sb_bdev *c, size_t items);
 /* the norms' statistics in slices: returns the slices G of each batch item, or 0 when to_stats
  * let it write a norm's mean and rstd to c->stats at once */
 int sb_cl_part_stats(sb_bdev *c, sb_dv x, long stride, long n, int batch, int to_stats);

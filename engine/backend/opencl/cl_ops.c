@@ -9,6 +9,7 @@
 #include "backend/opencl/cl_ops.h"
 
 #include "backend/opencl/cl_attention.h"
+#include "backend/opencl/cl_convnet.h"
 #include "backend/opencl/cl_gemm_pick.h"
 #include "backend/opencl/cl_products.h"
 #include "backend/opencl/cl_signal.h"
@@ -559,6 +560,33 @@ static void op_attention(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldk
 	attention_split(c, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv, so);
 }
 
+/* backend.h's lstm: the input products of every step and direction as one product each (their
+ * biases in its epilogue), then per step one product a direction of the previous states onto
+ * that step's input products (beta 1) and one launch of the gates for both directions */
+static void op_lstm(sb_bdev *c, sb_dv x, int n, int S, int D, int H, int dirs, sb_dv wih,
+                    sb_dv whh, sb_dv b, sb_dv o, sb_dv work)
+{
+	const long G = 4L * H, rows = (long)n * S;
+	for (int r = 0; r < dirs && c->st == SB_OK; r++) {
+		const sb_bias e = {sb_dv_at(b, (size_t)(r * G)), 0, 1, SB_ACT_NONE};
+		sb_cl_product(c, (int)rows, (int)G, D, 1.f, x, D, 0, sb_dv_at(wih, (size_t)(r * G * D)),
+		              D, 0, 1, 0.f, sb_dv_at(work, (size_t)(r * rows * G)), (int)G, 0, 1, 1, 0,
+		              0, 0, &e);
+	}
+	const sb_dv cs = sb_dv_at(work, (size_t)(dirs * rows * G));
+	op_zero(c, cs, (size_t)dirs * n * H);
+	for (int k = 0; k < S && c->st == SB_OK; k++) {
+		for (int r = 0; k && r < dirs; r++) {
+			const long s = r ? S - 1 - k : k, prev = r ? s + 1 : s - 1;
+			sb_cl_product(c, n, (int)G, H, 1.f, sb_dv_at(o, (size_t)(prev * dirs * H + r * H)),
+			              S * dirs * H, 0, sb_dv_at(whh, (size_t)(r * G * H)), H, 0, 1, 1.f,
+			              sb_dv_at(work, (size_t)(r * rows * G + s * G)), (int)(S * G), 0, 1, 1,
+			              0, 0, 0, NULL);
+		}
+		sb_cl_lstm_cell(c, work, cs, o, n, S, H, dirs, k);
+	}
+}
+
 const sb_ops sb_cl_ops = {
 	.gemm = op_gemm,
 	.zero = op_zero,
@@ -588,4 +616,12 @@ const sb_ops sb_cl_ops = {
 	.im2col_k8s4 = op_im2col,
 	.convtr_k8s4 = op_convtr,
 	.gn_glu_add = op_gn_glu_add,
+	/* SB_OPS_LSTM */
+	.lstm = op_lstm,
+	/* SB_OPS_CONVNET */
+	.copy_rows = sb_cl_op_copy_rows,
+	.permute = sb_cl_op_permute,
+	.norm_groups = sb_cl_op_norm_groups,
+	.dwconv = sb_cl_op_dwconv,
+	.mul = sb_cl_op_mul,
 };

@@ -657,3 +657,121 @@ __kernel void cmul(__global const float *a, ulong aoff, long sa, __global const 
 	const float2 u = vload2(0, a + aoff + b * sa + 2 * i), v = vload2(0, c + coff + 2 * i);
 	vstore2((float2)(u.x * v.x - u.y * v.y, u.x * v.y + u.y * v.x), 0, o + ooff + b * so + 2 * i);
 }
+
+/* ---- the convolution nets' group (cl_convnet.c) ---- */
+
+/* k = id 0 of row r = id 1 of item i = id 2 */
+__kernel void copy_rows(__global float *d, ulong doff, long ldd, long ldi,
+                        __global const float *s, ulong soff, long lds, long lsi, long n)
+{
+	const long k = get_global_id(0), r = get_global_id(1), i = get_global_id(2);
+	if (k >= n)
+		return;
+	d[doff + i * ldi + r * ldd + k] = s[soff + i * lsi + r * lds + k];
+}
+
+/* e = id 0, c = id 1, (a, b) = id 2 of x [d0][d1][d2][d3] */
+__kernel void permute4(__global const float *x, ulong xoff, __global float *o, ulong ooff, int d1,
+                       int d2, int d3, long o0, long o1, long o2, long o3)
+{
+	const int e = get_global_id(0), c = get_global_id(1);
+	const long ab = get_global_id(2), a = ab / d1, b = ab % d1;
+	if (e >= d3 || c >= d2)
+		return;
+	o[ooff + a * o0 + b * o1 + c * o2 + e * o3] = x[xoff + (ab * d2 + c) * d3 + e];
+}
+
+/* a group's mean and 1 / sqrt(var + 1e-5): one work-group per (i1, i2, group); its values are
+ * cg channels x F rows x T at strides sc, sf, 1 */
+__kernel __attribute__((reqd_work_group_size(RED_WG, 1, 1)))
+void ng_stats(__global const float *x, ulong xoff, int n2, int G, int cg, int F, int T,
+              long s1, long s2, long sc, long sf, __global float *stats)
+{
+	__local float rn[RED_WG], rm[RED_WG], rq[RED_WG];
+	const int l = get_local_id(0);
+	const long q = get_group_id(0), i1 = q / ((long)n2 * G), i2 = q / G % n2, g = q % G;
+	const __global float *p = x + xoff + i1 * s1 + i2 * s2 + g * cg * sc;
+	const long per = (long)F * T, n = per * cg;
+	float cn = 0.f, cm = 0.f, cq = 0.f;
+	for (long j = l; j < n; j += RED_WG) {
+		const long c = j / per, f = j % per / T, t = j % T;
+		const float v = p[c * sc + f * sf + t];
+		cn += 1.f;
+		const float d = v - cm;
+		cm += d / cn;
+		cq += d * (v - cm);
+	}
+	merge_group(rn, rm, rq, l, cn, cm, cq);
+	if (l == 0) {
+		stats[2 * q] = rm[0];
+		stats[2 * q + 1] = rsqrt((rn[0] > 0.f ? rq[0] / rn[0] : 0.f) + 1e-5f);
+	}
+}
+
+/* t = id 0, (c, f) = id 1, (i1, i2) = id 2; act 1 GELU, 3 SiLU */
+__kernel void ng_apply(__global const float *x, ulong xoff, __global float *o, ulong ooff, int n2,
+                       int C, int G, int F, int T, long s1, long s2, long sc, long sf,
+                       __global const float *stats, __global const float *w, ulong woff,
+                       __global const float *b, ulong boff, int act)
+{
+	const int t = get_global_id(0);
+	const long cf = get_global_id(1), i12 = get_global_id(2);
+	if (t >= T || cf >= (long)C * F)
+		return;
+	const int c = cf / F, f = cf % F;
+	const long at = i12 / n2 * s1 + i12 % n2 * s2 + c * sc + f * sf + t;
+	const long q = i12 * G + c / (C / G);
+	float v = (x[xoff + at] - stats[2 * q]) * stats[2 * q + 1] * w[woff + c] + b[boff + c];
+	if (act == 1)
+		v = gelu(v);
+	else if (act == 3)
+		v = v * sigm(v);
+	o[ooff + at] = v;
+}
+
+/* t = id 0, c = id 1, row r = id 2: a depthwise Conv1d of odd kernel k, zero-padded */
+__kernel void dwconv(__global const float *x, ulong xoff, int C, int T, int k,
+                     __global const float *w, ulong woff, __global const float *b, ulong boff,
+                     __global float *o, ulong ooff)
+{
+	const int t = get_global_id(0), c = get_global_id(1);
+	const long r = get_global_id(2);
+	if (t >= T || c >= C)
+		return;
+	const __global float *xr = x + xoff + (r * C + c) * T;
+	float s = b[boff + c];
+	for (int u = 0; u < k; u++) {
+		const int at = t + u - k / 2;
+		if (at >= 0 && at < T)
+			s += w[woff + c * k + u] * xr[at];
+	}
+	o[ooff + (r * C + c) * T + t] = s;
+}
+
+__kernel void mul(__global float *x, ulong xoff, __global const float *y, ulong yoff, ulong n)
+{
+	const ulong i = get_global_id(0);
+	if (i < n)
+		x[xoff + i] *= y[yoff + i];
+}
+
+/* ---- the LSTM group (cl_convnet.c's cell, cl_ops.c's products) ---- */
+
+/* step k of every sequence q = id 1 and direction r = id 2, unit i = id 0: the gates' update
+ * from z (the step's input and recurrent products, [dirs][n S][4H]) and the cell states
+ * cs [dirs][n][H]; h to o [n][S][dirs H] */
+__kernel void lstm_cell(__global const float *z, ulong zoff, __global float *cs, ulong csoff,
+                        __global float *o, ulong ooff, int n, int S, int H, int dirs, int k)
+{
+	const int i = get_global_id(0), q = get_global_id(1), r = get_global_id(2);
+	if (i >= H || q >= n)
+		return;
+	const long s = r ? S - 1 - k : k, G = 4L * H;
+	const __global float *zz = z + zoff + r * (long)n * S * G + ((long)q * S + s) * G;
+	__global float *c = cs + csoff + ((long)r * n + q) * H;
+	const float ig = sigm(zz[i]), fg = sigm(zz[H + i]), gg = tanh(zz[2 * H + i]),
+	            og = sigm(zz[3 * H + i]);
+	const float cn = fg * c[i] + ig * gg;
+	c[i] = cn;
+	o[ooff + ((long)q * S + s) * dirs * H + r * H + i] = og * tanh(cn);
+}

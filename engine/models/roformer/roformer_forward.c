@@ -141,7 +141,7 @@ sb_status sb_roformer_forward(sb_roformer_on *r, int B, const float *in, float *
 	const sb_rf_config *c = &net->cfg;
 	const int T = net->frames, nb = net->nb, dim = c->dim, ch = net->ch, bins = net->bins,
 	          S = net->n_stems, total = net->total;
-	const int64_t L = c->chunk_size;
+	const int64_t L = c->m.chunk_size;
 	const size_t rows = (size_t)B * T, fl = (size_t)bins * ch * 2; /* a frame's spectrum */
 	if (B < 1)
 		return SB_ERR_INVALID;

@@ -54,7 +54,7 @@ static sb_status tables(sb_roformer *net, const float *const stored[2])
 {
 	const sb_rf_config *c = &net->cfg;
 	const int hd = c->dim_head;
-	net->frames = (int)(c->chunk_size / c->hop) + 1;
+	net->frames = (int)(c->m.chunk_size / c->hop) + 1;
 	net->rope_t = own(net, (size_t)net->frames * hd);
 	net->rope_f = own(net, (size_t)net->nb * hd);
 	net->window = own(net, (size_t)c->n_fft);

@@ -1,4 +1,4 @@
-"""MSST's RoFormers importable on Debian 12's python3-torch 1.13, for make_model.py and
+"""MSST's models (the RoFormers, SCNet, MDX23C) importable on Debian 12's python3-torch 1.13, for make_model.py and
 reference.py: the stand-ins for the imports Debian lacks (beartype, packaging, librosa,
 ml_collections, omegaconf, soundfile, tqdm) are the ones tests/fixtures/make_roformer_golden.py
 writes (read from that script, not copied, so the two cannot drift), written into
@@ -19,6 +19,9 @@ GOLDEN_SCRIPT = os.path.join(HERE, "..", "..", "tests", "fixtures", "make_roform
 CONFIGS = {
     "ep317": ("bs_roformer", "configs/viperx/model_bs_roformer_ep_317_sdr_12.9755.yaml"),
     "kim": ("mel_band_roformer", "configs/KimberleyJensen/config_vocals_mel_band_roformer_kj.yaml"),
+    "scnet": ("scnet", "configs/config_musdb18_scnet.yaml"),
+    "scnet_large": ("scnet", "configs/config_musdb18_scnet_large.yaml"),
+    "mdx23c": ("mdx23c", "configs/config_vocals_mdx23c.yaml"),
 }
 
 
@@ -63,12 +66,20 @@ def model_type(yaml_path):
     """MSST's --model_type, from the config (the family is not written in it)."""
     import yaml
     cfg = yaml.load(open(yaml_path), Loader=yaml.FullLoader)
-    return "bs_roformer" if "freqs_per_bands" in cfg["model"] else "mel_band_roformer"
+    m = cfg["model"]
+    return ("bs_roformer" if "freqs_per_bands" in m else "mel_band_roformer" if "num_bands" in m
+            else "scnet" if "band_SR" in m else "mdx23c")
 
 
 def build(kind, config):
     """The model as inference.py builds it, flash_attn off (torch 1.13 has no
     scaled_dot_product_attention; the non-flash path is the same softmax(q k^T / sqrt d) v)."""
+    if kind == "scnet":
+        from models.scnet import SCNet
+        return SCNet(**config.model)
+    if kind == "mdx23c":
+        from models.mdx23c_tfc_tdf_v3 import TFC_TDF_net
+        return TFC_TDF_net(config)
     from models.bs_roformer.bs_roformer import BSRoformer
     from models.bs_roformer.mel_band_roformer import MelBandRoformer
     kw = dict(config.model)

@@ -1,11 +1,14 @@
-/* A RoFormer checkpoint (a bare state dict, MSST's release layout) and its YAML configuration
- * to one safetensors file: the tensors as stored, the YAML verbatim in the metadata key
- * "config", the family, the stems and the sample rate beside it. Every tensor the configuration
- * makes must be there with its shape, and no other (convert.h). */
+/* A checkpoint of one of MSST's families (a bare state dict, its release layout: the RoFormers,
+ * SCNet, MDX23C) and its YAML configuration to one safetensors file: the tensors as stored, the
+ * YAML verbatim in the metadata key "config", the family (MSST's model type), the stems and the
+ * sample rate beside it. Every tensor the configuration makes must be there with its shape, and
+ * no other (convert.h). */
 #include "convert/convert.h"
 #include "convert/demucs_package.h"
+#include "convert/mdx23c_config.h"
 #include "convert/roformer_config.h"
 #include "convert/safetensors_writer.h"
+#include "convert/scnet_config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,14 +116,68 @@ static char *read_text(const char *path, size_t *len, char *err, size_t errlen)
 	return buf;
 }
 
-sb_status sbc_convert_roformer(const sbc_convert_opts *o)
+/* A family's configuration, read: what the converter needs of it */
+typedef struct {
+	sb_msst_family family;
+	sb_msst_common m;
+	sb_rf_config rf;
+	sb_scnet_config scnet;
+	sb_mdx23c_config mdx;
+	int rf_flags;
+	const char *label;
+} family_cfg;
+
+static int tensors(const family_cfg *f, sb_msst_tensor_fn fn, void *user)
+{
+	switch (f->family) {
+	case SB_MSST_SCNET: return sb_scnet_tensors(&f->scnet, fn, user);
+	case SB_MSST_MDX23C: return sb_mdx23c_tensors(&f->mdx, fn, user);
+	default: return sb_roformer_tensors(&f->rf, f->rf_flags, fn, user);
+	}
+}
+
+/* the config's family, read and checked; one line in err on failure */
+static sb_status read_config(const char *yaml, size_t len, family_cfg *f, char *err,
+                             size_t errlen)
+{
+	sb_msst_yaml *y = NULL;
+	sb_status st = sb_msst_yaml_load(yaml, len, &y, err, errlen);
+	if (st != SB_OK)
+		return st;
+	f->family = sb_msst_family_of(y, err, errlen);
+	switch (f->family) {
+	case SB_MSST_NONE: st = SB_ERR_UNSUPPORTED; break;
+	case SB_MSST_SCNET:
+		st = sb_scnet_config_read(y, &f->scnet);
+		f->m = f->scnet.m;
+		f->label = "SCNet";
+		break;
+	case SB_MSST_MDX23C:
+		st = sb_mdx23c_config_read(y, &f->mdx);
+		f->m = f->mdx.m;
+		f->label = "MDX23C";
+		break;
+	default:
+		st = sb_rf_config_read(y, f->family == SB_MSST_MEL_ROFORMER ? SB_RF_MEL : SB_RF_BS,
+		                       &f->rf);
+		f->m = f->rf.m;
+		f->label = f->family == SB_MSST_MEL_ROFORMER ? "Mel-Band RoFormer" : "BS-RoFormer";
+		break;
+	}
+	if (st != SB_OK && f->family != SB_MSST_NONE)
+		sb_errorf(err, errlen, "%s", sb_msst_error(y));
+	sb_msst_yaml_free(y);
+	return st;
+}
+
+sb_status sbc_convert_msst(const sbc_convert_opts *o)
 {
 	char err[768];
 	const char *ckpt = o->inputs[0];
 	struct stat sb;
 	if (o->n_inputs != 1) {
-		sb_log(o->log, SB_LOG_ERROR, "a RoFormer is one checkpoint with its --config (given %d)",
-		       o->n_inputs);
+		sb_log(o->log, SB_LOG_ERROR, "a model of MSST's is one checkpoint with its --config "
+		       "(given %d)", o->n_inputs);
 		return SB_ERR_INVALID;
 	}
 	if (o->output && !o->overwrite && !o->dry_run && lstat(o->output, &sb) == 0) {
@@ -133,10 +190,11 @@ sb_status sbc_convert_roformer(const sbc_convert_opts *o)
 		sb_log(o->log, SB_LOG_ERROR, "%s: %s", o->config, err);
 		return SB_ERR_IO;
 	}
-	sb_rf_config cfg;
-	sb_status st = sb_rf_config_parse(yaml, len, &cfg, err, sizeof err);
+	family_cfg *fc = calloc(1, sizeof *fc);
+	sb_status st = fc ? read_config(yaml, len, fc, err, sizeof err) : SB_ERR_NOMEM;
 	if (st != SB_OK) {
-		sb_log(o->log, SB_LOG_ERROR, "%s: %s", o->config, err);
+		sb_log(o->log, SB_LOG_ERROR, "%s: %s", o->config, fc ? err : "out of memory");
+		free(fc);
 		free(yaml);
 		return st;
 	}
@@ -144,17 +202,18 @@ sb_status sbc_convert_roformer(const sbc_convert_opts *o)
 	st = sbc_state_open(ckpt, &pk, err, sizeof err);
 	if (st != SB_OK) {
 		sb_log(o->log, SB_LOG_ERROR, "%s: %s", ckpt, err);
+		free(fc);
 		free(yaml);
 		return st;
 	}
-	const int gates = (find(pk, "layers.0.0.layers.0.0.to_gates.weight") ? SB_RF_GATES : 0) |
-	                  (find(pk, "layers.0.0.layers.0.0.rotary_embed.freqs") ? SB_RF_ROPE_FREQS : 0);
+	fc->rf_flags = (find(pk, "layers.0.0.layers.0.0.to_gates.weight") ? SB_RF_GATES : 0) |
+	               (find(pk, "layers.0.0.layers.0.0.rotary_embed.freqs") ? SB_RF_ROPE_FREQS : 0);
 	check c = {pk, ckpt, "", 0};
-	const int want = sb_roformer_tensors(&cfg, gates, check_one, &c);
+	const int want = tensors(fc, check_one, &c);
 	if (!c.bad && want >= 0 && (size_t)want != sbc_package_n_tensors(pk)) {
 		/* every expected name is present: name one tensor the configuration does not make */
 		names nm = {NULL, 0};
-		sb_roformer_tensors(&cfg, gates, collect, &nm);
+		tensors(fc, collect, &nm);
 		const char *extra = NULL;
 		for (size_t i = 0; i < sbc_package_n_tensors(pk) && !extra; i++) {
 			const char *n = sbc_package_tensor_at(pk, i)->name;
@@ -175,6 +234,7 @@ sb_status sbc_convert_roformer(const sbc_convert_opts *o)
 	if (want < 0 || c.bad) {
 		sb_log(o->log, SB_LOG_ERROR, "%s", want < 0 ? "out of memory" : c.err);
 		sbc_package_free(pk);
+		free(fc);
 		free(yaml);
 		return want < 0 ? SB_ERR_NOMEM : SB_ERR_MODEL;
 	}
@@ -191,14 +251,14 @@ sb_status sbc_convert_roformer(const sbc_convert_opts *o)
 	char *dot = o->name ? NULL : strrchr(name, '.');
 	if (dot && dot != name)
 		*dot = '\0';
-	for (int i = 0; i < cfg.n_instruments; i++) {
+	for (int i = 0; i < fc->m.n_instruments; i++) {
 		const size_t at = strlen(stems);
-		snprintf(stems + at, sizeof stems - at, "%s%s", i ? "," : "", cfg.instruments[i]);
+		snprintf(stems + at, sizeof stems - at, "%s%s", i ? "," : "", fc->m.instruments[i]);
 	}
-	snprintf(rate, sizeof rate, "%d", cfg.audio_rate);
+	snprintf(rate, sizeof rate, "%d", fc->m.audio_rate);
 	const char *cbase = strrchr(ckpt, '/') ? strrchr(ckpt, '/') + 1 : ckpt;
 	ok = ok && sbc_st_set_metadata(w, "name", name) == SB_OK &&
-	     sbc_st_set_metadata(w, "family", sb_rf_family_name(cfg.family)) == SB_OK &&
+	     sbc_st_set_metadata(w, "family", sb_msst_family_name(fc->family)) == SB_OK &&
 	     sbc_st_set_metadata(w, "config", yaml) == SB_OK &&
 	     sbc_st_set_metadata(w, "sources", stems) == SB_OK &&
 	     sbc_st_set_metadata(w, "samplerate", rate) == SB_OK &&
@@ -214,11 +274,11 @@ sb_status sbc_convert_roformer(const sbc_convert_opts *o)
 	if (st == SB_OK)
 		sb_log(o->log, SB_LOG_INFO, "%s%s: '%s', %s, %zu tensors (%.1f MB), stems %s%s",
 		       o->dry_run ? "checked, not written: " : "wrote ", o->output ? o->output : ckpt,
-		       name, cfg.family == SB_RF_MEL ? "Mel-Band RoFormer" : "BS-RoFormer",
-		       sbc_st_count(w), (double)sbc_st_data_bytes(w) / 1e6, stems,
-		       cfg.target[0] ? " (the model's one mask: the target)" : "");
+		       name, fc->label, sbc_st_count(w), (double)sbc_st_data_bytes(w) / 1e6, stems,
+		       fc->m.target[0] ? " (the model's one output: the target)" : "");
 	sbc_st_writer_free(w);
 	sbc_package_free(pk);
+	free(fc);
 	free(yaml);
 	return st;
 }

@@ -9,14 +9,14 @@ threads given: one chunk, or MSST's demix on a song. Prints one JSON line.
 
 chunk: model(x) on one chunk [1, channels, chunk_size]; seconds per chunk (wall and CPU) after
   W warm-up runs, mean of R. --input reads the chunk (raw float32 [channels][chunk_size], as
-  bench_roformer --dump writes it) instead of the signal below; --compare reads Stembridge's
+  bench_msst --dump writes it) instead of the signal below; --compare reads Stembridge's
   output for it ([stems][channels][chunk_size]) and prints the relative L2 difference.
 song: utils.model_utils.demix(config, model, mix, 'cpu', model_type) as inference.py calls it
   (the config's chunk, overlap and inference.batch_size, or --batch B) on SECONDS of the
   signal below; seconds, real-time factor.
 Both: the process's peak RSS (getrusage ru_maxrss) and its RSS once the model is loaded.
 
-The signal (bench_roformer.c computes the same): 16 sines at 40 Hz x 1.5^k, amplitude
+The signal (bench_msst.c computes the same): 16 sines at 40 Hz x 1.5^k, amplitude
 0.1 x 1.5^(-k/2) (a 1/f spectrum), plus 0.02 white noise from a hash of (frame, channel).
 
 Threads: OMP_NUM_THREADS and OPENBLAS_NUM_THREADS are set to N before torch loads (torch's
@@ -74,7 +74,7 @@ def rss_mb(now=False):
 
 
 def signal(frames, channels, start=0):
-    """[channels, frames] float32: see the docstring (bench_roformer.c's test_signal)."""
+    """[channels, frames] float32: see the docstring (bench_msst.c's test_signal)."""
     i = np.arange(start, start + frames, dtype=np.float64)
     out = np.empty((channels, frames), np.float32)
     for c in range(channels):
@@ -110,7 +110,8 @@ def sync():
         torch.cuda.synchronize()
 
 
-channels = 2 if config.model.stereo else 1
+channels = (2 if config.model.stereo else 1) if "stereo" in config.model \
+    else config.audio.get("num_channels", 2)
 L = config.inference.get("chunk_size", config.audio.chunk_size)
 r = {"impl": "pytorch", "torch": torch.__version__, "threads": torch.get_num_threads(),
      "device": a.device,

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
-"""A full-size RoFormer with random weights, in the released layout: NAME.ckpt (torch.save of
+"""A full-size model of MSST's (a RoFormer, SCNet, MDX23C) with random weights, in the released
+layout: NAME.ckpt (torch.save of
 the model's plain state_dict, float32, as MSST's train.py stored model_bs_roformer_ep_317_
 sdr_12.9755.ckpt) beside NAME.yaml (the public config itself, from MSST's configs/), for the
-speed and memory benchmark (bench/roformer/README.md). Nothing is written into the repository.
+speed and memory benchmark (bench/msst/README.md). Nothing is written into the repository.
 
   make_model.py ep317|kim [--scale KEY=VALUE[,KEY=VALUE]] [--out DIR] [--ref REF] [--seed N]
 
@@ -13,6 +14,10 @@ speed and memory benchmark (bench/roformer/README.md). Nothing is written into t
   --scale  overrides scalar keys of the config's model: section, e.g. depth=2 (a quick
          variant with the same per-layer widths, chunk and memory per layer); the name gets
          the overrides appended: ep317-depth2
+  scnet  SCNet (configs/config_musdb18_scnet.yaml): dims 4/32/64/128, 6 dual-path layers,
+         chunk 485100; scnet_large the large config's widths
+  mdx23c MDX23C vocals (configs/config_vocals_mdx23c.yaml): n_fft 8192, 128 channels growing by
+         128 over 5 scales, chunk 261120
   --out  default /tmp/sb-roformer-bench; prints the two paths written
 
 Weights: PyTorch's default initialisation under torch.manual_seed(seed), every RMSNorm gamma

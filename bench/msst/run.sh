@@ -6,10 +6,10 @@
 # peak RSS should not grow with the length). Runs alternate Stembridge / reference, each
 # preceded by the load average, and one table is printed at the end (README.md has the results).
 #
-#   bench/roformer/run.sh [CONFIG=ep317] [THREADS=2]
+#   bench/msst/run.sh [CONFIG=ep317] [THREADS=2]
 #
 # environment (defaults):
-#   BUILD=/tmp/b/bench        the meson build dir holding bench/roformer/bench_roformer
+#   BUILD=/tmp/b/bench        the meson build dir holding bench/msst/bench_msst
 #   OUT=/tmp/sb-roformer-bench  where the models and results go (outside the repository)
 #   REF=/tmp/roformer-ref     MSST + rotary-embedding-torch + einops (make_roformer_golden.py)
 #   SCALE=                    the chunk's model: "" full size, or e.g. depth=2 (make_model.py)
@@ -33,7 +33,7 @@ REPEAT=${REPEAT:-1}
 CORETYPES=${CORETYPES:--  Haswell}
 DEVICE=${DEVICE:-cpu}
 PY=/usr/bin/python3
-B=$BUILD/bench/roformer/bench_roformer
+B=$BUILD/bench/msst/bench_msst
 [ -x "$B" ] || { echo "no $B: meson setup $BUILD && ninja -C $BUILD" >&2; exit 1; }
 unset OPENBLAS_CORETYPE SB_GEMM SB_CPU_ISA
 mkdir -p "$OUT"

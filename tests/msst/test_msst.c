@@ -1,27 +1,30 @@
-/* The RoFormers against golden files made by the reference (tests/fixtures/roformer,
- * make_roformer_golden.py: MSST's BSRoformer and MelBandRoformer with random weights):
+/* The families of MSST (the RoFormers, SCNet, MDX23C) against golden files made by the
+ * reference code with random weights (tests/fixtures/roformer, made by make_roformer_golden.py;
+ * tests/fixtures/scnet and mdx23c, made by make_msst_conv_golden.py):
  *
  *   convert   each NAME.ckpt + NAME.yaml through the converter (as stembridge-convert does),
  *             then a damaged checkpoint, a checkpoint with another model's config, a config
  *             with a key the reference does not know: one clear line each, nothing written
- *   bands     the Mel-Band RoFormer's band assignment of the Kim vocals model's config
- *             (60 bands, n_fft 2048) and of mel-tiny against the reference's buffers
+ *   bands     (roformer) the Mel-Band RoFormer's band assignment of the Kim vocals model's
+ *             config (60 bands, n_fft 2048) and of mel-tiny against the reference's buffers
  *   chunk     one chunk through the model's forward pass on every device (cpu, opencl:N):
- *             within 1e-4 relative of the reference's output
+ *             within 1e-4 relative of the reference's output; one upload, one download, one
+ *             wait a pass
  *   pipeline  a clip of several chunks through the sb_model (MSST's demix) on every device,
  *             and shared among all of them (models/share.h): within 2e-3 relative, and a
  *             target model's second stem is the mix minus it
  *
- * usage: test_roformer FIXTURES_DIR CASE
+ * usage: test_msst FIXTURES_DIR roformer|scnet|mdx23c CASE
  */
 #include "../classic/mem_sink.h"
 #include "backend/device.h"
 #include "convert/convert.h"
+#include "convert/msst_config.h"
 #include "convert/roformer_config.h"
 #include "core/thread_pool.h"
 #include "models/demucs/safetensors.h"
 #include "models/model.h"
-#include "models/roformer/roformer.h"
+#include "models/msst_demix.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -104,9 +107,14 @@ static sb_status convert(const char *name, const char *ckpt_of, const char *yaml
 	return sbc_convert(&o);
 }
 
-static const char *const models[] = {"bs-tiny", "bs-tiny-4", "mel-tiny", "bs-tiny-mono",
-                                     "bs-tiny-6"};
-#define N_MODELS (sizeof models / sizeof models[0])
+/* each family's fixtures; the first two differ in their tensors' shapes */
+static const char *const roformer_models[] = {"bs-tiny", "bs-tiny-4", "mel-tiny",
+                                              "bs-tiny-mono", "bs-tiny-6", NULL};
+static const char *const scnet_models[] = {"scnet-tiny", "scnet-tiny-2", NULL};
+static const char *const mdx23c_models[] = {"mdx23c-tiny", "mdx23c-tiny-4", NULL};
+static const char *const *models;
+static size_t N_MODELS;
+static const char *family;
 
 
 /* tmpdir/name: model's configuration with its first 'find' replaced by 'with'; NULL when the
@@ -156,7 +164,7 @@ static void case_convert(void)
 	/* a truncated checkpoint */
 	char bad[512];
 	snprintf(bad, sizeof bad, "%s/bad.ckpt", tmpdir);
-	FILE *f = fopen(path("%s.ckpt", "bs-tiny"), "rb"), *g = fopen(bad, "wb");
+	FILE *f = fopen(path("%s.ckpt", models[0]), "rb"), *g = fopen(bad, "wb");
 	char buf[65536];
 	size_t n = f ? fread(buf, 1, sizeof buf, f) : 0;
 	if (g)
@@ -168,7 +176,7 @@ static void case_convert(void)
 	snprintf(out, sizeof out, "%s/never.safetensors", tmpdir);
 	const char *in[1] = {bad};
 	sbc_convert_opts o = {.inputs = in, .n_inputs = 1, .output = out,
-	                      .config = path("%s.yaml", "bs-tiny"), .log = &logger};
+	                      .config = path("%s.yaml", models[0]), .log = &logger};
 	errors[0] = '\0';
 	sb_status st = sbc_convert(&o);
 	printf("    %s", errors);
@@ -176,21 +184,27 @@ static void case_convert(void)
 	          access(out, F_OK) != 0, "a truncated checkpoint: one line naming it, nothing written");
 	/* another model's configuration */
 	errors[0] = '\0';
-	st = convert("never", "bs-tiny-4", "bs-tiny", out, sizeof out);
+	st = convert("never", models[1], models[0], out, sizeof out);
 	printf("    %s", errors);
-	check(st == SB_ERR_MODEL && strstr(errors, "tensor '") && access(out, F_OK) != 0,
-	      "bs-tiny-4's checkpoint with bs-tiny's config: the tensor named, nothing written");
+	char what[160];
+	snprintf(what, sizeof what, "%s's checkpoint with %s's config: the tensor named, nothing "
+	         "written", models[1], models[0]);
+	check(st == SB_ERR_MODEL && strstr(errors, "tensor '") && access(out, F_OK) != 0, what);
 	/* a key the reference does not know */
-	const char *yaml = edited_config("bs-tiny", "model:\n", "model:\n  dim_hyper: 3\n",
+	const char *yaml = edited_config(models[0], "model:\n", "model:\n  dim_hyper: 3\n",
 	                                 "unknown.yaml");
-	st = convert_with(path("%s.ckpt", "bs-tiny"), yaml, out);
+	st = convert_with(path("%s.ckpt", models[0]), yaml, out);
 	check(yaml && st == SB_ERR_UNSUPPORTED && strstr(errors, "model.dim_hyper") &&
-	          access(out, F_OK) != 0, "an unknown config key: refused by its name");
-	/* a stem this build does not write (a drum kit's "kick"): refused by name, not folded into
-	 * "other" with the stems it would lose */
-	yaml = edited_config("bs-tiny-6", "- guitar\n", "- kick\n", "kick.yaml");
-	st = convert_with(path("%s.ckpt", "bs-tiny-6"), yaml, out);
-	check(yaml && st != SB_OK && strstr(errors, "training.instruments: 'kick'") &&
+	          !strchr(errors, '\n')[1] && access(out, F_OK) != 0,
+	      "an unknown config key: refused by its name in one line");
+	/* a stem this build does not write: refused by name, not folded into "other" with the
+	 * stems it would lose */
+	const int rf = !strcmp(family, "roformer"), sc = !strcmp(family, "scnet");
+	const char *model = rf ? "bs-tiny-6" : models[0];
+	yaml = edited_config(model, rf ? "- guitar\n" : sc ? "  - vocals\n  lr:" : "  - other\n  lr:",
+	                     rf ? "- kazoo\n" : "  - kazoo\n  lr:", "kazoo.yaml");
+	st = convert_with(path("%s.ckpt", model), yaml, out);
+	check(yaml && st != SB_OK && strstr(errors, "training.instruments: 'kazoo'") &&
 	          access(out, F_OK) != 0, "an instrument that is no stem we write: refused by name");
 }
 
@@ -281,23 +295,31 @@ static void case_chunk(void)
 			check(0, errors);
 			continue;
 		}
-		sb_roformer *net = NULL;
+		sb_model *m = NULL;
 		sb_safetensors *io = NULL;
-		if (sb_roformer_load(file, models[i], &logger, &net) != SB_OK ||
+		const sb_msst_net *net = NULL;
+		if (sb_model_open(file, NULL, &logger, &m) != SB_OK || !(net = sb_msst_model_net(m)) ||
 		    sb_safetensors_open(path("%s-io.safetensors", models[i]), &logger, &io) != SB_OK) {
 			check(0, "load");
+			sb_model_free(m);
 			continue;
 		}
 		int64_t n_in = 0, n_out = 0;
 		float *in = read_t(io, "input", &n_in), *want = read_t(io, "output", &n_out);
 		float *got = calloc((size_t)n_out, sizeof(float));
 		for (int d = 0; d < nd && in && want; d++) {
-			sb_roformer_on *on = NULL;
-			sb_status st = sb_roformer_place(net, &x[d], &logger, &on);
+			sb_op_group lacks;
+			if (!sb_exec_has_groups(&x[d], m->info.ops, &lacks)) {
+				printf("  %s on %s: not supported (no %s operations)\n", models[i],
+				       x[d].props->id, sb_op_group_name(lacks));
+				continue;
+			}
+			void *on = NULL;
+			sb_status st = net->place(net->net, &x[d], &logger, &on);
 			/* the chunk stays on the device: one upload, one read back, one wait a pass */
 			x[d].be->set_profiling(x[d].d, 1);
 			if (st == SB_OK)
-				st = sb_roformer_forward(on, 1, in, got);
+				st = net->forward(on, 1, in, got);
 			long up = 0, down = 0, wait = 0;
 			sb_prof_entry pe[96];
 			const int np = x[d].be->profile(x[d].d, pe, 96);
@@ -313,7 +335,8 @@ static void case_chunk(void)
 				         models[i], x[d].props->id, up, down, wait);
 				check(up == 1 && down == 1 && wait == 1, tr);
 			}
-			sb_roformer_unplace(on);
+			if (on)
+				net->unplace(on);
 			const double e = st == SB_OK ? rel(got, want, n_out) : INFINITY;
 			char what[160];
 			snprintf(what, sizeof what, "%s, one chunk on %s: rel. error %.2e (< 1e-4)",
@@ -324,7 +347,7 @@ static void case_chunk(void)
 		free(want);
 		free(got);
 		sb_safetensors_close(io);
-		sb_roformer_free(net);
+		sb_model_free(m);
 	}
 	for (int d = 0; d < nd; d++)
 		sb_exec_close(&x[d]);
@@ -351,6 +374,16 @@ static void pipeline_on(const char *name, const char *pre, sb_exec *dev, int n_d
 		check(0, "open");
 		return;
 	}
+	for (int d = 0; d < n_dev; d++) {
+		sb_op_group lacks;
+		if (!sb_exec_has_groups(&dev[d], m->info.ops, &lacks)) {
+			printf("  %s on %s: not supported (no %s operations)\n", name, dev[d].props->id,
+			       sb_op_group_name(lacks));
+			sb_safetensors_close(io);
+			sb_model_free(m);
+			return;
+		}
+	}
 	char kin[64], kout[64];
 	snprintf(kin, sizeof kin, "pipeline.%sinput", pre);
 	snprintf(kout, sizeof kout, "pipeline.%soutput", pre);
@@ -368,24 +401,25 @@ static void pipeline_on(const char *name, const char *pre, sb_exec *dev, int n_d
 	if (st == SB_OK)
 		st = sb_model_separate(m, &ctx, src, &sink.sink);
 	/* the instruments in the reference's order: the target alone, or every instrument */
-	const sb_rf_config *c = NULL;
-	sb_rf_config cfg;
-	const char *yaml = sb_safetensors_meta(io, "config");
-	(void)yaml;
+	const sb_msst_common *c = NULL;
+	sb_msst_common cfg;
 	{
 		sb_safetensors *mf = NULL;
 		char err[256];
+		sb_msst_yaml *y = NULL;
 		if (sb_safetensors_open(file, &logger, &mf) == SB_OK) {
-			const char *y = sb_safetensors_meta(mf, "config");
-			if (y && sb_rf_config_parse(y, strlen(y), &cfg, err, sizeof err) == SB_OK)
+			const char *text = sb_safetensors_meta(mf, "config");
+			if (text && sb_msst_yaml_load(text, strlen(text), &y, err, sizeof err) == SB_OK &&
+			    sb_msst_read_common(y, &cfg, 1) == SB_OK)
 				c = &cfg;
+			sb_msst_yaml_free(y);
 			sb_safetensors_close(mf);
 		}
 	}
 	double worst = 0;
 	int ok = st == SB_OK && c && want;
-	const char *names[SB_RF_MAX_STEMS];
-	const int ni = c ? sb_rf_config_stems(c, names) : 0;
+	const char *names[SB_MSST_MAX_STEMS];
+	const int ni = c ? sb_msst_stems(c, names) : 0;
 	unsigned want_mask = 0, got_mask = 0;
 	for (int s = 0; ok && s < ni; s++) {
 		const int k = sb_stem_index(names[s]);
@@ -455,7 +489,8 @@ static void case_pipeline(void)
 	for (int d = 0; d < nd; d++) {
 		for (size_t i = 0; i < N_MODELS; i++)
 			pipeline_on(models[i], "", &x[d], 1);
-		pipeline_on("bs-tiny", "short.", &x[d], 1);
+		if (!strcmp(family, "roformer"))
+			pipeline_on("bs-tiny", "short.", &x[d], 1);
 	}
 	/* one clip shared among every device, a chunk per task: the same stems */
 	if (nd > 1)
@@ -467,19 +502,25 @@ static void case_pipeline(void)
 
 int main(int argc, char **argv)
 {
-	if (argc < 3) {
-		fprintf(stderr, "usage: test_roformer FIXTURES_DIR convert|bands|chunk|pipeline\n");
+	family = argc == 4 ? argv[2] : "";
+	models = !strcmp(family, "roformer") ? roformer_models : !strcmp(family, "scnet")
+	         ? scnet_models : !strcmp(family, "mdx23c") ? mdx23c_models : NULL;
+	if (!models) {
+		fprintf(stderr, "usage: test_msst FIXTURES_DIR roformer|scnet|mdx23c "
+		        "convert|bands|chunk|pipeline\n");
 		return 2;
 	}
+	while (models[N_MODELS])
+		N_MODELS++;
 	dir = argv[1];
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/sb-roformer-XXXXXX");
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/sb-msst-XXXXXX");
 	if (!mkdtemp(tmpdir))
 		return 1;
-	const char *c = argv[2];
-	printf("%s\n", c);
+	const char *c = argv[3];
+	printf("%s %s\n", family, c);
 	if (!strcmp(c, "convert"))
 		case_convert();
-	else if (!strcmp(c, "bands")) {
+	else if (!strcmp(c, "bands") && !strcmp(family, "roformer")) {
 		bands_against(path("%s", "mel-kim-bands.safetensors"), "kim.", 44100, 2048, 60, 2);
 		bands_against(path("%s", "mel-tiny-io.safetensors"), "mel.", 44100, 128, 12, 2);
 	} else if (!strcmp(c, "chunk"))

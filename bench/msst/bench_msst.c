@@ -1,9 +1,10 @@
-/* RoFormer speed and memory (BS-RoFormer, Mel-Band RoFormer; engine/models/roformer) on any
- * backend's device, for a converted model or a released-layout checkpoint + YAML
- * (bench/roformer/make_model.py writes one with random weights). Prints one JSON line on stdout;
+/* Speed and memory of MSST's families (BS-RoFormer, Mel-Band RoFormer, SCNet, MDX23C;
+ * engine/models/roformer, scnet, mdx23c on models/msst_demix.c) on any backend's device, for a
+ * converted model or a released-layout checkpoint + YAML (bench/msst/make_model.py writes one
+ * with random weights). Prints one JSON line on stdout;
  * run.sh puts it beside the reference PyTorch (reference.py) in one table.
  *
- *   bench_roformer MODEL.safetensors | MODEL.ckpt --config MODEL.yaml [-o OUT.safetensors]
+ *   bench_msst MODEL.safetensors | MODEL.ckpt --config MODEL.yaml [-o OUT.safetensors]
  *                  [--device cpu|opencl:N] [--threads N] [--batch B]
  *                  [--warmup W] [--repeat R] [--no-profile] [--dump DIR]
  *                  [--song SECONDS] [--convert-only] [--precision fp32|bf16]
@@ -13,12 +14,13 @@
  * checkpoint and is reused when newer than both inputs.
  *
  * Chunk mode (the default): one chunk of the config's chunk_size (B chunks with --batch)
- * through sb_roformer_forward: W warm-up passes, then R timed ones (wall and CPU seconds per
+ * through the family's forward pass (msst_demix.h: sb_msst_model_net): W warm-up passes, then R timed ones (wall and CPU seconds per
  * chunk); then one more pass with the device's profiling on (every operation timed with the
  * device drained around it), whose entries go to stderr, slowest first, with the products'
- * GFLOP/s. GFLOP per chunk are counted from the config as /tmp/roformer/SPEC.md section 10 does
- * (2 x the multiply-adds of every product: the transformers' linears and attention, the band
- * split, the mask estimators); the profile's own count of the products is printed beside it.
+ * GFLOP/s. A RoFormer's GFLOP per chunk are counted from the config as /tmp/roformer/SPEC.md
+ * section 10 does (2 x the multiply-adds of every product: the transformers' linears and
+ * attention, the band split, the mask estimators); the profile's own count of the products is
+ * printed beside it, and is the count of the other families.
  * --dump DIR writes DIR/input.f32 ([channels][chunk]) and DIR/output.f32 ([stems][channels]
  * [chunk]) for reference.py --compare.
  *
@@ -39,6 +41,7 @@
 #include "convert/convert.h"
 #include "core/thread_pool.h"
 #include "models/model.h"
+#include "models/msst_demix.h"
 #include "models/roformer/roformer.h"
 
 #include <math.h>
@@ -56,7 +59,7 @@ static void log_fn(void *user, sb_log_level level, const char *msg)
 {
 	(void)user;
 	if (level <= SB_LOG_WARNING)
-		fprintf(stderr, "bench_roformer: %s\n", msg);
+		fprintf(stderr, "bench_msst: %s\n", msg);
 }
 static const sb_logger logger = {log_fn, NULL};
 
@@ -176,7 +179,7 @@ static time_t mtime(const char *p)
 static int convert(const char *ckpt, const char *yaml, const char *out)
 {
 	if (mtime(out) && mtime(out) >= mtime(ckpt) && mtime(out) >= mtime(yaml)) {
-		fprintf(stderr, "bench_roformer: %s is newer than its checkpoint and config: reused\n",
+		fprintf(stderr, "bench_msst: %s is newer than its checkpoint and config: reused\n",
 		        out);
 		return 0;
 	}
@@ -193,7 +196,7 @@ static int convert(const char *ckpt, const char *yaml, const char *out)
 	int ws = 0;
 	if (waitpid(pid, &ws, 0) != pid || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
 		return -1;
-	fprintf(stderr, "bench_roformer: converted %s + %s -> %s in %.1f s\n", ckpt, yaml, out,
+	fprintf(stderr, "bench_msst: converted %s + %s -> %s in %.1f s\n", ckpt, yaml, out,
 	        sb_now() - t0);
 	return 0;
 }
@@ -211,7 +214,7 @@ static int write_raw(const char *dir, const char *name, const float *x, size_t n
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: bench_roformer MODEL.safetensors | MODEL.ckpt --config MODEL.yaml "
+	fprintf(stderr, "usage: bench_msst MODEL.safetensors | MODEL.ckpt --config MODEL.yaml "
 	                "[-o OUT.safetensors] [--device cpu|opencl:N] [--threads N] [--batch B] "
 	                "[--warmup W] [--repeat R] [--no-profile] [--dump DIR] [--song SECONDS] [--convert-only]\n"
 	                "       [--precision fp32|bf16]\n");
@@ -264,7 +267,7 @@ int main(int argc, char **argv)
 	const size_t ml = strlen(model);
 	if (ml > 5 && !strcmp(model + ml - 5, ".ckpt")) {
 		if (!yaml) {
-			fprintf(stderr, "bench_roformer: a checkpoint needs --config MODEL.yaml\n");
+			fprintf(stderr, "bench_msst: a checkpoint needs --config MODEL.yaml\n");
 			return 2;
 		}
 		if (!out_path) {
@@ -272,7 +275,7 @@ int main(int argc, char **argv)
 			out_path = conv;
 		}
 		if (convert(model, yaml, out_path) != 0) {
-			fprintf(stderr, "bench_roformer: could not convert %s\n", model);
+			fprintf(stderr, "bench_msst: could not convert %s\n", model);
 			return 1;
 		}
 		model = out_path;
@@ -285,12 +288,12 @@ int main(int argc, char **argv)
 	sb_exec dev;
 	if (sb_devices_enumerate(&logger, &devs) != SB_OK ||
 	    sb_devices_resolve_set(devs, device, &set) != SB_OK || set.fell_back || set.n != 1) {
-		fprintf(stderr, "bench_roformer: no device '%s' here\n", device);
+		fprintf(stderr, "bench_msst: no device '%s' here\n", device);
 		return 1;
 	}
 	const sb_open_opts oo = {threads, bf16 ? SB_PREC_BF16 : SB_PREC_FP32, 0};
 	if (sb_exec_open(sb_devices_get(devs, set.index[0]), &oo, &logger, &dev) != SB_OK) {
-		fprintf(stderr, "bench_roformer: cannot open %s\n", device);
+		fprintf(stderr, "bench_msst: cannot open %s\n", device);
 		return 1;
 	}
 	char gemm_desc[128];
@@ -315,7 +318,7 @@ int main(int argc, char **argv)
 		const sb_status st = sb_model_separate(m, &ctx, &gs.src, &ns.sink);
 		const double song_s = sb_now() - t0, song_cpu = cpu_seconds() - c0;
 		if (st != SB_OK || ns.frames[SB_STEM_VOCALS] + ns.frames[SB_STEM_DRUMS] == 0) {
-			fprintf(stderr, "bench_roformer: separation failed: %s\n", sb_status_str(st));
+			fprintf(stderr, "bench_msst: separation failed: %s\n", sb_status_str(st));
 			return 1;
 		}
 		int stems = 0;
@@ -323,7 +326,7 @@ int main(int argc, char **argv)
 			if (ns.frames[s]) {
 				stems++;
 				if (ns.frames[s] != n) {
-					fprintf(stderr, "bench_roformer: stem %d has %lld frames of %lld\n", s,
+					fprintf(stderr, "bench_msst: stem %d has %lld frames of %lld\n", s,
 					        (long long)ns.frames[s], (long long)n);
 					return 1;
 				}
@@ -347,14 +350,18 @@ int main(int argc, char **argv)
 	}
 
 	/* one chunk */
-	sb_roformer *net = NULL;
+	sb_model *m = NULL;
 	double t0 = sb_now();
-	if (sb_roformer_load(model, "bench", &logger, &net) != SB_OK)
+	if (sb_model_open(model, NULL, &logger, &m) != SB_OK)
 		return 1;
 	const double load_s = sb_now() - t0;
-	const sb_rf_config *c = &net->cfg;
-	const int B = batch > 0 ? batch : 1, ch = net->ch, S = net->n_stems;
-	const int64_t L = c->chunk_size;
+	const sb_msst_net *net = sb_msst_model_net(m);
+	if (!net) {
+		fprintf(stderr, "bench_msst: %s is no model of MSST's families\n", model);
+		return 1;
+	}
+	const int B = batch > 0 ? batch : 1, ch = net->channels, S = net->outputs;
+	const int64_t L = m->info.default_chunk_frames;
 	float *in = malloc(sizeof(float) * (size_t)B * ch * L);
 	float *out = malloc(sizeof(float) * (size_t)B * S * ch * L);
 	if (!in || !out)
@@ -364,24 +371,27 @@ int main(int argc, char **argv)
 			test_signal((int64_t)b * L, L, s, in + ((int64_t)b * ch + s) * L, 1);
 	sb_pool *pool = NULL;
 	sb_pool_new(threads, 0, &pool);
-	sb_roformer_on *on = NULL;
-	if (sb_roformer_place(net, &dev, &logger, &on) != SB_OK)
+	void *on = NULL;
+	if (net->place(net->net, &dev, &logger, &on) != SB_OK)
 		return 1;
 	const double rss_loaded = rss_now_mb();
 	sb_status st = SB_OK;
 	for (int r = 0; r < warmup && st == SB_OK; r++)
-		st = sb_roformer_forward(on, B, in, out);
+		st = net->forward(on, B, in, out);
 	t0 = sb_now();
 	double c0 = cpu_seconds();
 	for (int r = 0; r < repeat && st == SB_OK; r++)
-		st = sb_roformer_forward(on, B, in, out);
+		st = net->forward(on, B, in, out);
 	if (st != SB_OK) {
-		fprintf(stderr, "bench_roformer: forward failed: %s\n", sb_status_str(st));
+		fprintf(stderr, "bench_msst: forward failed: %s\n", sb_status_str(st));
 		return 1;
 	}
 	const double chunk_s = (sb_now() - t0) / repeat / B, chunk_cpu = (cpu_seconds() - c0) / repeat / B;
-	const rf_macs mac = count_macs(net);
-	const double gflop = 2e-9 * (mac.linears + mac.attention + mac.split + mac.masks);
+	/* a RoFormer's arithmetic counted from its config; the others' from the profile below */
+	static const char *const rf_families[] = {"bs_roformer", "mel_band_roformer", NULL};
+	const int roformer = sb_msst_file_is(model, rf_families);
+	const rf_macs mac = roformer ? count_macs((const sb_roformer *)net->net) : (rf_macs){0, 0, 0, 0};
+	double gflop = 2e-9 * (mac.linears + mac.attention + mac.split + mac.masks);
 	double in2 = 0, out2 = 0;
 	for (int64_t i = 0; i < (int64_t)ch * L; i++)
 		in2 += (double)in[i] * in[i];
@@ -389,7 +399,7 @@ int main(int argc, char **argv)
 		out2 += (double)out[i] * out[i];
 	if (dump && (write_raw(dump, "input.f32", in, (size_t)ch * L) != 0 ||
 	             write_raw(dump, "output.f32", out, (size_t)S * ch * L) != 0)) {
-		fprintf(stderr, "bench_roformer: cannot write to %s\n", dump);
+		fprintf(stderr, "bench_msst: cannot write to %s\n", dump);
 		return 1;
 	}
 	/* the profiled pass */
@@ -398,7 +408,7 @@ int main(int argc, char **argv)
 	if (profile && dev.be->set_profiling && dev.be->profile) {
 		dev.be->set_profiling(dev.d, 1);
 		t0 = sb_now();
-		st = sb_roformer_forward(on, B, in, out);
+		st = net->forward(on, B, in, out);
 		prof_s = sb_now() - t0;
 		sb_prof_entry p[64];
 		const int np = dev.be->profile(dev.d, p, 64);
@@ -428,9 +438,13 @@ int main(int argc, char **argv)
 		}
 		fprintf(stderr, "  %-14s %7s %10.3f %6.1f%%   (enqueueing and waits: the whole chunk runs on the device)\n",
 		        "host and gaps", "", prof_s - dev_s, 100 * (prof_s - dev_s) / prof_s);
-		fprintf(stderr, "counted from the config: %.1f GFLOP a chunk = linears %.1f + attention "
-		        "%.1f + band split %.1f + masks %.1f\n", gflop, 2e-9 * mac.linears,
-		        2e-9 * mac.attention, 2e-9 * mac.split, 2e-9 * mac.masks);
+		if (roformer)
+			fprintf(stderr, "counted from the config: %.1f GFLOP a chunk = linears %.1f + "
+			        "attention %.1f + band split %.1f + masks %.1f\n", gflop,
+			        2e-9 * mac.linears, 2e-9 * mac.attention, 2e-9 * mac.split,
+			        2e-9 * mac.masks);
+		else
+			gflop = 1e-9 * gemm_fl / B;
 		print_products(dev.be, dev.d, prof_s, 15);
 		dev.be->set_profiling(dev.d, 0);
 	}
@@ -452,8 +466,8 @@ int main(int argc, char **argv)
 		       att_s / B, att_fl / 1e9 / B, att_s > 0 ? att_fl / att_s / 1e9 : 0,
 		       (double)launches / B);
 	printf("}\n");
-	sb_roformer_unplace(on);
-	sb_roformer_free(net);
+	net->unplace(on);
+	sb_model_free(m);
 	sb_pool_free(pool);
 	free(in);
 	free(out);

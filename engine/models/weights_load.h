@@ -1,0 +1,29 @@
+/* Reading a converted model's tensors into the host arrays of its weights (models/resident.h),
+ * each tensor's shape checked, the first failure kept so that a loader reads as straight-line
+ * code (SCNet, MDX23C). */
+#ifndef SB_WEIGHTS_LOAD_H
+#define SB_WEIGHTS_LOAD_H
+
+#include "models/demucs/safetensors.h"
+#include "models/resident.h"
+
+typedef struct {
+	const sb_safetensors *st;
+	sb_weights *w;
+	const char *name;       /* the model's, for messages */
+	const sb_logger *log;
+	sb_status s;            /* the first failure */
+	char tn[160];
+} sb_wload;
+
+/* a new weight array of n floats, or NULL after the first failure */
+float *sb_wload_own(sb_wload *l, size_t n);
+/* the tensor named by fmt, of shape (a, b, c, d: its first ndim), as F32 in a new array the
+ * caller frees (a tensor to lay out again), or NULL after the first failure */
+float *sb_wload_raw(sb_wload *l, int ndim, int64_t a, int64_t b, int64_t c, int64_t d,
+                    const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+/* the tensor of n values named by fmt in a weight array of its own */
+float *sb_wload_vec(sb_wload *l, int64_t n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif

@@ -185,7 +185,7 @@ ardour_script() {
 	local f ok=0
 	for f in /usr/share/ardour{7,8}/scripts/stembridge_{split,import}.lua; do
 		ls -lL "$f" && grep -q '"EditorAction"' "$f" || { echo "FAIL: $f"; ok=1; }
-		if grep -q '@include\|@BINDIR@' "$f"; then echo "FAIL: $f is not assembled"; ok=1; fi
+		if grep -q -e '^-- @include ' -e '@BINDIR@' "$f"; then echo "FAIL: $f is not assembled"; ok=1; fi
 	done
 	grep -q '"/usr/bin/stembridge"' /usr/share/ardour7/scripts/stembridge_split.lua ||
 		{ echo "FAIL: the split action does not know /usr/bin/stembridge"; ok=1; }

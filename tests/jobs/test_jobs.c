@@ -670,7 +670,10 @@ static void run_pair(sb_engine *e, const char *name, int in_turn, sb_job_result 
 	*overlapped = 0;
 	for (int spin = 0; spin < 600000; spin++) {
 		int running = 0, ended = 0;
-		for (int k = 0; k < 2; k++) {
+		/* the later job first: one that runs after the other starts only once the first has
+		 * ended, so a first job still running when looked at second really ran beside it
+		 * (looked at the other way, the first could end and the second start in between) */
+		for (int k = 1; k >= 0; k--) {
 			sb_job_progress p;
 			sb_engine_progress(e, id[k], &p);
 			running += p.state == SB_JOB_RUNNING || p.state == SB_JOB_WRITING;

@@ -19,9 +19,10 @@ build_pkgs="build-essential meson ninja-build pkg-config libsndfile1-dev libfftw
 # built for AMD and NVIDIA GPUs (tools/cl_kernels.sh); libelf-dev: lv2lint (built from
 # ../shared/tools when it is there); slurm and munge: the batch test's single-node cluster;
 # debhelper, lintian and mmdebstrap: the Debian package (tools/deb_test.sh); groff-base: the man
-# pages' check
+# pages' check; jalv, jackd2 and x11-utils: the plugin's window in a real host (gui_jalv)
 test_pkgs="sordi xvfb xdotool imagemagick libsuil-dev ardour python3-torch clang libclang-rt-14-dev
-  libclc-14 libelf-dev groff-base slurmctld slurmd slurm-client munge debhelper lintian mmdebstrap"
+  libclc-14 libelf-dev groff-base jalv jackd2 x11-utils
+  slurmctld slurmd slurm-client munge debhelper lintian mmdebstrap"
 
 install_missing() {
 	local missing=()

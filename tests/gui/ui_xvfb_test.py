@@ -25,6 +25,8 @@ import sys
 import threading
 import time
 
+from xvfb_common import Layout, start_xvfb
+
 HOST, OUT = sys.argv[1], os.path.abspath(sys.argv[2])
 TOOLS = ["Xvfb", "xdotool", "import", "convert", "sordi"]
 missing = [t for t in TOOLS if not shutil.which(t)]
@@ -51,65 +53,6 @@ def check(cond, what):
     if not cond:
         fails.append(what)
     return cond
-
-
-def answers(display):
-    return subprocess.run(["xdotool", "getdisplaygeometry"], env=dict(os.environ, DISPLAY=display),
-                          capture_output=True).returncode == 0
-
-
-def start_xvfb():
-    """A private Xvfb on a free display, used only once it answers. The display number is
-    chosen here: Xvfb's -displayfd sometimes fails under meson ("Cannot write display number to
-    fd"), and a server that reports its number may not yet accept connections."""
-    xlog = open(os.path.join(OUT, "xvfb.log"), "w")
-    start = 50 + os.getpid() % 400
-    for n in range(start, start + 40):
-        if os.path.exists("/tmp/.X%d-lock" % n) or os.path.exists("/tmp/.X11-unix/X%d" % n):
-            continue
-        display = ":%d" % n
-        xvfb = subprocess.Popen(["Xvfb", display, "-screen", "0", "1600x1300x24", "-nolisten",
-                                 "tcp"], stderr=xlog)
-        end = time.time() + 15
-        while xvfb.poll() is None and time.time() < end:
-            if answers(display):
-                return xvfb, display
-            time.sleep(0.1)
-        print("Xvfb on %s did not answer (exit %s); trying another; its log: %s" %
-              (display, xvfb.poll(), xlog.name), flush=True)
-        xvfb.kill()
-        xvfb.wait()
-    sys.exit("Xvfb did not start")
-
-
-class Layout:
-    """The window's own description of what it drew where, in window pixels."""
-
-    def __init__(self, text):
-        self.widgets, self.texts, self.focus, self.popup, self.tip = {}, [], None, None, None
-        self.window = None
-        for line in text.splitlines():
-            f = line.split(" ")
-            if f[0] == "window":
-                self.window = (int(f[1]), int(f[2]), float(f[4]), f[6])
-            elif f[0] == "focus":
-                self.focus = f[1] if f[1] != "none" else None
-                self.focus_visible = f[2] == "1"
-            elif f[0] == "popup":
-                self.popup = tuple(float(v) for v in f[1:7])
-            elif f[0] == "tip":
-                self.tip = tuple(float(v) for v in f[1:5])
-            elif f[0] == "w":
-                self.widgets[f[1]] = (tuple(float(v) for v in f[2:6]), f[6] == "1")
-            elif f[0] == "t":
-                self.texts.append((f[1], tuple(float(v) for v in f[2:6]),
-                                   tuple(float(v) for v in f[6:10]), " ".join(f[10:])))
-
-    def text_of(self, name):
-        return " ".join(t[3] for t in self.texts if t[0] == name)
-
-    def all_text(self):
-        return " ".join(t[3] for t in self.texts)
 
 
 class Host:
@@ -676,7 +619,7 @@ def run_xft_dpi(env):
         check(h.close() == 0, "the host closed cleanly")
 
 
-xvfb, display = start_xvfb()
+xvfb, display = start_xvfb(OUT)
 # a file manager that notes what it was asked to open
 bin_dir = os.path.join(OUT, "bin")
 os.makedirs(bin_dir)

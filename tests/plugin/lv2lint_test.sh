@@ -51,10 +51,16 @@ for variant in stock inprocess; do
 	bin="$work/$variant/src/build"
 	for plugin in mono stereo; do
 		log="$work/$variant-$plugin.txt"
-		LD_PRELOAD="$bin/lv2lint.so" timeout 120 "$bin/lv2lint.bin" -Snote -E warn -I "$bundle/" \
+		# lv2lint leaves a shared memory object named after its process (/dev/shm/lv2lint.PID):
+		# its pid is kept so that the object goes with it
+		timeout 120 sh -c 'echo $$ > "$0.pid"; exec "$@"' "$log" \
+			env LD_PRELOAD="$bin/lv2lint.so" "$bin/lv2lint.bin" -Snote -E warn -I "$bundle/" \
 			-u https://stembridge.org/lv2/stembridge#ui \
 			"https://stembridge.org/lv2/stembridge#$plugin" > "$log" 2>&1
 		rc=$?
+		lint_pid=$(cat "$log.pid" 2>/dev/null)
+		[ -n "$lint_pid" ] && rm -f "/dev/shm/lv2lint.$lint_pid"
+		rm -f "$log.pid"
 		fails=$(grep -c '\[FAIL\]' "$log")
 		warns=$(grep -c '\[WARN\]' "$log")
 		notes=$(grep -c '\[NOTE\]' "$log")

@@ -141,6 +141,11 @@ sb_status sb_resident_init(sb_resident *p, const sb_weights *w, const sb_exec *d
 		p->wlen[i] = owned_n[j];
 		st = dev->be->wrap(dev->d, p->wptr[i], p->wlen[i], &p->wbuf[i]);
 	}
+	/* one wait for every weight's copy (a backend that copies them does so without waiting
+	 * for each: backend.h, wrap), those before a failure too */
+	const sb_status copied = dev->be->finish(dev->d);
+	if (st == SB_OK)
+		st = copied;
 	if (st != SB_OK) {
 		sb_log(log, SB_LOG_ERROR, "%s: cannot place the weights on %s (%s)", who,
 		       dev->props ? dev->props->label : "the device", sb_status_str(st));

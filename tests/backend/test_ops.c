@@ -1683,8 +1683,9 @@ int main(int argc, char **argv)
 		 * without it runs that model on the CPU) */
 		const void *const must[] = {be->enumerate, be->open, be->close, be->lost, be->begin_chunk,
 		                            be->row_tile, be->batch, be->alloc, be->wrap, be->release,
-		                            be->upload, be->download, be->finish, be->status, be->clear,
-		                            be->ops, be->set_profiling, be->profile, be->describe};
+		                            be->upload, be->download, be->fetch, be->finish, be->status,
+		                            be->clear, be->ops, be->set_profiling, be->profile,
+		                            be->describe};
 		for (size_t k = 0; k < sizeof must / sizeof must[0]; k++)
 			if (!must[k]) {
 				printf("  FAIL: %s leaves entry %zu of its table empty\n", be->name, k);

@@ -253,6 +253,12 @@ static void cpu_download(sb_bdev *d, float *dst, sb_dv src, size_t n)
 	prof_add(d, OP_DOWNLOAD, t0, 0);
 }
 
+/* the work has run: the read-back is done at once */
+static void cpu_fetch(sb_bdev *d, float *dst, sb_dv src, size_t n)
+{
+	cpu_download(d, dst, src, n);
+}
+
 static sb_status cpu_finish(sb_bdev *d)
 {
 	return d->st;
@@ -289,6 +295,7 @@ const sb_backend sb_backend_cpu_impl = {
 	.release = cpu_release,
 	.upload = cpu_upload,
 	.download = cpu_download,
+	.fetch = cpu_fetch,
 	.finish = cpu_finish,
 	.drain = cpu_drain,
 	.status = cpu_status,

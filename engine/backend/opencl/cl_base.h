@@ -71,6 +71,11 @@ struct sb_bdev {
 	int attm_tried[2][3];
 	int profiling;
 	int wait_way;           /* how a pass's end is waited for (cl_backend.c: wait_way) */
+	sb_dev_counts counts;   /* launches, transfers and waits since the device was opened */
+	struct cl_fetch *fetch; /* the reads fetch() enqueued since the last pass_end() */
+	int n_fetch, cap_fetch;
+	int passes_out;         /* passes ended and not yet waited for */
+	long enq_at_end;        /* launches + transfers when the last pass ended */
 	long prof_calls[P_COUNT];
 	double prof_s[P_COUNT], prof_flops[P_COUNT];
 	sb_prof_shapes prof_shapes; /* the profile's products by shape and path */
@@ -86,6 +91,17 @@ void sb_cl_fail_cl(sb_bdev *d, cl_int err, const char *what);
 sb_status sb_cl_ops_ready(sb_bdev *d);
 /* ops.cl's source (with gemm_rows.cl's before it), which also names a file of measured paths */
 const char *sb_cl_ops_source(void);
+
+/* bytes of src written at byte offset off of m without the host waiting: the data goes through
+ * a copy of its own, freed when the write has run (a blocking write where there is no memory for
+ * the copy, or no event to free it by); counted as an upload */
+void sb_cl_write(sb_bdev *c, cl_mem m, size_t off, const void *src, size_t bytes,
+                 const char *what);
+/* the host waited for the device (sb_dev_counts.waits) */
+static inline void sb_cl_waited(sb_bdev *c)
+{
+	c->counts.waits++;
+}
 
 /* profiling around one step: with it on, the queue is drained before and after */
 double sb_cl_prof_begin(sb_bdev *d);

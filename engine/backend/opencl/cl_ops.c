@@ -260,6 +260,7 @@ static void op_zero(sb_bdev *c, sb_dv x, size_t n)
 	if (c->st != SB_OK || !n)
 		return;
 	const double t0 = sb_cl_prof_begin(c);
+	c->counts.launches++;
 	const cl_float zero = 0.f;
 	const cl_int err = clEnqueueFillBuffer(c->q, x.buf->m, &zero, sizeof zero,
 	                                       sizeof(float) * x.off, sizeof(float) * n, 0, NULL,
@@ -274,6 +275,7 @@ static void op_copy(sb_bdev *c, sb_dv dst, sb_dv src, size_t n)
 	if (c->st != SB_OK || !n)
 		return;
 	const double t0 = sb_cl_prof_begin(c);
+	c->counts.launches++;
 	const cl_int err = clEnqueueCopyBuffer(c->q, src.buf->m, dst.buf->m, sizeof(float) * src.off,
 	                                       sizeof(float) * dst.off, sizeof(float) * n, 0, NULL,
 	                                       NULL);

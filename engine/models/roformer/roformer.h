@@ -94,5 +94,12 @@ void sb_roformer_unplace(sb_roformer_on *r);
 /* the pass ends (SB_ERR_CANCELLED) at its next block once a flag is set */
 void sb_roformer_on_stop(sb_roformer_on *r, const atomic_int *a, const atomic_int *b);
 sb_status sb_roformer_forward(sb_roformer_on *r, int B, const float *in, float *out);
+/* The same in two steps (resident.h: sb_resident_end): submit enqueues the pass whole and returns
+ * without waiting where the device pipelines, so the next pass can be enqueued first; collect
+ * waits for it (once for each submit, in order; the stems are in out once it returns SB_OK). A
+ * failed submit's pass is collected too (it returns the failure). */
+sb_status sb_roformer_submit(sb_roformer_on *r, int B, const float *in, float *out,
+                            sb_resident_pass *pass);
+sb_status sb_roformer_collect(sb_roformer_on *r, sb_resident_pass *pass);
 
 #endif

@@ -135,8 +135,10 @@ static void layer(sb_roformer_on *r, const rf_layer *L, sb_dv x, int B, int time
 	sb_resident_r(&r->p, h);
 }
 
-sb_status sb_roformer_forward(sb_roformer_on *r, int B, const float *in, float *out)
+sb_status sb_roformer_submit(sb_roformer_on *r, int B, const float *in, float *out,
+                            sb_resident_pass *pass)
 {
+	pass->bp = NULL;
 	const sb_roformer *net = r->net;
 	const sb_rf_config *c = &net->cfg;
 	const int T = net->frames, nb = net->nb, dim = c->dim, ch = net->ch, bins = net->bins,
@@ -144,10 +146,10 @@ sb_status sb_roformer_forward(sb_roformer_on *r, int B, const float *in, float *
 	const int64_t L = c->m.chunk_size;
 	const size_t rows = (size_t)B * T, fl = (size_t)bins * ch * 2; /* a frame's spectrum */
 	if (B < 1)
-		return SB_ERR_INVALID;
+		return pass->st = SB_ERR_INVALID;
 	sb_status st = sb_resident_begin(&r->p);
 	if (st != SB_OK)
-		return st;
+		return pass->st = st;
 	/* torch.stft(center, reflect padding, window, onesided; normalized scales by
 	 * n_fft^-1/2), frame-major */
 	const sb_stft g = {c->n_fft, c->hop, T, bins, c->n_fft / 2, 2, 2L * ch, (long)fl, 1};
@@ -260,8 +262,22 @@ sb_status sb_roformer_forward(sb_roformer_on *r, int B, const float *in, float *
 			OP(r)->istft(r->p.x.d, &g, sb_dv_at(ms, ((size_t)s * B + b) * T * fl), ch, L,
 			             W(r, net->window), iscale, 0, 0,
 			             sb_dv_at(y, ((size_t)b * S + s) * ch * L), L, 0, work);
-	/* the pass's one wait; a stopped pass returns without waiting (resident.h: sb_resident_drain) */
-	if (OK(r) && sb_resident_drain(&r->p) == SB_OK)
-		r->p.x.be->download(r->p.x.d, out, y, (size_t)B * S * ch * L);
-	return sb_resident_status(&r->p);
+	/* the stems come back at the pass's end, its one wait (sb_roformer_collect); a stopped
+	 * pass returns without waiting and leaves out untouched (resident.h) */
+	sb_resident_fetch(&r->p, out, y, (size_t)B * S * ch * L);
+	*pass = sb_resident_end(&r->p);
+	return pass->st;
+}
+
+sb_status sb_roformer_collect(sb_roformer_on *r, sb_resident_pass *pass)
+{
+	return sb_resident_wait(&r->p, pass);
+}
+
+sb_status sb_roformer_forward(sb_roformer_on *r, int B, const float *in, float *out)
+{
+	sb_resident_pass pass;
+	sb_status st = sb_roformer_submit(r, B, in, out, &pass);
+	const sb_status end = sb_roformer_collect(r, &pass);
+	return st != SB_OK ? st : end;
 }

@@ -155,6 +155,12 @@ typedef struct {
 	/* RMSNorm (the RoFormers): o[r][c] = x[r][c] sqrt(D) / max(||x[r]||, 1e-12) w[c] over the
 	 * D values of each row; o may be x */
 	void (*rmsnorm)(sb_bdev *d, sb_dv x, sb_dv o, size_t rows, int D, sb_dv w);
+	/* RMSNorm of each segment of each row (a RoFormer's bands, all in one launch): for row
+	 * r < rows at x + r ld and segment s < nseg, its columns i from seg[s] to seg[s + 1] - 1
+	 * (whole numbers as floats, ascending), of len_s values,
+	 * o[r ld + i] = x[r ld + i] sqrt(len_s) / max(||x[r, seg s]||, 1e-12) w[i]; o may be x */
+	void (*rmsnorm_seg)(sb_bdev *d, sb_dv x, sb_dv o, size_t rows, long ld, int nseg, sb_dv seg,
+	                    sb_dv w);
 	/* rotary position embedding on interleaved pairs (rotary-embedding-torch): for row
 	 * r < rows at x + r ld, position p = (r / div) % mod, pair i < cols / 2 with j = i % (hd / 2)
 	 * and (c, s) = (cs[(p hd / 2 + j) 2], cs[(p hd / 2 + j) 2 + 1]):

@@ -814,6 +814,53 @@ static void case_rmsnorm(run *r, int rows, int D, int inplace)
 	free(want);
 }
 
+/* RMSNorm of segments of rows at stride ld (a RoFormer's bands of widths 4 to 600, and one
+ * longer than a work-group), the columns past the last segment left alone */
+static void case_rmsnorm_seg(run *r, int rows, int nseg, int widest, int inplace)
+{
+	float *seg = malloc(sizeof(float) * (size_t)(nseg + 1));
+	int at = 0;
+	for (int s = 0; s <= nseg; s++) {
+		seg[s] = (float)at;
+		at += s == nseg / 2 ? widest : 4 * (1 + s % 3);
+	}
+	const int width = (int)seg[nseg];
+	const long ld = width + 3;
+	const size_t n = (size_t)rows * (size_t)ld;
+	float *x = rnd(n, 2), *w = rnd((size_t)width, 1), *got = malloc(sizeof(float) * n);
+	double *want = dup_d(x, n);
+	if (rows > 1) /* a segment of zeros stays zeros (the norm's floor) */
+		for (int c = (int)seg[1]; c < (int)seg[2]; c++)
+			x[ld + c] = 0.f;
+	for (int i = 0; i < rows; i++)
+		for (int s = 0; s < nseg; s++) {
+			const int a = (int)seg[s], b = (int)seg[s + 1];
+			double q = 0;
+			for (int c = a; c < b; c++)
+				q += (double)x[i * ld + c] * x[i * ld + c];
+			const double f = sqrt((double)(b - a)) / fmax(sqrt(q), 1e-12);
+			for (int c = a; c < b; c++)
+				want[i * ld + c] = x[i * ld + c] * f * w[c];
+		}
+	sb_dv dx = put(r->a, x, n), dw = put(r->a, w, (size_t)width),
+	      ds = put(r->a, seg, (size_t)nseg + 1);
+	sb_dv dout = inplace ? dx : put(r->a, x, n);
+	if (!r->a->failed)
+		ops(r)->rmsnorm_seg(dv(r), dx, dout, (size_t)rows, ld, nseg, ds, dw);
+	get(r->a, got, dout, n);
+	sb_status st = done(r->a);
+	char shape[64];
+	snprintf(shape, sizeof shape, "%d x %d segments (to %d)%s", rows, nseg, widest,
+	         inplace ? " in place" : "");
+	judge(r, "rmsnorm_seg", shape, st, got, want, n, 1e-6);
+	arena_free(r->a);
+	free(seg);
+	free(x);
+	free(w);
+	free(got);
+	free(want);
+}
+
 /* rotary embedding of the first cols of rows at stride ld; positions (r / div) % mod */
 static void case_rope(run *r, int rows, int ld, int cols, int hd, int div, int mod)
 {
@@ -1556,6 +1603,9 @@ static void all_cases(run *r)
 	case_rmsnorm(r, 37, 24, 0);
 	case_rmsnorm(r, 700, 384, 1);
 	case_rmsnorm(r, 5, 1030, 0);                  /* longer rows than a work-group */
+	case_rmsnorm_seg(r, 41, 9, 24, 0);
+	case_rmsnorm_seg(r, 300, 62, 600, 1);
+	case_rmsnorm_seg(r, 3, 5, 1030, 0);
 	case_rope(r, 60, 3 * 32 + 4, 2 * 32, 16, 1, 60);
 	case_rope(r, 6 * 11, 2 * 24, 2 * 24, 8, 6, 11);  /* time positions of [T][bands] rows */
 	case_rope(r, 6 * 11, 2 * 24, 2 * 24, 8, 1, 6);   /* band positions */

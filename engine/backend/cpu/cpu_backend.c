@@ -36,6 +36,7 @@ static const char *const op_names[OP_COUNT] = {
 	"rows_tokens", "add_row_channel", "im2col_k8s4", "convtr_k8s4", "attention", "upload",
 	"download", "rmsnorm", "rope", "head_gate", "stft", "istft", "moments", "standardise",
 	"gather", "cmul", "lstm", "copy_rows", "permute", "norm_groups", "dwconv", "mul",
+	"rmsnorm_seg",
 };
 
 static void set_profiling(sb_bdev *d, int on)

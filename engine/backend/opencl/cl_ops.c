@@ -296,6 +296,20 @@ static void op_rmsnorm(sb_bdev *c, sb_dv x, sb_dv out, size_t n, int D, sb_dv w)
 	sb_cl_run(&a, 1, &g, &l);
 }
 
+static void op_rmsnorm_seg(sb_bdev *c, sb_dv x, sb_dv o, size_t rows, long ld, int nseg,
+                           sb_dv seg, sb_dv w)
+{
+	kargs a = args(c, K_RMSNORM_SEG);
+	a_db(&a, x);
+	a_db(&a, o);
+	a_i64(&a, ld);
+	a_i32(&a, nseg);
+	a_db(&a, seg);
+	a_db(&a, w);
+	const size_t g = rows * (size_t)nseg * c->red_wg, l = c->red_wg;
+	sb_cl_run(&a, 1, &g, &l);
+}
+
 static void op_rope(sb_bdev *c, sb_dv x, size_t rows, int ld, int cols, int hd, sb_dv cs,
                     int div, int mod)
 {
@@ -605,6 +619,7 @@ const sb_ops sb_cl_ops = {
 	.add_row_channel = op_add_row_channel,
 	.attention = op_attention,
 	.rmsnorm = op_rmsnorm,
+	.rmsnorm_seg = op_rmsnorm_seg,
 	.rope = op_rope,
 	.head_gate = op_head_gate,
 	.stft = sb_cl_op_stft,

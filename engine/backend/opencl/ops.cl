@@ -410,6 +410,26 @@ void rmsnorm(__global const float *x, ulong xoff, __global float *o, ulong ooff,
 		o[ooff + r * D + i] = p[i] * a * w[woff + i];
 }
 
+/* RMSNorm of segment s of row r (backend.h: rmsnorm_seg): work-group r nseg + s */
+__kernel __attribute__((reqd_work_group_size(RED_WG, 1, 1)))
+void rmsnorm_seg(__global const float *x, ulong xoff, __global float *o, ulong ooff, long ld,
+                 int nseg, __global const float *seg, ulong segoff, __global const float *w,
+                 ulong woff)
+{
+	__local float red[RED_WG];
+	const int l = get_local_id(0);
+	const long g = get_group_id(0), r = g / nseg;
+	const int s = (int)(g % nseg);
+	const int a = (int)seg[segoff + s], n = (int)seg[segoff + s + 1] - a;
+	const __global float *p = x + xoff + r * ld + a;
+	float q = 0.f;
+	for (int i = l; i < n; i += RED_WG)
+		q += p[i] * p[i];
+	const float f = sqrt((float)n) / fmax(sqrt(group_sum(red, l, q)), 1e-12f);
+	for (int i = l; i < n; i += RED_WG)
+		o[ooff + r * ld + a + i] = p[i] * f * w[woff + a + i];
+}
+
 /* rotary embedding of interleaved pairs; work-item (pair i, row r) */
 __kernel void rope(__global float *x, ulong xoff, int ld, int cols, int hd,
                    __global const float *cs, ulong csoff, int div, int mod)

@@ -100,6 +100,7 @@ void sb_engine_free(sb_engine *e)
 			pthread_join(w->thread, NULL);
 		sb_model_cache_free(w->keep); /* its weights on the devices go before the devices */
 		pthread_cond_destroy(&w->wake);
+		pthread_cond_destroy(&w->turned);
 		free(w);
 		w = n;
 	}

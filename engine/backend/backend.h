@@ -148,10 +148,13 @@ typedef struct {
 	 * (k and v may be columns of one matrix, as q, k and v of a fused projection are; the
 	 * items may interleave, as the sequences of an axial transformer do). Where the scores
 	 * live is the backend's own business: a CPU keeps a block of them in cache, a GPU may
-	 * hold them all or none, never more than its memory allows. */
+	 * hold them all or none, never more than its memory allows. With per-head gates (g.buf
+	 * not NULL: a RoFormer's, columns of the rows q is read from), each row of each head is
+	 * multiplied by sigmoid(g[b sq + i ldq + h]) as it is written (issue #50: no launch and no
+	 * pass over o of its own). */
 	void (*attention)(sb_bdev *d, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq, int nk,
 	                  int heads, int hd, float scale, sb_dv o, int ldo, int batch, long sq,
-	                  long skv, long so);
+	                  long skv, long so, sb_dv g);
 	/* RMSNorm (the RoFormers): o[r][c] = x[r][c] sqrt(D) / max(||x[r]||, 1e-12) w[c] over the
 	 * D values of each row; o may be x */
 	void (*rmsnorm)(sb_bdev *d, sb_dv x, sb_dv o, size_t rows, int D, sb_dv w);

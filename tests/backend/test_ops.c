@@ -186,7 +186,7 @@ static void verdict(const where *w, const char *op, const char *shape, sb_status
 }
 
 /* The results a device gives, in case order, kept for the CPU to compare the others with. */
-#define MAX_CASES 128
+#define MAX_CASES 160
 typedef struct {
 	float *out[MAX_CASES];
 	size_t n[MAX_CASES];
@@ -713,6 +713,10 @@ static void case_convtr(run *r, int cout, long lin, long length, int act)
 /* self-attention (q, k, v columns of one fused projection) or cross-attention (k, v of their
  * own matrix), over 'batch' sequences; interleaved: the items' rows alternate (row i of item b
  * at (i batch + b) ld, as an axial transformer's time sequences lie), else item after item */
+/* with per-head gates (backend.h: attention's g, as a RoFormer's): the first heads columns of
+ * q's rows stand in for them */
+static int att_gated;
+
 static void case_attention(run *r, int nq, int nk, int heads, int hd, int fused, int batch,
                            int interleaved)
 {
@@ -749,12 +753,13 @@ static void case_attention(run *r, int nq, int nk, int heads, int hd, int fused,
 				}
 				for (int j = 0; j < nk; j++)
 					sum += (p[j] = exp(p[j] - mx));
+				const double gate = att_gated ? 1 / (1 + exp(-(double)qp[(size_t)i * ldq + h])) : 1;
 				for (int c = 0; c < hd; c++) {
 					double v = 0;
 					for (int j = 0; j < nk; j++)
 						v += rounded((float)p[j]) / sum *
 						     rounded(vp[(size_t)j * ldkv + h * hd + c]);
-					want[b * so + (size_t)i * ldo + h * hd + c] = v;
+					want[b * so + (size_t)i * ldo + h * hd + c] = v * gate;
 				}
 			}
 	}
@@ -762,13 +767,14 @@ static void case_attention(run *r, int nq, int nk, int heads, int hd, int fused,
 	if (!r->a->failed)
 		ops(r)->attention(dv(r), dq, ldq, fused ? sb_dv_at(dq, (size_t)D) : dkv,
 		                  fused ? sb_dv_at(dq, (size_t)2 * D) : sb_dv_at(dkv, (size_t)D), ldkv,
-		                  nq, nk, heads, hd, scale, dout, ldo, batch, sq, fused ? sq : skv, so);
+		                  nq, nk, heads, hd, scale, dout, ldo, batch, sq, fused ? sq : skv, so,
+		                  att_gated ? dq : (sb_dv){NULL, 0});
 	memcpy(got, o, sizeof(float) * no);
 	get(r->a, got, dout, no);
 	sb_status st = done(r->a);
 	char shape[64];
-	snprintf(shape, sizeof shape, "%dx %d x %d, %d x %d%s%s", batch, nq, nk, heads, hd,
-	         fused ? " qkv" : "", interleaved ? " axial" : "");
+	snprintf(shape, sizeof shape, "%dx %d x %d, %d x %d%s%s%s", batch, nq, nk, heads, hd,
+	         fused ? " qkv" : "", interleaved ? " axial" : "", att_gated ? " gated" : "");
 	/* bf16, tf32: each weight rounded at its block's maximum on a device (online softmax), at
 	 * the row's here: the same relative size, other values */
 	judge(r, "attention", shape, st, got, want, no, bf16_mode ? 4e-3 : tf32_mode ? 5e-4 : 2e-6);
@@ -1549,6 +1555,11 @@ static void all_cases(run *r)
 		case_attention(r, 30, 45, 2, 8, 0, 2, 0);
 		case_attention(r, 41, 41, 2, 16, 1, 5, 1);    /* a RoFormer's time sequences, per band */
 		case_attention(r, 7, 7, 4, 8, 1, 19, 0);      /* its band sequences: many and short */
+		att_gated = 1;                                /* with a RoFormer's per-head gates */
+		case_attention(r, 41, 41, 2, 16, 1, 5, 1);
+		case_attention(r, 7, 7, 4, 8, 1, 19, 0);
+		case_attention(r, 70, 70, 4, 64, 1, 3, 1);
+		att_gated = 0;
 		/* the usual head of 64 (HTDemucs, the RoFormers), 32, and one past what a one-pass
 		 * kernel holds: rows and keys off its tiles */
 		case_attention(r, 130, 97, 2, 64, 0, 2, 0);

@@ -94,7 +94,7 @@ void sb_cpu_op_gemm_bias(sb_bdev *d, int M, int N, int K, float alpha, sb_dv A, 
                          const sb_bias *e);
 void sb_cpu_op_attention(sb_bdev *d, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
                          int nk, int heads, int hd, float scale, sb_dv o, int ldo, int batch,
-                         long sq, long skv, long so);
+                         long sq, long skv, long so, sb_dv g);
 
 /* the LSTM group (cpu_lstm.c) and the convolution nets' group (cpu_convnet.c) */
 void sb_cpu_op_lstm(sb_bdev *d, sb_dv x, int n, int S, int D, int H, int dirs, sb_dv wih,

@@ -15,6 +15,7 @@ const char *const sb_cl_op_names[P_COUNT] = {
 	"im2col_time", "convtr_gather", "rmsnorm", "rope", "head_gate", "stft_frames", "istft_frames", "istft_ola",
 	"moments_final", "standardise", "gather_cols", "cmul", "bias_items", "gn_glu_add",
 	"copy_rows", "permute4", "ng_stats", "ng_apply", "dwconv", "mul", "lstm_cell", "rmsnorm_seg",
+	"att_gate",
 	"attention_16", "attention_32", "attention_64", "attention_mma", "attention_tiles",
 	"upload", "download", "copy", "zero", "finish",
 };

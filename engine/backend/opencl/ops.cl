@@ -458,6 +458,18 @@ __kernel void head_gate(__global float *x, ulong xoff, int ldx, __global const f
 	x[xoff + r * ldx + e] *= sigm(g[goff + r * ldg + e / hd]);
 }
 
+/* attention's per-head gates after its products' way (backend.h: attention's g); work-item
+ * (column e, query row i, item b) */
+__kernel void att_gate(__global float *o, ulong ooff, int ldo, long so, __global const float *g,
+                       ulong goff, int ldq, long sq, int hd, int cols)
+{
+	const int e = get_global_id(0), i = get_global_id(1);
+	const long b = get_global_id(2);
+	if (e >= cols)
+		return;
+	o[ooff + b * so + (long)i * ldo + e] *= sigm(g[goff + b * sq + (long)i * ldq + e / hd]);
+}
+
 /* ---- short-time Fourier transforms (backend.h: stft, istft) ----
  * One work-group a frame of a channel. A real frame of n_fft samples goes through one complex
  * FFT of n = n_fft / 2 points in local memory (even and odd samples as real and imaginary

@@ -104,22 +104,24 @@ static void layer(sb_roformer_on *r, const rf_layer *L, sb_dv x, int B, int time
 	} else {
 		OP(r)->rope(r->p.x.d, qkv, n, ld, 2 * inner, hd, W(r, net->rope_f), 1, nb);
 	}
+	/* the per-head gates, columns 3 inner of the rows q is read from, applied as attention
+	 * writes its rows */
 	const float scale = 1.f / sqrtf((float)hd);
+	const sb_dv none = {NULL, 0};
 	if (time) {
 		for (int b = 0; b < B && OK(r); b++) {
 			const sb_dv q = sb_dv_at(qkv, (size_t)b * T * nb * ld);
 			r->p.o->attention(r->p.x.d, q, nb * ld, sb_dv_at(q, (size_t)inner),
 			                  sb_dv_at(q, (size_t)2 * inner), nb * ld, T, T, H, hd, scale,
 			                  sb_dv_at(att, (size_t)b * T * nb * inner), nb * inner, nb, ld, ld,
-			                  inner);
+			                  inner, net->gates ? sb_dv_at(q, (size_t)3 * inner) : none);
 		}
 	} else {
 		OP(r)->attention(r->p.x.d, qkv, ld, sb_dv_at(qkv, (size_t)inner),
 		                 sb_dv_at(qkv, (size_t)2 * inner), ld, nb, nb, H, hd, scale, att, inner,
-		                 B * T, (long)nb * ld, (long)nb * ld, (long)nb * inner);
+		                 B * T, (long)nb * ld, (long)nb * ld, (long)nb * inner,
+		                 net->gates ? sb_dv_at(qkv, (size_t)3 * inner) : none);
 	}
-	if (net->gates)
-		OP(r)->head_gate(r->p.x.d, att, inner, sb_dv_at(qkv, (size_t)3 * inner), ld, n, H, hd);
 	gemm(r, (int)n, dim, inner, att, inner, W(r, L->out), inner, 1.f, x, dim);
 	sb_resident_r(&r->p, qkv);
 	sb_resident_r(&r->p, att);

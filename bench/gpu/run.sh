@@ -4,13 +4,12 @@
 #
 #   bench/gpu/run.sh all [SECONDS=180]   issue #50's targets in one call of under five minutes
 #                               (what a lent machine should be spent on: one call, then give
-#                               it back): quick, roformer 30, demucs SECONDS, batch SECONDS,
-#                               profile; STEPS="check|gemm|demucs 180|share 180|roformer 60|cpu 30"
+#                               it back): quick, roformer 30, demucs SECONDS, profile, batch
+#                               SECONDS; STEPS="check|gemm|demucs 180|share 180|roformer 60|cpu 30"
 #                               is the longer list of issue #24
 #   bench/gpu/run.sh quick      what issue #50 changed, checked on the GPU: a RoFormer chunk's
 #                               goldens and its one upload, read-back and wait a pass (test_msst
-#                               roformer chunk|transfers), HTDemucs's the same way, every
-#                               operation against the C reference (test_ops, default paths)
+#                               roformer chunk|transfers), HTDemucs's the same way
 #   bench/gpu/run.sh batch [SECONDS=180]  `stembridge batch` on the GPU: BATCH_N songs of
 #                               SECONDS with full-size HTDemucs, BATCH_RF_N of 30 s with ep_317,
 #                               songs per GPU-hour; with the build before (.devcarry/bin-before)
@@ -59,13 +58,14 @@ if [ "${1:-}" = all ]; then
 	# (STEPS: the steps and their order, first the ones that must come back; DEADLINE: seconds
 	# the whole call may take, so a step that would run past it is cut short and the call's
 	# files still come back)
-	steps=${STEPS:-"quick|roformer 30|demucs ${2:-180}|batch ${2:-180}|profile"}
+	steps=${STEPS:-"quick|roformer 30|demucs ${2:-180}|profile|batch ${2:-180}"}
 	# the shorter lists of issue #50's call (each can be set from outside): each shape's path
 	# and attention's way measured from nothing and then kept (a GPU's default), bf16 and
 	# tf32; PyTorch in fp32 and autocast
 	export RF_RUNS=${RF_RUNS:-"auto-first:auto auto:auto"} RF_SONGS=${RF_SONGS:-"auto bf16"}
 	export DEMUCS_RUNS=${DEMUCS_RUNS:-"auto-first:auto auto:auto own:bf16"}
-	export REF_TF32=${REF_TF32:-"off bf16"} DEADLINE=${DEADLINE:-290}
+	export REF_TF32=${REF_TF32:-"off bf16"} DEADLINE=${DEADLINE:-290} STEP_S=${STEP_S:-120}
+	export BATCH_N=${BATCH_N:-6} BATCH_RF_N=${BATCH_RF_N:-3}
 	IFS='|' read -r -a steps <<< "$steps"
 	for s in "${steps[@]}"; do
 		left=$(( ${DEADLINE:-100000} - ($(date +%s) - t0) ))
@@ -387,9 +387,9 @@ roformer)
 		note "PyTorch RoFormer (song)"
 	;;
 quick)
-	# issue #50 on the GPU: the RoFormer's goldens and its one upload, read-back and wait a pass
-	# (the chunk and a song through the demix), HTDemucs's the same way, then every operation
-	# against the C reference on the default paths (rmsnorm_seg new)
+	# issue #50 on the GPU: the RoFormer's goldens (every chunk runs the new rmsnorm_seg and the
+	# grouped products) and its one upload, read-back and wait a pass (the chunk, two passes in
+	# flight, a song through the demix), HTDemucs's the same way
 	for c in chunk transfers; do
 		sb "$C/bin/test_msst" tests/fixtures/roformer roformer $c > "$R/quick-roformer-$c.txt" \
 			2>&1 || note "test_msst roformer $c"
@@ -398,8 +398,6 @@ quick)
 	sb "$C/bin/test_demucs" tests/fixtures/htdemucs opencl-transfers htdemucs-mini htdemucs-mini2 \
 		> "$R/quick-demucs-transfers.txt" 2>&1 || note "test_demucs opencl-transfers"
 	tail -n 4 "$R/quick-demucs-transfers.txt"
-	sb "$C/bin/test_ops" > "$R/quick-ops.txt" 2>&1 || note "test_ops"
-	grep -E "FAIL|failure" "$R/quick-ops.txt" | tail -n 5
 	;;
 batch)
 	# songs per GPU-hour: BATCH_N songs of SECONDS (made here: chords that change every half

@@ -6,6 +6,10 @@
 #
 #   bench/gpu/prepare.sh [BUILD_DIR=build]
 #
+# BEFORE=DIR (a build of the commit to compare with, e.g. a worktree's build of the branch
+# point): its bench_msst, bench_demucs and stembridge go into .devcarry/bin-before, for run.sh's
+# profile and batch steps (the same call measures both builds).
+#
 # It holds: the programs (statically linked against the engine), the Debian packages of the
 # libraries they load (extracted there with dpkg -x, never installed) plus CLBlast's tuners,
 # the golden files a GPU check needs (tiny and mid weights, htdemucs-mid-io, released shapes,
@@ -27,9 +31,16 @@ mkdir -p "$OUT/bin" "$OUT/debs" "$OUT/golden" "$OUT/ref" "$OUT/roformer" "$OUT/r
 for b in bench/demucs/bench_demucs bench/opencl/bench_opencl bench/jobs/bench_jobs bench/cpu/bench_gemm \
          bench/msst/bench_msst bench/opencl/bench_cl_gemm \
          tools/cli/stembridge tests/demucs/test_demucs tests/opencl/test_cl_blas \
-         tests/opencl/test_cl_pick tests/opencl/test_opencl tests/backend/test_ops; do
+         tests/opencl/test_cl_pick tests/opencl/test_opencl tests/backend/test_ops \
+         tests/msst/test_msst; do
 	cp "$BUILD/$b" "$OUT/bin/"
 done
+if [ -n "${BEFORE:-}" ]; then
+	mkdir -p "$OUT/bin-before"
+	for b in bench/msst/bench_msst bench/demucs/bench_demucs tools/cli/stembridge; do
+		cp "$BEFORE/$b" "$OUT/bin-before/"
+	done
+fi
 for f in README.md htdemucs-tiny.safetensors htdemucs-mid.safetensors \
          htdemucs-mid-io.safetensors released-shapes.json; do
 	cp "$GOLDEN/$f" "$OUT/golden/"
@@ -68,6 +79,14 @@ if [ $((size + tree)) -ge 64 ]; then
 	size=$(du -sm "$OUT" | cut -f1)
 	echo "prepare.sh: without oneDNN, OpenBLAS and CLBlast's tuners, to fit beside the" \
 		"repository's $tree MiB: run.sh cpu and tune will not run there" >&2
+fi
+# then the goldens' inputs and outputs (14 MiB), which only step check and the reference's own
+# check in step demucs read: issue #50's call (run.sh all) needs neither
+if [ $((size + tree)) -ge 64 ]; then
+	rm -f "$OUT"/golden/htdemucs-mid-io.safetensors
+	size=$(du -sm "$OUT" | cut -f1)
+	echo "prepare.sh: without htdemucs-mid-io, to fit: run.sh check's goldens and the" \
+		"reference's check will not run there" >&2
 fi
 echo "prepare.sh: $OUT holds $size MiB, the repository $tree MiB ($(ls "$OUT/debs" |
 	grep -c '\.deb$') packages)"

@@ -14,8 +14,10 @@
  * checkpoint and is reused when newer than both inputs.
  *
  * Chunk mode (the default): one chunk of the config's chunk_size (B chunks with --batch)
- * through the family's forward pass (msst_demix.h: sb_msst_model_net): W warm-up passes, then R timed ones (wall and CPU seconds per
- * chunk); then one more pass with the device's profiling on (every operation timed with the
+ * through the family's forward pass (msst_demix.h: sb_msst_model_net): W warm-up passes, then R
+ * timed ones (wall and CPU seconds per chunk); then a pass as a song runs it, counted by the
+ * device where it counts (uploads, read-backs, the host's waits, launches: stderr and the
+ * JSON); then one more pass with the device's profiling on (every operation timed with the
  * device drained around it), whose entries go to stderr, slowest first, with the products'
  * GFLOP/s. A RoFormer's GFLOP per chunk are counted from the config as /tmp/roformer/SPEC.md
  * section 10 does (2 x the multiply-adds of every product: the transformers' linears and
@@ -402,6 +404,24 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_msst: cannot write to %s\n", dump);
 		return 1;
 	}
+	/* a pass as a song's are run (its stop flags in place), counted by the device: uploads,
+	 * read-backs, the host's waits and launches a chunk (issue #50) */
+	sb_dev_counts n0 = {0}, n1 = {0};
+	const int counts = dev.be->counts != NULL;
+	if (counts) {
+		atomic_int stop = 0;
+		net->on_stop(on, &stop, NULL);
+		dev.be->counts(dev.d, &n0);
+		st = net->forward(on, B, in, out);
+		dev.be->counts(dev.d, &n1);
+		net->on_stop(on, NULL, NULL);
+		fprintf(stderr, "a pass of %d chunk%s as a song runs it: %ld upload%s, %ld read-back%s, "
+		        "%ld wait%s, %ld launches (%.1f a chunk)\n", B, B == 1 ? "" : "s",
+		        n1.uploads - n0.uploads, n1.uploads - n0.uploads == 1 ? "" : "s",
+		        n1.downloads - n0.downloads, n1.downloads - n0.downloads == 1 ? "" : "s",
+		        n1.waits - n0.waits, n1.waits - n0.waits == 1 ? "" : "s", n1.launches - n0.launches,
+		        (double)(n1.launches - n0.launches) / B);
+	}
 	/* the profiled pass */
 	double prof_s = 0, gemm_s = 0, gemm_fl = 0, att_s = 0, att_fl = 0;
 	long launches = 0;
@@ -458,6 +478,11 @@ int main(int argc, char **argv)
 	       sb_pool_threads(pool), B, model, (long long)net->params,
 	       load_s, (double)L / RATE, chunk_s, chunk_cpu, gflop, gflop / chunk_s,
 	       sqrt(out2 / (in2 > 0 ? in2 : 1)), rss_loaded, peak_rss_mb());
+	if (counts)
+		printf(", \"uploads_per_pass\": %ld, \"downloads_per_pass\": %ld, \"waits_per_pass\": %ld, "
+		       "\"launches_per_chunk_counted\": %.1f", n1.uploads - n0.uploads,
+		       n1.downloads - n0.downloads, n1.waits - n0.waits,
+		       (double)(n1.launches - n0.launches) / B);
 	if (prof_s > 0)
 		printf(", \"profiled_chunk_s\": %.3f, \"gemm_s\": %.3f, \"gemm_gflop\": %.1f, "
 		       "\"gemm_gflops\": %.1f, \"attention_s\": %.3f, \"attention_gflop\": %.1f, "

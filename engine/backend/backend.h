@@ -35,7 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SB_BACKEND_API 9
+#define SB_BACKEND_API 10
 
 /* 1 when one of the n stop flags (NULL entries skipped) is set: what drain() and a model's
  * pass look at between their steps */
@@ -49,6 +49,7 @@ static inline int sb_stop_set(const atomic_int *const *stop, int n)
 
 typedef struct sb_bdev sb_bdev; /* an opened device: the backend's own struct */
 typedef struct sb_bbuf sb_bbuf; /* memory on a device: the backend's own struct */
+typedef struct sb_bpass sb_bpass; /* a pass ended and not yet waited for (pass_end) */
 
 /* a place in device memory: a buffer and an offset in floats */
 typedef struct {
@@ -147,13 +148,22 @@ typedef struct {
 	 * (k and v may be columns of one matrix, as q, k and v of a fused projection are; the
 	 * items may interleave, as the sequences of an axial transformer do). Where the scores
 	 * live is the backend's own business: a CPU keeps a block of them in cache, a GPU may
-	 * hold them all or none, never more than its memory allows. */
+	 * hold them all or none, never more than its memory allows. With per-head gates (g.buf
+	 * not NULL: a RoFormer's, columns of the rows q is read from), each row of each head is
+	 * multiplied by sigmoid(g[b sq + i ldq + h]) as it is written (issue #50: no launch and no
+	 * pass over o of its own). */
 	void (*attention)(sb_bdev *d, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq, int nk,
 	                  int heads, int hd, float scale, sb_dv o, int ldo, int batch, long sq,
-	                  long skv, long so);
+	                  long skv, long so, sb_dv g);
 	/* RMSNorm (the RoFormers): o[r][c] = x[r][c] sqrt(D) / max(||x[r]||, 1e-12) w[c] over the
 	 * D values of each row; o may be x */
 	void (*rmsnorm)(sb_bdev *d, sb_dv x, sb_dv o, size_t rows, int D, sb_dv w);
+	/* RMSNorm of each segment of each row (a RoFormer's bands, all in one launch): for row
+	 * r < rows at x + r ld and segment s < nseg, its columns i from seg[s] to seg[s + 1] - 1
+	 * (whole numbers as floats, ascending), of len_s values,
+	 * o[r ld + i] = x[r ld + i] sqrt(len_s) / max(||x[r, seg s]||, 1e-12) w[i]; o may be x */
+	void (*rmsnorm_seg)(sb_bdev *d, sb_dv x, sb_dv o, size_t rows, long ld, int nseg, sb_dv seg,
+	                    sb_dv w);
 	/* rotary position embedding on interleaved pairs (rotary-embedding-torch): for row
 	 * r < rows at x + r ld, position p = (r / div) % mod, pair i < cols / 2 with j = i % (hd / 2)
 	 * and (c, s) = (cs[(p hd / 2 + j) 2], cs[(p hd / 2 + j) 2 + 1]):
@@ -323,6 +333,16 @@ typedef struct {
 	double seconds, flops;
 } sb_prof_product;
 
+/* What a device has done since it was opened, counted whether profiling is on or not (the
+ * profile's own waits are not): launches (kernels enqueued, and each call of a library that
+ * enqueues its own, CLBlast's), uploads, read-backs (download and fetch), and the host's waits
+ * for the device (finish, drain, pass_wait, a blocking read or write: each time the host thread
+ * sat until the device had run something), bytes each way. */
+typedef struct {
+	long launches, uploads, downloads, waits;
+	double bytes_up, bytes_down;
+} sb_dev_counts;
+
 /* Arithmetic of a device's matrix products. bf16: inputs rounded to bf16, sums in fp32, every
  * other operation fp32; a backend that cannot says so once in the log and runs fp32. */
 typedef enum { SB_PREC_FP32 = 0, SB_PREC_BF16 = 1 } sb_precision;
@@ -366,7 +386,8 @@ struct sb_backend {
 
 	/* Memory. alloc: SB_ERR_DEVICE_OOM when the device has no room. wrap: device memory with
 	 * the contents of host memory that outlives it and never changes (weights): a backend that
-	 * shares host memory uses it in place, another copies it. */
+	 * shares host memory uses it in place, another copies it, perhaps only by the next
+	 * finish() (the caller keeps the host memory until then). */
 	sb_status (*alloc)(sb_bdev *d, size_t floats, sb_bbuf **out);
 	sb_status (*wrap)(sb_bdev *d, const float *host, size_t floats, sb_bbuf **out);
 	void (*release)(sb_bdev *d, sb_bbuf *b);
@@ -374,6 +395,12 @@ struct sb_backend {
 	 * queued before it, without the host waiting); download: done on return. */
 	void (*upload)(sb_bdev *d, sb_dv dst, const float *src, size_t n);
 	void (*download)(sb_bdev *d, float *dst, sb_dv src, size_t n);
+	/* A read-back at the end of a pass, without a wait of its own (issue #50: one wait a pass):
+	 * n floats of src, read after the work enqueued before it, are in dst once the next drain()
+	 * (or the pass_wait() of the pass it belongs to) has returned SB_OK. Until then dst is not
+	 * touched, and after a wait that gave up (a stop flag) or failed it is never touched: the
+	 * data lands in the backend's own memory first. A CPU backend copies at once. */
+	void (*fetch)(sb_bdev *d, float *dst, sb_dv src, size_t n);
 
 	/* Waits for everything enqueued; returns the first failure since clear(). */
 	sb_status (*finish)(sb_bdev *d);
@@ -382,6 +409,19 @@ struct sb_backend {
 	 * reads no host memory the caller owns; later work on the device queues behind it). For a pass whose result is no longer wanted: another device finished its
 	 * segment first, or the job was cancelled (issue #24: nothing is waited for). */
 	sb_status (*drain)(sb_bdev *d, const atomic_int *const *stop, int n);
+	/* Optional (NULL: the device has run each operation when it returns, as the CPU has): the
+	 * work enqueued since the last pass_end() (or since the device was opened) as a pass of its
+	 * own, with the reads fetch() enqueued in it, so that the next pass can be enqueued before
+	 * this one is waited for and the device goes from one to the next without waiting for the
+	 * host (a pipeline). pass_wait() waits for p alone as drain() does (the stop flags; SB_OK,
+	 * the first failure of its work, or SB_ERR_CANCELLED), puts its reads in place on SB_OK, and
+	 * frees p: each ended pass is waited for once, in the order they were ended. The pass's
+	 * failure is its own: clear() before the next pass does not forget it. NULL from pass_end()
+	 * when the host has no memory for it (the failure is kept by the device). */
+	sb_bpass *(*pass_end)(sb_bdev *d);
+	sb_status (*pass_wait)(sb_bdev *d, sb_bpass *p, const atomic_int *const *stop, int n);
+	/* Optional: the counts since the device was opened (sb_dev_counts) */
+	void (*counts)(const sb_bdev *d, sb_dev_counts *out);
 	/* The first failure since clear(), without waiting. */
 	sb_status (*status)(const sb_bdev *d);
 	void (*clear)(sb_bdev *d);

@@ -24,6 +24,7 @@ static const sb_op_info table[] = {
 	OP(add_row_channel, SB_OPS_CORE),
 	OP(attention, SB_OPS_CORE),
 	OP(rmsnorm, SB_OPS_CORE),
+	OP(rmsnorm_seg, SB_OPS_CORE),
 	OP(rope, SB_OPS_CORE),
 	OP(head_gate, SB_OPS_CORE),
 	OP(stft, SB_OPS_CORE),

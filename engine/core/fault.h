@@ -2,6 +2,7 @@
  * each its subsystem's ("<subsystem>:..."), whose grammar the subsystem documents:
  *   io:rename:K, io:dirsync:K     io/temp_file.h (the commit's rollback)
  *   job:slow:MS                   jobs/job_run.h (a job still running when a test needs one)
+ *   job:slow-write:MS             jobs/job_run.h (a slow disk: the stems' writing waits)
  *   opencl:N:...                  backend/opencl/cl_device.h (a device that fails, or is slow)
  * Threads: any; the variable is read at each call.
  */

@@ -44,7 +44,8 @@ static const sb_knob knobs[] = {
 	{"ZE_AFFINITY_MASK", "tools/cli", "batch: the GPUs granted, in its log", 0},
 	/* tests and benchmarks */
 	{"SB_FAULT_INJECT", "engine/core",
-	 "failures injected: opencl:N:..., io:rename:K, io:dirsync:K, job:slow:MS", 1},
+	 "failures injected: opencl:N:..., io:rename:K, io:dirsync:K, job:slow:MS, "
+	 "job:slow-write:MS", 1},
 	{"SB_PACE_FILE", "engine/models", "the devices' kept paces in another file", 1},
 	{"SB_ROW_TILE", "engine/backend/cpu", "rows of a batched layer per CPU operation", 1},
 	{"SB_CPU_BESIDE_NICE", "engine/backend/cpu", "the CPU's niceness beside GPUs (10)", 1},

@@ -93,13 +93,17 @@ void sb_engine_free(sb_engine *e)
 	for (sb_worker *w = e->workers; w; w = w->next)
 		pthread_cond_broadcast(&w->wake);
 	pthread_mutex_unlock(&e->lock);
+	/* every worker ended before any is freed: one that ends a job walks the list of workers
+	 * (end_lending), so a worker freed while another still runs would be read after its free */
+	for (sb_worker *o = e->workers; o; o = o->next)
+		if (o->started)
+			pthread_join(o->thread, NULL);
 	sb_worker *w = e->workers;
 	while (w) {
 		sb_worker *n = w->next;
-		if (w->started)
-			pthread_join(w->thread, NULL);
 		sb_model_cache_free(w->keep); /* its weights on the devices go before the devices */
 		pthread_cond_destroy(&w->wake);
+		pthread_cond_destroy(&w->turned);
 		free(w);
 		w = n;
 	}

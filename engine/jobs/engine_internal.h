@@ -52,6 +52,12 @@ struct sb_worker {
 	double busy_since;         /* when its current job started, 0 when idle */
 	double busy_units;         /* and that job's units */
 	sb_job_id lent_to;         /* its device is lent to this job (a lone one), 0 when not */
+	/* its jobs on threads of their own, two at most, so that one reads its input and writes
+	 * its stems while the other separates (scheduler.c: overlapped(); job_run.h:
+	 * sb_job_env.hold) */
+	int in_flight;
+	unsigned long tickets, turn; /* the order in which they hold the devices */
+	pthread_cond_t turned;
 	sb_worker *next;
 };
 

@@ -116,10 +116,10 @@ static void report(progress_state *ps, sb_job_state state, double fraction, cons
 		ps->env->progress(ps->env->progress_user, &ps->p);
 }
 
-/* job:slow:MS (job_run.h): a slow model, whatever the device. */
-static void injected_slowness(const progress_state *ps)
+/* job:slow:MS, job:slow-write:MS (job_run.h): a slow model, whatever the device; a slow disk */
+static void injected_wait(const progress_state *ps, const char *key)
 {
-	const long ms = sb_fault_number("job:slow:");
+	const long ms = sb_fault_number(key);
 	for (long waited = 0; waited < ms; waited += 10) {
 		if (ps->env->cancel && atomic_load(ps->env->cancel))
 			return;
@@ -131,7 +131,7 @@ static void injected_slowness(const progress_state *ps)
 static void model_progress(void *user, double fraction, const char *stage)
 {
 	progress_state *ps = user;
-	injected_slowness(ps);
+	injected_wait(ps, "job:slow:");
 	if (fraction < 0)
 		fraction = 0;
 	if (fraction > 1)
@@ -378,6 +378,11 @@ typedef struct {
 	sb_source *model_src, *rsrc; /* what the model reads: the input, or a converted copy */
 	sb_sink *model_sink;
 	sb_resample_sink *rsink;
+	/* the devices and the kept model (sb_job_env.hold): held, let go, the model given back */
+	int held, let_go, model_given;
+	int from_cache;              /* the model is the cache's to take back (one model alone) */
+	sb_model_info info;          /* the model's, for the writing once it is given back */
+	char stem_model[SB_MAX_STEMS][256]; /* info's stem_model strings, copied */
 } job;
 
 /* The input opened (a file, or the caller's memory) and read once as a whole: its peak, for the
@@ -465,6 +470,7 @@ static sb_status open_model(job *j)
 	} else {
 		st = sb_model_cache_open(env->keep, &c->part[0], env->devices, j->spec->bf16, j->log,
 		                        &j->model, &j->res->model_kept);
+		j->from_cache = 1;
 	}
 	if (st != SB_OK)
 		return st;
@@ -677,9 +683,8 @@ static sb_status separate(job *j)
  * manifest says how much that changed the model's own "other". */
 static sb_status mix_back(job *j)
 {
-	const sb_model *model = j->model;
 	if (!(j->stems & (1u << SB_STEM_OTHER)) || j->spec->keep_model_other ||
-	    (model->info.stems_sum && j->stems == j->model_stems))
+	    (j->info.stems_sum && j->stems == j->model_stems))
 		return SB_OK;
 	report(&j->ps, SB_JOB_RUNNING, j->ps.hi, "mixing back");
 	double changed = 0;
@@ -702,14 +707,9 @@ static sb_status commit(job *j)
 {
 	const sb_job_spec *spec = j->spec;
 	sb_job_outcome *res = j->res;
-	const sb_model *model = j->model;
+	const sb_model_info *info = &j->info;
 	const dev_plan *pl = &j->pl;
 	const sb_exec *d0 = &pl->dev[0];
-	snprintf(res->device_used, sizeof res->device_used, "%s", d0->props->key);
-	snprintf(res->precision, sizeof res->precision, "%s",
-	         d0->be->precision ? d0->be->precision(d0->d) : "fp32");
-	snprintf(res->products, sizeof res->products, "%s",
-	         d0->be->describe ? d0->be->describe(d0->d) : "");
 	sb_manifest_device mdev[SB_JOB_MAX_DEVICES];
 	const int n_mdev = j->ps.p.n_devices;
 	for (int i = 0; i < n_mdev; i++) {
@@ -720,7 +720,7 @@ static sb_status commit(job *j)
 	/* which model made each stem; "other" is the residual where the job made it so */
 	const char *stem_model[SB_MAX_STEMS];
 	for (int s = 0; s < SB_MAX_STEMS; s++)
-		stem_model[s] = model->info.stem_model[s] ? model->info.stem_model[s] : model->info.name;
+		stem_model[s] = info->stem_model[s] ? info->stem_model[s] : info->name;
 	if (j->residual_ran)
 		stem_model[SB_STEM_OTHER] = "residual";
 	const sb_manifest m = {
@@ -738,9 +738,9 @@ static sb_status commit(job *j)
 		.timeline_start = spec->timeline_start,
 		.track = j->track,
 		.take = j->take,
-		.model = model->info.name,
+		.model = info->name,
 		.model_requested = j->model_name,
-		.model_description = model->info.description,
+		.model_description = info->description,
 		.shifts = spec->shifts,
 		.overlap = spec->overlap,
 		.device_requested = res->device_requested,
@@ -791,6 +791,39 @@ static sb_status commit(job *j)
 	return SB_OK;
 }
 
+/* The separation is over: what the result and the manifest say of the devices and the model,
+ * read while they are the job's; then the model goes back to the keep (for the next job, when
+ * nothing went wrong with it or its devices: a device that stopped sharing the file,
+ * sb_device_report, counts too) and the engine's hold on the devices ends, so that the next job
+ * may separate while this one mixes back and writes (job_run.h: sb_job_env.hold). A composite's
+ * or an ensemble's models are the job's own, freed at its end. */
+static void give_back(job *j)
+{
+	sb_job_outcome *res = j->res;
+	const sb_exec *d0 = &j->pl.dev[0];
+	snprintf(res->device_used, sizeof res->device_used, "%s", d0->props->key);
+	snprintf(res->precision, sizeof res->precision, "%s",
+	         d0->be->precision ? d0->be->precision(d0->d) : "fp32");
+	snprintf(res->products, sizeof res->products, "%s",
+	         d0->be->describe ? d0->be->describe(d0->d) : "");
+	j->info = j->model->info;
+	for (int s = 0; s < SB_MAX_STEMS; s++)
+		if (j->info.stem_model[s]) {
+			snprintf(j->stem_model[s], sizeof j->stem_model[s], "%s", j->info.stem_model[s]);
+			j->info.stem_model[s] = j->stem_model[s];
+		}
+	if (j->from_cache) {
+		for (int i = 0; i < j->ps.p.n_devices; i++)
+			j->device_trouble |= j->ps.p.devices[i].dropped;
+		sb_model_cache_done(j->env->keep, j->model, !j->device_trouble);
+		j->model = NULL;
+		j->model_given = 1;
+	}
+	if (j->env->let_go)
+		j->env->let_go(j->env->hold_user);
+	j->let_go = 1;
+}
+
 /* What the job leaves: its result's words and state, nothing temporary; the model kept for the
  * next job only when nothing went wrong with it or its devices (a device that stopped sharing
  * the file, sb_device_report, counts too), or when it failed before the model ran. */
@@ -818,8 +851,11 @@ static void end(job *j, sb_status st)
 		j->src->close(j->src);
 	for (int i = 0; i < j->ps.p.n_devices; i++)
 		j->device_trouble |= j->ps.p.devices[i].dropped;
-	sb_model_cache_done(j->n_parts > 1 ? NULL : j->env->keep, j->model,
-	                   res->status == SB_OK ? !j->device_trouble : !j->model_ran);
+	if (!j->model_given)
+		sb_model_cache_done(j->n_parts > 1 ? NULL : j->env->keep, j->model,
+		                   res->status == SB_OK ? !j->device_trouble : !j->model_ran);
+	if (j->held && !j->let_go && j->env->let_go)
+		j->env->let_go(j->env->hold_user);
 }
 
 sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_outcome *res)
@@ -844,13 +880,20 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_outc
 	snprintf(res->device_requested, sizeof res->device_requested, "%s",
 	         env->requested ? env->requested : "auto");
 
-	sb_status st = open_devices(env, &j->ev, j->log, res, &j->pl);
-	if (st != SB_OK) {
-		sb_log(j->log, SB_LOG_ERROR, "no device could be opened, not even the CPU");
-	} else {
-		use_devices(&j->ps, &j->pl);
-		report(&j->ps, SB_JOB_RUNNING, 0.0, "loading");
-		st = open_input(j);
+	/* the input is read before the devices are held: the job before may still separate */
+	report(&j->ps, SB_JOB_RUNNING, 0.0, "loading");
+	sb_status st = open_input(j);
+	if (st == SB_OK) {
+		if (env->hold)
+			env->hold(env->hold_user);
+		j->held = 1;
+		st = open_devices(env, &j->ev, j->log, res, &j->pl);
+		if (st != SB_OK) {
+			sb_log(j->log, SB_LOG_ERROR, "no device could be opened, not even the CPU");
+		} else {
+			use_devices(&j->ps, &j->pl);
+			report(&j->ps, SB_JOB_RUNNING, 0.0, "loading");
+		}
 	}
 	if (st == SB_OK)
 		st = open_model(j);
@@ -859,10 +902,13 @@ sb_status sb_job_run(const sb_job_spec *spec, const sb_job_env *env, sb_job_outc
 	if (st == SB_OK)
 		st = separate(j);
 	if (st == SB_OK)
+		give_back(j);
+	if (st == SB_OK)
 		st = mix_back(j);
 	if (st == SB_OK) {
 		j->t_separated = sb_now();
 		report(&j->ps, SB_JOB_WRITING, 0.97, "writing");
+		injected_wait(&j->ps, "job:slow-write:");
 		if (env->cancel && atomic_load(env->cancel))
 			st = SB_ERR_CANCELLED;
 	}

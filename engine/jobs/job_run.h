@@ -1,6 +1,7 @@
-/* Runs one job to the end on the calling thread: open the model and the input, open the devices
- * the scheduler chose, separate, fall back when a device fails, write the stems (temporary
- * names, renamed only when every requested stem is complete), write the manifest.
+/* Runs one job to the end on the calling thread: open the input and read it for its peak, open
+ * the devices the scheduler chose and the model, separate, fall back when a device fails, give
+ * the model and the devices back (sb_job_env.hold), write the stems (temporary names, renamed
+ * only when every requested stem is complete), write the manifest.
  *
  * THE ONE PLACE FOR FALLBACKS (STYLE habit 16): every step from the device asked for to the
  * one that ran is decided here and recorded once (log, manifest events, the job's fallback
@@ -16,8 +17,9 @@
  * The stem writer is reset between attempts, so a failed attempt leaves nothing behind.
  *
  * FAULT INJECTION (tests that need a job still running, on any device: a host killed mid-job),
- * in SB_FAULT_INJECT (io/temp_file.h): job:slow:MS  each progress step of a model's separation
- * waits MS milliseconds first (cancel is still heard every 10 ms).
+ * in SB_FAULT_INJECT (core/fault.h): job:slow:MS  each progress step of a model's separation
+ * waits MS milliseconds first (cancel is still heard every 10 ms); job:slow-write:MS  the
+ * writing that follows the separation waits MS milliseconds first (a slow disk).
  */
 #ifndef SB_JOB_RUN_H
 #define SB_JOB_RUN_H
@@ -59,6 +61,16 @@ typedef struct {
 	sb_model_cache *keep;             /* the model kept from the job before, and where this job's
 	                                    is kept for the next (model_cache.h); NULL: opened and
 	                                    freed by this job */
+	/* Optional (NULL: the devices and the keep are the job's from its start to its end): the
+	 * engine's hold on them, taken before the job first touches a device or the keep, after
+	 * its input is opened and read for its peak, and let go once the separation is over and
+	 * the model given back, before the "other" stem's mixing, the manifest and the commit. So
+	 * the next job's reading and this one's writing run while another job separates on the
+	 * same devices (issue #50). Called once each, hold first, or neither (a job that ends
+	 * before it needs a device). */
+	void (*hold)(void *user);
+	void (*let_go)(void *user);
+	void *hold_user;
 } sb_job_env;
 
 /* How a job ended, as the engine keeps it: sb_engine_result() hands out its strings

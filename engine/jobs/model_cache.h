@@ -10,9 +10,11 @@
  * name or the file it resolves to), or the same file changed on disk (size, modification time,
  * inode), or that runs on other devices or at another precision, frees the kept model before it
  * opens its own, so two models are never held at once. The job runner gives a model back only
- * when its job succeeded with no device failing on the way, or failed before the model ran;
- * after a device failure, an out-of-memory retry, NaN output, a cancel or any other failure of
- * the separation or the writing, the model is freed with everything it placed.
+ * when its separation succeeded with no device failing on the way, or its job failed before the
+ * model ran; after a device failure, an out-of-memory retry, NaN output, a cancel or any other
+ * failure of the separation, the model is freed with everything it placed. It goes back at the
+ * separation's end, before the stems are mixed back and committed (job_run.h: the next job may
+ * separate meanwhile), so a failure of the writing alone (a full disk) keeps it.
  *
  * Devices: a kept model keeps its weights on the devices the engine keeps open (every one but
  * the native CPU, which each job opens for itself: job_run.h), through sb_run_ctx.keep; the

@@ -58,13 +58,67 @@ static void progress_cb(void *user, const sb_job_progress *p)
 	pthread_mutex_unlock(&t->e->lock);
 }
 
-/* runs j on w's thread; its status (j itself may be gone once it has ended), and in *ran the
- * seconds it ran once its devices were free (the pace counts no wait for another's job) */
-static sb_status run_job(sb_worker *w, sb_job *j, double *ran)
+/* A job that overlaps another (overlapped()) holds its devices, in the order its worker took
+ * them, only from its input's reading to its separation's end (job_run.h: sb_job_env.hold). */
+typedef struct {
+	sb_worker *w;
+	sb_job *j;
+	unsigned long ticket;
+	uint64_t held;             /* the devices it locked */
+	int holding, had_turn;
+	double t0;                 /* when it got them */
+} job_hold;
+
+static void hold_devices(void *user)
+{
+	job_hold *h = user;
+	sb_engine *e = h->w->e;
+	pthread_mutex_lock(&e->lock);
+	while (h->w->turn != h->ticket)
+		pthread_cond_wait(&h->w->turned, &e->lock);
+	pthread_mutex_unlock(&e->lock);
+	h->had_turn = 1;
+	h->held = sb_slots_lock(e, h->w, &h->j->set);
+	h->holding = 1;
+	h->t0 = sb_now();
+}
+
+/* the next job's turn, once this one has had its own (one that ended before it held any waits
+ * for it too) */
+static void pass_turn(job_hold *h)
+{
+	sb_engine *e = h->w->e;
+	pthread_mutex_lock(&e->lock);
+	while (!h->had_turn && h->w->turn != h->ticket)
+		pthread_cond_wait(&h->w->turned, &e->lock);
+	h->had_turn = 1;
+	h->w->turn++;
+	pthread_cond_broadcast(&h->w->turned);
+	pthread_mutex_unlock(&e->lock);
+}
+
+static void let_devices_go(void *user)
+{
+	job_hold *h = user;
+	sb_engine *e = h->w->e;
+	const int kept = sb_model_cache_holds(h->w->keep);
+	pthread_mutex_lock(&e->lock);
+	h->w->kept_mask = kept ? sb_slots_mask(e, &h->j->set) : 0;
+	pthread_mutex_unlock(&e->lock);
+	sb_slots_unlock(e, h->held);
+	h->holding = 0;
+	pass_turn(h);
+}
+
+/* runs j on the calling thread (w's own, or a job thread's for an overlapped job: h); its status
+ * (j itself may be gone once it has ended), and in *ran the seconds it ran once its devices were
+ * free (the pace counts no wait for another's job) */
+static sb_status run_job(sb_worker *w, sb_job *j, job_hold *h, double *ran)
 {
 	sb_engine *e = w->e;
-	/* the job's shared devices, locked in table order (the CPU is each job's own) */
-	const uint64_t held = sb_slots_lock(e, w, &j->set);
+	/* the job's shared devices, locked in table order (the CPU is each job's own): for the
+	 * whole job, or for its device stage only */
+	const uint64_t held = h ? 0 : sb_slots_lock(e, w, &j->set);
 	const double t0 = sb_now();
 	progress_target t = {e, j};
 	job_devices jd = {e, {{0}}, 0, j->spec.bf16, 0, sb_slots_other_gpus(e, &j->set)};
@@ -82,18 +136,28 @@ static sb_status run_job(sb_worker *w, sb_job *j, double *ran)
 		.model_path = (const char *const *)e->model_path,
 		.choice = &j->choice,
 		.keep = w->keep,
+		.hold = h ? hold_devices : NULL,
+		.let_go = h ? let_devices_go : NULL,
+		.hold_user = h,
 	};
 	sb_job_outcome *r = malloc(sizeof *r);
 	if (r)
 		sb_job_run(&j->spec, &env, r);
-	*ran = sb_now() - t0;
+	*ran = sb_now() - (h && h->t0 > 0 ? h->t0 : t0);
 	for (int i = 0; i < jd.n_own; i++)
 		sb_exec_close(&jd.own[i]);
-	const int kept = sb_model_cache_holds(w->keep);
-	pthread_mutex_lock(&e->lock);
-	w->kept_mask = kept ? sb_slots_mask(e, &j->set) : 0;
-	pthread_mutex_unlock(&e->lock);
-	sb_slots_unlock(e, held);
+	if (h) {
+		if (h->holding) /* the runner lets go itself; this is for a path that did not */
+			let_devices_go(h);
+		else if (!h->had_turn)
+			pass_turn(h);
+	} else {
+		const int kept = sb_model_cache_holds(w->keep);
+		pthread_mutex_lock(&e->lock);
+		w->kept_mask = kept ? sb_slots_mask(e, &j->set) : 0;
+		pthread_mutex_unlock(&e->lock);
+		sb_slots_unlock(e, held);
+	}
 	/* The samples are no longer needed: give them back before the job is seen to end (once it
 	 * has, its owner may release and free it at any moment). */
 	sb_sched_release_input(j);
@@ -310,12 +374,79 @@ void sb_sched_end_unstarted(sb_engine *e, sb_job *j)
 	end_lending(e, j->id);
 }
 
+/* Under e->lock: whether j, the next of w's own queue, may run beside the job w runs now: a job
+ * of parallel mode on a set with a GPU (on the CPU its reading and writing would take the
+ * cores the separation computes on), not one dealt out of the pool (those run alone, and set
+ * a device's pace), nor one asked to run in turn (one job at a time, the low-memory choice) */
+static int overlapped(const sb_engine *e, const sb_job *j)
+{
+	return e->opts.mode == SB_MODE_PARALLEL && !j->pooled && !j->spec.in_turn &&
+	       sb_slots_mask(e, &j->set) != 0;
+}
+
+typedef struct {
+	sb_worker *w;
+	sb_job *j;
+	job_hold h;
+} job_thread;
+
+/* an overlapped job on a thread of its own (worker_main) */
+static void *job_thread_main(void *arg)
+{
+	job_thread *t = arg;
+	sb_worker *w = t->w;
+	sb_engine *e = w->e;
+	const sb_job_id id = t->j->id;
+	double ran = 0;
+	run_job(w, t->j, &t->h, &ran);
+	pthread_mutex_lock(&e->lock);
+	if (!--w->in_flight)
+		w->busy_since = 0;
+	end_lending(e, id);
+	pthread_cond_broadcast(&w->wake);
+	if (e->pool_head)
+		sb_sched_wake_pool(e);
+	pthread_mutex_unlock(&e->lock);
+	free(t);
+	return NULL;
+}
+
+/* Under e->lock: j started on a job thread of w's; 0 when no thread could be started (w runs
+ * it itself) */
+static int start_job_thread(sb_worker *w, sb_job *j)
+{
+	job_thread *t = calloc(1, sizeof *t);
+	if (!t)
+		return 0;
+	*t = (job_thread){w, j, {w, j, w->tickets, 0, 0, 0, 0}};
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	pthread_t th;
+	const int ok = pthread_create(&th, &a, job_thread_main, t) == 0;
+	pthread_attr_destroy(&a);
+	if (!ok) {
+		free(t);
+		return 0;
+	}
+	w->tickets++;
+	w->in_flight++;
+	return 1;
+}
+
 static void *worker_main(void *arg)
 {
 	sb_worker *w = arg;
 	sb_engine *e = w->e;
 	pthread_mutex_lock(&e->lock);
 	for (;;) {
+		/* while its jobs run on job threads it takes only the next of its own queue that may
+		 * run beside them, one at a time ahead */
+		if (w->in_flight &&
+		    (w->in_flight >= 2 || !w->head || !overlapped(e, w->head) || e->paused)) {
+			pthread_cond_wait(&w->wake, &e->lock);
+			continue;
+		}
 		sb_job *j;
 		while (!(j = next_job(e, w)) && !e->stopping) {
 			if (w->pool && e->pool_head && !w->lent_to) {
@@ -326,8 +457,11 @@ static void *worker_main(void *arg)
 				pthread_cond_wait(&w->wake, &e->lock);
 			}
 		}
-		if (!j)
+		if (!j) {
+			while (w->in_flight) /* its job threads end before it does */
+				pthread_cond_wait(&w->wake, &e->lock);
 			break;
+		}
 		if (atomic_load(&j->cancel)) {
 			sb_sched_end_unstarted(e, j);
 			forget_if_released(e, j);
@@ -341,9 +475,11 @@ static void *worker_main(void *arg)
 		const double units = j->units;
 		const size_t n_used = j->set.n;
 		const sb_job_id id = j->id;
+		if (overlapped(e, j) && start_job_thread(w, j))
+			continue; /* busy until its job threads have ended */
 		pthread_mutex_unlock(&e->lock);
 		double ran = 0;
-		const sb_status st = run_job(w, j, &ran);
+		const sb_status st = run_job(w, j, NULL, &ran);
 		pthread_mutex_lock(&e->lock);
 		w->busy_since = 0;
 		/* a pooled job that ran to its end on this device alone sets the device's pace */
@@ -378,8 +514,10 @@ sb_worker *sb_sched_worker_for(sb_engine *e, const sb_device_set *set)
 	/* without memory for a keep, the worker opens each job's model for that job alone */
 	w->keep = sb_model_cache_new();
 	pthread_cond_init(&w->wake, NULL);
+	pthread_cond_init(&w->turned, NULL);
 	if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
 		pthread_cond_destroy(&w->wake);
+		pthread_cond_destroy(&w->turned);
 		sb_model_cache_free(w->keep);
 		free(w);
 		sb_log(&e->opts.log, SB_LOG_ERROR, "cannot start a worker thread");

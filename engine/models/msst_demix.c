@@ -239,6 +239,10 @@ typedef struct {
 	int batch;      /* chunks per pass */
 } rf_dev;
 
+/* passes a device has enqueued and not yet waited for, at most; a block holds as many passes of
+ * the device that takes the most chunks a pass, where the net can pipeline (sb_msst_net.submit) */
+#define RF_IN_FLIGHT 2
+
 typedef struct {
 	demix *d;
 	const sb_exec *dev;
@@ -341,21 +345,52 @@ static sb_status rf_run(void *user, int dev, void **dstate, const void *blk, int
 	d->net->on_stop(x->on, ctx->cancel, lost);
 	const size_t in_item = (size_t)d->lanes * d->mc * (size_t)d->C;
 	const size_t out_item = (size_t)d->lanes * d->S * d->mc * (size_t)d->C;
+	const sb_msst_net *net = d->net;
+	/* the block's passes in order, the next one enqueued before the last is waited for where
+	 * the net and the device pipeline (RF_IN_FLIGHT; sb_resident_end): the device goes from one
+	 * pass to the next without waiting for the host */
+	sb_resident_pass q[RF_IN_FLIGHT];
+	int head = 0, out_n = 0;
+	const int depth = net->submit ? RF_IN_FLIGHT : 1;
 	sb_status st = SB_OK;
-	for (int j = 0; j < b->nb && st == SB_OK;) {
-		const int n = b->nb - j < x->batch ? b->nb - j : x->batch;
-		st = d->net->forward(x->on, n * d->lanes, b->items + (size_t)j * in_item,
-		                         out + (size_t)j * out_item);
-		if (st == SB_ERR_DEVICE_OOM && x->batch > 1) {
-			sb_log(ctx->log, SB_LOG_WARNING, "%s ran out of memory at %d chunks per pass: one "
-			       "at a time from now on", u->dev[dev].props ? u->dev[dev].props->label
-			       : "a device", x->batch);
-			x->batch = 1;
-			st = SB_OK;
-			continue;
+	for (int j = 0; (j < b->nb || out_n) && st == SB_OK;) {
+		if (j < b->nb && out_n < depth) {
+			const int n = b->nb - j < x->batch ? b->nb - j : x->batch;
+			const float *in = b->items + (size_t)j * in_item;
+			float *o = out + (size_t)j * out_item;
+			sb_resident_pass *pp = &q[(head + out_n) % RF_IN_FLIGHT];
+			sb_status s2 = net->submit ? net->submit(x->on, n * d->lanes, in, o, pp)
+			                           : net->forward(x->on, n * d->lanes, in, o);
+			if (net->submit)
+				out_n++;
+			if (s2 == SB_OK) {
+				j += n;
+				continue;
+			}
+			/* the passes before it and its own, waited for (or dropped) first */
+			for (; out_n; out_n--, head = (head + 1) % RF_IN_FLIGHT) {
+				const sb_status s3 = net->collect(x->on, &q[head]);
+				if (s3 != SB_OK && st == SB_OK && out_n > 1) /* not the failed one (last) */
+					st = s3;
+			}
+			if (st == SB_OK && s2 == SB_ERR_DEVICE_OOM && x->batch > 1) {
+				sb_log(ctx->log, SB_LOG_WARNING, "%s ran out of memory at %d chunks per pass: "
+				       "one at a time from now on", u->dev[dev].props ? u->dev[dev].props->label
+				       : "a device", x->batch);
+				x->batch = 1;
+				continue; /* again from chunk j */
+			}
+			if (st == SB_OK)
+				st = s2;
+			break;
 		}
-		j += n;
+		st = net->collect(x->on, &q[head]);
+		head = (head + 1) % RF_IN_FLIGHT;
+		out_n--;
 	}
+	/* after a failure, the passes still on the device are given up */
+	for (; out_n; out_n--, head = (head + 1) % RF_IN_FLIGHT)
+		net->collect(x->on, &q[head]);
 	return st;
 }
 
@@ -455,7 +490,8 @@ static sb_status run_demix(msst_model *rm, const sb_run_ctx *ctx, sb_source *in,
 		return st;
 	/* chunks per pass on each device: the job's choice, else the device's, as many as a
 	 * quarter of its memory holds (the net's pass_bytes a chunk), no more than its largest
-	 * buffer; a block is the most any device takes */
+	 * buffer; a block is the most any device takes in RF_IN_FLIGHT passes where it pipelines,
+	 * in one elsewhere */
 	rf_share su = {&d, rd.ctx.dev, 1, {0}, 0, &rm->kept, rd.ctx.keep, {NULL}};
 	const int n_dev = rd.ctx.n_dev < SB_SHARE_MAX_DEVS ? rd.ctx.n_dev : SB_SHARE_MAX_DEVS;
 	for (int i = 0; i < n_dev; i++) {
@@ -469,7 +505,8 @@ static sb_status run_demix(msst_model *rm, const sb_run_ctx *ctx, sb_source *in,
 		                 (big > 0 && B * net->largest_bytes > big)))
 			B--;
 		su.batch[i] = B;
-		su.B = B > su.B ? B : su.B;
+		const int passes = net->submit && dev->be->pass_end ? RF_IN_FLIGHT : 1;
+		su.B = B * passes > su.B ? B * passes : su.B;
 	}
 	if (su.B > d.n_chunks)
 		su.B = (int)d.n_chunks;

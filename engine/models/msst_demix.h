@@ -14,6 +14,7 @@
 
 #include "convert/msst_config.h"
 #include "models/model.h"
+#include "models/resident.h"
 
 #include <stdatomic.h>
 
@@ -35,6 +36,11 @@ typedef struct {
 	sb_status (*forward)(void *on, int B, const float *in, float *out);
 	void (*free_net)(void *net);
 	int64_t params;             /* its parameters (for messages and benches) */
+	/* Optional: forward in two steps, so that a device that pipelines (models/resident.h:
+	 * sb_resident_end) has the next pass enqueued before the last one is waited for: submit
+	 * enqueues, collect waits (once for each submit, in order, a failed one too) */
+	sb_status (*submit)(void *on, int B, const float *in, float *out, sb_resident_pass *pass);
+	sb_status (*collect)(void *on, sb_resident_pass *pass);
 } sb_msst_net;
 
 /* The sb_model of net (taken over: freed with the model, and on failure) with the audio,

@@ -40,6 +40,33 @@ sb_status sb_resident_drain(sb_resident *p)
 	return st;
 }
 
+void sb_resident_fetch(sb_resident *p, float *dst, sb_dv src, size_t n)
+{
+	if (sb_resident_status(p) == SB_OK)
+		p->x.be->fetch(p->x.d, dst, src, n);
+}
+
+sb_resident_pass sb_resident_end(sb_resident *p)
+{
+	sb_resident_pass pp = {NULL, sb_resident_status(p)};
+	if (pp.st != SB_OK || !p->x.be->pass_end) {
+		pp.st = sb_resident_drain(p); /* a failed pass: its failure, without a wait */
+		return pp;
+	}
+	if (!(pp.bp = p->x.be->pass_end(p->x.d)))
+		pp.st = sb_resident_status(p);
+	return pp;
+}
+
+sb_status sb_resident_wait(sb_resident *p, sb_resident_pass *pp)
+{
+	if (!pp->bp)
+		return pp->st;
+	pp->st = p->x.be->pass_wait(p->x.d, pp->bp, p->stop, 2);
+	pp->bp = NULL;
+	return pp->st;
+}
+
 void sb_resident_fini(sb_resident *p)
 {
 	if (!p)
@@ -141,6 +168,11 @@ sb_status sb_resident_init(sb_resident *p, const sb_weights *w, const sb_exec *d
 		p->wlen[i] = owned_n[j];
 		st = dev->be->wrap(dev->d, p->wptr[i], p->wlen[i], &p->wbuf[i]);
 	}
+	/* one wait for every weight's copy (a backend that copies them does so without waiting
+	 * for each: backend.h, wrap), those before a failure too */
+	const sb_status copied = dev->be->finish(dev->d);
+	if (st == SB_OK)
+		st = copied;
 	if (st != SB_OK) {
 		sb_log(log, SB_LOG_ERROR, "%s: cannot place the weights on %s (%s)", who,
 		       dev->props ? dev->props->label : "the device", sb_status_str(st));

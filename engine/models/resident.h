@@ -72,6 +72,22 @@ int sb_resident_stopped(sb_resident *p);
  * pass's status; the device goes on with the pass's work, which nobody waits for). */
 sb_status sb_resident_drain(sb_resident *p);
 
+/* A pass whose results come back by read-backs enqueued in it (sb_resident_fetch), ended without a
+ * wait where the device pipelines (backend.h: pass_end): the next pass is enqueued before it is
+ * waited for (sb_resident_wait), and the device goes from one to the next without waiting for
+ * the host (issue #50). Elsewhere sb_resident_end waits as sb_resident_drain does, and
+ * sb_resident_wait returns what it found. */
+typedef struct {
+	sb_bpass *bp;               /* ended, not yet waited for; NULL: st says how it ended */
+	sb_status st;
+} sb_resident_pass;
+
+/* n floats of src into dst once the pass has been waited for with SB_OK (backend.h: fetch) */
+void sb_resident_fetch(sb_resident *p, float *dst, sb_dv src, size_t n);
+sb_resident_pass sb_resident_end(sb_resident *p);
+/* once for each pass sb_resident_end returned, in their order */
+sb_status sb_resident_wait(sb_resident *p, sb_resident_pass *pp);
+
 /* Placements a model keeps from one separate() call to the next, on the devices the caller
  * keeps open (sb_run_ctx.keep), one state per device found by its handle (the job runner's kept
  * model, #24: the second song on a GPU uploads nothing).

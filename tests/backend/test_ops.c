@@ -186,7 +186,7 @@ static void verdict(const where *w, const char *op, const char *shape, sb_status
 }
 
 /* The results a device gives, in case order, kept for the CPU to compare the others with. */
-#define MAX_CASES 128
+#define MAX_CASES 160
 typedef struct {
 	float *out[MAX_CASES];
 	size_t n[MAX_CASES];
@@ -713,6 +713,10 @@ static void case_convtr(run *r, int cout, long lin, long length, int act)
 /* self-attention (q, k, v columns of one fused projection) or cross-attention (k, v of their
  * own matrix), over 'batch' sequences; interleaved: the items' rows alternate (row i of item b
  * at (i batch + b) ld, as an axial transformer's time sequences lie), else item after item */
+/* with per-head gates (backend.h: attention's g, as a RoFormer's): the first heads columns of
+ * q's rows stand in for them */
+static int att_gated;
+
 static void case_attention(run *r, int nq, int nk, int heads, int hd, int fused, int batch,
                            int interleaved)
 {
@@ -749,12 +753,13 @@ static void case_attention(run *r, int nq, int nk, int heads, int hd, int fused,
 				}
 				for (int j = 0; j < nk; j++)
 					sum += (p[j] = exp(p[j] - mx));
+				const double gate = att_gated ? 1 / (1 + exp(-(double)qp[(size_t)i * ldq + h])) : 1;
 				for (int c = 0; c < hd; c++) {
 					double v = 0;
 					for (int j = 0; j < nk; j++)
 						v += rounded((float)p[j]) / sum *
 						     rounded(vp[(size_t)j * ldkv + h * hd + c]);
-					want[b * so + (size_t)i * ldo + h * hd + c] = v;
+					want[b * so + (size_t)i * ldo + h * hd + c] = v * gate;
 				}
 			}
 	}
@@ -762,13 +767,14 @@ static void case_attention(run *r, int nq, int nk, int heads, int hd, int fused,
 	if (!r->a->failed)
 		ops(r)->attention(dv(r), dq, ldq, fused ? sb_dv_at(dq, (size_t)D) : dkv,
 		                  fused ? sb_dv_at(dq, (size_t)2 * D) : sb_dv_at(dkv, (size_t)D), ldkv,
-		                  nq, nk, heads, hd, scale, dout, ldo, batch, sq, fused ? sq : skv, so);
+		                  nq, nk, heads, hd, scale, dout, ldo, batch, sq, fused ? sq : skv, so,
+		                  att_gated ? dq : (sb_dv){NULL, 0});
 	memcpy(got, o, sizeof(float) * no);
 	get(r->a, got, dout, no);
 	sb_status st = done(r->a);
 	char shape[64];
-	snprintf(shape, sizeof shape, "%dx %d x %d, %d x %d%s%s", batch, nq, nk, heads, hd,
-	         fused ? " qkv" : "", interleaved ? " axial" : "");
+	snprintf(shape, sizeof shape, "%dx %d x %d, %d x %d%s%s%s", batch, nq, nk, heads, hd,
+	         fused ? " qkv" : "", interleaved ? " axial" : "", att_gated ? " gated" : "");
 	/* bf16, tf32: each weight rounded at its block's maximum on a device (online softmax), at
 	 * the row's here: the same relative size, other values */
 	judge(r, "attention", shape, st, got, want, no, bf16_mode ? 4e-3 : tf32_mode ? 5e-4 : 2e-6);
@@ -808,6 +814,53 @@ static void case_rmsnorm(run *r, int rows, int D, int inplace)
 	snprintf(shape, sizeof shape, "%d x %d%s", rows, D, inplace ? " in place" : "");
 	judge(r, "rmsnorm", shape, st, got, want, n, 1e-6);
 	arena_free(r->a);
+	free(x);
+	free(w);
+	free(got);
+	free(want);
+}
+
+/* RMSNorm of segments of rows at stride ld (a RoFormer's bands of widths 4 to 600, and one
+ * longer than a work-group), the columns past the last segment left alone */
+static void case_rmsnorm_seg(run *r, int rows, int nseg, int widest, int inplace)
+{
+	float *seg = malloc(sizeof(float) * (size_t)(nseg + 1));
+	int at = 0;
+	for (int s = 0; s <= nseg; s++) {
+		seg[s] = (float)at;
+		at += s == nseg / 2 ? widest : 4 * (1 + s % 3);
+	}
+	const int width = (int)seg[nseg];
+	const long ld = width + 3;
+	const size_t n = (size_t)rows * (size_t)ld;
+	float *x = rnd(n, 2), *w = rnd((size_t)width, 1), *got = malloc(sizeof(float) * n);
+	double *want = dup_d(x, n);
+	if (rows > 1) /* a segment of zeros stays zeros (the norm's floor) */
+		for (int c = (int)seg[1]; c < (int)seg[2]; c++)
+			x[ld + c] = 0.f;
+	for (int i = 0; i < rows; i++)
+		for (int s = 0; s < nseg; s++) {
+			const int a = (int)seg[s], b = (int)seg[s + 1];
+			double q = 0;
+			for (int c = a; c < b; c++)
+				q += (double)x[i * ld + c] * x[i * ld + c];
+			const double f = sqrt((double)(b - a)) / fmax(sqrt(q), 1e-12);
+			for (int c = a; c < b; c++)
+				want[i * ld + c] = x[i * ld + c] * f * w[c];
+		}
+	sb_dv dx = put(r->a, x, n), dw = put(r->a, w, (size_t)width),
+	      ds = put(r->a, seg, (size_t)nseg + 1);
+	sb_dv dout = inplace ? dx : put(r->a, x, n);
+	if (!r->a->failed)
+		ops(r)->rmsnorm_seg(dv(r), dx, dout, (size_t)rows, ld, nseg, ds, dw);
+	get(r->a, got, dout, n);
+	sb_status st = done(r->a);
+	char shape[64];
+	snprintf(shape, sizeof shape, "%d x %d segments (to %d)%s", rows, nseg, widest,
+	         inplace ? " in place" : "");
+	judge(r, "rmsnorm_seg", shape, st, got, want, n, 1e-6);
+	arena_free(r->a);
+	free(seg);
 	free(x);
 	free(w);
 	free(got);
@@ -1502,6 +1555,11 @@ static void all_cases(run *r)
 		case_attention(r, 30, 45, 2, 8, 0, 2, 0);
 		case_attention(r, 41, 41, 2, 16, 1, 5, 1);    /* a RoFormer's time sequences, per band */
 		case_attention(r, 7, 7, 4, 8, 1, 19, 0);      /* its band sequences: many and short */
+		att_gated = 1;                                /* with a RoFormer's per-head gates */
+		case_attention(r, 41, 41, 2, 16, 1, 5, 1);
+		case_attention(r, 7, 7, 4, 8, 1, 19, 0);
+		case_attention(r, 70, 70, 4, 64, 1, 3, 1);
+		att_gated = 0;
 		/* the usual head of 64 (HTDemucs, the RoFormers), 32, and one past what a one-pass
 		 * kernel holds: rows and keys off its tiles */
 		case_attention(r, 130, 97, 2, 64, 0, 2, 0);
@@ -1556,6 +1614,9 @@ static void all_cases(run *r)
 	case_rmsnorm(r, 37, 24, 0);
 	case_rmsnorm(r, 700, 384, 1);
 	case_rmsnorm(r, 5, 1030, 0);                  /* longer rows than a work-group */
+	case_rmsnorm_seg(r, 41, 9, 24, 0);
+	case_rmsnorm_seg(r, 300, 62, 600, 1);
+	case_rmsnorm_seg(r, 3, 5, 1030, 0);
 	case_rope(r, 60, 3 * 32 + 4, 2 * 32, 16, 1, 60);
 	case_rope(r, 6 * 11, 2 * 24, 2 * 24, 8, 6, 11);  /* time positions of [T][bands] rows */
 	case_rope(r, 6 * 11, 2 * 24, 2 * 24, 8, 1, 6);   /* band positions */
@@ -1683,8 +1744,9 @@ int main(int argc, char **argv)
 		 * without it runs that model on the CPU) */
 		const void *const must[] = {be->enumerate, be->open, be->close, be->lost, be->begin_chunk,
 		                            be->row_tile, be->batch, be->alloc, be->wrap, be->release,
-		                            be->upload, be->download, be->finish, be->status, be->clear,
-		                            be->ops, be->set_profiling, be->profile, be->describe};
+		                            be->upload, be->download, be->fetch, be->finish, be->status,
+		                            be->clear, be->ops, be->set_profiling, be->profile,
+		                            be->describe};
 		for (size_t k = 0; k < sizeof must / sizeof must[0]; k++)
 			if (!must[k]) {
 				printf("  FAIL: %s leaves entry %zu of its table empty\n", be->name, k);

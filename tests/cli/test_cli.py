@@ -1099,6 +1099,33 @@ def group_batch(tmp):
           f"{[(l.get('status'), l.get('device')) for l in dl]} {p.stderr}")
     sum_check(paths[4], [os.path.join(outd, "beta", "live", "t1", s + ".wav") for s in STEMS])
 
+    # on one OpenCL device (PoCL standing in for a GPU): two inputs in flight, one writing or
+    # reading while the other separates (#50); logged in the list's order, the stems the bytes
+    # of separate runs on that device
+    outg = os.path.join(tmp, "one-gpu")
+    three = os.path.join(tmp, "three.txt")
+    with open(three, "w") as f:
+        f.write("\n".join(paths[:3]) + "\n")
+    p = run(b + [three, "-o", outg, "--device", "opencl:0"], env={"POCL_DEVICES": "pthread"})
+    gl = [l for l in batch_lines(outg) if not l.get("summary")]
+    check(p.returncode == 0 and [l["path"] for l in gl] == paths[:3] and
+          all(l["status"] == "done" and l.get("device") == "opencl:0" for l in gl),
+          f"batch on one OpenCL device: exit {p.returncode}, "
+          f"{[(l.get('path'), l.get('status'), l.get('device')) for l in gl]} {p.stderr}")
+    for k in range(3):
+        own = os.path.join(tmp, f"one-gpu-own-{k}")
+        q = run(["separate", paths[k], "-o", own, "--model", "builtin", "--device", "opencl:0"],
+                env={"POCL_DEVICES": "pthread"})
+        track = os.path.splitext(os.path.basename(paths[k]))[0]
+        same = q.returncode == 0
+        for s_ in STEMS:  # the three share a folder: the batch's root
+            a = os.path.join(outg, track, s_ + ".wav")
+            b_ = os.path.join(own, track, s_ + ".wav")
+            same = same and os.path.exists(a) and os.path.exists(b_) and \
+                open(a, "rb").read() == open(b_, "rb").read()
+        check(same, f"input {k} of a batch on one OpenCL device: the bytes of a run of its own "
+              f"({q.returncode}: {q.stderr})")
+
     # a re-run separates nothing and touches no stem
     t0 = time.time()
     p = run(b + [src, "-o", out])

@@ -224,6 +224,26 @@ static void transfers_case(const char *model, const char *io_name, const sb_exec
 		if (!(e <= 1e-5))
 			FAIL("a pass of %d segments differs from passes of one by %.2e", B, e);
 	}
+	/* a pass as a song's are run (its stop flags in place), counted by the device rather than
+	 * its profile: the host waits once, the stems read back at that wait (issue #50) */
+	if (st == SB_OK && cl->be->counts) {
+		atomic_int stop = 0;
+		sb_htdemucs_on_stop(on, &stop, NULL);
+		sb_dev_counts c0, c1;
+		cl->be->counts(cl->d, &c0);
+		st = sb_htdemucs_forward(on, 1, in, got, NULL, NULL);
+		cl->be->counts(cl->d, &c1);
+		sb_htdemucs_on_stop(on, NULL, NULL);
+		const long up = c1.uploads - c0.uploads, down = c1.downloads - c0.downloads,
+		           wait = c1.waits - c0.waits;
+		printf("a pass as a song runs it: %ld upload, %ld read-back, %ld wait, %ld launches\n",
+		       up, down, wait, c1.launches - c0.launches);
+		if (st == SB_OK && (up != 1 || down != 1 || wait != 1))
+			FAIL("a pass as a song runs it made %ld uploads, %ld read-backs and %ld waits (1 each "
+			     "expected)", up, down, wait);
+		if (st == SB_OK && !(rel_l2(got, single, (size_t)n_out) <= 1e-5))
+			FAIL("a pass as a song runs it differs from the passes before");
+	}
 	if (st != SB_OK)
 		FAIL("%s: forward failed: %s", model, sb_status_str(st));
 	else if (!(e0 <= 1e-4))

@@ -7,6 +7,8 @@
  *        test_jobs share MODEL.safetensors   (one song on three devices, one lost mid-song)
  *        test_jobs keep HTDEMUCS.safetensors ROFORMER_FIXTURES   (the model kept loaded from
  *                                            one job to the next, #24)
+ *        test_jobs overlap HTDEMUCS.safetensors   (a song's writing and the next one's reading
+ *                                            beside a separation on the same GPU, #50)
  */
 #include "../check.h"
 #include "backend/device.h"
@@ -1061,6 +1063,84 @@ static void test_keep(void)
 	unsetenv("SB_FAULT_INJECT");
 }
 
+/* Songs queued together on one GPU (opencl:0) in parallel mode, as `stembridge batch` submits
+ * them: each song's writing (slowed by job:slow-write) and the next one's reading run while
+ * another separates, seen in the jobs' progress; the model is opened and its weights placed once;
+ * the stems are the bytes of runs in engines of their own, one song at a time. */
+static void test_overlap(const char *model)
+{
+	enum { N = 3 };
+	char dir[4200], own[4200];
+	subdir(dir, sizeof dir, "overlap");
+	subdir(own, sizeof own, "overlap-own");
+	const char *tracks[N] = {"a", "bb", "ccc"};
+	const int64_t frames = 44100 * 4 + 17;
+	setenv("SB_FAULT_INJECT", "job:slow:40,job:slow-write:1200", 1);
+	atomic_store(&kept_lines, 0);
+	atomic_store(&placed_again_lines, 0);
+	sb_engine_opts o;
+	memset(&o, 0, sizeof o);
+	o.mode = SB_MODE_PARALLEL;
+	o.log.fn = keep_log;
+	sb_engine *e = NULL;
+	CHECK(sb_engine_new(&o, &e) == SB_OK, "engine");
+	sb_job_id id[N];
+	sb_engine_pause(e, 1);
+	for (int i = 0; i < N; i++) {
+		sb_job_spec s;
+		memset(&s, 0, sizeof s);
+		s.frames = frames;
+		s.channels = 2;
+		s.rate = 44100;
+		s.samples = make_signal(frames, 2, 44100,
+		                        (unsigned)strlen(tracks[i]) * 31u + (unsigned)tracks[i][0]);
+		s.input_free = count_free;
+		s.track = tracks[i];
+		s.device = "opencl:0";
+		s.model = model;
+		s.out_dir = dir;
+		s.format = SB_FORMAT_WAVF32;
+		s.timeline_start = -1;
+		CHECK(sb_engine_submit(e, &s, &id[i]) == SB_OK, "submit %s", tracks[i]);
+	}
+	sb_engine_pause(e, 0);
+	/* one writes while the next separates: seen at least once for each pair */
+	int seen[N] = {0}, ended = 0;
+	while (ended < N) {
+		sb_job_progress p[N];
+		ended = 0;
+		for (int i = 0; i < N; i++) {
+			sb_engine_progress(e, id[i], &p[i]);
+			ended += p[i].state >= SB_JOB_DONE;
+		}
+		for (int i = 0; i + 1 < N; i++)
+			seen[i] |= p[i].state < SB_JOB_DONE && !strcmp(p[i].stage, "writing") &&
+			           p[i + 1].state == SB_JOB_RUNNING && !strcmp(p[i + 1].stage, "separating");
+		const struct timespec ts = {0, 2 * 1000000L};
+		nanosleep(&ts, NULL);
+	}
+	for (int i = 0; i < N; i++) {
+		sb_job_result r = finish(e, id[i]);
+		CHECK(r.status == SB_OK, "%s: %s", tracks[i], r.message);
+		CHECK(r.model_kept == (i > 0), "song %d: model_kept %d", i, r.model_kept);
+	}
+	for (int i = 0; i + 1 < N; i++)
+		CHECK(seen[i], "song %d wrote while song %d separated", i, i + 1);
+	sb_engine_free(e);
+	CHECK(atomic_load(&kept_lines) == N - 1, "%d 'kept loaded' lines for %d songs",
+	      atomic_load(&kept_lines), N);
+	CHECK(atomic_load(&placed_again_lines) == N - 1, "weights placed again (%d 'already on' "
+	      "lines for %d songs)", atomic_load(&placed_again_lines), N);
+	unsetenv("SB_FAULT_INJECT");
+	for (int i = 0; i < N; i++) {
+		sb_engine *e1 = keep_engine();
+		keep_job(e1, own, tracks[i], frames, "opencl:0", model);
+		sb_engine_free(e1);
+		same_files(dir, own, tracks[i], "overlapped songs");
+	}
+	printf("overlap: %d of %d pairs seen writing beside a separation\n", seen[0] + seen[1], N - 1);
+}
+
 int main(int argc, char **argv)
 {
 	const char *group = argc > 1 ? argv[1] : "parallel";
@@ -1096,6 +1176,8 @@ int main(int argc, char **argv)
 		share_model = argv[2];
 		test_decide();
 	}
+	else if (!strcmp(group, "overlap") && argc > 2)
+		test_overlap(argv[2]);
 	else if (!strcmp(group, "keep") && argc > 3) {
 		keep_demucs = argv[2];
 		keep_roformer = argv[3];

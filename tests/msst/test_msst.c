@@ -10,6 +10,9 @@
  *   chunk     one chunk through the model's forward pass on every device (cpu, opencl:N):
  *             within 1e-4 relative of the reference's output; one upload, one download, one
  *             wait a pass
+ *   transfers (roformer) a chunk on the first OpenCL device as the device counts it: one
+ *             upload, one read-back, one wait a pass (of 1 or 3 chunks, two in flight, a song
+ *             through the demix), a pass stopped in flight writes nothing
  *   pipeline  a clip of several chunks through the sb_model (MSST's demix) on every device,
  *             and shared among all of them (models/share.h): within 2e-3 relative, and a
  *             target model's second stem is the mix minus it
@@ -353,6 +356,219 @@ static void case_chunk(void)
 		sb_exec_close(&x[d]);
 }
 
+static float *interleave(const float *x, int ch, int64_t n);
+
+/* the device's counts since the last call (backend.h: sb_dev_counts) */
+static sb_dev_counts counted(const sb_exec *x, sb_dev_counts *last)
+{
+	sb_dev_counts now = {0}, d;
+	if (x->be->counts)
+		x->be->counts(x->d, &now);
+	d.launches = now.launches - last->launches;
+	d.uploads = now.uploads - last->uploads;
+	d.downloads = now.downloads - last->downloads;
+	d.waits = now.waits - last->waits;
+	d.bytes_up = now.bytes_up - last->bytes_up;
+	d.bytes_down = now.bytes_down - last->bytes_down;
+	*last = now;
+	return d;
+}
+
+/* the MSST settings a converted model's file carries (its "config"); NULL when unreadable */
+static const sb_msst_common *read_common(const char *file, sb_msst_common *cfg)
+{
+	sb_safetensors *mf = NULL;
+	sb_msst_yaml *y = NULL;
+	char err[256];
+	int ok = 0;
+	if (sb_safetensors_open(file, &logger, &mf) == SB_OK) {
+		const char *text = sb_safetensors_meta(mf, "config");
+		ok = text && sb_msst_yaml_load(text, strlen(text), &y, err, sizeof err) == SB_OK &&
+		     sb_msst_read_common(y, cfg, 1) == SB_OK;
+		sb_msst_yaml_free(y);
+		sb_safetensors_close(mf);
+	}
+	return ok ? cfg : NULL;
+}
+
+static int one_each(const sb_dev_counts *c, long n)
+{
+	return c->uploads == n && c->downloads == n && c->waits == n;
+}
+
+/* chunk b of B of the golden input: the input scaled by 1 - b / 4 */
+static float *chunks_of(const float *in, int64_t n, int B)
+{
+	float *x = malloc(sizeof(float) * (size_t)(n * B));
+	for (int b = 0; x && b < B; b++)
+		for (int64_t i = 0; i < n; i++)
+			x[b * n + i] = in[i] * (1.f - 0.25f * (float)b);
+	return x;
+}
+
+/* The RoFormer's chunk stays on the device (issue #50), on the first OpenCL device, counted as
+ * the device counts them (backend.h: counts) with the pass's stop flags in place as a song's
+ * passes have them: a pass of 1 chunk and of 3 makes one upload, one read-back and one wait,
+ * the same stems as passes of one; two passes in flight (submit, submit, collect, collect) two of
+ * each and the same stems; a pass stopped while in flight leaves its output untouched and the
+ * next one right; then a song through MSST's demix, the model kept between two runs: one of each
+ * a pass. Launches a chunk are printed (bench/gpu/README.md's table). */
+static void case_transfers(void)
+{
+	sb_exec x[8];
+	sb_device props[8];
+	const int nd = open_devices(x, props, 8);
+	int d = 0;
+	while (d < nd && (strcmp(x[d].be->name, "opencl") || !x[d].be->counts))
+		d++;
+	if (d == nd) {
+		printf("SKIP: no OpenCL device with counts\n");
+		for (int i = 0; i < nd; i++)
+			sb_exec_close(&x[i]);
+		return;
+	}
+	sb_exec *cl = &x[d];
+	const char *name = "bs-tiny";
+	char file[512];
+	sb_model *m = NULL;
+	sb_safetensors *io = NULL;
+	const sb_msst_net *net = NULL;
+	if (convert(name, name, name, file, sizeof file) != SB_OK ||
+	    sb_model_open(file, NULL, &logger, &m) != SB_OK || !(net = sb_msst_model_net(m)) ||
+	    !net->submit ||
+	    sb_safetensors_open(path("%s-io.safetensors", name), &logger, &io) != SB_OK) {
+		check(0, "open bs-tiny, its net in two steps, its golden file");
+		sb_model_free(m);
+		return;
+	}
+	int64_t n_in = 0, n_out = 0;
+	float *one = read_t(io, "input", &n_in), *want = read_t(io, "output", &n_out);
+	float *in = one ? chunks_of(one, n_in, 3) : NULL;
+	float *single = malloc(sizeof(float) * (size_t)n_out * 3);
+	float *got = malloc(sizeof(float) * (size_t)n_out * 3);
+	void *on = NULL;
+	atomic_int stop = 0, lost = 0;
+	sb_status st = in && single && got ? net->place(net->net, cl, &logger, &on) : SB_ERR_NOMEM;
+	if (st == SB_OK)
+		net->on_stop(on, &stop, &lost);
+	sb_dev_counts last = {0}, c;
+	counted(cl, &last);
+	/* the first pass (kernels built, the FFT's table uploaded), then passes of one */
+	for (int b = 0; b < 3 && st == SB_OK; b++) {
+		st = net->forward(on, 1, in + b * n_in, single + b * n_out);
+		c = counted(cl, &last);
+		if (b == 0)
+			printf("  the first pass: %ld uploads, %ld read-backs, %ld waits, %ld launches\n",
+			       c.uploads, c.downloads, c.waits, c.launches);
+	}
+	char what[200];
+	const double e0 = st == SB_OK ? rel(single, want, n_out) : INFINITY;
+	snprintf(what, sizeof what, "%s on %s: the golden chunk within %.2e (< 1e-4)", name,
+	         cl->props->id, e0);
+	check(e0 < 1e-4, what);
+	for (int B = 1; B <= 3 && st == SB_OK; B += 2) {
+		st = net->forward(on, B, in, got);
+		c = counted(cl, &last);
+		const double e = rel(got, single, n_out * B);
+		snprintf(what, sizeof what, "a pass of %d: %ld upload, %ld read-back, %ld wait, %ld "
+		         "launches (%.1f a chunk), %.0f + %.0f KB", B, c.uploads, c.downloads, c.waits,
+		         c.launches, (double)c.launches / B, c.bytes_up / 1024, c.bytes_down / 1024);
+		check(st == SB_OK && one_each(&c, 1), what);
+		snprintf(what, sizeof what, "a pass of %d: passes of one within %.1e (< 1e-5)", B, e);
+		check(e <= 1e-5, what);
+	}
+	/* two passes in flight: the second enqueued before the first is waited for */
+	sb_resident_pass q[2];
+	memset(got, 0, sizeof(float) * (size_t)n_out * 3);
+	sb_status s0 = net->submit(on, 1, in + n_in, got, &q[0]);
+	sb_status s1 = net->submit(on, 2, in + n_in, got + n_out, &q[1]);
+	s0 = s0 == SB_OK ? net->collect(on, &q[0]) : (net->collect(on, &q[0]), s0);
+	s1 = s1 == SB_OK ? net->collect(on, &q[1]) : (net->collect(on, &q[1]), s1);
+	c = counted(cl, &last);
+	const double ep = rel(got, single + n_out, n_out) + rel(got + n_out, single + n_out, 2 * n_out);
+	snprintf(what, sizeof what, "two passes in flight: %ld uploads, %ld read-backs, %ld waits "
+	         "(2 each), the stems of passes of one (%.1e)", c.uploads, c.downloads, c.waits, ep);
+	check(s0 == SB_OK && s1 == SB_OK && one_each(&c, 2) && ep <= 2e-5, what);
+	/* a pass stopped in flight: nothing written, nothing waited for; the next pass right */
+	for (int64_t i = 0; i < n_out; i++)
+		got[i] = 12345.f;
+	s0 = net->submit(on, 1, in, got, &q[0]);
+	atomic_store(&lost, 1);
+	s1 = net->collect(on, &q[0]);
+	atomic_store(&lost, 0);
+	c = counted(cl, &last);
+	int untouched = 1;
+	for (int64_t i = 0; i < n_out; i++)
+		untouched &= got[i] == 12345.f;
+	st = net->forward(on, 1, in + 2 * n_in, got);
+	const double es = rel(got, single + 2 * n_out, n_out);
+	snprintf(what, sizeof what, "a pass stopped in flight: %s, its output untouched, %ld waits; "
+	         "the next pass right (%.1e)", sb_status_str(s1), c.waits, es);
+	check(s0 == SB_OK && s1 == SB_ERR_CANCELLED && untouched && c.waits == 0 && st == SB_OK &&
+	          es <= 1e-5, what);
+	if (on)
+		net->unplace(on);
+	/* a song through MSST's demix on the device, its model kept from the first run to the
+	 * second: the second run's counts are its passes' alone */
+	int64_t n_mix = 0;
+	const sb_st_tensor *ti = sb_safetensors_find(io, "pipeline.input");
+	float *mix = read_t(io, "pipeline.input", &n_mix);
+	const int ch = ti ? (int)ti->shape[0] : 1;
+	const int64_t N = ti ? ti->shape[1] : 0;
+	float *il = mix ? interleave(mix, ch, N) : NULL;
+	sb_msst_common cfg;
+	const sb_msst_common *mc = read_common(file, &cfg);
+	long chunks = 0;
+	if (mc) { /* msst_demix.c's count */
+		const int64_t C = mc->chunk_size, step = C / mc->num_overlap, border = C - step;
+		const int64_t off = N > 2 * border && border > 0 ? border : 0;
+		chunks = (long)((N + 2 * off + step - 1) / step);
+	}
+	float *first = NULL;
+	for (int run = 0; run < 2 && il && chunks; run++) {
+		sb_source *src = NULL;
+		mem_sink sink;
+		mem_sink_init_n(&sink, ch, SB_MAX_STEMS);
+		st = sb_source_memory(il, N, ch, 44100, &src);
+		sb_run_ctx ctx = {.log = &logger, .dev = cl, .n_dev = 1, .keep = 1};
+		counted(cl, &last);
+		if (st == SB_OK)
+			st = sb_model_separate(m, &ctx, src, &sink.sink);
+		c = counted(cl, &last);
+		const float *v = sink.data[SB_STEM_VOCALS];
+		if (run == 0 && st == SB_OK && v) {
+			first = malloc(sizeof(float) * (size_t)(N * ch));
+			if (first)
+				memcpy(first, v, sizeof(float) * (size_t)(N * ch));
+		}
+		if (run == 1) {
+			const int same = st == SB_OK && first && v && sink.frames[SB_STEM_VOCALS] == N &&
+			                 !memcmp(first, v, sizeof(float) * (size_t)(N * ch));
+			snprintf(what, sizeof what, "a song of %ld chunks, the model kept: %ld uploads, %ld "
+			         "read-backs, %ld waits, %.1f launches a chunk; the same stems", chunks,
+			         c.uploads, c.downloads, c.waits, (double)c.launches / (double)chunks);
+			check(same && one_each(&c, chunks), what);
+		}
+		if (src)
+			src->close(src);
+		mem_sink_free(&sink);
+	}
+	if (!chunks)
+		check(0, "the golden file's song and its configuration");
+	free(first);
+	free(il);
+	free(mix);
+	free(in);
+	free(one);
+	free(want);
+	free(single);
+	free(got);
+	sb_safetensors_close(io);
+	sb_model_free(m);
+	for (int i = 0; i < nd; i++)
+		sb_exec_close(&x[i]);
+}
+
 static float *interleave(const float *x, int ch, int64_t n)
 {
 	float *o = malloc(sizeof(float) * (size_t)(ch * n));
@@ -401,21 +617,8 @@ static void pipeline_on(const char *name, const char *pre, sb_exec *dev, int n_d
 	if (st == SB_OK)
 		st = sb_model_separate(m, &ctx, src, &sink.sink);
 	/* the instruments in the reference's order: the target alone, or every instrument */
-	const sb_msst_common *c = NULL;
 	sb_msst_common cfg;
-	{
-		sb_safetensors *mf = NULL;
-		char err[256];
-		sb_msst_yaml *y = NULL;
-		if (sb_safetensors_open(file, &logger, &mf) == SB_OK) {
-			const char *text = sb_safetensors_meta(mf, "config");
-			if (text && sb_msst_yaml_load(text, strlen(text), &y, err, sizeof err) == SB_OK &&
-			    sb_msst_read_common(y, &cfg, 1) == SB_OK)
-				c = &cfg;
-			sb_msst_yaml_free(y);
-			sb_safetensors_close(mf);
-		}
-	}
+	const sb_msst_common *c = read_common(file, &cfg);
 	double worst = 0;
 	int ok = st == SB_OK && c && want;
 	const char *names[SB_MSST_MAX_STEMS];
@@ -527,6 +730,8 @@ int main(int argc, char **argv)
 		case_chunk();
 	else if (!strcmp(c, "pipeline"))
 		case_pipeline();
+	else if (!strcmp(c, "transfers") && !strcmp(family, "roformer"))
+		case_transfers();
 	else {
 		fprintf(stderr, "unknown case %s\n", c);
 		return 2;

@@ -201,7 +201,7 @@ static int att_pass(sb_exec *x, const char *what)
 		const float scale = 1.f / sqrtf((float)h->hd);
 		x->be->ops->attention(x->d, dQ, ldq, dKV, sb_dv_at(dKV, (size_t)w), ldkv, h->nq, h->nk,
 		                      h->heads, h->hd, scale, sb_dv_at(dO, (size_t)h->ooff), ldo,
-		                      h->batch, sq, skv, so);
+		                      h->batch, sq, skv, so, (sb_dv){NULL, 0});
 		CHECK(x->be->finish(x->d) == SB_OK, "%s: the pass failed", what);
 		x->be->download(x->d, got, dO, no);
 		double d2 = 0, r2 = 0;

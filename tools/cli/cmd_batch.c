@@ -77,9 +77,11 @@ static void batch_usage(FILE *f)
 	        sb_cli_options_help);
 }
 
-/* An input in flight: submitted, queued or running. With one device, one at a time on it;
- * with several, up to WINDOW in the engine's pool, which its devices take from as they come
- * free (engine/jobs/README.md: a slow device leaves the last ones to a faster one). */
+/* An input in flight: submitted, queued or running. With the CPU alone, one at a time; with one
+ * other device, two, logged in the list's order: one separates while the one before it writes
+ * its stems or the one after it reads its input (the engine runs them side by side,
+ * engine/jobs/README.md); with several, up to WINDOW in the engine's pool, which its devices
+ * take from as they come free (a slow device leaves the last ones to a faster one). */
 enum { WINDOW = 64 };
 typedef struct {
 	size_t input;      /* index in the task's inputs */
@@ -217,7 +219,9 @@ static int run_batch(const char *list, const sb_cli_opts *o, const char *shard_a
 	/* submit, then wait: on several devices the engine gives each input to a free device (and
 	 * the last ones the devices left idle); one device takes them one at a time */
 	const char *request = o->device_arg ? o->device_arg : "auto";
-	const size_t cap = set.n > 1 ? WINDOW : 1;
+	const size_t cap = set.n > 1 ? WINDOW
+	                   : sb_device_get_type(sb_devices_get(dl, set.index[0])) != SB_DEV_CPU_NATIVE
+	                   ? 2 : 1;
 
 	sb_cli_catch_stop(on_stop);
 
@@ -307,11 +311,17 @@ static int run_batch(const char *list, const sb_cli_opts *o, const char *shard_a
 			sb_engine_pause(e, 0);
 		/* log the inputs that ended; wait a little when none has */
 		int running = 0, ended = 0;
+		/* two on one device: the earlier one first, so that the log keeps the list's order */
+		size_t oldest = cap;
+		for (size_t k = 0; cap == 2 && k < cap; k++)
+			if (slots[k].busy && (oldest == cap || slots[k].input < slots[oldest].input))
+				oldest = k;
 		for (size_t k = 0; k < cap; k++) {
 			if (!slots[k].busy)
 				continue;
 			running++;
-			if (sb_engine_wait(e, slots[k].id, cap == 1 ? 0.05 : 0) != SB_OK)
+			if ((cap == 2 && k != oldest) ||
+			    sb_engine_wait(e, slots[k].id, cap <= 2 ? 0.05 : 0) != SB_OK)
 				continue;
 			ended++;
 			sb_job_progress jp;
@@ -348,7 +358,7 @@ static int run_batch(const char *list, const sb_cli_opts *o, const char *shard_a
 		}
 		if (stopping && !running)
 			break;
-		if (cap > 1 && running && !ended)
+		if (cap > 2 && running && !ended)
 			usleep(20000);
 		if (!quiet) {
 			const double el = sb_now() - t_start;

@@ -36,6 +36,7 @@ static const char *const op_names[OP_COUNT] = {
 	"rows_tokens", "add_row_channel", "im2col_k8s4", "convtr_k8s4", "attention", "upload",
 	"download", "rmsnorm", "rope", "head_gate", "stft", "istft", "moments", "standardise",
 	"gather", "cmul", "lstm", "copy_rows", "permute", "norm_groups", "dwconv", "mul",
+	"rmsnorm_seg",
 };
 
 static void set_profiling(sb_bdev *d, int on)
@@ -253,6 +254,12 @@ static void cpu_download(sb_bdev *d, float *dst, sb_dv src, size_t n)
 	prof_add(d, OP_DOWNLOAD, t0, 0);
 }
 
+/* the work has run: the read-back is done at once */
+static void cpu_fetch(sb_bdev *d, float *dst, sb_dv src, size_t n)
+{
+	cpu_download(d, dst, src, n);
+}
+
 static sb_status cpu_finish(sb_bdev *d)
 {
 	return d->st;
@@ -289,6 +296,7 @@ const sb_backend sb_backend_cpu_impl = {
 	.release = cpu_release,
 	.upload = cpu_upload,
 	.download = cpu_download,
+	.fetch = cpu_fetch,
 	.finish = cpu_finish,
 	.drain = cpu_drain,
 	.status = cpu_status,

@@ -39,7 +39,7 @@ enum {
 	OP_IM2COL, OP_CONVTR, OP_ATTENTION, OP_UPLOAD,
 	OP_DOWNLOAD, OP_RMSNORM, OP_ROPE, OP_HEAD_GATE, OP_STFT, OP_ISTFT, OP_MOMENTS,
 	OP_STANDARDISE, OP_GATHER, OP_CMUL, OP_LSTM, OP_COPY_ROWS, OP_PERMUTE, OP_NORM_GROUPS,
-	OP_DWCONV, OP_MUL, OP_COUNT
+	OP_DWCONV, OP_MUL, OP_RMSNORM_SEG, OP_COUNT
 };
 
 struct sb_bdev {
@@ -94,7 +94,7 @@ void sb_cpu_op_gemm_bias(sb_bdev *d, int M, int N, int K, float alpha, sb_dv A, 
                          const sb_bias *e);
 void sb_cpu_op_attention(sb_bdev *d, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
                          int nk, int heads, int hd, float scale, sb_dv o, int ldo, int batch,
-                         long sq, long skv, long so);
+                         long sq, long skv, long so, sb_dv g);
 
 /* the LSTM group (cpu_lstm.c) and the convolution nets' group (cpu_convnet.c) */
 void sb_cpu_op_lstm(sb_bdev *d, sb_dv x, int n, int S, int D, int H, int dirs, sb_dv wih,

@@ -486,6 +486,39 @@ static void op_rmsnorm(sb_bdev *d, sb_dv x, sb_dv o, size_t rows, int D, sb_dv w
 }
 
 typedef struct {
+	const float *x, *w, *seg;
+	float *o;
+	long ld;
+	int nseg;
+} seg_job;
+
+static void k_rmsnorm_seg(void *v, int64_t b, int64_t e, int wk)
+{
+	(void)wk;
+	const seg_job *j = v;
+	for (int64_t r = b; r < e; r++)
+		for (int s = 0; s < j->nseg; s++) {
+			const int a = (int)j->seg[s], n = (int)j->seg[s + 1] - a;
+			const float *p = j->x + r * j->ld + a;
+			float *o = j->o + r * j->ld + a;
+			double sum = 0, q = 0;
+			sb_vsum_sq(p, n, &sum, &q);
+			const double nrm = sqrt(q);
+			const float f = (float)(sqrt((double)n) / (nrm > 1e-12 ? nrm : 1e-12));
+			for (int c = 0; c < n; c++)
+				o[c] = p[c] * f * j->w[a + c];
+		}
+}
+
+static void op_rmsnorm_seg(sb_bdev *d, sb_dv x, sb_dv o, size_t rows, long ld, int nseg,
+                           sb_dv seg, sb_dv w)
+{
+	seg_job j = {P(x), P(w), P(seg), P(o), ld, nseg};
+	const int width = nseg > 0 ? (int)j.seg[nseg] - (int)j.seg[0] : 0;
+	pool_op(d, OP_RMSNORM_SEG, (int64_t)rows, rows_grain(width), k_rmsnorm_seg, &j);
+}
+
+typedef struct {
 	float *x;
 	const float *cs;
 	int ld, cols, hd, div, mod;
@@ -627,6 +660,7 @@ const sb_ops sb_cpu_ops = {
 	.add_row_channel = op_add_row_channel,
 	.attention = sb_cpu_op_attention,
 	.rmsnorm = op_rmsnorm,
+	.rmsnorm_seg = op_rmsnorm_seg,
 	.rope = op_rope,
 	.head_gate = op_head_gate,
 	.stft = op_stft,

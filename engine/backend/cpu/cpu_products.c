@@ -7,6 +7,7 @@
 #include "backend/cpu/vmath.h"
 #include "core/thread_pool.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 /* ---- matrix products ---- */
@@ -132,6 +133,7 @@ typedef struct {
 	int ldq, ldkv, ldo, nq, nk, hd, heads, blocks;
 	long sq, skv, so;
 	float scale;
+	const float *g;            /* per-head gates, or NULL */
 } att_job;
 
 static void k_attention(void *vj, int64_t b, int64_t e, int wk)
@@ -154,6 +156,8 @@ static void k_attention(void *vj, int64_t b, int64_t e, int wk)
 		for (int r = 0; r < m; r++) {
 			float *row = s + (size_t)r * j->nk;
 			inv[r] = 1.f / sb_vexp_sum(row, j->nk, sb_vmax(row, j->nk));
+			if (j->g) /* the head's gate for the row, in the same scaling */
+				inv[r] /= 1.f + expf(-j->g[item * j->sq + (int64_t)(q0 + r) * j->ldq + h]);
 		}
 		float *o = j->o + item * j->so + (size_t)q0 * j->ldo + (size_t)h * j->hd;
 		sb_sgemm(ws, 0, 0, m, j->hd, j->nk, 1.f, s, j->nk, v + (size_t)h * j->hd, j->ldkv, 0.f,
@@ -165,7 +169,7 @@ static void k_attention(void *vj, int64_t b, int64_t e, int wk)
 
 void sb_cpu_op_attention(sb_bdev *d, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
                          int nk, int heads, int hd, float scale, sb_dv o, int ldo, int batch,
-                         long sq, long skv, long so)
+                         long sq, long skv, long so, sb_dv g)
 {
 	if (nq <= 0 || nk <= 0 || heads <= 0 || batch <= 0 || d->st != SB_OK)
 		return;
@@ -181,7 +185,7 @@ void sb_cpu_op_attention(sb_bdev *d, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldk
 		d->att_n = need;
 	}
 	att_job j = {d->ws, P(q), P(k), P(v), P(o), d->att, ldq, ldkv, ldo, nq, nk, hd, heads,
-	             (nq + ATT_ROWS - 1) / ATT_ROWS, sq, skv, so, scale};
+	             (nq + ATT_ROWS - 1) / ATT_ROWS, sq, skv, so, scale, g.buf ? P(g) : NULL};
 	sb_pool_for(d->pool, (int64_t)batch * heads * j.blocks, 1, k_attention, &j);
 	prof_add(d, OP_ATTENTION, t0, 4.0 * nq * nk * hd * heads * batch);
 }

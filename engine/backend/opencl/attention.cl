@@ -48,7 +48,8 @@ static inline ATT_INLINE void attention_rows(__global const float *q, int ldq,
                                              __global const float *k, __global const float *v,
                                              int ldkv, int nq, int nk, int hd, float scale,
                                              __global float *o, int ldo, __local float4 *Ks,
-                                             __local float4 *Vs, const int HDM)
+                                             __local float4 *Vs, const int HDM,
+                                             __global const float *gr, int gated)
 {
 	const int l = get_local_id(0), i = get_group_id(0) * ATT_BQ + l;
 	const int H4 = ATT_LOCAL ? ATT_H4 : HDM / 4;
@@ -113,7 +114,8 @@ static inline ATT_INLINE void attention_rows(__global const float *q, int ldq,
 	if (i >= nq)
 		return;
 	__global float *oi = o + (long)i * ldo;
-	const float inv = 1.f / sum;
+	/* the head's gate for the row (a RoFormer's), in the softmax's scaling */
+	const float inv = (gated ? 1.f / (1.f + exp(-gr[(long)i * ldq])) : 1.f) / sum;
 	#pragma unroll
 	for (int c = 0; c < H4; c++)
 		if (4 * c < hd)
@@ -124,14 +126,16 @@ static inline ATT_INLINE void attention_rows(__global const float *q, int ldq,
 __kernel __attribute__((reqd_work_group_size(ATT_BQ, 1, 1)))                                   \
 void NAME(__global const float *q, ulong qoff, int ldq, long sq, __global const float *k,      \
           ulong koff, __global const float *v, ulong voff, int ldkv, long skv, int nq, int nk, \
-          int hd, float scale, __global float *o, ulong ooff, int ldo, long so)                \
+          int hd, float scale, __global float *o, ulong ooff, int ldo, long so,                \
+          __global const float *g, ulong goff, int gated)                                      \
 {                                                                                              \
 	__local float4 Ks[ATT_LOCAL ? ATT_BK * HDM / 4 : 1], Vs[ATT_LOCAL ? ATT_BK * HDM / 4 : 1]; \
 	const int h = get_group_id(1);                                                             \
 	const long b = get_group_id(2);                                                            \
 	attention_rows(q + qoff + b * sq + (long)h * hd, ldq, k + koff + b * skv + (long)h * hd,   \
 	               v + voff + b * skv + (long)h * hd, ldkv, nq, nk, hd, scale,                 \
-	               o + ooff + b * so + (long)h * hd, ldo, Ks, Vs, HDM);                        \
+	               o + ooff + b * so + (long)h * hd, ldo, Ks, Vs, HDM, g + goff + b * sq + h,  \
+	               gated);                                                                     \
 }
 #if ATT_LOCAL
 #define ATT_NAME_(h) attention_##h

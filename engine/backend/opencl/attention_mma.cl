@@ -74,7 +74,8 @@ static inline void attention_mma_rows(__global const float *q, int ldq, __global
                                       __global const float *v, int ldkv, int nq, int nk,
                                       float scale, __global float *o, int ldo,
                                       __local uint *Ks, __local uint *Vt,
-                                      __local uint (*xs)[32 * 6], __local float *sx)
+                                      __local uint (*xs)[32 * 6], __local float *sx,
+                                      __global const float *gr, int gated)
 {
 	const int lid = get_local_id(0), warp = lid >> 5, lane = lid & 31;
 	const int g = lane >> 2, t = lane & 3;
@@ -219,7 +220,7 @@ UNROLL
 		if (row >= nq)
 			continue;
 		__global float *orow = o + (long)row * ldo;
-		const float inv = 1.f / sum[rr];
+		const float inv = (gated ? 1.f / (1.f + exp(-gr[(long)row * ldq])) : 1.f) / sum[rr];
 UNROLL
 		for (int d = 0; d < ATT_HD / 8; d++) {
 			orow[8 * d + 2 * t] = acc[d][2 * rr] * inv;
@@ -237,7 +238,8 @@ UNROLL
 __kernel __attribute__((reqd_work_group_size(128, 1, 1)))
 void attention_mma(__global const float *q, ulong qoff, int ldq, long sq, __global const float *k,
                    ulong koff, __global const float *v, ulong voff, int ldkv, long skv, int nq,
-                   int nk, int hd, float scale, __global float *o, ulong ooff, int ldo, long so)
+                   int nk, int hd, float scale, __global float *o, ulong ooff, int ldo, long so,
+                   __global const float *g, ulong goff, int gated)
 {
 	__local uint Ks[AK * KLD] __attribute__((aligned(16)));
 	__local uint Vt[ATT_HD * VLD] __attribute__((aligned(16)));
@@ -246,5 +248,6 @@ void attention_mma(__global const float *q, ulong qoff, int ldq, long sq, __glob
 	const long b = get_group_id(2);
 	attention_mma_rows(q + qoff + b * sq + (long)h * hd, ldq, k + koff + b * skv + (long)h * hd,
 	                   v + voff + b * skv + (long)h * hd, ldkv, nq, nk, scale,
-	                   o + ooff + b * so + (long)h * hd, ldo, Ks, Vt, xs, sx);
+	                   o + ooff + b * so + (long)h * hd, ldo, Ks, Vt, xs, sx,
+	                   g + goff + b * sq + h, gated);
 }

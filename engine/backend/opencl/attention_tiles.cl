@@ -54,7 +54,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 void attention_tiles(__global const float *q, ulong qoff, int ldq, long sq,
                      __global const float *k, ulong koff, __global const float *v, ulong voff,
                      int ldkv, long skv, int nq, int nk, int hd, float scale, __global float *o,
-                     ulong ooff, int ldo, long so)
+                     ulong ooff, int ldo, long so, __global const float *g, ulong goff, int gated)
 {
 	__local float Qs[TQ * RLD] __attribute__((aligned(16)));
 	__local float Ks[TB * RLD] __attribute__((aligned(16)));
@@ -64,6 +64,7 @@ void attention_tiles(__global const float *q, ulong qoff, int ldq, long sq,
 	const int lid = get_local_id(0), tr = lid >> 3, tk = lid & 7;
 	const int q0 = get_group_id(0) * TQ, h = get_group_id(1);
 	const long b = get_group_id(2);
+	const __global float *gr = g + goff + b * sq + h; /* the head's gates (a RoFormer's) */
 	q += qoff + b * sq + (long)h * hd;
 	k += koff + b * skv + (long)h * hd;
 	v += voff + b * skv + (long)h * hd;
@@ -187,7 +188,7 @@ void attention_tiles(__global const float *q, ulong qoff, int ldq, long sq,
 		const int row = q0 + tr + 16 * i;
 		if (row >= nq)
 			continue;
-		const float inv = 1.f / l[i];
+		const float inv = (gated ? 1.f / (1.f + exp(-gr[(long)row * ldq])) : 1.f) / l[i];
 		#pragma unroll
 		for (int g = 0; g < OG; g++)
 			if (OCOL(g) < hd)

@@ -182,7 +182,7 @@ int sb_cl_attention_ready(sb_bdev *c, sb_cl_attention *a, int way, int hd, const
  * same list) */
 static void attention_args(kargs *a, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq, int nk,
                            int heads, int hd, float scale, sb_dv o, int ldo, int batch, long sq,
-                           long skv, long so)
+                           long skv, long so, sb_dv g)
 {
 	a_db(a, q);
 	a_i32(a, ldq);
@@ -198,6 +198,8 @@ static void attention_args(kargs *a, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldk
 	a_db(a, o);
 	a_i32(a, ldo);
 	a_i64(a, so);
+	a_db(a, g.buf ? g : q); /* q's buffer stands in for no gates, never read */
+	a_i32(a, g.buf != NULL);
 	a->flops = 4.0 * nq * nk * hd * heads * batch;
 }
 
@@ -206,21 +208,22 @@ static void attention_args(kargs *a, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldk
 static void attention_by_64_rows(sb_bdev *c, cl_kernel kernel, int name, sb_dv q, int ldq,
                                  sb_dv k, sb_dv v, int ldkv, int nq, int nk, int heads, int hd,
                                  float scale, sb_dv o, int ldo, int batch, long sq, long skv,
-                                 long so)
+                                 long so, sb_dv g)
 {
 	kargs a = {c, kernel, name, 0.0, 0, CL_SUCCESS};
-	attention_args(&a, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv, so);
-	const size_t g[3] = {(size_t)(nq + 63) / 64 * 128, (size_t)heads, (size_t)batch},
+	attention_args(&a, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv, so,
+	               g);
+	const size_t gs[3] = {(size_t)(nq + 63) / 64 * 128, (size_t)heads, (size_t)batch},
 	             l[3] = {128, 1, 1};
-	sb_cl_run(&a, 3, g, l);
+	sb_cl_run(&a, 3, gs, l);
 }
 
 void sb_cl_attention_mma(sb_bdev *c, sb_cl_attention *a, int tf32, sb_dv q, int ldq, sb_dv k,
                          sb_dv v, int ldkv, int nq, int nk, int heads, int hd, float scale,
-                         sb_dv o, int ldo, int batch, long sq, long skv, long so)
+                         sb_dv o, int ldo, int batch, long sq, long skv, long so, sb_dv g)
 {
 	attention_by_64_rows(c, a->mma_k[tf32][att_which(hd)], K_ATTENTION_MMA, q, ldq, k, v, ldkv,
-	                     nq, nk, heads, hd, scale, o, ldo, batch, sq, skv, so);
+	                     nq, nk, heads, hd, scale, o, ldo, batch, sq, skv, so, g);
 }
 
 /* in one pass: a query row a work-item (attention.cl: the scores stay in registers), the
@@ -228,19 +231,19 @@ void sb_cl_attention_mma(sb_bdev *c, sb_cl_attention *a, int tf32, sb_dv q, int 
  * (attention_tiles.cl) */
 void sb_cl_attention_run(sb_bdev *c, sb_cl_attention *a, int way, sb_dv q, int ldq, sb_dv k,
                          sb_dv v, int ldkv, int nq, int nk, int heads, int hd, float scale,
-                         sb_dv o, int ldo, int batch, long sq, long skv, long so)
+                         sb_dv o, int ldo, int batch, long sq, long skv, long so, sb_dv g)
 {
 	const int which = att_which(hd);
 	if (way == SB_CL_ATT_TILES) {
 		attention_by_64_rows(c, a->k[BY_TILES][which], K_ATTENTION_TILES, q, ldq, k, v, ldkv,
-		                     nq, nk, heads, hd, scale, o, ldo, batch, sq, skv, so);
+		                     nq, nk, heads, hd, scale, o, ldo, batch, sq, skv, so, g);
 		return;
 	}
 	kargs ka = {c, a->k[ONE_PASS][which], K_ATTENTION_16 + which, 0.0, 0, CL_SUCCESS};
 	attention_args(&ka, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv,
-	               so);
-	const size_t g[3] = {(size_t)nq, (size_t)heads, (size_t)batch}, l[3] = {64, 1, 1};
-	sb_cl_run(&ka, 3, g, l);
+	               so, g);
+	const size_t gs[3] = {(size_t)nq, (size_t)heads, (size_t)batch}, l[3] = {64, 1, 1};
+	sb_cl_run(&ka, 3, gs, l);
 }
 
 /* One attention of 70 query rows over 100 keys (two blocks, ragged) on the device against the
@@ -271,11 +274,12 @@ static sb_status attention_check(sb_bdev *c, sb_cl_attention *at, int hd, int ki
 		if (mma)
 			sb_cl_attention_mma(c, at, kind == ATT_TF32, (sb_dv){&bq, 0}, hd, (sb_dv){&bk, 0},
 			                    (sb_dv){&bk, nkf}, hd, NQ, NK, 1, hd, scale, (sb_dv){&bo, 0}, hd,
-			                    1, 0, 0, 0);
+			                    1, 0, 0, 0, (sb_dv){NULL, 0});
 		else
 			sb_cl_attention_run(c, at, kind == ATT_TILES ? SB_CL_ATT_TILES : SB_CL_ATT_FUSED,
 			                    (sb_dv){&bq, 0}, hd, (sb_dv){&bk, 0}, (sb_dv){&bk, nkf}, hd, NQ,
-			                    NK, 1, hd, scale, (sb_dv){&bo, 0}, hd, 1, 0, 0, 0);
+			                    NK, 1, hd, scale, (sb_dv){&bo, 0}, hd, 1, 0, 0, 0,
+			                    (sb_dv){NULL, 0});
 		st = sb_cl_check_result(c, bo.m, nqf, o, "reading the attention check");
 		if (st == SB_OK && !mma &&
 		    sb_cl_device_fault_tune_wrong(c->dev, 4 + (kind == ATT_TILES ? SB_CL_ATT_TILES

@@ -44,14 +44,14 @@ int sb_cl_attention_checked(sb_bdev *c, sb_cl_attention *a, int way);
 int sb_cl_attention_mma_ready(sb_bdev *c, sb_cl_attention *a, const sb_cl_mma *mma, int tf32,
                               int hd);
 
-/* One attention (backend.h: attention) in one launch: through a one-pass way's kernel, or on
- * the tensor cores (tf32 or bf16), once ready. */
+/* One attention (backend.h: attention, its per-head gates g too) in one launch: through a
+ * one-pass way's kernel, or on the tensor cores (tf32 or bf16), once ready. */
 void sb_cl_attention_run(sb_bdev *c, sb_cl_attention *a, int way, sb_dv q, int ldq, sb_dv k,
                          sb_dv v, int ldkv, int nq, int nk, int heads, int hd, float scale,
-                         sb_dv o, int ldo, int batch, long sq, long skv, long so);
+                         sb_dv o, int ldo, int batch, long sq, long skv, long so, sb_dv g);
 void sb_cl_attention_mma(sb_bdev *c, sb_cl_attention *a, int tf32, sb_dv q, int ldq, sb_dv k,
                          sb_dv v, int ldkv, int nq, int nk, int heads, int hd, float scale,
-                         sb_dv o, int ldo, int batch, long sq, long skv, long so);
+                         sb_dv o, int ldo, int batch, long sq, long skv, long so, sb_dv g);
 
 /* The products' way's scores: at least floats of them, in a buffer the state keeps and grows;
  * {NULL, 0} with c->st set when the device has no room. */

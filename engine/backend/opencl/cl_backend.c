@@ -23,6 +23,13 @@
 
 static int wait_way(const sb_bdev *d);
 
+/* a read fetch() enqueued: into tmp (ours) first, into the caller's dst once its pass ended */
+struct cl_fetch {
+	float *dst, *tmp;
+	size_t n;
+};
+
+
 static sb_status cl_open(const sb_device *dev, const sb_open_opts *o, const sb_logger *log,
                          sb_bdev **out)
 {
@@ -66,6 +73,9 @@ static void cl_close(sb_bdev *d)
 	if (d->tw)
 		clReleaseMemObject(d->tw);
 	sb_cl_device_close(d->dev);
+	for (int i = 0; i < d->n_fetch; i++)
+		free(d->fetch[i].tmp);
+	free(d->fetch);
 	free(d);
 }
 
@@ -119,11 +129,17 @@ static sb_status cl_wrap(sb_bdev *d, const float *host, size_t floats, sb_bbuf *
 	sb_status st = sb_cl_device_alloc(d->dev, sizeof(float) * (floats ? floats : 16),
 	                                  CL_MEM_READ_ONLY, &b->m);
 	if (st == SB_OK && floats) {
-		const cl_int err = clEnqueueWriteBuffer(d->q, b->m, CL_TRUE, 0, sizeof(float) * floats,
+		/* no wait: the host's copy outlives the buffer and never changes (backend.h); the
+		 * placement waits once for all of its weights (models/resident.c) */
+		const cl_int err = clEnqueueWriteBuffer(d->q, b->m, CL_FALSE, 0, sizeof(float) * floats,
 		                                        host, 0, NULL, NULL);
 		st = sb_cl_status(d->dev, err, "uploading");
 		if (st != SB_OK)
 			clReleaseMemObject(b->m);
+		else {
+			d->counts.uploads++;
+			d->counts.bytes_up += sizeof(float) * (double)floats;
+		}
 	}
 	if (st != SB_OK) {
 		free(b);
@@ -144,45 +160,14 @@ static void cl_release(sb_bdev *d, sb_bbuf *b)
 	free(b);
 }
 
-static void CL_CALLBACK free_copy(cl_event ev, cl_int status, void *copy)
-{
-	(void)ev;
-	(void)status;
-	free(copy);
-}
-
-/* The caller's memory is free again on return, but the host does not wait for the device: the
- * data goes through a copy of its own, freed when the write has run. A blocking write would
- * wait for all the work ahead of it in the queue (a pass another device won, still running:
- * the next pass's upload could not begin, nor stop, until it ended). Without memory for the
- * copy, or without an event to free it by, the write blocks as before. */
+/* The caller's memory is free again on return, but the host does not wait for the device
+ * (sb_cl_write). */
 static void cl_upload(sb_bdev *d, sb_dv dst, const float *src, size_t n)
 {
 	if (d->st != SB_OK || !n)
 		return;
 	const double t0 = sb_cl_prof_begin(d);
-	const size_t bytes = sizeof(float) * n;
-	float *copy = malloc(bytes);
-	cl_event ev = NULL;
-	cl_int err = CL_SUCCESS;
-	if (copy) {
-		memcpy(copy, src, bytes);
-		err = clEnqueueWriteBuffer(d->q, dst.buf->m, CL_FALSE, sizeof(float) * dst.off, bytes,
-		                           copy, 0, NULL, &ev);
-		if (err == CL_SUCCESS && clSetEventCallback(ev, CL_COMPLETE, free_copy, copy) != CL_SUCCESS) {
-			clWaitForEvents(1, &ev); /* no callback: wait, then free it here */
-			free(copy);
-		} else if (err != CL_SUCCESS) {
-			free(copy);
-		}
-		if (ev)
-			clReleaseEvent(ev);
-	} else {
-		err = clEnqueueWriteBuffer(d->q, dst.buf->m, CL_TRUE, sizeof(float) * dst.off, bytes,
-		                           src, 0, NULL, NULL);
-	}
-	if (err != CL_SUCCESS)
-		sb_cl_fail(d, sb_cl_status(d->dev, err, "uploading"));
+	sb_cl_write(d, dst.buf->m, sizeof(float) * dst.off, src, sizeof(float) * n, "uploading");
 	sb_cl_prof_end(d, P_UPLOAD, t0, 0.0);
 }
 
@@ -191,6 +176,9 @@ static void cl_download(sb_bdev *d, float *dst, sb_dv src, size_t n)
 	if (d->st != SB_OK || !n)
 		return;
 	const double t0 = sb_cl_prof_begin(d);
+	d->counts.downloads++;
+	d->counts.bytes_down += sizeof(float) * (double)n;
+	sb_cl_waited(d);
 	const cl_int err = clEnqueueReadBuffer(d->q, src.buf->m, CL_TRUE, sizeof(float) * src.off,
 	                                       sizeof(float) * n, dst, 0, NULL, NULL);
 	if (err != CL_SUCCESS)
@@ -198,19 +186,141 @@ static void cl_download(sb_bdev *d, float *dst, sb_dv src, size_t n)
 	sb_cl_prof_end(d, P_DOWNLOAD, t0, 0.0);
 }
 
+/* ---- read-backs and passes: one wait a pass (issue #50) ---- */
+
+struct sb_bpass {
+	cl_event end;          /* a marker after the pass's work and reads; NULL: none made */
+	sb_status st;          /* the pass's first failure while it was enqueued */
+	struct cl_fetch *f;
+	int nf;
+	long enq;              /* the device's launches and transfers when it ended */
+};
+
+static long enqueued(const sb_bdev *d)
+{
+	return d->counts.launches + d->counts.uploads + d->counts.downloads;
+}
+
+static void cl_fetch(sb_bdev *d, float *dst, sb_dv src, size_t n)
+{
+	if (d->st != SB_OK || !n)
+		return;
+	const double t0 = sb_cl_prof_begin(d);
+	if (d->n_fetch == d->cap_fetch) {
+		const int cap = d->cap_fetch ? 2 * d->cap_fetch : 4;
+		struct cl_fetch *f = realloc(d->fetch, sizeof *f * (size_t)cap);
+		if (!f) {
+			sb_cl_fail(d, SB_ERR_NOMEM);
+			return;
+		}
+		d->fetch = f;
+		d->cap_fetch = cap;
+	}
+	float *tmp = malloc(sizeof(float) * n);
+	if (!tmp) {
+		sb_cl_fail(d, SB_ERR_NOMEM);
+		return;
+	}
+	d->counts.downloads++;
+	d->counts.bytes_down += sizeof(float) * (double)n;
+	const cl_int err = clEnqueueReadBuffer(d->q, src.buf->m, CL_FALSE, sizeof(float) * src.off,
+	                                       sizeof(float) * n, tmp, 0, NULL, NULL);
+	if (err != CL_SUCCESS) {
+		free(tmp);
+		sb_cl_fail(d, sb_cl_status(d->dev, err, "downloading"));
+		return;
+	}
+	d->fetch[d->n_fetch++] = (struct cl_fetch){dst, tmp, n};
+	sb_cl_prof_end(d, P_DOWNLOAD, t0, 0.0);
+}
+
+static void free_pass(sb_bpass *p)
+{
+	for (int i = 0; i < p->nf; i++)
+		free(p->f[i].tmp);
+	free(p->f);
+	if (p->end)
+		clReleaseEvent(p->end);
+	free(p);
+}
+
+/* a pass nobody waits for any more: its memory is freed once its reads have run */
+static void CL_CALLBACK pass_dropped(cl_event ev, cl_int status, void *user)
+{
+	(void)ev;
+	(void)status;
+	free_pass(user);
+}
+
+static void drop_pass(sb_bdev *d, sb_bpass *p)
+{
+	if (p->nf && p->end && clSetEventCallback(p->end, CL_COMPLETE, pass_dropped, p) == CL_SUCCESS)
+		return;
+	if (p->nf) { /* reads may still land in its memory: wait for them */
+		sb_cl_waited(d);
+		if (p->end)
+			clWaitForEvents(1, &p->end);
+		else
+			clFinish(d->q);
+	}
+	free_pass(p);
+}
+
+static sb_bpass *cl_pass_end(sb_bdev *d)
+{
+	sb_bpass *p = calloc(1, sizeof *p);
+	if (!p) {
+		sb_cl_fail(d, SB_ERR_NOMEM);
+		return NULL;
+	}
+	p->f = d->fetch;
+	p->nf = d->n_fetch;
+	d->fetch = NULL;
+	d->n_fetch = d->cap_fetch = 0;
+	p->st = d->st;
+	if (clEnqueueMarkerWithWaitList(d->q, 0, NULL, &p->end) != CL_SUCCESS) {
+		p->end = NULL;
+		if (p->st == SB_OK)
+			p->st = SB_ERR_DEVICE;
+		sb_cl_fail(d, SB_ERR_DEVICE);
+	}
+	p->enq = d->enq_at_end = enqueued(d);
+	d->passes_out++;
+	return p;
+}
+
+/* after a wait: the measuring runs that have ended counted (cl_gemm_pick.c) */
+static void collect_runs(sb_bdev *d)
+{
+	if (d->pick)
+		sb_cl_pick_collect(d, d->pick);
+	if (d->att_pick)
+		sb_cl_pick_collect(d, d->att_pick);
+}
+
+/* the reads of a pass that ended well, into their places */
+static void put_reads(struct cl_fetch *f, int n)
+{
+	for (int i = 0; i < n; i++)
+		memcpy(f[i].dst, f[i].tmp, sizeof(float) * f[i].n);
+}
+
+/* everything enqueued has run: the reads not yet in a pass land too */
 static sb_status cl_finish(sb_bdev *d)
 {
 	const double t0 = sb_cl_prof_begin(d);
+	sb_cl_waited(d);
 	const cl_int err = clFinish(d->q);
 	sb_cl_prof_end(d, P_FINISH, t0, 0.0);
 	if (err != CL_SUCCESS)
 		sb_cl_fail(d, sb_cl_status(d->dev, err, "waiting for the device"));
-	else if (d->st == SB_OK) { /* the timed runs of the pass have ended */
-		if (d->pick)
-			sb_cl_pick_collect(d, d->pick);
-		if (d->att_pick)
-			sb_cl_pick_collect(d, d->att_pick);
-	}
+	else if (d->st == SB_OK) /* the timed runs of the pass have ended */
+		collect_runs(d);
+	if (d->st == SB_OK)
+		put_reads(d->fetch, d->n_fetch);
+	for (int i = 0; i < d->n_fetch; i++)
+		free(d->fetch[i].tmp);
+	d->n_fetch = 0;
 	return d->st;
 }
 
@@ -319,37 +429,74 @@ static int sleep_pass(sb_bdev *d, cl_event ev, const atomic_int *const *stop, in
 	return stopped;
 }
 
-/* finish() that stops waiting when a flag is set (wait_way above). The work goes on in the
- * queue when this gives up; the next pass's work queues behind it. With profiling on every
- * operation has waited already. */
-static sb_status cl_drain(sb_bdev *d, const atomic_int *const *stop, int n)
+/* Waits for pass p (wait_way above) unless a flag is set first. The work goes on in the queue
+ * when this gives up; the next pass's work queues behind it. With profiling on every operation
+ * has waited already. The newest pass with nothing enqueued after it and no flag to look at is
+ * waited for by clFinish, as every pass was before passes could be pipelined. */
+static sb_status cl_pass_wait(sb_bdev *d, sb_bpass *p, const atomic_int *const *stop, int n)
 {
+	if (!p)
+		return d->st != SB_OK ? d->st : SB_ERR_NOMEM;
+	d->passes_out--;
 	int flags = 0;
 	for (int i = 0; i < n; i++)
 		flags |= stop[i] != NULL;
-	const int way = d->wait_way;
-	if (!flags || d->profiling || d->st != SB_OK || way == WAIT_FINISH)
-		return cl_finish(d);
-	if (sb_stop_set(stop, n))
-		return SB_ERR_CANCELLED;
-	cl_event ev = NULL;
-	if (clEnqueueMarkerWithWaitList(d->q, 0, NULL, &ev) != CL_SUCCESS)
-		return cl_finish(d);
-	int stopped = way == WAIT_CALLBACK ? sleep_pass(d, ev, stop, n) : -1;
-	if (stopped < 0) { /* polled, or the driver took no callback */
-		clFlush(d->q);
-		stopped = poll_pass(ev, stop, n);
+	sb_status st = p->st;
+	if (st == SB_OK && sb_stop_set(stop, n))
+		st = SB_ERR_CANCELLED;
+	const int last = d->passes_out == 0 && enqueued(d) == p->enq;
+	if (st == SB_OK && (d->profiling || (last && (!flags || d->wait_way == WAIT_FINISH)))) {
+		const double t0 = sb_cl_prof_begin(d);
+		sb_cl_waited(d);
+		const cl_int err = clFinish(d->q);
+		sb_cl_prof_end(d, P_FINISH, t0, 0.0);
+		if (err != CL_SUCCESS)
+			st = sb_cl_status(d->dev, err, "waiting for the device");
+	} else if (st == SB_OK) {
+		const double t0 = sb_cl_prof_begin(d);
+		sb_cl_waited(d);
+		int stopped = 0;
+		if (d->wait_way == WAIT_FINISH)
+			clWaitForEvents(1, &p->end);
+		else if (d->wait_way == WAIT_CALLBACK)
+			stopped = sleep_pass(d, p->end, stop, n);
+		else
+			stopped = -1;
+		if (stopped < 0) {
+			/* polled, or the driver took no callback */
+			clFlush(d->q);
+			stopped = poll_pass(p->end, stop, n);
+		}
+		sb_cl_prof_end(d, P_FINISH, t0, 0.0);
+		cl_int state = CL_COMPLETE;
+		if (stopped)
+			st = SB_ERR_CANCELLED;
+		else if (clGetEventInfo(p->end, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state,
+		                        &state, NULL) == CL_SUCCESS && state < 0)
+			st = sb_cl_status(d->dev, state, "running the pass"); /* a command failed */
 	}
-	if (stopped) {
-		clReleaseEvent(ev);
-		return SB_ERR_CANCELLED;
+	if (st != SB_OK) {
+		if (st != SB_ERR_CANCELLED)
+			sb_cl_fail(d, st);
+		drop_pass(d, p);
+		return st;
 	}
-	cl_int state = CL_COMPLETE;
-	if (clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state, &state, NULL) ==
-	        CL_SUCCESS && state < 0) /* a command of the pass failed: its error code */
-		sb_cl_fail(d, sb_cl_status(d->dev, state, "running the pass"));
-	clReleaseEvent(ev);
-	return cl_finish(d);
+	collect_runs(d);
+	put_reads(p->f, p->nf);
+	free_pass(p);
+	return SB_OK;
+}
+
+/* finish() that stops waiting when a flag is set: the work since the last pass ended, as a
+ * pass */
+static sb_status cl_drain(sb_bdev *d, const atomic_int *const *stop, int n)
+{
+	return cl_pass_wait(d, cl_pass_end(d), stop, n);
+}
+
+static void cl_counts(const sb_bdev *d, sb_dev_counts *out)
+{
+	*out = d->counts;
 }
 
 static sb_status cl_status(const sb_bdev *d)
@@ -435,8 +582,12 @@ const sb_backend sb_backend_opencl_impl = {
 	.release = cl_release,
 	.upload = cl_upload,
 	.download = cl_download,
+	.fetch = cl_fetch,
 	.finish = cl_finish,
 	.drain = cl_drain,
+	.pass_end = cl_pass_end,
+	.pass_wait = cl_pass_wait,
+	.counts = cl_counts,
 	.status = cl_status,
 	.clear = cl_clear,
 	.ops = &sb_cl_ops,

@@ -14,7 +14,8 @@ const char *const sb_cl_op_names[P_COUNT] = {
 	"softmax_rows", "transpose", "ften_to_tokens", "tokens_to_ften", "add_freq_emb",
 	"im2col_time", "convtr_gather", "rmsnorm", "rope", "head_gate", "stft_frames", "istft_frames", "istft_ola",
 	"moments_final", "standardise", "gather_cols", "cmul", "bias_items", "gn_glu_add",
-	"copy_rows", "permute4", "ng_stats", "ng_apply", "dwconv", "mul", "lstm_cell",
+	"copy_rows", "permute4", "ng_stats", "ng_apply", "dwconv", "mul", "lstm_cell", "rmsnorm_seg",
+	"att_gate",
 	"attention_16", "attention_32", "attention_64", "attention_mma", "attention_tiles",
 	"upload", "download", "copy", "zero", "finish",
 };
@@ -54,10 +55,51 @@ void sb_cl_run(kargs *a, cl_uint dims, const size_t *global, const size_t *local
 	}
 	sb_cl_device_delay(c->dev);
 	const double t0 = sb_cl_prof_begin(c);
+	c->counts.launches++;
 	const cl_int err = clEnqueueNDRangeKernel(c->q, a->k, dims, NULL, g, l, 0, NULL, NULL);
 	if (err != CL_SUCCESS)
 		sb_cl_fail_cl(c, err, "enqueueing a kernel");
 	sb_cl_prof_end(c, a->id, t0, a->flops);
+}
+
+static void CL_CALLBACK free_copy(cl_event ev, cl_int status, void *copy)
+{
+	(void)ev;
+	(void)status;
+	free(copy);
+}
+
+/* A blocking write would wait for all the work ahead of it in the queue (a pass another device
+ * won, still running: the next pass's upload could not begin, nor stop, until it ended). */
+void sb_cl_write(sb_bdev *c, cl_mem m, size_t off, const void *src, size_t bytes,
+                 const char *what)
+{
+	if (c->st != SB_OK || !bytes)
+		return;
+	c->counts.uploads++;
+	c->counts.bytes_up += (double)bytes;
+	void *copy = malloc(bytes);
+	cl_event ev = NULL;
+	cl_int err = CL_SUCCESS;
+	if (copy) {
+		memcpy(copy, src, bytes);
+		err = clEnqueueWriteBuffer(c->q, m, CL_FALSE, off, bytes, copy, 0, NULL, &ev);
+		if (err == CL_SUCCESS &&
+		    clSetEventCallback(ev, CL_COMPLETE, free_copy, copy) != CL_SUCCESS) {
+			sb_cl_waited(c);
+			clWaitForEvents(1, &ev); /* no callback: wait, then free it here */
+			free(copy);
+		} else if (err != CL_SUCCESS) {
+			free(copy);
+		}
+		if (ev)
+			clReleaseEvent(ev);
+	} else {
+		sb_cl_waited(c);
+		err = clEnqueueWriteBuffer(c->q, m, CL_TRUE, off, bytes, src, 0, NULL, NULL);
+	}
+	if (err != CL_SUCCESS)
+		sb_cl_fail(c, sb_cl_status(c->dev, err, what));
 }
 
 /* ---- the operations' program ---- */
@@ -137,6 +179,7 @@ sb_status sb_cl_check_open(sb_bdev *c, size_t na, size_t nb, size_t nc, unsigned
 	}
 	if (st != SB_OK)
 		return st;
+	sb_cl_waited(c);
 	cl_int err = clEnqueueWriteBuffer(c->q, k->A.m, CL_TRUE, 0, sizeof(float) * na, k->a, 0,
 	                                  NULL, NULL);
 	if (err == CL_SUCCESS)
@@ -154,6 +197,7 @@ sb_status sb_cl_check_result(sb_bdev *c, cl_mem m, size_t n, float *dst, const c
 	}
 	if (st != SB_OK)
 		return st;
+	sb_cl_waited(c);
 	const cl_int err = clEnqueueReadBuffer(c->q, m, CL_TRUE, 0, sizeof(float) * n, dst, 0, NULL,
 	                                       NULL);
 	return err == CL_SUCCESS ? SB_OK : sb_cl_status(c->dev, err, what);

@@ -26,7 +26,8 @@ enum {
 	K_FTEN_TO_TOKENS, K_TOKENS_TO_FTEN, K_ADD_FREQ_EMB, K_IM2COL_TIME, K_CONVTR_GATHER,
 	K_RMSNORM, K_ROPE, K_HEAD_GATE, K_STFT_FRAMES, K_ISTFT_FRAMES, K_ISTFT_OLA,
 	K_MOMENTS_FINAL, K_STANDARDISE, K_GATHER, K_CMUL, K_BIAS_ITEMS, K_GN_GLU_ADD,
-	K_COPY_ROWS, K_PERMUTE, K_NG_STATS, K_NG_APPLY, K_DWCONV, K_MUL, K_LSTM_CELL, K_COUNT,
+	K_COPY_ROWS, K_PERMUTE, K_NG_STATS, K_NG_APPLY, K_DWCONV, K_MUL, K_LSTM_CELL,
+	K_RMSNORM_SEG, K_ATT_GATE, K_COUNT,
 	K_ATTENTION_16 = K_COUNT, K_ATTENTION_32, K_ATTENTION_64, /* attention.cl's */
 	K_ATTENTION_MMA,        /* attention_mma.cl's (bf16 or tf32 on the tensor cores) */
 	K_ATTENTION_TILES,      /* attention_tiles.cl's */
@@ -71,6 +72,11 @@ struct sb_bdev {
 	int attm_tried[2][3];
 	int profiling;
 	int wait_way;           /* how a pass's end is waited for (cl_backend.c: wait_way) */
+	sb_dev_counts counts;   /* launches, transfers and waits since the device was opened */
+	struct cl_fetch *fetch; /* the reads fetch() enqueued since the last pass_end() */
+	int n_fetch, cap_fetch;
+	int passes_out;         /* passes ended and not yet waited for */
+	long enq_at_end;        /* launches + transfers when the last pass ended */
 	long prof_calls[P_COUNT];
 	double prof_s[P_COUNT], prof_flops[P_COUNT];
 	sb_prof_shapes prof_shapes; /* the profile's products by shape and path */
@@ -86,6 +92,17 @@ void sb_cl_fail_cl(sb_bdev *d, cl_int err, const char *what);
 sb_status sb_cl_ops_ready(sb_bdev *d);
 /* ops.cl's source (with gemm_rows.cl's before it), which also names a file of measured paths */
 const char *sb_cl_ops_source(void);
+
+/* bytes of src written at byte offset off of m without the host waiting: the data goes through
+ * a copy of its own, freed when the write has run (a blocking write where there is no memory for
+ * the copy, or no event to free it by); counted as an upload */
+void sb_cl_write(sb_bdev *c, cl_mem m, size_t off, const void *src, size_t bytes,
+                 const char *what);
+/* the host waited for the device (sb_dev_counts.waits) */
+static inline void sb_cl_waited(sb_bdev *c)
+{
+	c->counts.waits++;
+}
 
 /* profiling around one step: with it on, the queue is drained before and after */
 double sb_cl_prof_begin(sb_bdev *d);

@@ -260,6 +260,7 @@ static void op_zero(sb_bdev *c, sb_dv x, size_t n)
 	if (c->st != SB_OK || !n)
 		return;
 	const double t0 = sb_cl_prof_begin(c);
+	c->counts.launches++;
 	const cl_float zero = 0.f;
 	const cl_int err = clEnqueueFillBuffer(c->q, x.buf->m, &zero, sizeof zero,
 	                                       sizeof(float) * x.off, sizeof(float) * n, 0, NULL,
@@ -274,6 +275,7 @@ static void op_copy(sb_bdev *c, sb_dv dst, sb_dv src, size_t n)
 	if (c->st != SB_OK || !n)
 		return;
 	const double t0 = sb_cl_prof_begin(c);
+	c->counts.launches++;
 	const cl_int err = clEnqueueCopyBuffer(c->q, src.buf->m, dst.buf->m, sizeof(float) * src.off,
 	                                       sizeof(float) * dst.off, sizeof(float) * n, 0, NULL,
 	                                       NULL);
@@ -291,6 +293,20 @@ static void op_rmsnorm(sb_bdev *c, sb_dv x, sb_dv out, size_t n, int D, sb_dv w)
 	a_i32(&a, D);
 	a_db(&a, w);
 	const size_t g = n * c->red_wg, l = c->red_wg;
+	sb_cl_run(&a, 1, &g, &l);
+}
+
+static void op_rmsnorm_seg(sb_bdev *c, sb_dv x, sb_dv o, size_t rows, long ld, int nseg,
+                           sb_dv seg, sb_dv w)
+{
+	kargs a = args(c, K_RMSNORM_SEG);
+	a_db(&a, x);
+	a_db(&a, o);
+	a_i64(&a, ld);
+	a_i32(&a, nseg);
+	a_db(&a, seg);
+	a_db(&a, w);
+	const size_t g = rows * (size_t)nseg * c->red_wg, l = c->red_wg;
 	sb_cl_run(&a, 1, &g, &l);
 }
 
@@ -404,6 +420,23 @@ static int way_checked(sb_bdev *c, int way)
 	return ok;
 }
 
+/* the per-head gates of an attention its products' way ran (backend.h: attention's g) */
+static void attention_gates(sb_bdev *c, sb_dv o, int ldo, long so, sb_dv g, int ldq, long sq,
+                            int nq, int heads, int hd, int batch)
+{
+	kargs a = args(c, K_ATT_GATE);
+	a_db(&a, o);
+	a_i32(&a, ldo);
+	a_i64(&a, so);
+	a_db(&a, g);
+	a_i32(&a, ldq);
+	a_i64(&a, sq);
+	a_i32(&a, hd);
+	a_i32(&a, heads * hd);
+	const size_t gs[3] = {(size_t)heads * hd, (size_t)nq, (size_t)batch}, l[3] = {64, 1, 1};
+	sb_cl_run(&a, 3, gs, l);
+}
+
 /* Attention as two strided-batched products around a softmax, every head of a group of items
  * at once (the scores, heads x nq x nk floats an item, in a buffer cl_attention.c keeps,
  * never more than SCORES_MAX floats: long sequences go a few items at a time): three launches
@@ -412,7 +445,7 @@ static int way_checked(sb_bdev *c, int way)
 
 static void attention_split(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
                             int nk, int heads, int hd, float scale, sb_dv o, int ldo, int batch,
-                            long sq, long skv, long so)
+                            long sq, long skv, long so, sb_dv g)
 {
 	const size_t item = (size_t)heads * nq * nk;
 	int group = item >= SCORES_MAX ? 1 : (int)(SCORES_MAX / item);
@@ -441,6 +474,8 @@ static void attention_split(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int 
 		op->gemm(c, nq, hd, nk, 1.f, s, nk, (long)item, vb, ldkv, skv, 0, 0.f, ob, ldo, so, nb,
 		         heads, hs, hd, hd);
 	}
+	if (g.buf)
+		attention_gates(c, o, ldo, so, g, ldq, sq, nq, heads, hd, batch);
 }
 
 /* One attention's operands, for its timed runs */
@@ -452,6 +487,7 @@ typedef struct {
 	float scale;
 	int ldo, batch;
 	long sq, skv, so;
+	sb_dv g;
 } att_op;
 
 static sb_status att_timed(sb_bdev *c, int way, sb_dv out, const void *op)
@@ -459,11 +495,11 @@ static sb_status att_timed(sb_bdev *c, int way, sb_dv out, const void *op)
 	const att_op *a = op;
 	if (way == SB_CL_ATT_SPLIT)
 		attention_split(c, a->q, a->ldq, a->k, a->v, a->ldkv, a->nq, a->nk, a->heads, a->hd,
-		                a->scale, out, a->ldo, a->batch, a->sq, a->skv, a->so);
+		                a->scale, out, a->ldo, a->batch, a->sq, a->skv, a->so, a->g);
 	else
 		sb_cl_attention_run(c, c->attention, way, a->q, a->ldq, a->k, a->v, a->ldkv, a->nq,
 		                    a->nk, a->heads, a->hd, a->scale, out, a->ldo, a->batch, a->sq,
-		                    a->skv, a->so);
+		                    a->skv, a->so, a->g);
 	return c->st;
 }
 
@@ -472,7 +508,7 @@ static sb_status att_timed(sb_bdev *c, int way, sb_dv out, const void *op)
  * products' way counts once its products are decided (sb_cl_time_paths). */
 static int measured_attention(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
                               int nk, int heads, int hd, float scale, sb_dv o, int ldo,
-                              int batch, long sq, long skv, long so)
+                              int batch, long sq, long skv, long so, sb_dv g)
 {
 	sb_cl_pick *p = c->att_pick;
 	const sb_cl_shape s = {{nq, nk, hd, heads, batch, sb_cl_gemm_flags(q, ldq, sq, k, ldkv, skv,
@@ -501,7 +537,7 @@ static int measured_attention(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, in
 	const size_t lead = o.off % 4;
 	const size_t floats = lead + (size_t)(batch - 1) * (size_t)(so > 0 ? so : 0) +
 	                      (size_t)(nq - 1) * (size_t)ldo + (size_t)heads * hd;
-	const att_op op = {q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, ldo, batch, sq, skv, so};
+	const att_op op = {q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, ldo, batch, sq, skv, so, g};
 	sb_cl_time_paths(c, p, slot, want, lead, floats, att_timed, &op);
 	return sb_cl_pick_path(p, &s, 0, &want, &slot);
 }
@@ -511,7 +547,7 @@ static int measured_attention(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, in
  * around a softmax. */
 static void op_attention(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldkv, int nq,
                          int nk, int heads, int hd, float scale, sb_dv o, int ldo, int batch,
-                         long sq, long skv, long so)
+                         long sq, long skv, long so, sb_dv g)
 {
 	if (nq <= 0 || nk <= 0 || heads <= 0 || batch <= 0 || c->st != SB_OK ||
 	    sb_cl_ops_ready(c) != SB_OK || choose(c) != SB_OK)
@@ -532,13 +568,13 @@ static void op_attention(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldk
 	    (hd == 16 || hd == 32 || hd == 64) &&
 	    sb_cl_attention_mma_ready(c, c->attention, tf32 ? c->tf32 : c->mma, tf32, hd)) {
 		sb_cl_attention_mma(c, c->attention, tf32, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale,
-		                    o, ldo, batch, sq, skv, so);
+		                    o, ldo, batch, sq, skv, so, g);
 		return;
 	}
 	int way = c->att_way;
 	if (fits && c->att_pick && !c->want_bf16) {
 		way = measured_attention(c, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch,
-		                         sq, skv, so);
+		                         sq, skv, so, g);
 		if (c->st != SB_OK)
 			return;
 	}
@@ -552,12 +588,13 @@ static void op_attention(sb_bdev *c, sb_dv q, int ldq, sb_dv k, sb_dv v, int ldk
 	}
 	if ((way == SB_CL_ATT_TILES || way == SB_CL_ATT_FUSED) && fits && way_ready(c, way, hd)) {
 		sb_cl_attention_run(c, c->attention, way, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o,
-		                    ldo, batch, sq, skv, so);
+		                    ldo, batch, sq, skv, so, g);
 		return;
 	}
 	if (c->st != SB_OK) /* a build failed for the device's state */
 		return;
-	attention_split(c, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv, so);
+	attention_split(c, q, ldq, k, v, ldkv, nq, nk, heads, hd, scale, o, ldo, batch, sq, skv, so,
+	                g);
 }
 
 /* backend.h's lstm: the input products of every step and direction as one product each (their
@@ -603,6 +640,7 @@ const sb_ops sb_cl_ops = {
 	.add_row_channel = op_add_row_channel,
 	.attention = op_attention,
 	.rmsnorm = op_rmsnorm,
+	.rmsnorm_seg = op_rmsnorm_seg,
 	.rope = op_rope,
 	.head_gate = op_head_gate,
 	.stft = sb_cl_op_stft,

@@ -70,6 +70,7 @@ static sb_status gemm_path(sb_bdev *c, sb_cl_gemm_kind k, int M, int N, int K, f
 		*ran = path_word[k];
 	if (k == SB_CL_GEMM_CLBLAST) {
 		const double t0 = sb_cl_prof_begin(c);
+		c->counts.launches++; /* CLBlast's kernels: one call, one launch or a few */
 		const sb_status st = sb_cl_sgemm(c->dev, c->q, M, N, K, alpha, A.buf->m, A.off, lda, sa,
 		                                 B.buf->m, B.off, ldb, sb, tb, beta, C.buf->m, C.off,
 		                                 ldc, sc, batch);
@@ -197,6 +198,7 @@ static sb_status path_right(sb_bdev *c, sb_cl_gemm_kind k, double *worst)
 		const size_t off = al ? 0 : 1;
 		const long sa = (long)m * lda, sb = (long)kk * ldb, sc = (long)m * ldc;
 		const float alpha = big ? 0.5f : 1.f, beta = big ? 0.5f : 0.f;
+		sb_cl_waited(c);
 		const cl_int err = clEnqueueWriteBuffer(c->q, bc.m, CL_TRUE, 0, sizeof(float) * nc, h0,
 		                                        0, NULL, NULL);
 		if (err != CL_SUCCESS) {

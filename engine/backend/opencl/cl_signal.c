@@ -52,19 +52,12 @@ static sb_status fft_ready(sb_bdev *c, int n_fft)
 		h[2 * m + 1] = (float)sin(a);
 	}
 	sb_status st = sb_cl_device_alloc(c->dev, sizeof(float) * TW_N, CL_MEM_READ_ONLY, &c->tw);
-	if (st == SB_OK) {
-		const cl_int err = clEnqueueWriteBuffer(c->q, c->tw, CL_TRUE, 0, sizeof(float) * TW_N,
-		                                        h, 0, NULL, NULL);
-		if (err != CL_SUCCESS) {
-			st = sb_cl_status(c->dev, err, "uploading the FFT's twiddles");
-			clReleaseMemObject(c->tw);
-			c->tw = NULL;
-		}
-	}
+	if (st == SB_OK)
+		sb_cl_write(c, c->tw, 0, h, sizeof(float) * TW_N, "uploading the FFT's twiddles");
 	free(h);
 	if (st != SB_OK)
 		sb_cl_fail(c, st);
-	return st;
+	return c->st;
 }
 
 static size_t fft_wg(const sb_bdev *c, int n_fft)

@@ -410,6 +410,26 @@ void rmsnorm(__global const float *x, ulong xoff, __global float *o, ulong ooff,
 		o[ooff + r * D + i] = p[i] * a * w[woff + i];
 }
 
+/* RMSNorm of segment s of row r (backend.h: rmsnorm_seg): work-group r nseg + s */
+__kernel __attribute__((reqd_work_group_size(RED_WG, 1, 1)))
+void rmsnorm_seg(__global const float *x, ulong xoff, __global float *o, ulong ooff, long ld,
+                 int nseg, __global const float *seg, ulong segoff, __global const float *w,
+                 ulong woff)
+{
+	__local float red[RED_WG];
+	const int l = get_local_id(0);
+	const long g = get_group_id(0), r = g / nseg;
+	const int s = (int)(g % nseg);
+	const int a = (int)seg[segoff + s], n = (int)seg[segoff + s + 1] - a;
+	const __global float *p = x + xoff + r * ld + a;
+	float q = 0.f;
+	for (int i = l; i < n; i += RED_WG)
+		q += p[i] * p[i];
+	const float f = sqrt((float)n) / fmax(sqrt(group_sum(red, l, q)), 1e-12f);
+	for (int i = l; i < n; i += RED_WG)
+		o[ooff + r * ld + a + i] = p[i] * f * w[woff + a + i];
+}
+
 /* rotary embedding of interleaved pairs; work-item (pair i, row r) */
 __kernel void rope(__global float *x, ulong xoff, int ld, int cols, int hd,
                    __global const float *cs, ulong csoff, int div, int mod)
@@ -436,6 +456,18 @@ __kernel void head_gate(__global float *x, ulong xoff, int ldx, __global const f
 	if (e >= cols)
 		return;
 	x[xoff + r * ldx + e] *= sigm(g[goff + r * ldg + e / hd]);
+}
+
+/* attention's per-head gates after its products' way (backend.h: attention's g); work-item
+ * (column e, query row i, item b) */
+__kernel void att_gate(__global float *o, ulong ooff, int ldo, long so, __global const float *g,
+                       ulong goff, int ldq, long sq, int hd, int cols)
+{
+	const int e = get_global_id(0), i = get_global_id(1);
+	const long b = get_global_id(2);
+	if (e >= cols)
+		return;
+	o[ooff + b * so + (long)i * ldo + e] *= sigm(g[goff + b * sq + (long)i * ldq + e / hd]);
 }
 
 /* ---- short-time Fourier transforms (backend.h: stft, istft) ----

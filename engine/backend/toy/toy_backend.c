@@ -77,6 +77,11 @@ static void toy_download(sb_bdev *d, float *dst, sb_dv src, size_t n)
 	cpu()->download(d, dst, src, n);
 }
 
+static void toy_fetch(sb_bdev *d, float *dst, sb_dv src, size_t n)
+{
+	cpu()->fetch(d, dst, src, n);
+}
+
 static sb_status toy_finish(sb_bdev *d) { return cpu()->finish(d); }
 static sb_status toy_drain(sb_bdev *d, const atomic_int *const *stop, int n)
 {
@@ -108,6 +113,7 @@ const sb_backend sb_backend_toy_impl = {
 	.release = toy_release,
 	.upload = toy_upload,
 	.download = toy_download,
+	.fetch = toy_fetch,
 	.finish = toy_finish,
 	.drain = toy_drain,
 	.status = toy_status,

@@ -322,8 +322,10 @@ sb_status sb_htdemucs_forward(sb_htdemucs_on *r, int B, const float *in, float *
 			             1, work);
 		}
 		give_back(r, work);
-		if (pass_status(r) == SB_OK && sb_resident_drain(&r->p) == SB_OK)
-			r->p.x.be->download(r->p.x.d, out, xt, (size_t)B * seg_out);
+		if (pass_status(r) == SB_OK) {
+			sb_resident_fetch(&r->p, out, xt, (size_t)B * seg_out); /* lands at the wait */
+			sb_resident_drain(&r->p);
+		}
 	}
 	give_back(r, nst);
 	give_back(r, xt);

@@ -15,7 +15,7 @@ static void attention(sb_htdemucs_on *r, sb_dv q, int ldq, sb_dv k, sb_dv v, int
 {
 	const int hd = D / heads;
 	OP(r)->attention(r->p.x.d, q, ldq, k, v, ldkv, (int)nq, (int)nk, heads, hd,
-	                 1.f / sqrtf((float)hd), o, D, B, sq, skv, so);
+	                 1.f / sqrtf((float)hd), o, D, B, sq, skv, so, (sb_dv){NULL, 0});
 }
 
 /* one layer over B segments of n tokens at x [B][n][D]; kv: the other branch's tokens */

@@ -234,7 +234,8 @@ sb_status sb_mdx23c_forward(sb_mdx23c_on *r, int B, const float *in, float *out)
 	sb_dv work = sb_resident_a(&r->p, (size_t)nq * T * c->n_fft);
 	OP(r)->istft(r->p.x.d, &g, yc, nq, L, W(r, net->window), 1.f / (float)c->n_fft, 0, 0, o, L,
 	             0, work);
-	if (OK(r) && sb_resident_drain(&r->p) == SB_OK)
-		r->p.x.be->download(r->p.x.d, out, o, (size_t)nq * L);
-	return sb_resident_status(&r->p);
+	/* the stems read back at the pass's one wait (resident.h: sb_resident_fetch) */
+	sb_resident_fetch(&r->p, out, o, (size_t)nq * L);
+	sb_resident_pass pass = sb_resident_end(&r->p);
+	return sb_resident_wait(&r->p, &pass);
 }

@@ -36,7 +36,7 @@ static sb_status mdx23c_open(const char *path, const char *name, const sb_logger
 		return st;
 	const sb_msst_net mn = {"MDX23C", net->S, net->stems, 4.0 * net->pass_floats,
 	                        4.0 * net->largest_floats, net, mx_place, mx_unplace, mx_on_stop,
-	                        mx_forward, mx_free, net->params};
+	                        mx_forward, mx_free, net->params, NULL, NULL};
 	char what[128];
 	snprintf(what, sizeof what, "MDX23C (%lld parameters)", (long long)net->params);
 	return sb_msst_model_new(&mn, &net->cfg.m, name, path, what, 1u << SB_OPS_CONVNET, out);

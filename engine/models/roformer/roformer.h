@@ -3,14 +3,14 @@
  * (models/bs_roformer/bs_roformer.py, mel_band_roformer.py; utils/model_utils.py demix),
  * written once against the backend interface: every device runs them.
  *
- * One chunk (roformer_forward.c): STFT of each channel (host), the spectrum's complex values
+ * One chunk (roformer_forward.c): STFT of each channel, the spectrum's complex values
  * gathered into bands (BS: consecutive frequencies; Mel: the frequencies under each mel
  * filter, overlapping), per band RMSNorm + Linear to dim features, depth x (a time transformer
  * along each band's frames, a frequency transformer across each frame's bands; pre-norm
  * attention with rotary positions and per-head sigmoid gates, a GELU feed-forward), a final
  * RMSNorm (BS only), per stem and band an MLP (Tanh) ending in a GLU: a complex mask for the
  * band's values; the masks (averaged where Mel bands overlap) multiply the spectrum, the DC
- * bin zeroed (zero_dc), inverse STFT (host).
+ * bin zeroed (zero_dc), inverse STFT: all of it on the device.
  *
  * The whole file (roformer_model.c): MSST's demix, streamed (see there).
  * Only models/roformer includes this.
@@ -40,7 +40,8 @@ typedef struct {
 	float *w[16], *b[16]; /* the MLP's linear layers, first to last */
 } rf_mlp;
 
-/* consecutive bands of one width: their mask MLPs run as one batched product per layer */
+/* consecutive bands of one width: their band split's products and their mask MLPs run as one
+ * batched product per layer */
 #define RF_GROUP_MAX 8
 typedef struct {
 	int k0, n;
@@ -64,7 +65,8 @@ typedef struct sb_roformer {
 	 * config says (ptr [2 bins ch + 1], idx [total], w [2 bins ch]) */
 	float *band_ptr, *band_idx, *ones, *mask_ptr, *mask_idx, *mask_w;
 	float *split_norm;            /* [total]: the band split's RMSNorm gammas, band after band */
-	float **split_w;              /* [nb] -> [dim][din] */
+	float *band_seg;              /* [nb + 1]: each band's first column of [total], then total */
+	float **split_w;              /* [nb] -> [dim][din]; a group's lie back to back */
 	float *split_b;               /* [nb][dim] */
 	rf_layer *layers;             /* depth x (time_depth + freq_depth), in the order they run */
 	float *final_norm;            /* [dim], BS only (NULL for Mel) */
@@ -94,5 +96,12 @@ void sb_roformer_unplace(sb_roformer_on *r);
 /* the pass ends (SB_ERR_CANCELLED) at its next block once a flag is set */
 void sb_roformer_on_stop(sb_roformer_on *r, const atomic_int *a, const atomic_int *b);
 sb_status sb_roformer_forward(sb_roformer_on *r, int B, const float *in, float *out);
+/* The same in two steps (resident.h: sb_resident_end): submit enqueues the pass whole and returns
+ * without waiting where the device pipelines, so the next pass can be enqueued first; collect
+ * waits for it (once for each submit, in order; the stems are in out once it returns SB_OK). A
+ * failed submit's pass is collected too (it returns the failure). */
+sb_status sb_roformer_submit(sb_roformer_on *r, int B, const float *in, float *out,
+                            sb_resident_pass *pass);
+sb_status sb_roformer_collect(sb_roformer_on *r, sb_resident_pass *pass);
 
 #endif

@@ -104,22 +104,24 @@ static void layer(sb_roformer_on *r, const rf_layer *L, sb_dv x, int B, int time
 	} else {
 		OP(r)->rope(r->p.x.d, qkv, n, ld, 2 * inner, hd, W(r, net->rope_f), 1, nb);
 	}
+	/* the per-head gates, columns 3 inner of the rows q is read from, applied as attention
+	 * writes its rows */
 	const float scale = 1.f / sqrtf((float)hd);
+	const sb_dv none = {NULL, 0};
 	if (time) {
 		for (int b = 0; b < B && OK(r); b++) {
 			const sb_dv q = sb_dv_at(qkv, (size_t)b * T * nb * ld);
 			r->p.o->attention(r->p.x.d, q, nb * ld, sb_dv_at(q, (size_t)inner),
 			                  sb_dv_at(q, (size_t)2 * inner), nb * ld, T, T, H, hd, scale,
 			                  sb_dv_at(att, (size_t)b * T * nb * inner), nb * inner, nb, ld, ld,
-			                  inner);
+			                  inner, net->gates ? sb_dv_at(q, (size_t)3 * inner) : none);
 		}
 	} else {
 		OP(r)->attention(r->p.x.d, qkv, ld, sb_dv_at(qkv, (size_t)inner),
 		                 sb_dv_at(qkv, (size_t)2 * inner), ld, nb, nb, H, hd, scale, att, inner,
-		                 B * T, (long)nb * ld, (long)nb * ld, (long)nb * inner);
+		                 B * T, (long)nb * ld, (long)nb * ld, (long)nb * inner,
+		                 net->gates ? sb_dv_at(qkv, (size_t)3 * inner) : none);
 	}
-	if (net->gates)
-		OP(r)->head_gate(r->p.x.d, att, inner, sb_dv_at(qkv, (size_t)3 * inner), ld, n, H, hd);
 	gemm(r, (int)n, dim, inner, att, inner, W(r, L->out), inner, 1.f, x, dim);
 	sb_resident_r(&r->p, qkv);
 	sb_resident_r(&r->p, att);
@@ -135,8 +137,10 @@ static void layer(sb_roformer_on *r, const rf_layer *L, sb_dv x, int B, int time
 	sb_resident_r(&r->p, h);
 }
 
-sb_status sb_roformer_forward(sb_roformer_on *r, int B, const float *in, float *out)
+sb_status sb_roformer_submit(sb_roformer_on *r, int B, const float *in, float *out,
+                            sb_resident_pass *pass)
 {
+	pass->bp = NULL;
 	const sb_roformer *net = r->net;
 	const sb_rf_config *c = &net->cfg;
 	const int T = net->frames, nb = net->nb, dim = c->dim, ch = net->ch, bins = net->bins,
@@ -144,10 +148,10 @@ sb_status sb_roformer_forward(sb_roformer_on *r, int B, const float *in, float *
 	const int64_t L = c->m.chunk_size;
 	const size_t rows = (size_t)B * T, fl = (size_t)bins * ch * 2; /* a frame's spectrum */
 	if (B < 1)
-		return SB_ERR_INVALID;
+		return pass->st = SB_ERR_INVALID;
 	sb_status st = sb_resident_begin(&r->p);
 	if (st != SB_OK)
-		return st;
+		return pass->st = st;
 	/* torch.stft(center, reflect padding, window, onesided; normalized scales by
 	 * n_fft^-1/2), frame-major */
 	const sb_stft g = {c->n_fft, c->hop, T, bins, c->n_fft / 2, 2, 2L * ch, (long)fl, 1};
@@ -159,22 +163,23 @@ sb_status sb_roformer_forward(sb_roformer_on *r, int B, const float *in, float *
 		OP(r)->stft(r->p.x.d, &g, sb_dv_at(mix, (size_t)b * ch * L), L, ch, L, W(r, net->window),
 		            norm, sb_dv_at(X, (size_t)b * T * fl));
 	sb_resident_r(&r->p, mix);
-	/* gather the bands' values, band after band */
+	/* the band split: every band's values gathered [rows][total] and normalised, band by band,
+	 * in one launch each; then per group of bands of one width one strided-batched product
+	 * with its biases into the bands' columns of x */
 	sb_dv dx = sb_resident_a(&r->p, rows * total);
-	for (int k = 0; k < nb; k++)
-		OP(r)->gather(r->p.x.d, X, (long)fl, sb_dv_at(dx, rows * net->off[k]), net->din[k], rows,
-		              net->din[k], W(r, net->band_ptr + net->off[k]), W(r, net->band_idx),
-		              W(r, net->ones + net->off[k]));
-	/* band split */
+	OP(r)->gather(r->p.x.d, X, (long)fl, dx, total, rows, total, W(r, net->band_ptr),
+	              W(r, net->band_idx), W(r, net->ones));
+	OP(r)->rmsnorm_seg(r->p.x.d, dx, dx, rows, total, nb, W(r, net->band_seg),
+	                   W(r, net->split_norm));
 	sb_dv x = sb_resident_a(&r->p, rows * nb * dim);
-	for (int k = 0; k < nb; k++) {
-		const sb_dv xk = sb_dv_at(dx, rows * net->off[k]);
-		OP(r)->rmsnorm(r->p.x.d, xk, xk, rows, net->din[k], W(r, net->split_norm + net->off[k]));
-		gemm(r, (int)rows, dim, net->din[k], xk, net->din[k], W(r, net->split_w[k]), net->din[k],
-		     0.f, sb_dv_at(x, (size_t)k * dim), nb * dim);
+	for (int gi = 0; gi < net->n_groups && OK(r); gi++) {
+		const rf_group *gr = &net->group[gi];
+		const int din = net->din[gr->k0];
+		const sb_bias e = {W(r, net->split_b + (size_t)gr->k0 * dim), dim, 1, SB_ACT_NONE};
+		r->p.o->gemm_bias(r->p.x.d, (int)rows, dim, din, 1.f, sb_dv_at(dx, net->off[gr->k0]), total,
+		                  din, W(r, net->split_w[gr->k0]), din, (long)dim * din, 1, 0.f,
+		                  sb_dv_at(x, (size_t)gr->k0 * dim), nb * dim, dim, gr->n, 1, 0, 0, 0, &e);
 	}
-	/* one pass for every band's bias (a pass a band where a product cannot take it) */
-	OP(r)->bias_cols(r->p.x.d, x, rows * nb * dim, nb * dim, W(r, net->split_b), SB_ACT_NONE);
 	sb_resident_r(&r->p, dx);
 	/* the axial transformer; with skip_connection each block's input adds every earlier
 	 * block's output (kept in 'store') */
@@ -202,44 +207,49 @@ sb_status sb_roformer_forward(sb_roformer_on *r, int B, const float *in, float *
 		OP(r)->rmsnorm(r->p.x.d, x, x, rows * nb, dim, W(r, net->final_norm));
 	/* the mask estimators: per stem and group of bands of one width, each MLP layer as one
 	 * strided-batched product over the group's bands (their inputs are columns of x, their
-	 * weights back to back, their outputs [rows][band][width]), then a GLU per band into the
-	 * band's columns of the mask */
+	 * weights back to back, their outputs [rows][band][width]); the last layer's two halves,
+	 * the GLU's values and its gates, as two such products into the bands' columns of z's two
+	 * halves [2][rows][total]; then one GLU for every band into the mask [rows][total] */
 	sb_dv m = sb_resident_a(&r->p, (size_t)S * rows * total);
-	int widest = 0;
-	for (int k = 0; k < nb; k++)
-		widest = net->din[k] > widest ? net->din[k] : widest;
 	const int gmax = RF_GROUP_MAX;
 	sb_dv h1 = sb_resident_a(&r->p, rows * gmax * net->mlp_hidden);
 	sb_dv h2 = sb_resident_a(&r->p, rows * gmax * net->mlp_hidden);
-	sb_dv z = sb_resident_a(&r->p, rows * gmax * 2 * widest);
+	sb_dv z = sb_resident_a(&r->p, 2 * rows * total);
 	const int nl = sb_rf_mask_layers(c);
-	for (int s = 0; s < S && !sb_resident_stopped(&r->p); s++)
-		for (int gi = 0; gi < net->n_groups; gi++) {
+	for (int s = 0; s < S && !sb_resident_stopped(&r->p); s++) {
+		for (int gi = 0; gi < net->n_groups && OK(r); gi++) {
 			const rf_group *gr = &net->group[gi];
 			const int gn = gr->n, din = net->din[gr->k0];
 			const rf_mlp *mp = &net->mask[(size_t)s * nb + gr->k0];
 			sb_dv a = sb_dv_at(x, (size_t)gr->k0 * dim);
 			int lda = nb * dim, in = dim;
 			long sa = dim;
-			for (int l = 0; l < nl; l++) {
-				const int last = l == nl - 1;
-				const int o = last ? 2 * din : net->mlp_hidden;
-				const sb_dv y = last ? z : (l % 2 ? h2 : h1);
+			for (int l = 0; l < nl - 1; l++) {
+				const int o = net->mlp_hidden;
+				const sb_dv y = l % 2 ? h2 : h1;
 				/* band j's bias is the j-th o of the group's */
-				const sb_bias e = {W(r, mp->b[l]), o, 1, last ? SB_ACT_NONE : SB_ACT_TANH};
-				if (OK(r))
-					r->p.o->gemm_bias(r->p.x.d, (int)rows, o, in, 1.f, a, lda, sa, W(r, mp->w[l]),
-					                  in, (long)o * in, 1, 0.f, y, gn * o, o, gn, 1, 0, 0, 0, &e);
+				const sb_bias e = {W(r, mp->b[l]), o, 1, SB_ACT_TANH};
+				r->p.o->gemm_bias(r->p.x.d, (int)rows, o, in, 1.f, a, lda, sa, W(r, mp->w[l]), in,
+				                  (long)o * in, 1, 0.f, y, gn * o, o, gn, 1, 0, 0, 0, &e);
 				a = y;
 				lda = gn * o;
 				sa = o;
 				in = o;
 			}
-			for (int j = 0; j < gn; j++)
-				OP(r)->glu(r->p.x.d, sb_dv_at(z, (size_t)j * 2 * din), (long)gn * 2 * din,
-				           sb_dv_at(m, (size_t)s * rows * total + net->off[gr->k0 + j]), total,
-				           din, (int)rows);
+			/* band j's rows of the last layer: its values' din, then its gates' din */
+			for (int half = 0; half < 2; half++) {
+				const sb_bias e = {W(r, mp->b[nl - 1] + (size_t)half * din), 2L * din, 1,
+				                   SB_ACT_NONE};
+				r->p.o->gemm_bias(r->p.x.d, (int)rows, din, in, 1.f, a, lda, sa,
+				                  W(r, mp->w[nl - 1] + (size_t)half * din * in), in,
+				                  2L * din * in, 1, 0.f,
+				                  sb_dv_at(z, (size_t)half * rows * total + net->off[gr->k0]),
+				                  total, din, gn, 1, 0, 0, 0, &e);
+			}
 		}
+		OP(r)->glu(r->p.x.d, z, 0, sb_dv_at(m, (size_t)s * rows * total), 0,
+		           (int)(rows * total), 1);
+	}
 	sb_resident_r(&r->p, h1);
 	sb_resident_r(&r->p, h2);
 	sb_resident_r(&r->p, z);
@@ -260,8 +270,22 @@ sb_status sb_roformer_forward(sb_roformer_on *r, int B, const float *in, float *
 			OP(r)->istft(r->p.x.d, &g, sb_dv_at(ms, ((size_t)s * B + b) * T * fl), ch, L,
 			             W(r, net->window), iscale, 0, 0,
 			             sb_dv_at(y, ((size_t)b * S + s) * ch * L), L, 0, work);
-	/* the pass's one wait; a stopped pass returns without waiting (resident.h: sb_resident_drain) */
-	if (OK(r) && sb_resident_drain(&r->p) == SB_OK)
-		r->p.x.be->download(r->p.x.d, out, y, (size_t)B * S * ch * L);
-	return sb_resident_status(&r->p);
+	/* the stems come back at the pass's end, its one wait (sb_roformer_collect); a stopped
+	 * pass returns without waiting and leaves out untouched (resident.h) */
+	sb_resident_fetch(&r->p, out, y, (size_t)B * S * ch * L);
+	*pass = sb_resident_end(&r->p);
+	return pass->st;
+}
+
+sb_status sb_roformer_collect(sb_roformer_on *r, sb_resident_pass *pass)
+{
+	return sb_resident_wait(&r->p, pass);
+}
+
+sb_status sb_roformer_forward(sb_roformer_on *r, int B, const float *in, float *out)
+{
+	sb_resident_pass pass;
+	sb_status st = sb_roformer_submit(r, B, in, out, &pass);
+	const sb_status end = sb_roformer_collect(r, &pass);
+	return st != SB_OK ? st : end;
 }

@@ -27,6 +27,14 @@ static sb_status rf_forward(void *on, int B, const float *in, float *out)
 	return sb_roformer_forward(on, B, in, out);
 }
 static void rf_free(void *net) { sb_roformer_free(net); }
+static sb_status rf_submit(void *on, int B, const float *in, float *out, sb_resident_pass *pass)
+{
+	return sb_roformer_submit(on, B, in, out, pass);
+}
+static sb_status rf_collect(void *on, sb_resident_pass *pass)
+{
+	return sb_roformer_collect(on, pass);
+}
 
 static sb_status sb_roformer_model_open(const char *path, const char *name, const sb_logger *log,
                                         sb_model **out)
@@ -44,7 +52,7 @@ static sb_status sb_roformer_model_open(const char *path, const char *name, cons
 		c->family == SB_RF_MEL ? "Mel-Band RoFormer" : "BS-RoFormer", net->ch, net->n_stems,
 		4.0 * tokens * (3.0 * c->dim + 3.0 * net->inner + c->heads + net->inner + net->hidden),
 		4.0 * tokens * net->hidden, net, rf_place, rf_unplace, rf_on_stop, rf_forward, rf_free,
-		net->params};
+		net->params, rf_submit, rf_collect};
 	char what[128];
 	snprintf(what, sizeof what, "%s (%lld parameters)", mn.label, (long long)net->params);
 	return sb_msst_model_new(&mn, &c->m, name, path, what, 0, out);

@@ -231,20 +231,46 @@ sb_status sb_roformer_load(const char *path, const char *name, const sb_logger *
 	const int freqs = sb_safetensors_find(st, "layers.0.0.layers.0.0.rotary_embed.freqs") != NULL;
 	rdr r = {st, name, log, SB_OK};
 	char tn[160];
-	/* band split */
-	net->split_norm = own(net, (size_t)net->total);
-	net->split_b = own(net, (size_t)nb * dim);
-	net->split_w = calloc((size_t)nb, sizeof *net->split_w);
-	if (!net->split_norm || !net->split_b || !net->split_w) {
+	/* consecutive bands of the same width form groups (of up to RF_GROUP_MAX) whose band
+	 * split's and mask estimators' weights lie back to back, so that one strided-batched
+	 * product runs a whole group's layer */
+	net->group = calloc((size_t)nb + 1, sizeof *net->group);
+	if (!net->group) {
 		s = SB_ERR_NOMEM;
 		goto fail;
 	}
-	for (int k = 0; k < nb && r.st_ == SB_OK; k++) {
-		net->split_w[k] = own(net, (size_t)dim * net->din[k]);
-		if (!net->split_w[k]) {
+	net->n_groups = 0;
+	for (int k = 0; k < nb;) {
+		int g = 1;
+		while (k + g < nb && g < RF_GROUP_MAX && net->din[k + g] == net->din[k])
+			g++;
+		net->group[net->n_groups++] = (rf_group){k, g};
+		k += g;
+	}
+	/* band split */
+	net->split_norm = own(net, (size_t)net->total);
+	net->band_seg = own(net, (size_t)nb + 1);
+	net->split_b = own(net, (size_t)nb * dim);
+	net->split_w = calloc((size_t)nb, sizeof *net->split_w);
+	if (!net->split_norm || !net->band_seg || !net->split_b || !net->split_w) {
+		s = SB_ERR_NOMEM;
+		goto fail;
+	}
+	for (int k = 0; k < nb; k++)
+		net->band_seg[k] = (float)net->off[k];
+	net->band_seg[nb] = (float)net->total;
+	for (int gi = 0; gi < net->n_groups; gi++) {
+		const rf_group *gr = &net->group[gi];
+		const size_t one = (size_t)dim * net->din[gr->k0];
+		float *w = own(net, (size_t)gr->n * one);
+		if (!w) {
 			s = SB_ERR_NOMEM;
 			goto fail;
 		}
+		for (int j = 0; j < gr->n; j++)
+			net->split_w[gr->k0 + j] = w + (size_t)j * one;
+	}
+	for (int k = 0; k < nb && r.st_ == SB_OK; k++) {
 		snprintf(tn, sizeof tn, "band_split.to_features.%d.0.gamma", k);
 		rd(&r, tn, net->din[k], 0, net->split_norm + net->off[k]);
 		snprintf(tn, sizeof tn, "band_split.to_features.%d.1.weight", k);
@@ -318,22 +344,11 @@ sb_status sb_roformer_load(const char *path, const char *name, const sb_logger *
 		}
 		rd(&r, "final_norm.gamma", dim, 0, net->final_norm);
 	}
-	/* mask estimators: consecutive bands of the same width form groups (of up to
-	 * RF_GROUP_MAX) whose weights lie back to back, so that one strided-batched product runs a
-	 * whole group's layer */
+	/* mask estimators, by the groups above */
 	net->mask = calloc((size_t)net->n_stems * nb, sizeof *net->mask);
-	net->group = calloc((size_t)nb + 1, sizeof *net->group);
-	if (!net->mask || !net->group) {
+	if (!net->mask) {
 		s = SB_ERR_NOMEM;
 		goto fail;
-	}
-	net->n_groups = 0;
-	for (int k = 0; k < nb;) {
-		int g = 1;
-		while (k + g < nb && g < RF_GROUP_MAX && net->din[k + g] == net->din[k])
-			g++;
-		net->group[net->n_groups++] = (rf_group){k, g};
-		k += g;
 	}
 	const int nml = sb_rf_mask_layers(c);
 	for (int sx = 0; sx < net->n_stems; sx++)

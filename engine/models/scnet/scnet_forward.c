@@ -314,7 +314,8 @@ sb_status sb_scnet_forward(sb_scnet_on *r, int B, const float *in, float *out)
 	for (int b = 0; b < B; b++)
 		OP(r)->istft(r->p.x.d, &gi, sb_dv_at(x, (size_t)b * F * C0 * T), nq, L, W(r, net->ones),
 		             iscale, 0, 0, sb_dv_at(y, (size_t)b * nq * L), L, 0, work);
-	if (OK(r) && sb_resident_drain(&r->p) == SB_OK)
-		r->p.x.be->download(r->p.x.d, out, y, (size_t)B * nq * L);
-	return sb_resident_status(&r->p);
+	/* the stems read back at the pass's one wait (resident.h: sb_resident_fetch) */
+	sb_resident_fetch(&r->p, out, y, (size_t)B * nq * L);
+	sb_resident_pass pass = sb_resident_end(&r->p);
+	return sb_resident_wait(&r->p, &pass);
 }

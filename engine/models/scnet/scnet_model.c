@@ -36,7 +36,7 @@ static sb_status scnet_open(const char *path, const char *name, const sb_logger 
 		return st;
 	const sb_msst_net mn = {"SCNet", net->S, net->n_src, 4.0 * net->pass_floats,
 	                        4.0 * net->largest_floats, net, sc_place, sc_unplace, sc_on_stop,
-	                        sc_forward, sc_free, net->params};
+	                        sc_forward, sc_free, net->params, NULL, NULL};
 	char what[128];
 	snprintf(what, sizeof what, "SCNet (%lld parameters)", (long long)net->params);
 	return sb_msst_model_new(&mn, &net->cfg.m, name, path, what,

@@ -19,9 +19,10 @@ import sys
 import tempfile
 import time
 
-from xvfb_common import Layout, start_xvfb
+from xvfb_common import Layout, check, fails, ink_fraction, start_xvfb
 
 URI, OUT = sys.argv[1], os.path.abspath(sys.argv[2])
+PANEL = "#24282e"   # the lane's ground (gui/ui_draw.c)
 TOOLS = ["jalv.gtk3", "jackd", "jack_metro", "jack_connect", "jack_lsp", "jack_transport", "jack_wait",
          "Xvfb", "xdotool", "xprop", "xwininfo", "import", "convert"]
 missing = [t for t in TOOLS if not shutil.which(t)]
@@ -31,17 +32,6 @@ if missing:
     sys.exit(77)
 shutil.rmtree(OUT, ignore_errors=True)
 os.makedirs(OUT)
-fails = []
-T0 = time.time()
-
-
-def check(cond, what):
-    print(("PASS " if cond else "FAIL ") + what + " [%.1f s]" % (time.time() - T0), flush=True)
-    if not cond:
-        fails.append(what)
-    return cond
-
-
 home = tempfile.mkdtemp(prefix="sb-jalv-")
 # JACK keeps a registry of its servers in /dev/shm after the last one stops: removed at the end
 # when this test made it and no other JACK server runs
@@ -147,16 +137,6 @@ def shot(win, name):
     return path
 
 
-def ink(path, rect, ground="#24282e"):
-    """The share of a rectangle's pixels that differ from the lane's ground (gui/ui_draw.c)."""
-    x, y, w, h = (int(round(v)) for v in rect)
-    out = subprocess.run(["convert", path, "-crop", "%dx%d+%d+%d" % (w, h, x, y), "+repage",
-                          "-fuzz", "6%", "-fill", "black", "-opaque", ground, "-fill", "white",
-                          "+opaque", "black", "-format", "%[fx:mean]", "info:"],
-                         capture_output=True, text=True).stdout.strip()
-    return float(out) if out else -1.0
-
-
 def wait_for(win, pred, timeout):
     end = time.time() + timeout
     lay = layout(win)
@@ -217,7 +197,7 @@ lane = lay.widgets.get("lane")
 if check(lane is not None, "the take lane is there"):
     (x, y, wd, ht), _ = lane
     s = lay.window[2]
-    f = ink(path, (x + 6 * s, y + 6 * s, wd - 12 * s, ht - 12 * s))
+    f = ink_fraction(path, (x + 6 * s, y + 6 * s, wd - 12 * s, ht - 12 * s), PANEL)
     check(f > 0.05, "the take lane shows the metronome's take (%.0f %% inked)" % (100 * f))
 wavs = glob.glob(os.path.join(home, "**", "*.wav"), recursive=True)
 check(any(os.path.basename(p).startswith("vocals") or "vocals" in p for p in wavs),

@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 
-from xvfb_common import Layout, start_xvfb
+from xvfb_common import Layout, check, fails, ink_fraction, start_xvfb
 
 HOST, OUT = sys.argv[1], os.path.abspath(sys.argv[2])
 TOOLS = ["Xvfb", "xdotool", "import", "convert", "sordi"]
@@ -42,18 +42,6 @@ PORT_PRECISION = 24  # the stereo plugin's Precision control (ttl: symbol "preci
 PORT_KEEP_TAKE = 25  # its Keep take audio control (ttl: symbol "keep_take")
 STATE_RECORDING, STATE_SEPARATING, STATE_DONE, STATE_ERROR, STATE_SILENT = 1, 3, 4, 5, 6
 PANEL = "#24282e"   # the lane's ground (gui/ui_draw.c)
-fails = []
-
-
-T0 = time.time()
-
-
-def check(cond, what):
-    print(("PASS " if cond else "FAIL ") + what + " [%.1f s]" % (time.time() - T0), flush=True)
-    if not cond:
-        fails.append(what)
-    return cond
-
 
 class Host:
     """ui_host with its stdout read on a thread, so the test can wait for a line."""
@@ -171,19 +159,6 @@ def screenshot(env, geo, name):
                    env=env, check=True)
     print("screenshot", path, flush=True)
     return path
-
-
-def ink_fraction(path, rect, ground):
-    """The share of a rectangle's pixels that differ from its ground colour."""
-    x, y, w, h = (int(round(v)) for v in rect)
-    out = subprocess.run(["convert", path, "-crop", "%dx%d+%d+%d" % (w, h, x, y), "+repage",
-                          "-fuzz", "6%", "-fill", "black", "-opaque", ground, "-fill", "white",
-                          "+opaque", "black", "-format", "%[fx:mean]", "info:"],
-                         capture_output=True, text=True)
-    try:
-        return float(out.stdout.strip())
-    except ValueError:
-        return -1.0
 
 
 def check_texts(lay, what):

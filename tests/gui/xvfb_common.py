@@ -5,6 +5,30 @@ import subprocess
 import sys
 import time
 
+fails = []  # what failed, in order
+T0 = time.time()
+
+
+def check(cond, what):
+    """One check, printed as it passes or fails (with the seconds since the start)."""
+    print(("PASS " if cond else "FAIL ") + what + " [%.1f s]" % (time.time() - T0), flush=True)
+    if not cond:
+        fails.append(what)
+    return cond
+
+
+def ink_fraction(path, rect, ground):
+    """The share of a rectangle's pixels in a screenshot that differ from its ground colour."""
+    x, y, w, h = (int(round(v)) for v in rect)
+    out = subprocess.run(["convert", path, "-crop", "%dx%d+%d+%d" % (w, h, x, y), "+repage",
+                          "-fuzz", "6%", "-fill", "black", "-opaque", ground, "-fill", "white",
+                          "+opaque", "black", "-format", "%[fx:mean]", "info:"],
+                         capture_output=True, text=True)
+    try:
+        return float(out.stdout.strip())
+    except ValueError:
+        return -1.0
+
 
 def answers(display):
     return subprocess.run(["xdotool", "getdisplaygeometry"], env=dict(os.environ, DISPLAY=display),

@@ -3,7 +3,10 @@
 # (a line that starts with a dot is a request, a mistyped macro a lost sentence).
 # usage: test_man.sh SOURCE_ROOT
 root=$1
-command -v groff >/dev/null 2>&1 || { echo "groff is not installed (Debian: groff-base): skipped"; exit 77; }
+if ! command -v groff >/dev/null 2>&1; then
+	echo "groff is not installed (Debian: groff-base): skipped"
+	exit 77
+fi
 fail=0 n=0
 for page in "$root"/man/*.[1-8]; do
 	n=$((n + 1))

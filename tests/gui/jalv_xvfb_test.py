@@ -24,7 +24,7 @@ from xvfb_common import Layout, check, fails, ink_fraction, start_xvfb
 URI, OUT = sys.argv[1], os.path.abspath(sys.argv[2])
 PANEL = "#24282e"   # the lane's ground (gui/ui_draw.c)
 TOOLS = ["jalv.gtk3", "jackd", "jack_metro", "jack_connect", "jack_lsp", "jack_transport",
-         "jack_wait",         "Xvfb", "xdotool", "xprop", "xwininfo", "import", "convert"]
+         "jack_wait", "Xvfb", "xdotool", "xprop", "xwininfo", "import", "convert"]
 missing = [t for t in TOOLS if not shutil.which(t)]
 if missing:
     print("skipped: missing " + ", ".join(missing) + " (Debian: jalv, jackd2, x11-utils, xvfb, "

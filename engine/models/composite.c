@@ -35,27 +35,6 @@ static sb_status filter_write(sb_sink *self, int stem, const float *data, int64_
 	return f->to->write(f->to, stem, data, n);
 }
 
-/* the job's progress callback, each part over its share */
-typedef struct {
-	const sb_run_ctx *ctx;
-	int i, n;
-} share;
-
-static void part_progress(void *user, double fraction, const char *stage)
-{
-	const share *s = user;
-	if (s->ctx->progress)
-		s->ctx->progress(s->ctx->progress_user, (s->i + fraction) / s->n, stage);
-}
-
-/* a device's share, to the job's report (the progress callbacks' user is the share here) */
-static void member_device_report(void *user, const sb_device_report *r)
-{
-	const share *s = user;
-	if (s->ctx->device_report)
-		s->ctx->device_report(s->ctx->progress_user, r);
-}
-
 static sb_status separate(sb_model *m, const sb_run_ctx *ctx, sb_source *in, sb_sink *out)
 {
 	composite *c = m->impl;
@@ -63,13 +42,8 @@ static sb_status separate(sb_model *m, const sb_run_ctx *ctx, sb_source *in, sb_
 	for (int i = 0; i < c->n && st == SB_OK; i++) {
 		filter f = {out, c->take[i]};
 		sb_sink fs = {out->n_stems, out->channels, filter_write, &f};
-		share sh = {ctx, i, c->n};
-		sb_run_ctx pc = *ctx;
-		pc.keep = 0; /* nothing of a part stays on the devices: the next part needs the room */
-		pc.pace = NULL; /* a part's units are not another's */
-		pc.progress = part_progress;
-		pc.progress_user = &sh;
-		pc.device_report = ctx->device_report ? member_device_report : NULL;
+		sb_member_share sh;
+		const sb_run_ctx pc = sb_run_ctx_member(ctx, &sh, i, c->n);
 		char which[128];
 		sb_stem_mask_text(c->take[i], ", ", which, sizeof which);
 		sb_log(ctx->log, SB_LOG_INFO, "%s from %s", which, c->part[i]->info.name);

@@ -315,26 +315,6 @@ static sb_status tapes_only(combine *c, unsigned last_stems)
 
 /* ---- the model ---- */
 
-typedef struct {
-	const sb_run_ctx *ctx;
-	int i, n;
-} share;
-
-static void member_progress(void *user, double fraction, const char *stage)
-{
-	const share *s = user;
-	if (s->ctx->progress)
-		s->ctx->progress(s->ctx->progress_user, (s->i + fraction) / s->n, stage);
-}
-
-/* a device's share, to the job's report (the progress callbacks' user is the share here) */
-static void member_device_report(void *user, const sb_device_report *r)
-{
-	const share *s = user;
-	if (s->ctx->device_report)
-		s->ctx->device_report(s->ctx->progress_user, r);
-}
-
 static sb_status separate(sb_model *m, const sb_run_ctx *ctx, sb_source *in, sb_sink *out)
 {
 	ensemble *e = m->impl;
@@ -350,13 +330,8 @@ static sb_status separate(sb_model *m, const sb_run_ctx *ctx, sb_source *in, sb_
 		c.last = i;
 		const int final = i == e->n - 1;
 		sb_sink ms = {out->n_stems, out->channels, final ? last_write : tape_write, &c};
-		share sh = {ctx, i, e->n};
-		sb_run_ctx pc = *ctx;
-		pc.keep = 0;   /* the next member needs the room */
-		pc.pace = NULL;
-		pc.progress = member_progress;
-		pc.progress_user = &sh;
-		pc.device_report = ctx->device_report ? member_device_report : NULL;
+		sb_member_share sh;
+		const sb_run_ctx pc = sb_run_ctx_member(ctx, &sh, i, e->n);
 		sb_log(ctx->log, SB_LOG_INFO, "ensemble: %s (%d of %d)", e->m[i]->info.name, i + 1, e->n);
 		if (final)
 			for (int k = 0; k < i; k++)

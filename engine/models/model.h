@@ -188,6 +188,16 @@ typedef struct {
 sb_status sb_run_devices_open(const sb_run_ctx *ctx, sb_run_devices *out);
 void sb_run_devices_close(sb_run_devices *r);
 
+/* Models run one after another inside one job (a composite's parts, an ensemble's members):
+ * member i of n reports its progress over its share of the job and its devices to the job;
+ * nothing of it stays on the devices (the next one needs the room) and its pace is its own. sh
+ * is the member's progress user and must outlive the run. */
+typedef struct {
+	const sb_run_ctx *ctx;
+	int i, n;
+} sb_member_share;
+sb_run_ctx sb_run_ctx_member(const sb_run_ctx *ctx, sb_member_share *sh, int i, int n);
+
 static inline sb_status sb_model_separate(sb_model *m, const sb_run_ctx *ctx, sb_source *in,
                                           sb_sink *out)
 {

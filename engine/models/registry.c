@@ -462,6 +462,33 @@ sb_status sb_model_open(const char *name, const char *const *search_path, const 
 	return SB_ERR_MODEL;
 }
 
+static void member_progress(void *user, double fraction, const char *stage)
+{
+	const sb_member_share *s = user;
+	if (s->ctx->progress)
+		s->ctx->progress(s->ctx->progress_user, (s->i + fraction) / s->n, stage);
+}
+
+/* a device's share, to the job's report (the progress callbacks' user is the share here) */
+static void member_device_report(void *user, const sb_device_report *r)
+{
+	const sb_member_share *s = user;
+	if (s->ctx->device_report)
+		s->ctx->device_report(s->ctx->progress_user, r);
+}
+
+sb_run_ctx sb_run_ctx_member(const sb_run_ctx *ctx, sb_member_share *sh, int i, int n)
+{
+	*sh = (sb_member_share){ctx, i, n};
+	sb_run_ctx pc = *ctx;
+	pc.keep = 0;
+	pc.pace = NULL;
+	pc.progress = member_progress;
+	pc.progress_user = sh;
+	pc.device_report = ctx->device_report ? member_device_report : NULL;
+	return pc;
+}
+
 sb_status sb_run_devices_open(const sb_run_ctx *ctx, sb_run_devices *out)
 {
 	memset(out, 0, sizeof *out);

@@ -58,3 +58,23 @@ float *sb_wload_vec(sb_wload *l, int64_t n, const char *fmt, ...)
 		l->s = read_into(l, shape, 1, p);
 	return p;
 }
+
+sb_status sb_wload_open_config(const char *path, const char *name, const char *family,
+                               const sb_logger *log, sb_safetensors **st, const char **yaml)
+{
+	*st = NULL;
+	*yaml = NULL;
+	sb_status s = sb_safetensors_open(path, log, st);
+	if (s != SB_OK)
+		return s;
+	*yaml = sb_safetensors_meta(*st, "config");
+	if (!*yaml) {
+		sb_log(log, SB_LOG_ERROR, "%s: %s holds no %s configuration (metadata 'config'): "
+		       "convert the checkpoint with stembridge-convert MODEL.ckpt --config MODEL.yaml",
+		       name, path, family);
+		sb_safetensors_close(*st);
+		*st = NULL;
+		return SB_ERR_MODEL;
+	}
+	return SB_OK;
+}

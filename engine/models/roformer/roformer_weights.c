@@ -3,6 +3,7 @@
  * STFT window and plans). */
 #include "models/demucs/safetensors.h"
 #include "models/roformer/roformer.h"
+#include "models/weights_load.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -177,8 +178,9 @@ sb_status sb_roformer_load(const char *path, const char *name, const sb_logger *
                            sb_roformer **out)
 {
 	*out = NULL;
-	sb_safetensors *st = NULL;
-	sb_status s = sb_safetensors_open(path, log, &st);
+	sb_safetensors *st;
+	const char *yaml;
+	sb_status s = sb_wload_open_config(path, name, "RoFormer", log, &st, &yaml);
 	if (s != SB_OK)
 		return s;
 	sb_roformer *net = calloc(1, sizeof *net);
@@ -186,15 +188,7 @@ sb_status sb_roformer_load(const char *path, const char *name, const sb_logger *
 		sb_safetensors_close(st);
 		return SB_ERR_NOMEM;
 	}
-	const char *yaml = sb_safetensors_meta(st, "config");
 	char err[512];
-	if (!yaml) {
-		sb_log(log, SB_LOG_ERROR, "%s: %s holds no RoFormer configuration (metadata 'config'): "
-		       "convert the checkpoint with stembridge-convert MODEL.ckpt --config MODEL.yaml",
-		       name, path);
-		s = SB_ERR_MODEL;
-		goto fail;
-	}
 	s = sb_rf_config_parse(yaml, strlen(yaml), &net->cfg, err, sizeof err);
 	if (s != SB_OK) {
 		sb_log(log, SB_LOG_ERROR, "%s: its configuration: %s", name, err);
